@@ -1,0 +1,78 @@
+"""Boundary checks shared by every public function: clear errors, never silent NaN."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def check_tensor(x: Any, name: str, *, ndim: int | tuple[int, ...] | None = None) -> Tensor:
+    """Return ``x`` if it is a floating tensor of the given rank with finite values.
+
+    Raises ``TypeError`` for non-tensors / non-float dtypes and ``ValueError`` for a
+    wrong rank or non-finite entries, naming ``name`` and what was found.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if x.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(x.shape)}")
+    check_finite(x, name)
+    return x
+
+
+def check_finite(x: Tensor, name: str) -> None:
+    """Raise ``ValueError`` if ``x`` holds NaN or infinity."""
+    if x.numel() and not bool(torch.isfinite(x).all()):
+        bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name} contains {bad} non-finite value(s) (NaN or inf)")
+
+
+def check_labels(labels: Any, n: int, name: str = "labels") -> Tensor:
+    """Return ``labels`` as an integer tensor of length ``n`` or raise naming the mismatch."""
+    if not isinstance(labels, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(labels).__name__}")
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got dtype {labels.dtype}")
+    if labels.shape[0] != n:
+        raise ValueError(f"{name} has length {labels.shape[0]} but the batch has {n} instances")
+    return labels
+
+
+def check_positive(value: float, name: str) -> float:
+    """Require a finite number ``> 0``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return float(value)
+
+
+def check_in_range(
+    value: float,
+    name: str,
+    low: float,
+    high: float,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """Require ``low <= value <= high`` (bounds inclusive or not), else ``ValueError``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    ok_low = value >= low if low_inclusive else value > low
+    ok_high = value <= high if high_inclusive else value < high
+    if not (math.isfinite(value) and ok_low and ok_high):
+        lb = "[" if low_inclusive else "("
+        hb = "]" if high_inclusive else ")"
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{hb}, got {value}")
+    return float(value)

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``spacl`` CLI; each module exposes ``register(subparsers)``."""

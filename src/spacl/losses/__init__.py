@@ -1,0 +1,36 @@
+"""Contrastive objectives, all on one masked-logsumexp kernel (:mod:`spacl.losses.kernel`).
+
+============================  ==============================================================
+``NTXentLoss``                 InfoNCE / SimCLR, any ``V >= 2`` views, two-view form
+``DecoupledContrastiveLoss``   DCL (Yeh et al.): positive out of the denominator
+``DebiasedContrastiveLoss``    Chuang et al., ``tau_plus``
+``HardNegativeLoss``           HCL / HUCL / HSCL in-batch reweighting (``beta``, ``tau_plus``)
+``TiltedNegativeSampler``      draws negatives from ``p ∝ exp(beta <z_i, z_j>)``
+``SampledHardNegativeLoss``    the NC/DC paper's sampling estimator
+``SupConLoss``                 Khosla et al., ``variant="out"`` (L_out) or ``"in"`` (L_in)
+``NSCLLoss``                   negatives-only supervised CL (SPEC §3)
+``normalize``                  ``sphere | ball | none``
+============================  ==============================================================
+"""
+
+from spacl.losses.base import PairwiseContrastiveLoss
+from spacl.losses.hard import HardNegativeLoss, SampledHardNegativeLoss, TiltedNegativeSampler
+from spacl.losses.infonce import DebiasedContrastiveLoss, DecoupledContrastiveLoss, NTXentLoss
+from spacl.losses.kernel import contrastive_kernel, masked_logsumexp
+from spacl.losses.normalize import normalize
+from spacl.losses.supervised import NSCLLoss, SupConLoss
+
+__all__ = [
+    "DebiasedContrastiveLoss",
+    "DecoupledContrastiveLoss",
+    "HardNegativeLoss",
+    "NSCLLoss",
+    "NTXentLoss",
+    "PairwiseContrastiveLoss",
+    "SampledHardNegativeLoss",
+    "SupConLoss",
+    "TiltedNegativeSampler",
+    "contrastive_kernel",
+    "masked_logsumexp",
+    "normalize",
+]

@@ -1,0 +1,170 @@
+"""Turn the public input forms of the losses into anchors, candidates and group ids.
+
+Input forms accepted by every pairwise loss:
+
+- ``loss(features)`` / ``loss(features, labels)`` with ``features[B, V, d]``, ``V >= 1``;
+- ``loss(z0, z1)`` / ``loss(z0, z1, labels=labels)`` with two views ``[B, d]``;
+- ``targets=[B, V, d]`` (keyword): candidates come from another encoder (EMA/target),
+  anchors from ``features``.  The same (instance, view) pair is never its own
+  candidate, in either case.
+
+Rows are instance-major: anchor/candidate ``r`` is instance ``r // V``, view ``r % V``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from spacl._validation import check_labels, check_tensor
+
+
+@dataclass(frozen=True)
+class ViewBatch:
+    """Validated views, labels and optional target views of one batch."""
+
+    views: Tensor  # [B, V, d]
+    labels: Tensor | None  # [B]
+    targets: Tensor | None  # [B, V, d]
+
+    @property
+    def num_instances(self) -> int:
+        return int(self.views.shape[0])
+
+    @property
+    def num_views(self) -> int:
+        return int(self.views.shape[1])
+
+
+def parse_views(
+    features: Tensor,
+    other: Tensor | None = None,
+    labels: Tensor | None = None,
+    targets: Tensor | None = None,
+) -> ViewBatch:
+    """Validate and normalise the accepted input forms into a :class:`ViewBatch`."""
+    if not isinstance(features, Tensor):
+        raise TypeError(f"features must be a torch.Tensor, got {type(features).__name__}")
+    if features.ndim == 2:
+        if other is None:
+            raise ValueError(
+                "features of shape [B, d] need a second view: call loss(z0, z1), "
+                f"or pass features[B, V, d]; got shape {tuple(features.shape)} alone"
+            )
+        check_tensor(features, "z0", ndim=2)
+        check_tensor(other, "z1", ndim=2)
+        if other.shape != features.shape:
+            raise ValueError(
+                f"z0 and z1 must have the same shape, got {tuple(features.shape)} "
+                f"and {tuple(other.shape)}"
+            )
+        views = torch.stack((features, other), dim=1)
+    elif features.ndim == 3:
+        check_tensor(features, "features", ndim=3)
+        views = features
+        if other is not None:
+            if labels is not None:
+                raise ValueError("labels given twice: positionally and as labels=")
+            if isinstance(other, Tensor) and other.is_floating_point():
+                raise TypeError(
+                    "with features[B, V, d] the second argument is labels (an integer "
+                    f"tensor), got a floating tensor of shape {tuple(other.shape)}"
+                )
+            labels = other
+    else:
+        raise ValueError(
+            f"features must be [B, V, d] (or two views [B, d]), got shape {tuple(features.shape)}"
+        )
+    if views.shape[-1] < 1:
+        raise ValueError(f"features must have d >= 1, got shape {tuple(views.shape)}")
+    n = int(views.shape[0])
+    if labels is not None:
+        labels = check_labels(labels, n).to(views.device)
+    if targets is not None:
+        check_tensor(targets, "targets", ndim=3)
+        if targets.shape != views.shape:
+            raise ValueError(
+                f"targets must have the shape of the views {tuple(views.shape)}, "
+                f"got {tuple(targets.shape)}"
+            )
+        if targets.dtype != views.dtype:
+            raise TypeError(
+                f"targets dtype {targets.dtype} differs from features dtype {views.dtype}"
+            )
+    return ViewBatch(views=views, labels=labels, targets=targets)
+
+
+def check_anchor_mode(anchor_mode: str) -> str:
+    """``"all"``: every view is an anchor (SupCon "all"); ``"one"``: view 0 only."""
+    if anchor_mode not in ("all", "one"):
+        raise ValueError(f"anchor_mode must be 'all' or 'one', got {anchor_mode!r}")
+    return anchor_mode
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """Anchors ``[A, d]``, candidates ``[K, d]`` and how they relate.
+
+    ``self_index[a]`` is the candidate that is anchor ``a`` itself (same instance and
+    view); ``instance_positives[a]`` the ``V - 1`` other views of its instance
+    (``None`` when ``V = 1``).  Label masks are built on demand.
+    """
+
+    anchors: Tensor
+    candidates: Tensor
+    num_views: int
+    anchor_instance: Tensor  # [A]
+    candidate_instance: Tensor  # [K]
+    self_index: Tensor  # [A]
+    instance_positives: Tensor | None  # [A, V-1]
+    anchor_labels: Tensor | None  # [A]
+    candidate_labels: Tensor | None  # [K]
+
+    def same_instance(self) -> Tensor:
+        """``[A, K]`` bool: candidate is a view of the anchor's instance (self included)."""
+        return self.anchor_instance.unsqueeze(1) == self.candidate_instance.unsqueeze(0)
+
+    def same_label(self) -> Tensor:
+        """``[A, K]`` bool: candidate has the anchor's label (self included)."""
+        if self.anchor_labels is None or self.candidate_labels is None:
+            raise ValueError("this loss needs labels")
+        return self.anchor_labels.unsqueeze(1) == self.candidate_labels.unsqueeze(0)
+
+    def not_self(self, mask: Tensor) -> Tensor:
+        """``mask`` with each anchor's own candidate set to ``False`` (out of place)."""
+        return mask.scatter(1, self.self_index.unsqueeze(1), False)
+
+
+def pair_layout(batch: ViewBatch, anchor_mode: str = "all") -> PairLayout:
+    """Flatten views (instance-major) into anchors/candidates and their relations."""
+    views = batch.views
+    b, v, d = views.shape
+    cand_src = views if batch.targets is None else batch.targets
+    candidates = cand_src.reshape(b * v, d)
+    device = views.device
+    cand_inst = torch.arange(b, device=device).repeat_interleave(v)
+    rows = torch.arange(b * v, device=device)
+    if anchor_mode == "all":
+        anchors = views.reshape(b * v, d)
+        anc_inst = cand_inst
+        self_index = rows
+    else:
+        anchors = views[:, 0]
+        anc_inst = torch.arange(b, device=device)
+        self_index = anc_inst * v
+    positives = None
+    if v > 1:
+        # the other v-1 views of the anchor's instance, as candidate indices
+        offsets = torch.arange(1, v, device=device)
+        own_view = self_index % v
+        other_views = (own_view.unsqueeze(1) + offsets.unsqueeze(0)) % v
+        positives = (anc_inst * v).unsqueeze(1) + other_views
+    cand_lab = anc_lab = None
+    if batch.labels is not None:
+        cand_lab = batch.labels.repeat_interleave(v)
+        anc_lab = cand_lab if anchor_mode == "all" else batch.labels
+    return PairLayout(
+        anchors, candidates, v, anc_inst, cand_inst, self_index, positives, anc_lab, cand_lab
+    )

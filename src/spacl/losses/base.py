@@ -1,0 +1,200 @@
+"""Shared machinery of the pairwise contrastive losses: inputs, logits, masks, reduction."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl._validation import check_positive
+from spacl.losses._batch import PairLayout, check_anchor_mode, pair_layout, parse_views
+from spacl.losses.kernel import (
+    NegativeTransform,
+    PositiveMode,
+    contrastive_kernel,
+    masked_logsumexp,
+    reduce_anchors,
+)
+from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
+
+
+class PairwiseContrastiveLoss(nn.Module):
+    """Base class: builds ``logits = <f(a), g(c)> / tau``, selects pairs, calls the kernel.
+
+    Subclasses define :meth:`select` (positives as an index or mask, and an optional
+    explicit negative mask) and may set :meth:`kernel_options` (hardness tilt,
+    debiasing).  Anchors that have no positive (or, for decoupled losses, no negative)
+    are left out of the reduction; if *no* anchor is usable a ``ValueError`` says why
+    (never NaN, never a silent zero).
+    """
+
+    positive_mode: PositiveMode = "mean"
+    positive_in_denominator: bool = True
+    supports_labels: bool = True
+    requires_labels: bool = False
+
+    def __init__(
+        self,
+        temperature: float,
+        *,
+        normalize: NormalizeMode = "sphere",
+        anchor_mode: str = "all",
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        self.temperature = check_positive(temperature, "temperature")
+        self.normalize = check_normalize_mode(normalize)
+        self.anchor_mode = check_anchor_mode(anchor_mode)
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.reduction = reduction
+
+    # -- hooks ---------------------------------------------------------------------------
+    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+        """Return ``(positives, negative_mask)``: positives as a long index ``[A, P]`` or
+        a bool mask ``[A, K]``; ``negative_mask=None`` means "all but positives and self"."""
+        raise NotImplementedError
+
+    def kernel_options(self) -> dict[str, Any]:
+        """Extra keyword arguments for :func:`contrastive_kernel` (tilt, transforms)."""
+        return {}
+
+    # -- forward ---------------------------------------------------------------------------
+    def forward(
+        self,
+        features: Tensor,
+        other: Tensor | None = None,
+        *,
+        labels: Tensor | None = None,
+        targets: Tensor | None = None,
+    ) -> Tensor:
+        """Loss of a batch.
+
+        Args:
+            features: ``[B, V, d]`` views of each instance, or the first of two views
+                ``[B, d]`` when ``other`` is the second view.
+            other: the second view ``z1[B, d]`` (two-view form), or the labels ``[B]``
+                when ``features`` is ``[B, V, d]``.
+            labels: class labels ``[B]`` (keyword form).
+            targets: optional ``[B, V, d]`` candidate embeddings from a target encoder;
+                anchors come from ``features``.
+        """
+        batch = parse_views(features, other, labels, targets)
+        name = type(self).__name__
+        if batch.labels is not None and not self.supports_labels:
+            raise ValueError(f"{name} is unsupervised and takes no labels")
+        if batch.labels is None and self.requires_labels:
+            raise ValueError(f"{name} needs labels: call loss(features, labels)")
+        if batch.num_instances < 2:
+            raise ValueError(
+                f"{name}: a batch needs at least 2 instances to have a negative, got "
+                f"features of shape {tuple(batch.views.shape)}"
+            )
+        layout = pair_layout(batch, self.anchor_mode)
+        anchors = normalize(layout.anchors, self.normalize)
+        candidates = normalize(layout.candidates, self.normalize)
+        logits = (anchors / self.temperature) @ candidates.T
+        positives, negatives = self.select(layout)
+        return self._reduce_valid(logits, positives, negatives, layout.self_index, name)
+
+    def _reduce_valid(
+        self,
+        logits: Tensor,
+        positives: Tensor,
+        negatives: Tensor | None,
+        self_index: Tensor,
+        name: str,
+    ) -> Tensor:
+        num_anchors, num_cand = logits.shape
+        if positives.dtype == torch.bool:
+            pos_count = positives.sum(1)
+            has_pos = pos_count > 0
+            has_neg = negatives.any(1) if negatives is not None else pos_count < num_cand - 1
+            if not bool(has_neg.any()):
+                raise ValueError(
+                    f"{name}: the batch has no negative pair (a single class?): "
+                    f"{num_anchors} anchors x {num_cand} candidates"
+                )
+            if not bool(has_pos.any()):
+                raise ValueError(
+                    f"{name}: no anchor in the batch has a positive (every label unique "
+                    "and one view?); the loss is undefined"
+                )
+            valid = has_pos if self.positive_in_denominator else has_pos & has_neg
+            if not bool(valid.all()):
+                if not bool(valid.any()):
+                    raise ValueError(f"{name}: no anchor has both a positive and a negative")
+                logits, positives, self_index = logits[valid], positives[valid], self_index[valid]
+                negatives = None if negatives is None else negatives[valid]
+        elif negatives is not None:
+            has_neg = negatives.any(1)
+            if not bool(has_neg.all()):
+                if not bool(has_neg.any()):
+                    raise ValueError(
+                        f"{name}: no anchor has a negative (a single class in the batch?)"
+                    )
+                keep = has_neg
+                logits, positives, self_index = logits[keep], positives[keep], self_index[keep]
+                negatives = negatives[keep]
+        per_anchor = contrastive_kernel(
+            logits,
+            positives,
+            negatives,
+            self_index=self_index,
+            positive_mode=self.positive_mode,
+            positive_in_denominator=self.positive_in_denominator,
+            **self.kernel_options(),
+        )
+        return reduce_anchors(per_anchor, self.reduction)
+
+    def extra_repr(self) -> str:
+        return (
+            f"temperature={self.temperature}, normalize={self.normalize!r}, "
+            f"anchor_mode={self.anchor_mode!r}"
+        )
+
+
+def instance_select(layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    """Positives: the other views of the instance (index). Negatives: all other instances."""
+    if layout.instance_positives is None:
+        raise ValueError("instance positives need V >= 2 views per instance, got V = 1")
+    return layout.instance_positives, None
+
+
+def label_select(layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    """Positives: same label, not self (mask). Negatives: every other label.
+
+    Without labels every instance is its own class (instance positives, NT-Xent).
+    """
+    if layout.anchor_labels is None:
+        return instance_select(layout)
+    return layout.not_self(layout.same_label()), None
+
+
+def debias_transform(tau_plus: float, temperature: float) -> NegativeTransform:
+    """Chuang et al. (2020) debiasing of the negative mass, in log space.
+
+    ``Ng = max((neg - tau_plus * N * pos) / (1 - tau_plus), N * exp(-1/tau))`` with ``N``
+    the anchor's negative count and ``pos`` the mean positive ``exp(logit)`` (the one
+    positive in the two-view case).  The clamp is the reference's ``N e^{-1/tau}``,
+    the smallest mass ``N`` unit-norm negatives can have.
+    """
+    log_tp = math.log(tau_plus)
+    log_one_minus = math.log1p(-tau_plus)
+
+    def transform(
+        neg: Tensor, logits: Tensor, positive_mask: Tensor, negative_mask: Tensor
+    ) -> Tensor:
+        n_pos = positive_mask.sum(1).to(logits.dtype)
+        log_n = negative_mask.sum(1).to(logits.dtype).log()
+        log_pos = masked_logsumexp(logits, positive_mask) - n_pos.log()
+        ratio = log_tp + log_n + log_pos - neg  # log(tau+ N pos / neg)
+        ok = ratio < 0
+        safe = torch.where(ok, ratio, torch.full_like(ratio, -1.0))  # no NaN in either branch
+        debiased = neg + torch.log(-torch.expm1(safe)) - log_one_minus
+        debiased = torch.where(ok, debiased, torch.full_like(debiased, -math.inf))
+        return torch.maximum(debiased, log_n - 1.0 / temperature)
+
+    return transform

@@ -1,0 +1,229 @@
+"""Hard-negative objectives: HCL / HSCL / HUCL (Robinson et al. 2021; Jiang et al.).
+
+Two estimators of the exponentially tilted negative distribution
+``p(n | a) ∝ exp(beta <a, n>)`` (SPEC §2):
+
+- :class:`HardNegativeLoss` — in-batch reweighting (HCL reference and H-SCL code);
+- :class:`TiltedNegativeSampler` + :class:`SampledHardNegativeLoss` — the NC/DC paper's
+  sampling estimator (``K`` negatives drawn with replacement).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl._validation import check_in_range, check_labels, check_tensor
+from spacl.losses._batch import PairLayout, parse_views
+from spacl.losses.base import (
+    PairwiseContrastiveLoss,
+    debias_transform,
+    instance_select,
+    label_select,
+)
+from spacl.losses.kernel import contrastive_kernel, reduce_anchors
+from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
+
+
+class HardNegativeLoss(PairwiseContrastiveLoss):
+    """HCL (unsupervised, Robinson et al. 2021) / HSCL (with labels) by in-batch reweighting.
+
+    With ``l = s / tau`` and the ``N_a`` negatives ``Q_a`` of anchor ``a``::
+
+        Ng_a  = N_a * sum_{q in Q_a} softmax_q(beta * l_aq) * exp(l_aq)
+        Ng_a <- max((Ng_a - tau_plus N_a pos_a) / (1 - tau_plus), N_a e^{-1/tau})  (tau_plus > 0)
+        loss_a = -1/|P_a| sum_p log( e^{l_ap} / (sum_{p'} e^{l_ap'} + Ng_a) )
+
+    computed in log space (the reference exponentiates first and overflows at small
+    ``tau`` or large ``beta``).  Without labels positives are the other views of the
+    instance and negatives every other instance (HCL/HUCL); with labels negatives are
+    the other classes and positives the same class (HSCL).  ``beta = 0, tau_plus = 0``
+    is NT-Xent (resp. SupCon L_out) exactly.
+
+    **Decisions**: the weights are not detached by default (as in HCL's code;
+    ``detach_weights=True`` detaches them); the ``N e^{-1/tau}`` clamp is applied only
+    when debiasing (``tau_plus > 0``), where it keeps the estimate positive; with ``V > 2``
+    views ``pos_a`` is the mean positive ``exp(l_ap)`` and all positives sit in the
+    denominator, so the identity with NT-Xent holds for every ``V``.
+    """
+
+    def __init__(
+        self,
+        beta: float = 1.0,
+        tau_plus: float = 0.0,
+        temperature: float = 0.5,
+        *,
+        detach_weights: bool = False,
+        normalize: NormalizeMode = "sphere",
+        anchor_mode: str = "all",
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(
+            temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
+        )
+        if not isinstance(beta, (int, float)) or isinstance(beta, bool):
+            raise TypeError(f"beta must be a number, got {type(beta).__name__}")
+        if not math.isfinite(beta) or beta < 0:
+            raise ValueError(f"beta must be a finite number >= 0, got {beta}")
+        self.beta = float(beta)
+        self.tau_plus = check_in_range(tau_plus, "tau_plus", 0.0, 1.0, high_inclusive=False)
+        self.detach_weights = bool(detach_weights)
+
+    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+        if layout.anchor_labels is not None:
+            return label_select(layout)
+        return instance_select(layout)
+
+    def kernel_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"tilt": self.beta, "detach_tilt": self.detach_weights}
+        if self.tau_plus > 0.0:
+            options["negative_transform"] = debias_transform(self.tau_plus, self.temperature)
+        return options
+
+    def extra_repr(self) -> str:
+        return (
+            f"beta={self.beta}, tau_plus={self.tau_plus}, detach_weights={self.detach_weights}, "
+            + super().extra_repr()
+        )
+
+
+class TiltedNegativeSampler(nn.Module):
+    """Draw ``K`` negatives per anchor from ``p(j | i) ∝ exp(beta <z_i, z_j>)`` (Jiang et al.).
+
+    ``scope="class"``: over samples of a different class (HSCL); ``scope="all"``: over
+    every other sample (HUCL; **Decision**: the anchor itself is never drawn).  Sampling
+    is with replacement, detached, vectorised with ``torch.multinomial`` and driven by
+    an explicit ``torch.Generator`` whose state travels in ``state_dict()`` so resumed
+    runs draw the same negatives.
+    """
+
+    def __init__(
+        self,
+        beta: float = 1.0,
+        num_negatives: int = 1,
+        *,
+        scope: str = "class",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if not math.isfinite(beta) or beta < 0:
+            raise ValueError(f"beta must be a finite number >= 0, got {beta}")
+        if not isinstance(num_negatives, int) or num_negatives < 1:
+            raise ValueError(f"num_negatives must be an integer >= 1, got {num_negatives!r}")
+        if scope not in ("class", "all"):
+            raise ValueError(f"scope must be 'class' or 'all', got {scope!r}")
+        self.beta = float(beta)
+        self.num_negatives = num_negatives
+        self.scope = scope
+        self.generator = generator if generator is not None else torch.Generator()
+
+    def allowed(self, n: int, labels: Tensor | None, device: torch.device) -> Tensor:
+        """``[N, N]`` bool mask of admissible negatives for every anchor."""
+        if self.scope == "class":
+            if labels is None:
+                raise ValueError("scope='class' needs labels")
+            return labels.unsqueeze(1) != labels.unsqueeze(0)
+        return ~torch.eye(n, dtype=torch.bool, device=device)
+
+    @torch.no_grad()
+    def forward(self, z: Tensor, labels: Tensor | None = None) -> Tensor:
+        """Indices ``[N, K]`` of the sampled negatives of each row of ``z[N, d]``."""
+        check_tensor(z, "z", ndim=2)
+        n = int(z.shape[0])
+        if labels is not None:
+            labels = check_labels(labels, n)
+        allowed = self.allowed(n, labels, z.device)
+        if not bool(allowed.any(1).all()):
+            bad = int((~allowed.any(1)).nonzero()[0, 0])
+            raise ValueError(
+                f"anchor {bad} has no admissible negative (scope={self.scope!r}); the batch "
+                "needs at least two classes and two samples"
+            )
+        logits = (self.beta * (z @ z.T)).masked_fill(~allowed, -math.inf)
+        probs = torch.softmax(logits.float() if logits.dtype == torch.float16 else logits, 1)
+        gen = self.generator
+        if gen.device != probs.device:
+            idx = torch.multinomial(
+                probs.cpu(), self.num_negatives, replacement=True, generator=gen
+            )
+            return idx.to(z.device)
+        return torch.multinomial(probs, self.num_negatives, replacement=True, generator=gen)
+
+    def get_extra_state(self) -> dict[str, Tensor]:
+        return {"generator_state": self.generator.get_state()}
+
+    def set_extra_state(self, state: dict[str, Tensor]) -> None:
+        self.generator.set_state(state["generator_state"])
+
+
+class SampledHardNegativeLoss(nn.Module):
+    """The NC/DC paper's sampling estimator of HSCL / HUCL (Jiang et al.).
+
+    For every anchor ``i`` and positive ``p``::
+
+        loss_ip = -log( e^{<z_i,z_p>/tau} / (e^{<z_i,z_p>/tau} + 1/K sum_k e^{<z_i,z_{n_k}>/tau}) )
+
+    with ``n_1..n_K`` drawn by :class:`TiltedNegativeSampler` (detached indices; the
+    gradient flows through the chosen embeddings).  Positives: with labels, every sample
+    of the same class *including the anchor itself* (as in the paper's code); without
+    labels, the other views of the same instance.  The paper uses no temperature
+    (``temperature=1``).  Loss = mean over anchors of the mean over their positives.
+    Implemented on the shared kernel with multiplicity log-weights ``log(c_ij / K)``.
+    """
+
+    def __init__(
+        self,
+        beta: float = 1.0,
+        num_negatives: int = 1,
+        *,
+        temperature: float = 1.0,
+        normalize: NormalizeMode = "ball",
+        generator: torch.Generator | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        if not math.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature = float(temperature)
+        self.normalize = check_normalize_mode(normalize)
+        self.reduction = reduction
+        self.beta = float(beta)
+        self.num_negatives = num_negatives
+        self.sampler_class = TiltedNegativeSampler(
+            beta, num_negatives, scope="class", generator=generator
+        )
+        self.sampler_all = TiltedNegativeSampler(
+            beta, num_negatives, scope="all", generator=self.sampler_class.generator
+        )
+
+    def forward(
+        self, features: Tensor, other: Tensor | None = None, *, labels: Tensor | None = None
+    ) -> Tensor:
+        """Loss for ``features[B, V, d]`` (+ labels) or two views ``(z0, z1)``."""
+        batch = parse_views(features, other, labels)
+        b, v, d = batch.views.shape
+        z = normalize(batch.views.reshape(b * v, d), self.normalize)
+        inst = torch.arange(b, device=z.device).repeat_interleave(v)
+        if batch.labels is not None:
+            lab = batch.labels.repeat_interleave(v)
+            pos = lab.unsqueeze(1) == lab.unsqueeze(0)
+            idx = self.sampler_class(z.detach(), lab)
+        else:
+            pos = (inst.unsqueeze(1) == inst.unsqueeze(0)) & ~torch.eye(
+                b * v, dtype=torch.bool, device=z.device
+            )
+            if not bool(pos.any()):
+                raise ValueError("without labels SampledHardNegativeLoss needs V >= 2 views")
+            idx = self.sampler_all(z.detach())
+        counts = torch.zeros(b * v, b * v, dtype=z.dtype, device=z.device)
+        counts.scatter_add_(1, idx, torch.ones_like(idx, dtype=z.dtype))
+        neg = counts > 0
+        log_w = (counts.clamp_min(1.0) / self.num_negatives).log()
+        logits = (z / self.temperature) @ z.T
+        per_anchor = contrastive_kernel(
+            logits, pos, neg, negative_log_weights=log_w, positive_mode="pairwise"
+        )
+        return reduce_anchors(per_anchor, self.reduction)

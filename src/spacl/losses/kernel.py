@@ -1,0 +1,213 @@
+"""The one masked-logsumexp kernel under every contrastive objective in spacl.
+
+Every objective in scope is the same computation over an anchor-by-candidate logit
+matrix ``logits[A, K] = <anchor_a, candidate_k> / tau`` with positives ``P``, negatives
+``Q`` and optional negative log-weights ``w`` (DESIGN.md)::
+
+    loss_a = den_a - pos_a
+
+    pos_a  = mean_{p in P_a} l_ap                  ("mean":         SupCon L_out, NT-Xent, DCL)
+           = log mean_{p in P_a} exp(l_ap)         ("log_mean_exp": SupCon L_in)
+           = log sum_{p in P_a} exp(l_ap)          ("log_sum_exp":  SPACL, SPEC §1.5)
+
+    neg_a  = log sum_{q in Q_a} exp(l_aq + w_aq)   (optionally transformed: debiasing)
+    den_a  = logaddexp(log sum_{p in P_a} e^{l_ap}, neg_a)   coupled (positives in the denominator)
+           = neg_a                                            decoupled (Yeh et al. 2022)
+
+A fourth positive mode, ``"pairwise"``, gives every positive pair its own two-term
+denominator, ``loss_a = mean_p -log(e^{l_ap} / (e^{l_ap} + e^{neg_a}))`` (the sampling
+estimator of the NC/DC paper, Jiang et al.).
+
+Positives come either as a boolean mask ``[A, K]`` or, when every anchor has the same
+number of them (instance positives), as an index ``[A, P]``; the index form avoids
+every ``[A, K]`` boolean pass and is what makes NT-Xent cheap.  ``Q`` defaults to
+"every candidate that is neither a positive nor the anchor itself" (``self_index``).
+
+Everything is computed in log space; masked entries are ``-inf`` so that they carry
+exactly zero weight and zero gradient, and rows with an empty mask never produce NaN
+gradients (:func:`masked_logsumexp`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+PositiveMode = Literal["mean", "log_mean_exp", "log_sum_exp", "pairwise"]
+POSITIVE_MODES: tuple[str, ...] = ("mean", "log_mean_exp", "log_sum_exp", "pairwise")
+
+#: a transform of ``neg_a`` given ``(neg, logits, positive_mask, negative_mask)``
+NegativeTransform = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
+
+
+def masked_logsumexp(x: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
+    """``log sum_{j: mask_j} exp(x_j)`` along ``dim``, ``-inf`` for an empty mask.
+
+    A row whose mask is empty returns ``-inf`` in the forward pass *and* a zero
+    gradient in the backward pass (never NaN): the shift is detached and finite and
+    every masked entry is cut out of the graph by ``masked_fill``.
+    """
+    if mask is not None:
+        x = x.masked_fill(~mask, -math.inf)
+    shift = x.detach().amax(dim=dim, keepdim=True)
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    total = (x - shift).exp().sum(dim=dim, keepdim=True)
+    return (total.log() + shift).squeeze(dim)
+
+
+def _fill_at(x: Tensor, index: Tensor, value: float) -> Tensor:
+    """Out-of-place ``x[a, index[a, j]] = value`` (index ``[A]`` or ``[A, P]``)."""
+    if index.ndim == 1:
+        index = index.unsqueeze(1)
+    return x.scatter(1, index, value)
+
+
+def _index_to_mask(index: Tensor, shape: torch.Size) -> Tensor:
+    mask = torch.zeros(shape, dtype=torch.bool, device=index.device)
+    idx = index.unsqueeze(1) if index.ndim == 1 else index
+    return mask.scatter_(1, idx, True)
+
+
+def tilt_log_weights(logits: Tensor, negative_mask: Tensor, beta: float) -> Tensor:
+    """HCL's hardness log-weights ``log(N_a softmax_q(beta l_aq))`` over the negatives.
+
+    ``sum_q exp(l_aq + w_aq) = N_a * sum_q softmax_q(beta l_aq) e^{l_aq}`` (Robinson et
+    al. 2021), entries off ``negative_mask`` are irrelevant (masked later).
+    """
+    tilted = beta * logits
+    count = negative_mask.sum(1, keepdim=True).to(logits.dtype)
+    return tilted + count.log() - masked_logsumexp(tilted, negative_mask).unsqueeze(1)
+
+
+def contrastive_kernel(
+    logits: Tensor,
+    positives: Tensor,
+    negative_mask: Tensor | None = None,
+    *,
+    self_index: Tensor | None = None,
+    negative_log_weights: Tensor | None = None,
+    tilt: float = 0.0,
+    detach_tilt: bool = False,
+    positive_mode: PositiveMode = "mean",
+    positive_in_denominator: bool = True,
+    negative_transform: NegativeTransform | None = None,
+) -> Tensor:
+    """Per-anchor contrastive loss ``[A]`` (formula in the module docstring).
+
+    Args:
+        logits: ``[A, K]`` anchor-candidate similarities divided by the temperature.
+        positives: bool mask ``[A, K]`` or long index ``[A, P]`` of each anchor's
+            positives.  Every anchor must have at least one (callers drop the others).
+        negative_mask: ``[A, K]`` bool; ``None`` = every candidate that is neither a
+            positive nor ``self_index``.
+        self_index: ``[A]`` candidate index of each anchor itself (excluded from both
+            sides), or ``None`` when anchors are not among the candidates.
+        negative_log_weights: ``[A, K]`` additive log-weights on the negatives.
+        tilt: hardness ``beta`` of HCL's reweighting (``0`` = uniform); added to
+            ``negative_log_weights`` via :func:`tilt_log_weights`.
+        detach_tilt: detach the hardness weights from the graph.
+        positive_mode: how positives enter the numerator.
+        positive_in_denominator: coupled (``True``) or decoupled (``False``).
+        negative_transform: applied to ``neg[A]`` before it enters the denominator.
+    """
+    if positive_mode not in POSITIVE_MODES:
+        raise ValueError(f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}")
+    as_index = positives.dtype != torch.bool
+    simple = (
+        positive_in_denominator
+        and negative_mask is None
+        and negative_log_weights is None
+        and tilt == 0.0
+        and negative_transform is None
+        and positive_mode != "pairwise"
+    )
+
+    if simple:
+        # P u Q = every candidate but the anchor itself: one logsumexp, no mask
+        full = logits if self_index is None else _fill_at(logits, self_index, -math.inf)
+        den = torch.logsumexp(full, dim=1)
+        return den - _positive_term(logits, positives, positive_mode, as_index)
+
+    needs_mask = (
+        negative_mask is not None
+        or negative_log_weights is not None
+        or tilt != 0.0
+        or negative_transform is not None
+        or not as_index
+    )
+    pos_mask = positives
+    if as_index and needs_mask:
+        pos_mask = _index_to_mask(positives, logits.shape)
+    if negative_mask is None and needs_mask:
+        negative_mask = ~pos_mask
+        if self_index is not None:
+            negative_mask = negative_mask & ~_index_to_mask(self_index, logits.shape)
+
+    weighted = logits
+    if negative_log_weights is not None:
+        weighted = weighted + negative_log_weights
+    if tilt != 0.0:
+        assert negative_mask is not None
+        w = tilt_log_weights(logits, negative_mask, tilt)
+        weighted = weighted + (w.detach() if detach_tilt else w)
+    if negative_mask is not None:
+        neg = masked_logsumexp(weighted, negative_mask)
+    else:  # index positives, uniform weights: mask by filling, no bool matrix
+        blocked = (
+            positives if self_index is None else torch.cat((positives, self_index[:, None]), 1)
+        )
+        neg = torch.logsumexp(_fill_at(weighted, blocked, -math.inf), dim=1)
+    if negative_transform is not None:
+        assert negative_mask is not None
+        neg = negative_transform(neg, logits, pos_mask, negative_mask)
+
+    if positive_mode == "pairwise":
+        pos_logits = logits.gather(1, positives) if as_index else logits
+        pair = F.softplus(neg.unsqueeze(1) - pos_logits)
+        if as_index:
+            return pair.mean(1)
+        pair = pair.masked_fill(~pos_mask, 0.0)
+        return pair.sum(1) / pos_mask.sum(1).to(logits.dtype)
+
+    if positive_in_denominator:
+        pos_lse = _positive_lse(logits, positives, as_index)
+        den = torch.logaddexp(pos_lse, neg)
+    else:
+        den = neg
+    return den - _positive_term(logits, positives, positive_mode, as_index)
+
+
+def _positive_lse(logits: Tensor, positives: Tensor, as_index: bool) -> Tensor:
+    if as_index:
+        return torch.logsumexp(logits.gather(1, positives), dim=1)
+    return masked_logsumexp(logits, positives)
+
+
+def _positive_term(logits: Tensor, positives: Tensor, mode: str, as_index: bool) -> Tensor:
+    if mode == "mean":
+        if as_index:
+            return logits.gather(1, positives).mean(1)
+        count = positives.sum(1).to(logits.dtype)
+        return torch.where(positives, logits, 0.0).sum(1) / count
+    lse = _positive_lse(logits, positives, as_index)
+    if mode == "log_mean_exp":
+        if as_index:
+            return lse - math.log(positives.shape[1])
+        return lse - positives.sum(1).to(logits.dtype).log()
+    return lse
+
+
+def reduce_anchors(per_anchor: Tensor, reduction: str) -> Tensor:
+    """Reduce per-anchor losses: ``"mean"`` (default everywhere), ``"sum"`` or ``"none"``."""
+    if reduction == "mean":
+        return per_anchor.mean()
+    if reduction == "sum":
+        return per_anchor.sum()
+    if reduction == "none":
+        return per_anchor
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")

@@ -1,0 +1,34 @@
+"""Explicit feature normalisation: ``sphere | ball | none`` (Jiang et al., SPEC §2)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+NormalizeMode = Literal["sphere", "ball", "none"]
+NORMALIZE_MODES: tuple[str, ...] = ("sphere", "ball", "none")
+
+
+def check_normalize_mode(mode: str) -> NormalizeMode:
+    """Return ``mode`` if it is a known normalisation, else raise ``ValueError``."""
+    if mode not in NORMALIZE_MODES:
+        raise ValueError(f"normalize must be one of {NORMALIZE_MODES}, got {mode!r}")
+    return mode  # type: ignore[return-value]
+
+
+def normalize(z: Tensor, mode: NormalizeMode | str = "sphere", dim: int = -1) -> Tensor:
+    """Project embeddings onto the unit sphere, into the unit ball, or leave them.
+
+    - ``"sphere"``: ``z / ||z||`` (L2; a zero vector stays zero),
+    - ``"ball"``:   ``z / max(1, ||z||)`` (only vectors outside the ball are shrunk),
+    - ``"none"``:   ``z`` unchanged.
+    """
+    check_normalize_mode(mode)
+    if mode == "none":
+        return z
+    norm = torch.linalg.vector_norm(z, dim=dim, keepdim=True)
+    if mode == "sphere":
+        return z / norm.clamp_min(torch.finfo(z.dtype).tiny)
+    return z / norm.clamp_min(1.0)

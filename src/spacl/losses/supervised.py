@@ -1,0 +1,90 @@
+"""Supervised objectives: SupCon (Khosla et al. 2020, L_out and L_in) and NSCL (SPEC §3)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from spacl.losses._batch import PairLayout
+from spacl.losses.base import PairwiseContrastiveLoss, instance_select, label_select
+from spacl.losses.normalize import NormalizeMode
+
+
+class SupConLoss(PairwiseContrastiveLoss):
+    """Supervised contrastive loss (Khosla et al. 2020) in its two forms.
+
+    ``variant="out"`` (**L_out**, the paper's recommended form, SupContrast's code)::
+
+        loss_a = -1/|P_a| sum_{p in P_a} log( e^{l_ap} / sum_{k != a} e^{l_ak} )
+
+    ``variant="in"`` (**L_in**, solo-learn's "SupCon")::
+
+        loss_a = -log( 1/|P_a| sum_{p in P_a} e^{l_ap} / sum_{k != a} e^{l_ak} )
+
+    with ``l = s / tau``, ``P_a`` the other samples (all views) of the anchor's class.
+    Without labels each instance is its own class: SupCon is NT-Xent exactly.
+
+    Policy for anchors without a positive (a class seen once, one view): they are left
+    out of the mean — not counted as zero as in SupContrast's later fix, and never NaN.
+    A batch in which *no* anchor has a positive raises ``ValueError`` (pytorch-metric-
+    learning silently returns 0 there).  No ``tau / base_tau`` rescaling is applied.
+    """
+
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        variant: str = "out",
+        *,
+        normalize: NormalizeMode = "sphere",
+        anchor_mode: str = "all",
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(
+            temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
+        )
+        if variant not in ("out", "in"):
+            raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
+        self.variant = variant
+        self.positive_mode = "mean" if variant == "out" else "log_mean_exp"
+
+    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+        return label_select(layout)
+
+    def extra_repr(self) -> str:
+        return f"variant={self.variant!r}, " + super().extra_repr()
+
+
+class NSCLLoss(PairwiseContrastiveLoss):
+    """Negatives-only supervised contrastive loss, NSCL (CL-vs-NSCL paper, SPEC §3).
+
+    DCL whose denominator keeps only samples of a *different* class::
+
+        loss_a = -1/|P_a| sum_{p in P_a} l_ap + log sum_{j: y_j != y_a} e^{l_aj}
+
+    ``P_a`` are the other views of the anchor's instance; same-class samples of other
+    instances are neither positive nor negative.  ``positive_in_denominator=True``
+    adds the positives to the denominator, as in the authors' code.  Labels required.
+    Bound (SPEC §3): ``L_NSCL <= L_DCL <= L_NSCL + e^2/(C-1)``.
+    """
+
+    requires_labels = True
+
+    def __init__(
+        self,
+        temperature: float = 0.5,
+        positive_in_denominator: bool = False,
+        *,
+        normalize: NormalizeMode = "sphere",
+        anchor_mode: str = "all",
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(
+            temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
+        )
+        self.positive_in_denominator = bool(positive_in_denominator)
+
+    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+        positives, _ = instance_select(layout)
+        return positives, ~layout.same_label()
+
+    def extra_repr(self) -> str:
+        return f"positive_in_denominator={self.positive_in_denominator}, " + super().extra_repr()
