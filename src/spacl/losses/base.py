@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from spacl._validation import check_positive
 from spacl.losses._batch import PairLayout, check_anchor_mode, pair_layout, parse_views
 from spacl.losses.kernel import (
+    GroupPositives,
     NegativeTransform,
     PositiveMode,
     contrastive_kernel,
@@ -52,7 +53,7 @@ class PairwiseContrastiveLoss(nn.Module):
         self.reduction = reduction
 
     # -- hooks ---------------------------------------------------------------------------
-    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         """Return ``(positives, negative_mask)``: positives as a long index ``[A, P]`` or
         a bool mask ``[A, K]``; ``negative_mask=None`` means "all but positives and self"."""
         raise NotImplementedError
@@ -93,23 +94,36 @@ class PairwiseContrastiveLoss(nn.Module):
                 f"features of shape {tuple(batch.views.shape)}"
             )
         layout = pair_layout(batch, self.anchor_mode)
-        anchors = normalize(layout.anchors, self.normalize)
+        anchors = normalize(layout.anchors, self.normalize) / self.temperature
         candidates = normalize(layout.candidates, self.normalize)
-        logits = (anchors / self.temperature) @ candidates.T
+        logits = anchors @ candidates.T
         positives, negatives = self.select(layout)
+        if isinstance(positives, GroupPositives) and self.uses_group_sums():
+            positives = positives.with_logit_sums(anchors, candidates, layout.self_index)
         return self._reduce_valid(logits, positives, negatives, layout.self_index, name)
+
+    def uses_group_sums(self) -> bool:
+        """Whether the kernel takes its mask-free label path (coupled, "mean", no weights)."""
+        return (
+            self.positive_mode == "mean"
+            and self.positive_in_denominator
+            and not self.kernel_options()
+        )
 
     def _reduce_valid(
         self,
         logits: Tensor,
-        positives: Tensor,
+        positives: Tensor | GroupPositives,
         negatives: Tensor | None,
         self_index: Tensor,
         name: str,
     ) -> Tensor:
         num_anchors, num_cand = logits.shape
-        if positives.dtype == torch.bool:
-            pos_count = positives.sum(1)
+        if isinstance(positives, GroupPositives) or positives.dtype == torch.bool:
+            if isinstance(positives, GroupPositives):
+                pos_count = positives.counts(self_index)
+            else:
+                pos_count = positives.sum(1)
             has_pos = pos_count > 0
             has_neg = negatives.any(1) if negatives is not None else pos_count < num_cand - 1
             if not bool(has_neg.any()):
@@ -126,7 +140,11 @@ class PairwiseContrastiveLoss(nn.Module):
             if not bool(valid.all()):
                 if not bool(valid.any()):
                     raise ValueError(f"{name}: no anchor has both a positive and a negative")
-                logits, positives, self_index = logits[valid], positives[valid], self_index[valid]
+                if isinstance(positives, GroupPositives):
+                    positives = positives.rows(valid)
+                else:
+                    positives = positives[valid]
+                logits, self_index = logits[valid], self_index[valid]
                 negatives = None if negatives is None else negatives[valid]
         elif negatives is not None:
             has_neg = negatives.any(1)
@@ -145,6 +163,7 @@ class PairwiseContrastiveLoss(nn.Module):
             self_index=self_index,
             positive_mode=self.positive_mode,
             positive_in_denominator=self.positive_in_denominator,
+            inplace=True,
             **self.kernel_options(),
         )
         return reduce_anchors(per_anchor, self.reduction)
@@ -163,14 +182,14 @@ def instance_select(layout: PairLayout) -> tuple[Tensor, Tensor | None]:
     return layout.instance_positives, None
 
 
-def label_select(layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+def label_select(layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
     """Positives: same label, not self (mask). Negatives: every other label.
 
     Without labels every instance is its own class (instance positives, NT-Xent).
     """
-    if layout.anchor_labels is None:
+    if layout.anchor_labels is None or layout.candidate_labels is None:
         return instance_select(layout)
-    return layout.not_self(layout.same_label()), None
+    return GroupPositives(layout.anchor_labels, layout.candidate_labels), None
 
 
 def debias_transform(tau_plus: float, temperature: float) -> NegativeTransform:

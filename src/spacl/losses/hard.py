@@ -24,7 +24,7 @@ from spacl.losses.base import (
     instance_select,
     label_select,
 )
-from spacl.losses.kernel import contrastive_kernel, reduce_anchors
+from spacl.losses.kernel import GroupPositives, contrastive_kernel, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
 
 
@@ -72,7 +72,7 @@ class HardNegativeLoss(PairwiseContrastiveLoss):
         self.tau_plus = check_in_range(tau_plus, "tau_plus", 0.0, 1.0, high_inclusive=False)
         self.detach_weights = bool(detach_weights)
 
-    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         if layout.anchor_labels is not None:
             return label_select(layout)
         return instance_select(layout)

@@ -7,6 +7,7 @@ from torch import Tensor
 from spacl.losses._batch import PairLayout
 from spacl.losses.base import PairwiseContrastiveLoss, instance_select
 from spacl.losses.hard import HardNegativeLoss
+from spacl.losses.kernel import GroupPositives
 from spacl.losses.normalize import NormalizeMode
 
 
@@ -37,7 +38,7 @@ class NTXentLoss(PairwiseContrastiveLoss):
             temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
         )
 
-    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         return instance_select(layout)
 
 

@@ -32,11 +32,71 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+
+@dataclass(frozen=True)
+class GroupPositives:
+    """Positives given by group ids: ``P_a = {k : group_k == group_a, k != self_a}``.
+
+    The label form of SupCon's positives.  In the common coupled "mean" case the
+    kernel never materialises the ``[A, K]`` mask: the positive logit sum is a matmul
+    with the candidates' one-hot group matrix (``O(A K C)`` in BLAS) and the counts
+    come from a bincount.  Other modes fall back to :meth:`mask`.
+    """
+
+    anchor_group: Tensor  # [A] long
+    candidate_group: Tensor  # [K] long
+    #: optional ``[A]`` sums ``sum_{p in P_a} l_ap``, precomputed from the embeddings
+    logit_sums: Tensor | None = None
+
+    @property
+    def num_groups(self) -> int:
+        return int(torch.maximum(self.anchor_group.max(), self.candidate_group.max())) + 1
+
+    def mask(self, self_index: Tensor | None) -> Tensor:
+        """Dense ``[A, K]`` bool mask of the positives."""
+        same = self.anchor_group.unsqueeze(1) == self.candidate_group.unsqueeze(0)
+        if self_index is not None:
+            same = same.scatter(1, self_index.unsqueeze(1), False)
+        return same
+
+    def counts(self, self_index: Tensor | None) -> Tensor:
+        """``[A]`` number of positives of each anchor."""
+        per_group = torch.bincount(self.candidate_group, minlength=self.num_groups)
+        count = per_group[self.anchor_group]
+        if self_index is not None:
+            count = count - (self.candidate_group[self_index] == self.anchor_group).long()
+        return count
+
+    def rows(self, keep: Tensor) -> GroupPositives:
+        """The same positives for the anchors selected by ``keep``."""
+        sums = None if self.logit_sums is None else self.logit_sums[keep]
+        return GroupPositives(self.anchor_group[keep], self.candidate_group, sums)
+
+    def with_logit_sums(
+        self, scaled_anchors: Tensor, candidates: Tensor, self_index: Tensor | None
+    ) -> GroupPositives:
+        """Attach ``sum_{p in P_a} <a/tau, c_p>`` computed from class sums of the candidates.
+
+        ``O((A + K) d)``: ``sum_{k: y_k = y_a} <a, c_k> = <a, sum_{k: y_k = y_a} c_k>``,
+        minus the anchor's own candidate when it is in its group.
+        """
+        class_sums = torch.zeros(
+            self.num_groups, candidates.shape[1], dtype=candidates.dtype, device=candidates.device
+        ).index_add(0, self.candidate_group, candidates)
+        sums = (scaled_anchors * class_sums[self.anchor_group]).sum(1)
+        if self_index is not None:
+            own = (scaled_anchors * candidates[self_index]).sum(1)
+            in_group = self.candidate_group[self_index] == self.anchor_group
+            sums = sums - torch.where(in_group, own, torch.zeros_like(own))
+        return GroupPositives(self.anchor_group, self.candidate_group, sums)
+
 
 PositiveMode = Literal["mean", "log_mean_exp", "log_sum_exp", "pairwise"]
 POSITIVE_MODES: tuple[str, ...] = ("mean", "log_mean_exp", "log_sum_exp", "pairwise")
@@ -86,7 +146,7 @@ def tilt_log_weights(logits: Tensor, negative_mask: Tensor, beta: float) -> Tens
 
 def contrastive_kernel(
     logits: Tensor,
-    positives: Tensor,
+    positives: Tensor | GroupPositives,
     negative_mask: Tensor | None = None,
     *,
     self_index: Tensor | None = None,
@@ -96,13 +156,15 @@ def contrastive_kernel(
     positive_mode: PositiveMode = "mean",
     positive_in_denominator: bool = True,
     negative_transform: NegativeTransform | None = None,
+    inplace: bool = False,
 ) -> Tensor:
     """Per-anchor contrastive loss ``[A]`` (formula in the module docstring).
 
     Args:
         logits: ``[A, K]`` anchor-candidate similarities divided by the temperature.
-        positives: bool mask ``[A, K]`` or long index ``[A, P]`` of each anchor's
-            positives.  Every anchor must have at least one (callers drop the others).
+        positives: bool mask ``[A, K]``, long index ``[A, P]`` or :class:`GroupPositives`
+            of each anchor's positives.  Every anchor must have at least one (callers
+            drop the others).
         negative_mask: ``[A, K]`` bool; ``None`` = every candidate that is neither a
             positive nor ``self_index``.
         self_index: ``[A]`` candidate index of each anchor itself (excluded from both
@@ -114,10 +176,11 @@ def contrastive_kernel(
         positive_mode: how positives enter the numerator.
         positive_in_denominator: coupled (``True``) or decoupled (``False``).
         negative_transform: applied to ``neg[A]`` before it enters the denominator.
+        inplace: the kernel may overwrite ``logits`` (the caller owns them and needs
+            them no more); saves one ``[A, K]`` copy on the common path.
     """
     if positive_mode not in POSITIVE_MODES:
         raise ValueError(f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}")
-    as_index = positives.dtype != torch.bool
     simple = (
         positive_in_denominator
         and negative_mask is None
@@ -126,12 +189,23 @@ def contrastive_kernel(
         and negative_transform is None
         and positive_mode != "pairwise"
     )
+    if isinstance(positives, GroupPositives):
+        if simple and positive_mode == "mean":
+            return _group_mean_loss(logits, positives, self_index, inplace)
+        positives = positives.mask(self_index)
+    as_index = positives.dtype != torch.bool
 
     if simple:
         # P u Q = every candidate but the anchor itself: one logsumexp, no mask
-        full = logits if self_index is None else _fill_at(logits, self_index, -math.inf)
-        den = torch.logsumexp(full, dim=1)
-        return den - _positive_term(logits, positives, positive_mode, as_index)
+        if as_index and positive_mode == "mean":
+            # advanced indexing saves no reference to ``logits`` (gather would), so the
+            # in-place self fill below is safe for autograd
+            rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
+            pos = logits[rows, positives].mean(1)
+            return torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1) - pos
+        full = _exclude_self(logits, self_index, inplace=False)
+        log_prob = F.log_softmax(full, dim=1)
+        return -_positive_term(log_prob, positives, positive_mode, as_index)
 
     needs_mask = (
         negative_mask is not None
@@ -180,6 +254,37 @@ def contrastive_kernel(
     else:
         den = neg
     return den - _positive_term(logits, positives, positive_mode, as_index)
+
+
+def _exclude_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> Tensor:
+    """``logits`` with ``-inf`` at each anchor's own candidate."""
+    if self_index is None:
+        return logits
+    idx = self_index.unsqueeze(1)
+    if inplace:
+        return logits.scatter_(1, idx, -math.inf)
+    return logits.scatter(1, idx, -math.inf)
+
+
+def _group_mean_loss(
+    logits: Tensor, group: GroupPositives, self_index: Tensor | None, inplace: bool
+) -> Tensor:
+    """Coupled "mean" loss (SupCon L_out) with label positives, without an ``[A, K]`` mask.
+
+    ``loss_a = lse_{k != a} l_ak - (sum_{k in P_a} l_ak) / |P_a|``; the positive sums come
+    precomputed from class sums of the embeddings, or from ``logits @ onehot``.
+    """
+    sums = group.logit_sums
+    if sums is None:
+        onehot = F.one_hot(group.candidate_group, group.num_groups).to(logits.dtype)
+        sums = (logits @ onehot).gather(1, group.anchor_group.unsqueeze(1)).squeeze(1)
+        if self_index is not None:
+            in_group = group.candidate_group[self_index] == group.anchor_group
+            own = logits.gather(1, self_index.unsqueeze(1)).squeeze(1)
+            sums = sums - torch.where(in_group, own, torch.zeros_like(own))
+        inplace = False  # logits were used above
+    lse = torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1)
+    return lse - sums / group.counts(self_index).to(logits.dtype)
 
 
 def _positive_lse(logits: Tensor, positives: Tensor, as_index: bool) -> Tensor:

@@ -6,6 +6,7 @@ from torch import Tensor
 
 from spacl.losses._batch import PairLayout
 from spacl.losses.base import PairwiseContrastiveLoss, instance_select, label_select
+from spacl.losses.kernel import GroupPositives
 from spacl.losses.normalize import NormalizeMode
 
 
@@ -46,7 +47,7 @@ class SupConLoss(PairwiseContrastiveLoss):
         self.variant = variant
         self.positive_mode = "mean" if variant == "out" else "log_mean_exp"
 
-    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         return label_select(layout)
 
     def extra_repr(self) -> str:
@@ -82,7 +83,7 @@ class NSCLLoss(PairwiseContrastiveLoss):
         )
         self.positive_in_denominator = bool(positive_in_denominator)
 
-    def select(self, layout: PairLayout) -> tuple[Tensor, Tensor | None]:
+    def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         positives, _ = instance_select(layout)
         return positives, ~layout.same_label()
 
