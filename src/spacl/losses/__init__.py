@@ -18,6 +18,7 @@ from spacl.losses.hard import HardNegativeLoss, SampledHardNegativeLoss, TiltedN
 from spacl.losses.infonce import DebiasedContrastiveLoss, DecoupledContrastiveLoss, NTXentLoss
 from spacl.losses.kernel import contrastive_kernel, masked_logsumexp
 from spacl.losses.normalize import normalize
+from spacl.losses.spacl import SPACLLoss
 from spacl.losses.supervised import NSCLLoss, SupConLoss
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "NSCLLoss",
     "NTXentLoss",
     "PairwiseContrastiveLoss",
+    "SPACLLoss",
     "SampledHardNegativeLoss",
     "SupConLoss",
     "TiltedNegativeSampler",

@@ -1,0 +1,546 @@
+"""SPACL — "SnaPhArd Contrast Learning" (ICLR 2026, OpenReview 4cZvjp8Iwk), SPEC §1.
+
+Hard positives, adversarial hard negatives and a relative-threshold cut, on the shared
+masked-logsumexp kernel.  For every instance ``i`` with candidate pool
+``C_i = {z_i, z_i^(1..M)}`` (target embeddings ``g``, views ``[B, V, d]``)::
+
+    a_i    = argmax_{u in C_i} h(u)                       dynamic anchor          (§1.2)
+    P_i^h  = farthest-point selection from a_i, |P_i^h| = num_positives            (§1.2)
+    Q_i    = views of the other instances  U  K_adv generated negatives G(g(a_i), xi)  (§1.3)
+    Q_i^h  = shortest heaviest prefix of Q_i holding `share` of sum_q exp(l_iq)      (§1.4)
+    loss_i = -log( S_i^+ / (S_i^+ + sum_{q in Q_i^h} e^{l_iq}) ),  S_i^+ = sum_{p in P_i^h} e^{l_ip}
+    l_ic   = <f(a_i), g(c)> / tau                                                     (§1.5)
+
+and the loss is the mean over anchors (the paper writes a sum; SPEC §1.5).  Mining runs
+on the target embeddings without gradient; selection carries no gradient; generated
+negatives are constants; the game's gradients never reach the encoders.
+
+How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
+
+- ``anchors=None``: ``f(a_i) = pool[i, a_i]`` — one shared encoder embedded every view
+  and the gradient flows through the pool's anchor views.
+- ``anchors[B, V, d]`` (online embeddings of every view): ``f(a_i) = anchors[i, a_i]``.
+- ``anchors[B, d]``: the caller embedded *one* view per instance with the online
+  encoder.  The intended protocol is ``a = loss.choose_anchor(pool)`` on the target
+  embeddings, then ``anchors = f(views[arange(B), a])`` and
+  ``loss(anchors, pool, anchor_index=a)`` — five views through the target without
+  gradient, one through the online encoder.  Without ``anchor_index`` the loss assumes
+  exactly that (the positives are chosen around the dynamic anchor, which is then used
+  for positive selection only); if you embedded another view, e.g. always the
+  original, pass ``anchor_index`` so that the positives are chosen around *that* view
+  and never include it.
+
+**Decisions** (beyond those of :mod:`spacl.mining`):
+
+- Negatives ``Q_i``: ``negatives="all_views"`` (default) takes every view of every other
+  instance (``(B-1) V`` candidates); ``"anchor_views"`` only the anchor view ``a_j`` of
+  every other instance (``B-1``).  With labels, same-class instances are never
+  negatives (SPEC §1.3): ``positive_pool="class"`` is the supervised mode (same-class
+  views join the positive pool), ``positive_pool="instance"`` with labels is the
+  weakly supervised use (labels only remove same-class negatives).
+- The instance's own views that are neither the anchor nor a positive are neither
+  positives nor negatives.
+- Candidate (target) embeddings are constants (``detach_candidates=True``), as SPEC §1.5
+  says of ``g``, also when ``g`` is ``f``; ``detach_candidates=False`` lets the gradient
+  through them (the SimCLR convention).
+- The game is played once per forward pass in training mode (``loss.train()``) on the
+  target anchor embeddings ``g(a_i)`` and the hard positives; its draw of generated
+  negatives is the one the loss uses.  In eval mode nothing is updated and fresh
+  negatives are sampled.
+- Ablations are one argument, ``variant`` (SPEC §1.6):
+
+  ========================  =====================  ==================  ========  =========
+  variant                   anchor                 positives           K_adv     share
+  ========================  =====================  ==================  ========  =========
+  ``full``                  dynamic                farthest point      K_adv     share
+  ``no_anchor``             view 0 (original)      farthest point      K_adv     share
+  ``no_hard_positive``      dynamic                random              K_adv     share
+  ``no_adversarial``        dynamic                farthest point      0         share
+  ``no_negative_selection`` dynamic                farthest point      K_adv     1
+  ``oaa``                   view 0 (original)      random augmented    K_adv     share
+  ``ib``                    dynamic                farthest point      0         1
+  ``ib_h``                  dynamic                farthest point      0         share
+  ========================  =====================  ==================  ========  =========
+
+  ``oaa`` ablates the positive side only, ``ib``/``ib_h`` the negative side only (in-batch
+  negatives, all kept / cut); ``ib_h`` therefore computes the same as
+  ``no_adversarial`` (the paper reports them in different tables).  Random positives
+  are drawn uniformly without replacement from the pool minus the anchor with an
+  explicit ``torch.Generator`` whose state is saved in ``state_dict()``.
+- ``share=1, num_adversarial=0, num_positives=1`` with view 0 as anchor
+  (``variant="no_anchor"`` or ``"oaa"``) and two views is InfoNCE with one positive
+  (NT-Xent with ``anchor_mode="one"``) exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl._validation import check_labels, check_positive, check_tensor
+from spacl.losses.kernel import contrastive_kernel, reduce_anchors
+from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
+from spacl.mining._common import check_anchor_index, unit
+from spacl.mining.adversarial import AdversarialNegatives
+from spacl.mining.negatives import MASSES, RelativeThresholdNegatives, check_share
+from spacl.mining.positives import (
+    DynamicAnchor,
+    check_num_positives,
+    check_pool_size,
+    check_positive_pool,
+    class_pool_members,
+    farthest_point_flat,
+    farthest_point_from_dissimilarity,
+    pool_dissimilarity,
+    random_positives,
+)
+
+VARIANTS: tuple[str, ...] = (
+    "full",
+    "no_anchor",
+    "no_hard_positive",
+    "no_adversarial",
+    "no_negative_selection",
+    "oaa",
+    "ib",
+    "ib_h",
+)
+NEGATIVE_SETS: tuple[str, ...] = ("all_views", "anchor_views")
+
+
+@dataclass(frozen=True)
+class SPACLParts:
+    """Which SPACL parts a variant keeps."""
+
+    dynamic_anchor: bool
+    hard_positives: bool
+    adversarial: bool
+    negative_selection: bool
+
+
+VARIANT_PARTS: dict[str, SPACLParts] = {
+    "full": SPACLParts(True, True, True, True),
+    "no_anchor": SPACLParts(False, True, True, True),
+    "no_hard_positive": SPACLParts(True, False, True, True),
+    "no_adversarial": SPACLParts(True, True, False, True),
+    "no_negative_selection": SPACLParts(True, True, True, False),
+    "oaa": SPACLParts(False, False, True, True),
+    "ib": SPACLParts(True, True, False, False),
+    "ib_h": SPACLParts(True, True, False, True),
+}
+
+
+@dataclass(frozen=True)
+class SPACLStep:
+    """What SPACL chose in its last forward pass (detached tensors), for logging."""
+
+    anchor: Tensor  #: ``[B]`` view index of each anchor
+    positives: Tensor  #: ``[B, P]`` view indices (instance pool) / flat indices (class pool)
+    candidate_negatives: Tensor  #: ``[B]`` negatives before the cut (in-batch + generated)
+    kept_negatives: Tensor  #: ``[B]`` negatives kept by the cut
+    kept_generated: Tensor  #: ``[B]`` generated negatives kept by the cut
+    d_loss: Tensor | None  #: discriminator loss of the round (training mode, K_adv > 0)
+    g_loss: Tensor | None  #: generator loss of the round
+
+    def log_dict(self) -> dict[str, float]:
+        """Scalar summaries as plain floats, keys prefixed ``spacl/``."""
+        cand = self.candidate_negatives.to(torch.float64)
+        kept = self.kept_negatives.to(torch.float64)
+        frac = torch.where(cand > 0, kept / cand.clamp_min(1.0), torch.ones_like(cand))
+        out = {
+            "spacl/anchor_original": float((self.anchor == 0).to(torch.float64).mean()),
+            "spacl/candidate_negatives": float(cand.mean()),
+            "spacl/kept_negatives": float(kept.mean()),
+            "spacl/kept_fraction": float(frac.mean()),
+            "spacl/kept_generated": float(self.kept_generated.to(torch.float64).mean()),
+        }
+        if self.d_loss is not None:
+            out["spacl/d_loss"] = float(self.d_loss)
+        if self.g_loss is not None:
+            out["spacl/g_loss"] = float(self.g_loss)
+        return out
+
+
+class SPACLLoss(nn.Module):
+    """SPACL objective (SPEC §1): hard positives, adversarial negatives, relative cut.
+
+    Args:
+        temperature: ``tau``.
+        num_positives: ``lambda_P``, hard positives per anchor (default 2).
+        share: ``lambda_Q``, kept share of the negative mass, ``0 < share <= 1`` (0.95).
+        num_adversarial: ``K_adv``, generated negatives per anchor (default 1; 0: none).
+        variant: ablation switch, one of :data:`VARIANTS` (module docstring).
+        positive_pool: ``"instance"`` (self-supervised) or ``"class"`` (supervised, needs
+            labels: same-class views join the positive pool).
+        mass: ``"exp"`` (weights ``exp(s / tau)``) or ``"linear"`` (``(1 + s) / 2``) for
+            the cut.
+        negatives: ``"all_views"`` or ``"anchor_views"`` of the other instances.
+        normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
+            works on the unit sphere.
+        detach_candidates: treat the target (candidate) embeddings as constants.
+        embedding_dim: ``d``; builds the generator and discriminator now (else at the
+            first forward pass, or when a ``state_dict`` holding them is loaded).
+        adversarial_lr: Adam learning rate of the game.
+        adversarial_hidden: hidden width of ``G`` and ``D`` (default ``2 d``).
+        conditional_discriminator: feed ``D`` the anchor too (not in the paper).
+        generator: ``torch.Generator`` for random positives and for seeding the game
+            (default: seeded with 0).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Call: ``loss(anchors, pool, labels=None, *, anchor_index=None) -> Tensor`` with
+    ``pool[B, V, d]`` and ``anchors`` ``None``, ``[B, d]`` or ``[B, V, d]`` (module
+    docstring).  After each call :attr:`last` holds a :class:`SPACLStep`.
+    """
+
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        num_positives: int = 2,
+        share: float = 0.95,
+        num_adversarial: int = 1,
+        variant: str = "full",
+        positive_pool: str = "instance",
+        *,
+        mass: str = "exp",
+        negatives: str = "all_views",
+        normalize: NormalizeMode = "sphere",
+        detach_candidates: bool = True,
+        embedding_dim: int | None = None,
+        adversarial_lr: float = 1e-3,
+        adversarial_hidden: int | None = None,
+        conditional_discriminator: bool = False,
+        generator: torch.Generator | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        if (
+            not isinstance(num_adversarial, int)
+            or isinstance(num_adversarial, bool)
+            or num_adversarial < 0
+        ):
+            raise ValueError(f"num_adversarial must be an integer >= 0, got {num_adversarial!r}")
+        if negatives not in NEGATIVE_SETS:
+            raise ValueError(f"negatives must be one of {NEGATIVE_SETS}, got {negatives!r}")
+        if mass not in MASSES:
+            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.temperature = check_positive(temperature, "temperature")
+        self.num_positives = check_num_positives(num_positives)
+        self.share = check_share(share)
+        self.num_adversarial = num_adversarial
+        self.variant = variant
+        self.parts = VARIANT_PARTS[variant]
+        self.positive_pool = check_positive_pool(positive_pool)
+        self.negatives = negatives
+        self.normalize = check_normalize_mode(normalize)
+        self.detach_candidates = bool(detach_candidates)
+        self.reduction = reduction
+        self.adversarial_lr = check_positive(adversarial_lr, "adversarial_lr")
+        self.adversarial_hidden = adversarial_hidden
+        self.conditional_discriminator = bool(conditional_discriminator)
+        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.effective_share = self.share if self.parts.negative_selection else 1.0
+        self.effective_adversarial = num_adversarial if self.parts.adversarial else 0
+        self.cut = RelativeThresholdNegatives(self.effective_share, mass, self.temperature)
+        self.register_module("adversarial", None)
+        self.adversarial: AdversarialNegatives | None
+        if embedding_dim is not None and self.effective_adversarial > 0:
+            self._build_adversarial(embedding_dim)
+        self.last: SPACLStep | None = None
+
+    # -- the game's players ------------------------------------------------------------------
+    def _build_adversarial(
+        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
+    ) -> AdversarialNegatives:
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
+        self.adversarial = AdversarialNegatives(
+            dim,
+            self.effective_adversarial,
+            hidden=self.adversarial_hidden if hidden is None else hidden,
+            noise_dim=noise_dim,
+            lr=self.adversarial_lr,
+            conditional=self.conditional_discriminator,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        return self.adversarial
+
+    def _load_from_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
+    ) -> None:
+        # build the lazily created players first so that their weights load into them
+        out_key = prefix + "adversarial.generator.2.weight"
+        in_key = prefix + "adversarial.generator.0.weight"
+        if self.adversarial is None and out_key in state_dict and in_key in state_dict:
+            dim, hidden = state_dict[out_key].shape
+            self._build_adversarial(
+                int(dim), hidden=int(hidden), noise_dim=int(state_dict[in_key].shape[1] - dim)
+            )
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {"rng_state": self.rng.get_state()}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self.rng.set_state(state["rng_state"])
+
+    # -- mining ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def choose_anchor(self, pool: Tensor) -> Tensor:
+        """``LongTensor[B]``: the anchor view of every instance under this variant.
+
+        The dynamic anchor ``argmax_u h(u)`` on the (target) ``pool[B, V, d]``, or view 0
+        for ``no_anchor`` / ``oaa``.  An engine calls this on the target embeddings,
+        runs the online encoder on ``views[arange(B), a]`` only, and passes
+        ``anchor_index=a`` to :meth:`forward`.
+        """
+        self._check_pool(pool, None, positives=False)
+        return self._anchor(unit(pool.detach()), None)
+
+    def _anchor(self, unit_pool: Tensor, dissimilarity: Tensor | None) -> Tensor:
+        b = unit_pool.shape[0]
+        if not self.parts.dynamic_anchor:
+            return torch.zeros(b, dtype=torch.long, device=unit_pool.device)
+        if dissimilarity is None:
+            dissimilarity = pool_dissimilarity(unit_pool)
+        return DynamicAnchor.from_dissimilarity(dissimilarity)
+
+    def _positives(
+        self,
+        unit_pool: Tensor,
+        anchor: Tensor,
+        labels: Tensor | None,
+        dissimilarity: Tensor | None,
+    ) -> tuple[Tensor, Tensor]:
+        """``(positives, flat)``: indices as returned to users and flat pool indices."""
+        b, v, d = unit_pool.shape
+        rows = torch.arange(b, device=unit_pool.device)
+        start = rows * v + anchor
+        if self.positive_pool == "class":
+            assert labels is not None
+            member = class_pool_members(labels, v, start)
+            if self.parts.hard_positives:
+                flat = farthest_point_flat(
+                    unit_pool.reshape(b * v, d), start, member, self.num_positives
+                )
+            else:
+                flat = random_positives(member, self.num_positives, self.rng)
+            return flat, flat
+        if self.parts.hard_positives:
+            if dissimilarity is None:
+                dissimilarity = pool_dissimilarity(unit_pool)
+            views = farthest_point_from_dissimilarity(dissimilarity, anchor, self.num_positives)
+        else:
+            member = torch.ones(b, v, dtype=torch.bool, device=unit_pool.device)
+            member[rows, anchor] = False
+            views = random_positives(member, self.num_positives, self.rng)
+        return views, rows.unsqueeze(1) * v + views
+
+    # -- validation --------------------------------------------------------------------------
+    def _check_pool(self, pool: Tensor, labels: Tensor | None, *, positives: bool = True) -> None:
+        check_tensor(pool, "pool", ndim=3)
+        b, v, d = pool.shape
+        if b < 1 or d < 1:
+            raise ValueError(
+                f"pool must be [B, V, d] with B >= 1 and d >= 1, got {tuple(pool.shape)}"
+            )
+        if self.parts.dynamic_anchor and v < 2:
+            raise ValueError(
+                f"pool holds {v} view per instance; the dynamic anchor needs at least 2 "
+                f"(got shape {tuple(pool.shape)})"
+            )
+        if positives:
+            class_labels = labels if self.positive_pool == "class" else None
+            check_pool_size(v, self.num_positives, class_labels)
+
+    def _check_inputs(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None,
+        anchor_index: Tensor | None,
+    ) -> tuple[Tensor | None, Tensor | None]:
+        check_tensor(pool, "pool", ndim=3)
+        b, v, d = pool.shape
+        if labels is not None:
+            labels = check_labels(labels, b).to(pool.device)
+        elif self.positive_pool == "class":
+            raise ValueError("positive_pool='class' needs labels: call loss(anchors, pool, labels)")
+        self._check_pool(pool, labels)
+        if anchors is not None:
+            check_tensor(anchors, "anchors", ndim=(2, 3))
+            want = (b, d) if anchors.ndim == 2 else (b, v, d)
+            if tuple(anchors.shape) != want:
+                raise ValueError(
+                    f"anchors must be [B, d] or [B, V, d] matching pool {tuple(pool.shape)}, "
+                    f"got {tuple(anchors.shape)}"
+                )
+            if anchors.dtype != pool.dtype:
+                raise TypeError(
+                    f"anchors dtype {anchors.dtype} differs from pool dtype {pool.dtype}"
+                )
+        if anchor_index is not None:
+            anchor_index = check_anchor_index(anchor_index, b, v, "anchor_index").to(pool.device)
+        return labels, anchor_index
+
+    # -- the loss ----------------------------------------------------------------------------
+    def forward(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None = None,
+        *,
+        anchor_index: Tensor | None = None,
+    ) -> Tensor:
+        """SPACL loss of a batch (see the class and module docstrings for the contract).
+
+        Args:
+            anchors: online embeddings: ``None`` (take the anchor view from ``pool``),
+                ``[B, d]`` (one embedded view per instance) or ``[B, V, d]`` (all views).
+            pool: ``[B, V, d]`` target embeddings of every view (view 0 the original).
+            labels: optional ``[B]`` integer class labels.
+            anchor_index: optional ``[B]`` view index of the anchor (overrides the
+                variant's choice; with ``anchors[B, d]`` it names the embedded view).
+        """
+        labels, anchor_index = self._check_inputs(anchors, pool, labels, anchor_index)
+        b = pool.shape[0]
+        rows = torch.arange(b, device=pool.device)
+        unit_pool, anchor, positives, flat_pos = self._mine(pool, labels, anchor_index)
+
+        if anchors is None:
+            online = pool[rows, anchor]
+        elif anchors.ndim == 3:
+            online = anchors[rows, anchor]
+        else:
+            online = anchors
+        online = normalize(online, self.normalize) / self.temperature  # logits = online @ g
+        if self.detach_candidates and self.normalize == "sphere":
+            target = unit_pool
+        else:
+            target = normalize(pool.detach() if self.detach_candidates else pool, self.normalize)
+
+        cand_logits, pos_logits, other = self._in_batch(online, target, anchor, flat_pos, labels)
+        k_adv = self.effective_adversarial
+        if k_adv == 0 and not bool(other.any()):
+            raise ValueError(
+                f"SPACL: no anchor has a negative (batch of {b} instance(s), no generated "
+                "negatives" + (", labels leave no other class" if labels is not None else "") + ")"
+            )
+        pieces = [cand_logits, pos_logits]
+        d_loss = g_loss = None
+        if k_adv > 0:
+            gen_logits, d_loss, g_loss = self._generated(online, unit_pool, anchor, flat_pos)
+            pieces.append(gen_logits)
+        logits = torch.cat(pieces, dim=1)
+
+        # columns: in-batch candidates | positives | generated negatives
+        n_cand, p = cand_logits.shape[1], self.num_positives
+        pos_mask = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
+        pos_mask[:, n_cand : n_cand + p] = True
+        candidates = torch.cat(
+            (
+                other,
+                torch.zeros(b, p, dtype=torch.bool, device=logits.device),
+                torch.ones(b, k_adv, dtype=torch.bool, device=logits.device),
+            ),
+            dim=1,
+        )
+        kept = self.cut.select(logits.detach(), candidates)
+        per_anchor = contrastive_kernel(logits, pos_mask, kept, positive_mode="log_sum_exp")
+
+        self.last = SPACLStep(
+            anchor=anchor.detach(),
+            positives=positives.detach(),
+            candidate_negatives=candidates.sum(1),
+            kept_negatives=kept.sum(1),
+            kept_generated=kept[:, n_cand + p :].sum(1),
+            d_loss=d_loss,
+            g_loss=g_loss,
+        )
+        return reduce_anchors(per_anchor, self.reduction)
+
+    @torch.no_grad()
+    def _mine(
+        self, pool: Tensor, labels: Tensor | None, anchor_index: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(unit_pool, anchor, positives, flat_positives)`` on the target pool, no gradient."""
+        unit_pool = unit(pool.detach())
+        dissimilarity = None
+        if self.parts.dynamic_anchor or self.parts.hard_positives:
+            dissimilarity = pool_dissimilarity(unit_pool)
+        anchor = anchor_index
+        if anchor is None:
+            anchor = self._anchor(unit_pool, dissimilarity)
+        positives, flat_pos = self._positives(unit_pool, anchor, labels, dissimilarity)
+        return unit_pool, anchor, positives, flat_pos
+
+    def _in_batch(
+        self,
+        online: Tensor,
+        target: Tensor,
+        anchor: Tensor,
+        flat_pos: Tensor,
+        labels: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Logits of the in-batch candidates and of the positives, and the negative mask.
+
+        ``online`` is already divided by the temperature.  Candidates are every view
+        (``"all_views"``, ``[B, B*V]``) or the anchor view (``"anchor_views"``, ``[B, B]``) of
+        every instance; the mask keeps the other instances (of another class, with labels).
+        """
+        b, v, d = target.shape
+        rows = torch.arange(b, device=target.device)
+        target_flat = target.reshape(b * v, d)
+        if self.negatives == "all_views":
+            cand_logits = online @ target_flat.T
+            pos_logits = cand_logits.gather(1, flat_pos)
+            cand_inst = rows.repeat_interleave(v)
+            cand_labels = None if labels is None else labels.repeat_interleave(v)
+        else:
+            cand_logits = online @ target[rows, anchor].T
+            pos_logits = torch.einsum("bd,bpd->bp", online, target_flat[flat_pos])
+            cand_inst, cand_labels = rows, labels
+        other = cand_inst.unsqueeze(0) != rows.unsqueeze(1)
+        if labels is not None and cand_labels is not None:
+            other &= cand_labels.unsqueeze(0) != labels.unsqueeze(1)
+        return cand_logits, pos_logits, other
+
+    def _generated(
+        self, online: Tensor, unit_pool: Tensor, anchor: Tensor, flat_pos: Tensor
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Logits ``[B, K_adv]`` of the generated negatives (constants) and the game's losses.
+
+        In training mode one round of the game is played on the target anchor embeddings
+        ``g(a_i)`` and the hard positives, and its draw is used; in eval mode a fresh draw.
+        """
+        b, v, d = unit_pool.shape
+        adversarial = self.adversarial
+        if adversarial is None:
+            adversarial = self._build_adversarial(d)
+        elif adversarial.dim != d:
+            raise ValueError(
+                f"pool has embedding dimension d={d} but the generator was built for "
+                f"embedding_dim={adversarial.dim}"
+            )
+        gen_anchor = unit_pool[torch.arange(b, device=unit_pool.device), anchor]
+        d_loss = g_loss = None
+        if self.training:
+            real = unit_pool.reshape(b * v, d)[flat_pos]
+            generated, d_loss, g_loss = adversarial.play(gen_anchor, real)
+        else:
+            generated = adversarial.sample(gen_anchor)
+        logits = torch.einsum("bd,bkd->bk", online, generated.to(online.dtype))
+        return logits, d_loss, g_loss
+
+    def extra_repr(self) -> str:
+        return (
+            f"temperature={self.temperature}, num_positives={self.num_positives}, "
+            f"share={self.share}, num_adversarial={self.num_adversarial}, "
+            f"variant={self.variant!r}, positive_pool={self.positive_pool!r}, "
+            f"negatives={self.negatives!r}"
+        )

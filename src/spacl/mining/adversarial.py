@@ -1,0 +1,239 @@
+"""Adversarial hard negatives for SPACL (SPEC §1.3): a generator against a discriminator.
+
+A generator ``G`` maps an anchor embedding ``z_i`` and Gaussian noise ``xi`` to a point
+on the unit sphere; a discriminator ``D`` tells the real hard positives ``P^h`` from the
+generated points.  The two play
+
+    min_G max_D  E_{z+ in P^h}[log D(z+)] + E_{z- ~ G(z_i, xi)}[log(1 - D(z-))]
+
+so that ``G`` learns to emit points that look like hard positives — negatives that are
+hard to tell apart from positives.  They enter the contrastive loss as constants.
+
+**Decisions** (SPEC §1.3):
+
+- ``G`` and ``D`` are two-layer MLPs in embedding space with hidden width ``2 d``
+  (``G``: ``[z_i, xi] -> 2d -> d -> normalise``, ReLU; ``D``: ``z -> 2d -> 1``,
+  LeakyReLU(0.2)); the noise has dimension ``d`` unless told otherwise.
+- They have their own Adam optimiser (``lr=1e-3``, ``betas=(0.5, 0.999)``, the usual GAN
+  setting), and :meth:`AdversarialNegatives.step` plays one ``D`` step then one ``G``
+  step per training step on *detached* embeddings, so no gradient of the game ever
+  reaches the encoders.
+- The generator loss is the non-saturating one, ``-E log D(G(z_i, xi))``; the
+  discriminator loss is the binary cross-entropy ``-E log D(z+) - E log(1 - D(z-))``.
+  At the start of the game both are near ``2 log 2`` and ``log 2``.
+- ``D`` is unconditional, as in SPEC's objective; ``conditional=True`` feeds it
+  ``[z, z_i]`` instead (a spacl option, not in the paper).
+- Everything random — the initial weights and every noise draw — comes from one
+  explicit ``torch.Generator`` whose state, with both optimisers' states, travels in
+  ``state_dict()`` (``get_extra_state``), so a resumed run continues exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from spacl._validation import check_positive, check_tensor
+
+
+def _init_linear(layer: nn.Linear, generator: torch.Generator) -> None:
+    """PyTorch's default ``nn.Linear`` initialisation, drawn from ``generator``."""
+    nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+    bound = 1.0 / math.sqrt(layer.in_features)
+    nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+
+
+def _move_optimizer_state(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """Move every tensor of an optimiser's state (but Adam's CPU ``step``) to ``device``."""
+    for state in optimizer.state.values():
+        for key, value in state.items():
+            if isinstance(value, Tensor) and key != "step":
+                state[key] = value.to(device)
+
+
+class AdversarialNegatives(nn.Module):
+    """Generator ``G`` and discriminator ``D`` that make hard negatives (SPEC §1.3).
+
+    Args:
+        dim: embedding dimension ``d``.
+        num_negatives: ``K_adv``, generated negatives per anchor.
+        hidden: hidden width of both MLPs (default ``2 d``).
+        noise_dim: dimension of the Gaussian noise fed to ``G`` (default ``d``).
+        lr: Adam learning rate of both players.
+        betas: Adam betas of both players.
+        conditional: feed ``D`` the anchor too (``[z, z_i]``); ``False`` follows SPEC.
+        generator: source of all randomness (weights and noise); a fresh generator
+            seeded with 0 if ``None``.
+
+    Use: ``d_loss, g_loss = adv.step(anchors, positives)`` once per training step, then
+    ``adv.sample(anchors) -> [B, K_adv, d]`` unit-norm negatives (no gradient).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_negatives: int = 1,
+        *,
+        hidden: int | None = None,
+        noise_dim: int | None = None,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.5, 0.999),
+        conditional: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        for name, value in (("dim", dim), ("num_negatives", num_negatives)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        hidden = 2 * dim if hidden is None else hidden
+        noise_dim = dim if noise_dim is None else noise_dim
+        for name, value in (("hidden", hidden), ("noise_dim", noise_dim)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        self.dim = dim
+        self.num_negatives = num_negatives
+        self.hidden = hidden
+        self.noise_dim = noise_dim
+        self.conditional = bool(conditional)
+        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.generator = nn.Sequential(
+            nn.Linear(dim + noise_dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)
+        )
+        d_in = 2 * dim if self.conditional else dim
+        self.discriminator = nn.Sequential(
+            nn.Linear(d_in, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1)
+        )
+        for module in (*self.generator, *self.discriminator):
+            if isinstance(module, nn.Linear):
+                _init_linear(module, self.rng)
+        lr = check_positive(lr, "lr")
+        self.opt_g = torch.optim.Adam(self.generator.parameters(), lr=lr, betas=betas)
+        self.opt_d = torch.optim.Adam(self.discriminator.parameters(), lr=lr, betas=betas)
+
+    # -- players ---------------------------------------------------------------------------
+    def _noise(self, rows: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        xi = torch.randn(rows, self.noise_dim, generator=self.rng, device=self.rng.device)
+        return xi.to(device=device, dtype=dtype)
+
+    def generate(self, anchors: Tensor) -> Tensor:
+        """``[B * K_adv, d]`` unit-norm points ``G(z_i, xi)`` (anchor-major), with gradient to G."""
+        a = anchors.repeat_interleave(self.num_negatives, dim=0)
+        xi = self._noise(a.shape[0], a.device, a.dtype)
+        out = self.generator(torch.cat((a, xi), dim=1))
+        return F.normalize(out, dim=1, eps=torch.finfo(out.dtype).tiny)
+
+    def discriminate(self, z: Tensor, anchors: Tensor | None = None) -> Tensor:
+        """Logits of ``D`` (``log D / (1 - D)``), one per row of ``z``."""
+        if self.conditional:
+            if anchors is None:
+                raise ValueError("a conditional discriminator needs the anchors")
+            z = torch.cat((z, anchors), dim=1)
+        return self.discriminator(z).squeeze(1)
+
+    # -- the game --------------------------------------------------------------------------
+    def _prepare(self, anchors: Tensor, name: str = "anchors") -> Tensor:
+        check_tensor(anchors, name, ndim=2)
+        if anchors.shape[1] != self.dim:
+            raise ValueError(
+                f"{name} must be [B, {self.dim}] (the generator's dim), got {tuple(anchors.shape)}"
+            )
+        self._follow(anchors.device)
+        weight = self.generator[0].weight
+        assert isinstance(weight, Tensor)
+        return anchors.detach().to(dtype=weight.dtype)
+
+    def _follow(self, device: torch.device) -> None:
+        """Move the players (and their optimiser states) to ``device`` if needed."""
+        if self.generator[0].weight.device != device:
+            self.to(device)
+            _move_optimizer_state(self.opt_g, device)
+            _move_optimizer_state(self.opt_d, device)
+
+    def step(self, anchors: Tensor, positives: Tensor) -> tuple[Tensor, Tensor]:
+        """Play one round: one ``D`` step, then one ``G`` step; return ``(d_loss, g_loss)``.
+
+        Args:
+            anchors: ``[B, d]`` anchor embeddings (detached here).
+            positives: ``[B, P, d]`` hard positives, the "real" samples (detached here).
+
+        Returns:
+            the discriminator's loss before its update and the generator's loss against
+            the updated discriminator (before the generator's update), detached scalars.
+        """
+        _, d_loss, g_loss = self.play(anchors, positives)
+        return d_loss, g_loss
+
+    def play(self, anchors: Tensor, positives: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`step` that also returns the round's generated points ``[B, K_adv, d]``.
+
+        The same draw ``z- = G(z_i, xi)`` serves the ``D`` step, the ``G`` step and the
+        caller (as constants): one generator forward per round.
+        """
+        a = self._prepare(anchors)
+        check_tensor(positives, "positives", ndim=3)
+        if positives.shape[0] != a.shape[0] or positives.shape[2] != self.dim:
+            raise ValueError(
+                f"positives must be [{a.shape[0]}, P, {self.dim}], got {tuple(positives.shape)}"
+            )
+        real = positives.detach().to(a.dtype).reshape(-1, self.dim)
+        n_real = real.shape[0]
+        real_cond = fake_cond = None
+        if self.conditional:
+            real_cond = a.repeat_interleave(positives.shape[1], dim=0)
+            fake_cond = a.repeat_interleave(self.num_negatives, dim=0)
+        with torch.enable_grad():
+            fake = self.generate(a)
+            fake_const = fake.detach()
+            # D: maximise log D(z+) + log(1 - D(z-)), i.e. minimise the BCE
+            both_cond = None
+            if real_cond is not None and fake_cond is not None:
+                both_cond = torch.cat((real_cond, fake_cond))
+            logits = self.discriminate(torch.cat((real, fake_const)), both_cond)
+            d_loss = F.softplus(-logits[:n_real]).mean() + F.softplus(logits[n_real:]).mean()
+            self.opt_d.zero_grad(set_to_none=True)
+            d_loss.backward()
+            self.opt_d.step()
+            # G: non-saturating, minimise -log D(z-) against the updated D; G's weights only
+            g_loss = F.softplus(-self.discriminate(fake, fake_cond)).mean()
+            g_params = list(self.generator.parameters())
+            grads = torch.autograd.grad(g_loss, g_params)
+            for p, grad in zip(g_params, grads, strict=True):
+                p.grad = grad
+            self.opt_g.step()
+            self.opt_g.zero_grad(set_to_none=True)
+        negatives = fake_const.reshape(a.shape[0], self.num_negatives, self.dim)
+        return negatives.to(anchors.dtype), d_loss.detach(), g_loss.detach()
+
+    @torch.no_grad()
+    def sample(self, anchors: Tensor) -> Tensor:
+        """``[B, K_adv, d]`` unit-norm generated negatives of each anchor (no gradient)."""
+        a = self._prepare(anchors)
+        out = self.generate(a).reshape(a.shape[0], self.num_negatives, self.dim)
+        return out.to(anchors.dtype)
+
+    def forward(self, anchors: Tensor) -> Tensor:
+        """Same as :meth:`sample`."""
+        return self.sample(anchors)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def get_extra_state(self) -> dict[str, Any]:
+        return {
+            "rng_state": self.rng.get_state(),
+            "opt_g": self.opt_g.state_dict(),
+            "opt_d": self.opt_d.state_dict(),
+        }
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self.rng.set_state(state["rng_state"])
+        self.opt_g.load_state_dict(state["opt_g"])
+        self.opt_d.load_state_dict(state["opt_d"])
+
+    def extra_repr(self) -> str:
+        return (
+            f"dim={self.dim}, num_negatives={self.num_negatives}, hidden={self.hidden}, "
+            f"noise_dim={self.noise_dim}, conditional={self.conditional}"
+        )

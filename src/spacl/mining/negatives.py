@@ -1,0 +1,290 @@
+"""Relative-threshold negative selection for SPACL (SPEC §1.4): a top-p cut without a sort.
+
+Given non-negative weights ``w_ij`` of the candidate negatives of anchor ``i``, keep the
+hardest negatives ``Q_i^h``: the *shortest prefix* of the candidates sorted by
+decreasing weight whose cumulative weight reaches ``share * sum_j w_ij`` (a top-p /
+nucleus cut).  Every kept negative weighs at least as much as every dropped one, the
+kept share reaches ``share``, and dropping the lightest kept negative falls below it.
+
+**Decisions** (SPEC §1.4):
+
+- ``mass="exp"`` (default): ``w_ij = exp(s_ij / tau)`` — the negatives' softmax mass,
+  well defined although raw inner products can be negative.  ``mass="linear"``: the
+  literal reading on ``w_ij = (1 + s_ij) / 2`` (clamped at 0 for non-unit embeddings).
+- The order is by decreasing logit (both masses are non-decreasing functions of it),
+  ties broken by *index*: the prefix is that of a stable sort (equal logits in
+  increasing candidate order), so exactly as many tied candidates are kept as the
+  prefix needs, the lowest-indexed first.
+- ``share = 1`` keeps every candidate (also those whose weight underflows to 0); a row
+  whose total weight is 0 (only possible with ``mass="linear"``) keeps every candidate.
+- Weights and masses are computed in float64 whatever the input dtype.
+
+Algorithm (no full sort of the ``K`` candidates): a radix-style selection on the key
+values.  Each level spreads the still-undecided candidates of a row over 512
+equal-width buckets of their key range (a monotone map: equal keys share a bucket),
+adds the weights per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps
+every bucket above the one where the cumulative weight crosses ``share * total`` and
+continues inside that bucket only.  Once at most 64 candidates are left per row (one
+level, in practice) a stable sort of those few finishes the prefix exactly; a bucket
+whose keys are all equal is finished by counting (the first ``ceil(rest / w)`` ties).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from spacl._validation import check_in_range, check_positive, check_tensor
+
+MASSES: tuple[str, ...] = ("exp", "linear")
+
+_NUM_BUCKETS = 512
+_EXACT_CAP = 64
+_MAX_LEVELS = 8
+
+
+def check_share(share: float) -> float:
+    """Require ``0 < share <= 1``."""
+    return check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
+
+
+def _checked_mask(mask: Tensor | None, like: Tensor, name: str = "valid") -> Tensor:
+    """A bool mask of ``like``'s shape (all ``True`` if ``None``), or a clear error."""
+    if mask is None:
+        return torch.ones(like.shape, dtype=torch.bool, device=like.device)
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"{name} must be a bool tensor, got {got}")
+    if mask.shape != like.shape:
+        raise ValueError(f"{name} must have the shape {tuple(like.shape)}, got {tuple(mask.shape)}")
+    return mask
+
+
+def _active_key_range(keys: Tensor, active: Tensor) -> tuple[Tensor, Tensor]:
+    """Largest and smallest active key per row (``0, 0`` for a row with none)."""
+    hi = torch.where(active, keys, -math.inf).amax(1)
+    lo = torch.where(active, keys, math.inf).amin(1)
+    none = ~torch.isfinite(hi)
+    return hi.masked_fill(none, 0.0), lo.masked_fill(none, 0.0)
+
+
+def _keep_first(active: Tensor, need: Tensor) -> Tensor:
+    """The first ``need[b]`` active entries of each row, in index order."""
+    return active & (active.cumsum(1) <= need.unsqueeze(1))
+
+
+def _finish_sorted(
+    keys: Tensor, weights: Tensor, active: Tensor, above: Tensor, target: Tensor
+) -> Tensor:
+    """Exact prefix inside the small active sets: a stable sort of at most a few entries."""
+    b, k = keys.shape
+    position = active.cumsum(1)  # 1-based slot of each active entry
+    m = int(position[:, -1].max())
+    slot = torch.where(active, position, 0)  # slot 0 collects everything else
+    columns = torch.arange(k, device=keys.device).expand(b, k)
+    col = torch.full((b, m + 1), k, dtype=torch.long, device=keys.device)
+    col.scatter_(1, slot, columns)
+    col = col[:, 1:]
+    filled = col < k
+    safe = col.clamp_max(k - 1)
+    sub_keys = torch.where(filled, keys.gather(1, safe), -math.inf)
+    order = sub_keys.sort(dim=1, descending=True, stable=True).indices
+    col_sorted = col.gather(1, order)
+    w_sorted = torch.where(filled, weights.gather(1, safe), 0.0).gather(1, order)
+    reached = (above.unsqueeze(1) + w_sorted.cumsum(1)) >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then every active entry is kept
+    last = torch.where(reached.any(1), reached.long().argmax(1), m - 1)
+    kept = torch.arange(m, device=keys.device).unsqueeze(0) <= last.unsqueeze(1)
+    out = torch.zeros(b, k + 1, dtype=torch.bool, device=keys.device)
+    out.scatter_(1, torch.where(kept & filled, col_sorted, k), True)
+    return out[:, :k]
+
+
+def _bucket_level(
+    keys: Tensor,
+    weights: Tensor,
+    inactive: Tensor,
+    hi: Tensor,
+    lo: Tensor,
+    above: Tensor,
+    target: Tensor,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One radix level: ``(surely_kept, still_active, new_above)``.
+
+    Buckets ``floor((hi - key) * NB / (hi - lo))`` clamped to ``[0, NB)`` (bucket 0 holds
+    the largest keys; a monotone map, so equal keys share a bucket and keys outside
+    ``[lo, hi]`` go to the end buckets).  The bucket where ``above`` plus the cumulative
+    weight first reaches ``target`` stays active; the buckets before it are kept.
+    """
+    b = keys.shape[0]
+    span = hi - lo
+    scale = torch.where(span > 0, _NUM_BUCKETS / torch.where(span > 0, span, 1.0), 0.0)
+    bucket = ((hi.unsqueeze(1) - keys) * scale.unsqueeze(1)).clamp(0, _NUM_BUCKETS - 1).long()
+    bucket.masked_fill_(inactive, _NUM_BUCKETS)
+    hist = torch.zeros(b, _NUM_BUCKETS + 1, dtype=weights.dtype, device=weights.device)
+    hist.scatter_add_(1, bucket, weights)
+    cum = above.unsqueeze(1) + hist[:, :_NUM_BUCKETS].cumsum(1)
+    crossed = cum >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then continue in the last bucket
+    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), _NUM_BUCKETS - 1).unsqueeze(1)
+    new_above = (cum.gather(1, chosen) - hist.gather(1, chosen)).squeeze(1)
+    return bucket < chosen, bucket == chosen, new_above
+
+
+def _prefix_mask(
+    keys: Tensor,
+    weights: Tensor,
+    valid: Tensor,
+    target: Tensor,
+    hi: Tensor | None = None,
+    lo: Tensor | None = None,
+) -> Tensor:
+    """Shortest prefix in (key desc, index asc) order whose weight reaches ``target``.
+
+    ``weights`` are float64, non-negative, 0 off ``valid`` and non-decreasing in ``keys``
+    within each row.  ``hi``/``lo`` optionally bound the level-0 bucket range (the
+    threshold key must lie in ``[lo, hi]``; keys below ``lo`` may exist).
+    """
+    b = keys.shape[0]
+    above = torch.zeros(b, dtype=weights.dtype, device=weights.device)
+    keep = torch.zeros_like(valid)
+    active = valid
+    if hi is None or lo is None:
+        hi, lo = _active_key_range(keys, active)
+    count = active.sum(1)
+    for _ in range(_MAX_LEVELS):
+        if not bool(((count > _EXACT_CAP) & (hi > lo)).any()):
+            break
+        kept, active, above = _bucket_level(keys, weights, ~active, hi, lo, above, target)
+        keep |= kept
+        count = active.sum(1)
+        if bool((count > _EXACT_CAP).any()):
+            hi, lo = _active_key_range(keys, active)
+        else:
+            break
+
+    if bool((count > _EXACT_CAP).any()):
+        # large active sets left have equal keys: keep the first `need` of them by index
+        hi, lo = _active_key_range(keys, active)
+        equal = (count > _EXACT_CAP) & (hi == lo)
+        t = torch.where(active, weights, -math.inf).amax(1)
+        positive = equal & (t > 0)
+        need = torch.where(positive, (target - above) / torch.where(positive, t, 1.0), count)
+        need = torch.minimum(need.ceil().clamp_min(1.0), count.to(need.dtype))
+        keep |= _keep_first(active & equal.unsqueeze(1), need)
+        active = active & ~equal.unsqueeze(1)
+    if bool(active.any()):
+        keep |= _finish_sorted(keys, weights, active, above, target)
+    return keep
+
+
+@torch.no_grad()
+def top_share_mask(
+    weights: Tensor, share: float, valid: Tensor | None = None, *, keys: Tensor | None = None
+) -> Tensor:
+    """Boolean ``[B, K]`` mask of the shortest heaviest prefix reaching ``share`` of the mass.
+
+    Order the valid candidates of each row by decreasing ``keys`` (default: the weights
+    themselves), ties by increasing index (a stable sort); keep the shortest prefix whose
+    cumulative weight is ``>= share * total``.  Implemented without a full sort (module
+    docstring).  ``share = 1`` keeps every valid candidate; a row of total weight 0
+    keeps every valid candidate.
+
+    Args:
+        weights: ``[B, K]`` non-negative finite weights.
+        share: the kept share, ``0 < share <= 1``.
+        valid: ``[B, K]`` bool of the candidates that take part (default: all).
+        keys: ``[B, K]`` finite sort keys with ``weights`` a non-decreasing function of
+            them in every row (e.g. the logits when ``weights = exp(logits - max)``).
+    """
+    check_share(share)
+    check_tensor(weights, "weights", ndim=2)
+    if bool((weights < 0).any()):
+        raise ValueError(f"weights must be non-negative, got minimum {float(weights.min())}")
+    valid = _checked_mask(valid, weights)
+    if keys is not None:
+        check_tensor(keys, "keys", ndim=2)
+        if keys.shape != weights.shape:
+            raise ValueError(
+                f"keys must have the shape of weights {tuple(weights.shape)}, "
+                f"got {tuple(keys.shape)}"
+            )
+    if share >= 1.0:
+        return valid.clone()
+    w = torch.where(valid, weights.to(torch.float64), 0.0)
+    return _masked_cut(w if keys is None else keys, w, valid, share)
+
+
+def _masked_cut(
+    keys: Tensor,
+    weights: Tensor,
+    valid: Tensor,
+    share: float,
+    hi: Tensor | None = None,
+    lo: Tensor | None = None,
+) -> Tensor:
+    total = weights.sum(1)
+    mask = _prefix_mask(keys, weights, valid, share * total, hi, lo)
+    if bool((total > 0).all()):
+        return mask
+    return torch.where((total > 0).unsqueeze(1), mask, valid)
+
+
+class RelativeThresholdNegatives(nn.Module):
+    """SPACL's relative-threshold negative selection (SPEC §1.4), a top-p cut.
+
+    Keep the hardest candidate negatives until they hold ``share`` of the negative
+    mass: with ``mass="exp"`` the weights are ``w_ij = exp(logits_ij)``,
+    ``logits = s / tau`` of the anchor against its candidate negatives; with
+    ``mass="linear"`` they are ``(1 + s) / 2`` with ``s = logits * temperature``
+    (so ``temperature`` must be the one that produced the logits).  See the module
+    docstring for the exact prefix definition, tie rule and algorithm.  No gradient.
+
+    Call: ``RelativeThresholdNegatives(share, mass)(logits[B, K], valid_mask=None)
+    -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off ``valid_mask``).
+    """
+
+    def __init__(self, share: float = 0.95, mass: str = "exp", temperature: float = 1.0) -> None:
+        super().__init__()
+        self.share = check_share(share)
+        if mass not in MASSES:
+            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        self.mass = mass
+        self.temperature = check_positive(temperature, "temperature")
+
+    def weights(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
+        """Float64 ``[B, K]`` weights (0 off ``valid_mask``); scaled per row for ``exp``."""
+        return self._weights(logits.detach().masked_fill(~valid_mask, -math.inf))[0]
+
+    def _weights(self, masked_logits: Tensor) -> tuple[Tensor, Tensor]:
+        """Weights and the per-row largest logit from logits that are ``-inf`` off the mask."""
+        row_max = masked_logits.amax(1)
+        row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
+        l64 = masked_logits.to(torch.float64)
+        if self.mass == "exp":
+            return (l64 - row_max.to(torch.float64).unsqueeze(1)).exp(), row_max
+        return ((1.0 + l64 * self.temperature) / 2.0).clamp_min(0.0), row_max
+
+    @torch.no_grad()
+    def forward(self, logits: Tensor, valid_mask: Tensor | None = None) -> Tensor:
+        check_tensor(logits, "logits", ndim=2)
+        return self.select(logits, _checked_mask(valid_mask, logits, "valid_mask"))
+
+    @torch.no_grad()
+    def select(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
+        """:meth:`forward` without the input checks (for callers that validated already)."""
+        if self.share >= 1.0:
+            return valid_mask.clone()
+        keys = logits.detach().masked_fill(~valid_mask, -math.inf)
+        weights, row_max = self._weights(keys)
+        lo = None
+        if self.mass == "exp":
+            # the last kept weight is >= (1 - share) * total / K >= (1 - share) / K
+            # (weights are scaled so that the largest is 1): a lower bound on its key
+            lo = row_max + math.log((1.0 - self.share) / keys.shape[1])
+        return _masked_cut(keys, weights, valid_mask, self.share, row_max, lo)
+
+    def extra_repr(self) -> str:
+        return f"share={self.share}, mass={self.mass!r}"

@@ -1,0 +1,223 @@
+"""The relative-threshold cut (SPEC §1.4) against a sorted-prefix loop reference."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spacl.mining import RelativeThresholdNegatives, top_share_mask
+
+DTYPES = (torch.float32, torch.float64)
+
+
+def prefix_ref(
+    weights: torch.Tensor, share: float, valid: torch.Tensor, keys: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Stable sort by decreasing key (ties: lower index first), shortest prefix reaching share."""
+    keys = weights if keys is None else keys
+    out = torch.zeros_like(valid)
+    for i in range(weights.shape[0]):
+        idx = [j for j in range(weights.shape[1]) if valid[i, j]]
+        idx.sort(key=lambda j: -float(keys[i, j]))  # Python's sort is stable
+        total = sum(float(weights[i, j]) for j in idx)
+        if total == 0.0 or share == 1.0:
+            out[i, idx] = True
+            continue
+        acc = 0.0
+        for j in idx:
+            out[i, j] = True
+            acc += float(weights[i, j])
+            if acc >= share * total:
+                break
+    return out
+
+
+def check_prefix_properties(
+    weights: torch.Tensor, share: float, keep: torch.Tensor, valid: torch.Tensor
+) -> None:
+    """Kept >= dropped; kept share reaches ``share``; dropping the lightest kept one falls below."""
+    w = weights.to(torch.float64)
+    for i in range(w.shape[0]):
+        kept = w[i][keep[i]]
+        dropped = w[i][valid[i] & ~keep[i]]
+        assert not (keep[i] & ~valid[i]).any()
+        total = float(w[i][valid[i]].sum())
+        if total == 0.0:
+            continue
+        if dropped.numel():
+            assert float(kept.min()) >= float(dropped.max())
+        assert float(kept.sum()) >= share * total
+        if share < 1.0:  # share = 1 keeps everything, zero weights included (a decision)
+            assert float(kept.sum()) - float(kept.min()) < share * total
+
+
+# -- exact agreement with the reference ------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("share", [0.3, 0.9, 0.95, 0.999])
+def test_logit_cut_matches_sorted_prefix(dtype: torch.dtype, seed: int, share: float) -> None:
+    g = torch.Generator().manual_seed(seed)
+    a = torch.nn.functional.normalize(torch.randn(6, 16, generator=g, dtype=torch.float64), dim=1)
+    c = torch.nn.functional.normalize(torch.randn(700, 16, generator=g, dtype=torch.float64), dim=1)
+    logits = ((a @ c.T) / 0.1).to(dtype)
+    valid = torch.rand(6, 700, generator=g) > 0.1
+    cut = RelativeThresholdNegatives(share)
+    keep = cut(logits, valid)
+    weights = torch.exp(
+        logits.double() - logits.double().masked_fill(~valid, -math.inf).amax(1, keepdim=True)
+    )
+    weights = weights.masked_fill(~valid, 0.0)
+    assert torch.equal(keep, prefix_ref(weights, share, valid, logits))
+    check_prefix_properties(weights, share, keep, valid)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ties_keep_exactly_the_prefix_lowest_index_first(dtype: torch.dtype) -> None:
+    # weights 4, 2, 2, 2, 1 (total 11): share 0.5 needs 4 + 2 -> the first tied 2 only
+    w = torch.tensor([[1.0, 2.0, 4.0, 2.0, 2.0]], dtype=dtype)
+    keep = top_share_mask(w, 0.5)
+    assert keep.tolist() == [[False, True, True, False, False]]
+    keep = top_share_mask(w, 0.7)  # 7.7 -> 4 + 2 + 2
+    assert keep.tolist() == [[False, True, True, True, False]]
+    # the same through logits: equal logits are ties, kept in index order
+    logits = torch.log(w)
+    keep = RelativeThresholdNegatives(0.5)(logits)
+    assert keep.tolist() == [[False, True, True, False, False]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("share", [0.05, 0.5, 0.95])
+def test_ties_on_rounded_logits(dtype: torch.dtype, share: float) -> None:
+    g = torch.Generator().manual_seed(7)
+    logits = (torch.randn(5, 900, generator=g) * 2).round().to(dtype)  # heavy ties
+    valid = torch.rand(5, 900, generator=g) > 0.05
+    cut = RelativeThresholdNegatives(share)
+    keep = cut(logits, valid)
+    weights = cut.weights(logits, valid)
+    assert torch.equal(keep, prefix_ref(weights, share, valid, logits))
+
+
+@pytest.mark.parametrize(
+    "logits",
+    [
+        torch.zeros(3, 500),  # collapse: one block of ties
+        torch.cat([torch.zeros(3, 499), torch.full((3, 1), -30.0)], 1),  # outlier + ties
+        torch.randn(3, 2000, generator=torch.Generator().manual_seed(1)) * 1e-4,  # narrow cluster
+        torch.cat(  # a far outlier squeezes the rest into one bucket: needs a second level
+            [
+                torch.randn(3, 2000, generator=torch.Generator().manual_seed(2)) * 1e-3,
+                torch.full((3, 1), -60.0),
+            ],
+            1,
+        ),
+    ],
+)
+@pytest.mark.parametrize("share", [0.2, 0.95])
+@pytest.mark.parametrize("mass", ["exp", "linear"])
+def test_degenerate_distributions(logits: torch.Tensor, share: float, mass: str) -> None:
+    cut = RelativeThresholdNegatives(share, mass, temperature=0.1)
+    valid = torch.ones_like(logits, dtype=torch.bool)
+    keep = cut(logits, valid)
+    weights = cut.weights(logits, valid)
+    assert torch.equal(keep, prefix_ref(weights, share, valid, logits))
+    check_prefix_properties(weights, share, keep, valid)
+
+
+def test_linear_mass_is_the_literal_reading() -> None:
+    g = torch.Generator().manual_seed(3)
+    s = torch.rand(4, 300, generator=g, dtype=torch.float64) * 2 - 1
+    tau = 0.2
+    cut = RelativeThresholdNegatives(0.8, "linear", temperature=tau)
+    keep = cut(s / tau)
+    assert torch.equal(keep, prefix_ref((1 + s) / 2, 0.8, torch.ones_like(keep)))
+    # the linear mass keeps far more than the exp mass at a low temperature
+    assert keep.sum() > RelativeThresholdNegatives(0.8)(s / tau).sum()
+
+
+# -- property tests (exact arithmetic on small integer weights) ----------------------------
+@settings(max_examples=150, deadline=None)
+@given(
+    b=st.integers(1, 4),
+    k=st.integers(1, 120),
+    share=st.floats(0.01, 1.0),
+    data=st.data(),
+)
+def test_integer_weights_properties(b: int, k: int, share: float, data: st.DataObject) -> None:
+    """Small integer weights sum exactly, so the properties hold without tolerance."""
+    cells = st.lists(st.integers(0, 6), min_size=b * k, max_size=b * k)
+    flags = st.lists(st.booleans(), min_size=b * k, max_size=b * k)
+    w = torch.tensor(data.draw(cells), dtype=torch.float64).reshape(b, k)
+    valid = torch.tensor(data.draw(flags)).reshape(b, k)
+    keep = top_share_mask(w, share, valid)
+    assert torch.equal(keep, prefix_ref(w, share, valid))
+    check_prefix_properties(w, share, keep, valid)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    k=st.integers(1, 3000),
+    scale=st.sampled_from([1e-6, 0.1, 1.0, 10.0, 100.0]),
+    share=st.floats(0.01, 0.9999),
+    float64=st.booleans(),
+)
+def test_random_logits_match_reference(
+    seed: int, k: int, scale: float, share: float, float64: bool
+) -> None:
+    g = torch.Generator().manual_seed(seed)
+    dtype = torch.float64 if float64 else torch.float32
+    logits = (torch.randn(2, k, generator=g, dtype=torch.float64) * scale).to(dtype)
+    valid = torch.rand(2, k, generator=g) > 0.2
+    cut = RelativeThresholdNegatives(share)
+    keep = cut(logits, valid)
+    assert torch.equal(keep, prefix_ref(cut.weights(logits, valid), share, valid, logits))
+
+
+# -- edge cases and bad input --------------------------------------------------------------
+def test_share_one_keeps_everything_even_underflowing_weights() -> None:
+    logits = torch.tensor([[0.0, -2000.0, -1.0]], dtype=torch.float64)
+    assert RelativeThresholdNegatives(1.0)(logits).all()
+    mask = torch.tensor([[True, True, False]])
+    assert torch.equal(RelativeThresholdNegatives(1.0)(logits, mask), mask)
+
+
+def test_rows_without_mass_or_candidates() -> None:
+    # linear mass of antipodal candidates is 0: the row keeps every valid candidate
+    s = -torch.ones(2, 4, dtype=torch.float64)
+    valid = torch.tensor([[True, True, False, True], [False, False, False, False]])
+    keep = RelativeThresholdNegatives(0.5, "linear")(s, valid)
+    assert torch.equal(keep, valid)
+
+
+def test_float32_and_float64_logits_agree() -> None:
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(8, 600, generator=g) * 5
+    cut = RelativeThresholdNegatives(0.9)
+    assert torch.equal(cut(logits), cut(logits.double()))
+
+
+def test_bad_inputs() -> None:
+    for share in (0.0, -0.1, 1.5, math.nan):
+        with pytest.raises(ValueError, match="share"):
+            RelativeThresholdNegatives(share)
+    with pytest.raises(ValueError, match="mass"):
+        RelativeThresholdNegatives(0.9, "log")
+    cut = RelativeThresholdNegatives(0.9)
+    with pytest.raises(ValueError, match="non-finite"):
+        cut(torch.tensor([[0.0, math.inf]]))
+    with pytest.raises(ValueError, match="2 dimensions"):
+        cut(torch.zeros(3))
+    with pytest.raises(ValueError, match="valid_mask"):
+        cut(torch.zeros(2, 3), torch.ones(2, 2, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool"):
+        cut(torch.zeros(2, 3), torch.ones(2, 3))
+    with pytest.raises(ValueError, match="share"):
+        top_share_mask(torch.ones(2, 3), 0.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        top_share_mask(-torch.ones(2, 3), 0.5)
+    with pytest.raises(ValueError, match="keys"):
+        top_share_mask(torch.ones(2, 3), 0.5, keys=torch.ones(2, 2))

@@ -1,0 +1,511 @@
+"""SPACLLoss (SPEC §1.5–1.6) against a per-anchor loop reference, identities and ablations."""
+
+from __future__ import annotations
+
+import copy
+import io
+import math
+
+import pytest
+import torch
+
+from spacl.losses import NTXentLoss, SPACLLoss
+from spacl.losses.spacl import VARIANTS
+
+DTYPES = (torch.float32, torch.float64)
+
+
+# -- slow reference ------------------------------------------------------------------------
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+def dot(u: torch.Tensor, v: torch.Tensor) -> float:
+    return sum(float(a) * float(b) for a, b in zip(u, v, strict=True))
+
+
+def anchor_loop(pool: torch.Tensor) -> list[int]:
+    out = []
+    for i in range(pool.shape[0]):
+        z = unit_rows(pool[i].double())
+        v = z.shape[0]
+        h = [sum(1 - dot(z[u], z[w]) for w in range(v) if w != u) / (v - 1) for u in range(v)]
+        out.append(max(range(v), key=lambda u: (h[u], -u)))
+    return out
+
+
+def farthest_loop(cands: torch.Tensor, allowed: list[int], start: int, k: int) -> list[int]:
+    z = unit_rows(cands.double())
+    chosen, out = [start], []
+    for _ in range(k):
+        best = max(
+            (u for u in allowed if u not in chosen),
+            key=lambda u: (min(1 - dot(z[u], z[s]) for s in chosen), -u),
+        )
+        chosen.append(best)
+        out.append(best)
+    return out
+
+
+def cut_loop(logits: list[float], share: float) -> list[bool]:
+    order = sorted(range(len(logits)), key=lambda j: -logits[j])  # stable
+    top = max(logits)
+    w = [math.exp(x - top) for x in logits]
+    total = sum(w)
+    keep = [False] * len(logits)
+    acc = 0.0
+    for j in order:
+        keep[j] = True
+        acc += w[j]
+        if share < 1.0 and acc >= share * total:
+            break
+    return keep
+
+
+def spacl_loop(
+    online: torch.Tensor,
+    pool: torch.Tensor,
+    positives: list[list[int]],
+    tau: float,
+    share: float,
+    generated: torch.Tensor | None = None,
+    labels: torch.Tensor | None = None,
+) -> float:
+    """``online[B, d]`` anchor embeddings, ``pool[B, V, d]`` targets, positives as flat rows."""
+    b, v, d = pool.shape
+    f = unit_rows(online.double())
+    t = unit_rows(pool.double()).reshape(b * v, d)
+    total = 0.0
+    for i in range(b):
+        pos = [dot(f[i], t[r]) / tau for r in positives[i]]
+        cand = [
+            dot(f[i], t[r]) / tau
+            for r in range(b * v)
+            if r // v != i and (labels is None or labels[r // v] != labels[i])
+        ]
+        if generated is not None:
+            cand += [dot(f[i], generated[i, k].double()) / tau for k in range(generated.shape[1])]
+        keep = cut_loop(cand, share) if cand else []
+        num = sum(math.exp(x) for x in pos)
+        den = num + sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k)
+        total += -math.log(num / den)
+    return total / b
+
+
+def random_pool(b: int, v: int, d: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    centre = torch.randn(b, 1, d, generator=g, dtype=torch.float64)
+    return (centre + 0.9 * torch.randn(b, v, d, generator=g, dtype=torch.float64)).to(dtype)
+
+
+def tol(dtype: torch.dtype) -> dict[str, float]:
+    return (
+        {"rtol": 1e-10, "atol": 1e-10} if dtype == torch.float64 else {"rtol": 2e-5, "atol": 2e-5}
+    )
+
+
+# -- against the reference -----------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("share", [0.5, 0.95, 1.0])
+def test_no_adversarial_matches_loop(dtype: torch.dtype, share: float) -> None:
+    b, v, d = 7, 5, 6
+    pool = random_pool(b, v, d, dtype, seed=1)
+    online = random_pool(b, v, d, dtype, seed=2)
+    loss = SPACLLoss(0.2, num_positives=2, share=share, variant="no_adversarial")
+    value = loss(online, pool)
+    anchors = anchor_loop(pool)
+    positives = [
+        [i * v + p for p in farthest_loop(pool[i], list(range(v)), anchors[i], 2)] for i in range(b)
+    ]
+    assert loss.last is not None
+    assert loss.last.anchor.tolist() == anchors
+    assert (loss.last.positives + torch.arange(b).unsqueeze(1) * v).tolist() == positives
+    f = torch.stack([online[i, anchors[i]] for i in range(b)])
+    want = spacl_loop(f, pool, positives, 0.2, share)
+    torch.testing.assert_close(
+        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
+    )
+    kept = [
+        sum(
+            cut_loop(
+                [
+                    dot(unit_rows(f[i].double()), unit_rows(pool.double()).reshape(b * v, d)[r])
+                    / 0.2
+                    for r in range(b * v)
+                    if r // v != i
+                ],
+                share,
+            )
+        )
+        for i in range(b)
+    ]
+    assert loss.last.kept_negatives.tolist() == kept
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_full_with_generated_negatives_matches_loop(dtype: torch.dtype) -> None:
+    b, v, d = 6, 4, 5
+    pool = random_pool(b, v, d, dtype, seed=3)
+    loss = SPACLLoss(0.1, num_positives=2, share=0.9, num_adversarial=3, embedding_dim=d)
+    twin = copy.deepcopy(loss)  # replays the same game to recover the generated negatives
+    value = loss(None, pool)
+    anchors = anchor_loop(pool)
+    positives = [
+        [i * v + p for p in farthest_loop(pool[i], list(range(v)), anchors[i], 2)] for i in range(b)
+    ]
+    unit_pool = unit_rows(pool)
+    rows = torch.arange(b)
+    assert twin.adversarial is not None
+    generated, d_loss, g_loss = twin.adversarial.play(
+        unit_pool[rows, anchors], unit_pool.reshape(b * v, d)[torch.tensor(positives)]
+    )
+    want = spacl_loop(pool[rows, anchors], pool, positives, 0.1, 0.9, generated)
+    torch.testing.assert_close(
+        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
+    )
+    assert loss.last is not None
+    assert loss.last.d_loss == d_loss and loss.last.g_loss == g_loss
+    assert loss.last.candidate_negatives.tolist() == [(b - 1) * v + 3] * b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_supervised_class_pool_matches_loop(dtype: torch.dtype) -> None:
+    b, v, d = 8, 3, 5
+    pool = random_pool(b, v, d, dtype, seed=4)
+    labels = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1])
+    loss = SPACLLoss(
+        0.3, num_positives=3, share=0.8, variant="no_adversarial", positive_pool="class"
+    )
+    value = loss(None, pool, labels)
+    anchors = anchor_loop(pool)
+    flat = pool.reshape(b * v, d)
+    positives = [
+        farthest_loop(
+            flat, [r for r in range(b * v) if labels[r // v] == labels[i]], i * v + anchors[i], 3
+        )
+        for i in range(b)
+    ]
+    assert loss.last is not None
+    assert loss.last.positives.tolist() == positives
+    want = spacl_loop(pool[torch.arange(b), anchors], pool, positives, 0.3, 0.8, labels=labels)
+    torch.testing.assert_close(
+        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
+    )
+    same = (labels.unsqueeze(1) == labels.unsqueeze(0)).sum(1)
+    assert loss.last.candidate_negatives.tolist() == ((b - same) * v).tolist()
+
+
+def test_weak_labels_only_remove_same_class_negatives() -> None:
+    b, v, d = 8, 4, 5
+    pool = random_pool(b, v, d, torch.float64, seed=5)
+    labels = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    loss = SPACLLoss(0.2, share=0.9, variant="no_adversarial")
+    value = loss(None, pool, labels)
+    assert loss.last is not None
+    pos = (loss.last.positives + torch.arange(b).unsqueeze(1) * v).tolist()
+    want = spacl_loop(pool[torch.arange(b), loss.last.anchor], pool, pos, 0.2, 0.9, labels=labels)
+    torch.testing.assert_close(
+        value, torch.tensor(want, dtype=torch.float64), rtol=1e-10, atol=1e-10
+    )
+    assert loss.last.candidate_negatives.tolist() == [(b - 2) * v] * b
+
+
+def test_anchor_views_negatives_match_loop() -> None:
+    b, v, d = 6, 4, 5
+    pool = random_pool(b, v, d, torch.float64, seed=6)
+    loss = SPACLLoss(0.2, share=0.7, variant="no_adversarial", negatives="anchor_views")
+    value = loss(None, pool)
+    anchors = anchor_loop(pool)
+    f = unit_rows(pool[torch.arange(b), anchors])
+    total = 0.0
+    for i in range(b):
+        pos = [dot(f[i], unit_rows(pool[i, p])) / 0.2 for p in loss.last.positives[i].tolist()]  # type: ignore[union-attr]
+        cand = [dot(f[i], f[j]) / 0.2 for j in range(b) if j != i]
+        keep = cut_loop(cand, 0.7)
+        num = sum(math.exp(x) for x in pos)
+        total += -math.log(
+            num / (num + sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k))
+        )
+    torch.testing.assert_close(
+        value, torch.tensor(total / b, dtype=torch.float64), rtol=1e-10, atol=1e-10
+    )
+
+
+# -- identity with InfoNCE -----------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["no_anchor", "oaa"])
+def test_reduces_to_infonce_with_one_positive(variant: str) -> None:
+    """share=1, no generator, view 0 as anchor, one positive: InfoNCE exactly."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(12, 2, 8, generator=g, dtype=torch.float64)
+    t = torch.randn(12, 2, 8, generator=g, dtype=torch.float64)
+    spacl = SPACLLoss(
+        0.3, num_positives=1, share=1.0, num_adversarial=0, variant=variant, detach_candidates=False
+    )
+    info = NTXentLoss(0.3, anchor_mode="one")
+    torch.testing.assert_close(spacl(z, t), info(z, targets=t), rtol=1e-13, atol=1e-13)
+    # shared encoder: the gradients agree as well
+    a = z.clone().requires_grad_(True)
+    c = z.clone().requires_grad_(True)
+    ls, li = spacl(None, a), info(c)
+    torch.testing.assert_close(ls, li, rtol=1e-13, atol=1e-13)
+    ls.backward()
+    li.backward()
+    torch.testing.assert_close(a.grad, c.grad, rtol=1e-12, atol=1e-13)
+
+
+def test_variant_switches_reach_infonce_from_full() -> None:
+    """The same identity reached through variant="ib" plus the anchor override."""
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(10, 2, 4, generator=g, dtype=torch.float64)
+    spacl = SPACLLoss(0.5, num_positives=1, variant="ib")
+    zero = torch.zeros(10, dtype=torch.long)
+    torch.testing.assert_close(
+        spacl(None, z, anchor_index=zero),
+        NTXentLoss(0.5, anchor_mode="one")(z),
+        rtol=1e-13,
+        atol=1e-13,
+    )
+
+
+# -- input forms ---------------------------------------------------------------------------
+def test_anchor_input_forms_agree() -> None:
+    pool = random_pool(9, 5, 6, torch.float64, seed=7)
+    online = random_pool(9, 5, 6, torch.float64, seed=8)
+
+    def fresh() -> SPACLLoss:
+        return SPACLLoss(0.2, share=0.9, num_adversarial=2, embedding_dim=6)
+
+    full_views = fresh()(online, pool)
+    a = fresh().choose_anchor(pool)
+    rows = torch.arange(9)
+    with_index = fresh()(online[rows, a], pool, anchor_index=a)
+    without_index = fresh()(online[rows, a], pool)
+    torch.testing.assert_close(with_index, full_views, rtol=0, atol=0)
+    torch.testing.assert_close(without_index, full_views, rtol=0, atol=0)
+    shared = fresh()(None, pool)
+    torch.testing.assert_close(fresh()(pool, pool), shared, rtol=0, atol=0)
+
+
+def test_anchor_index_names_the_embedded_view() -> None:
+    pool = random_pool(6, 5, 4, torch.float64, seed=9)
+    zero = torch.zeros(6, dtype=torch.long)
+    full = SPACLLoss(variant="no_adversarial")
+    value = full(pool[:, 0], pool, anchor_index=zero)
+    assert full.last is not None
+    assert (full.last.anchor == 0).all() and not (full.last.positives == 0).any()
+    no_anchor = SPACLLoss(variant="no_anchor", num_adversarial=0)
+    torch.testing.assert_close(value, no_anchor(pool[:, 0], pool), rtol=0, atol=0)
+
+
+def test_choose_anchor_follows_the_variant() -> None:
+    pool = random_pool(10, 5, 4, torch.float32, seed=10)
+    dynamic = torch.tensor(anchor_loop(pool))
+    for variant in VARIANTS:
+        got = SPACLLoss(variant=variant).choose_anchor(pool)
+        want = torch.zeros(10, dtype=torch.long) if variant in ("no_anchor", "oaa") else dynamic
+        assert torch.equal(got, want), variant
+
+
+# -- ablations -----------------------------------------------------------------------------
+def test_every_variant_runs_and_reports() -> None:
+    pool = random_pool(12, 5, 8, torch.float32, seed=11).requires_grad_(True)
+    for variant in VARIANTS:
+        loss = SPACLLoss(0.1, variant=variant)
+        value = loss(None, pool)
+        value.backward()
+        assert torch.isfinite(value)
+        step = loss.last
+        assert step is not None
+        logs = step.log_dict()
+        assert all(isinstance(x, float) and math.isfinite(x) for x in logs.values())
+        adversarial = variant not in ("no_adversarial", "ib", "ib_h")
+        selection = variant not in ("no_negative_selection", "ib")
+        assert (loss.adversarial is not None) == adversarial
+        assert ("spacl/d_loss" in logs) == adversarial
+        assert step.candidate_negatives.tolist() == [11 * 5 + int(adversarial)] * 12
+        if selection:
+            assert (step.kept_negatives < step.candidate_negatives).any()
+        else:
+            assert torch.equal(step.kept_negatives, step.candidate_negatives)
+        if variant in ("no_anchor", "oaa"):
+            assert (step.anchor == 0).all()
+        assert not (step.positives == step.anchor.unsqueeze(1)).any()
+        assert (step.positives.sort(1).values.diff(dim=1) > 0).all()  # distinct
+
+
+def test_ib_h_is_no_adversarial() -> None:
+    pool = random_pool(8, 5, 6, torch.float64, seed=12)
+    a = SPACLLoss(variant="ib_h")(None, pool)
+    b = SPACLLoss(variant="no_adversarial")(None, pool)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_random_positives_are_uniform_and_reproducible() -> None:
+    pool = random_pool(4, 5, 6, torch.float64, seed=13)
+    loss = SPACLLoss(num_positives=2, variant="no_hard_positive", num_adversarial=0)
+    counts = torch.zeros(4, 5)
+    draws = []
+    for _ in range(150):
+        loss(None, pool)
+        assert loss.last is not None
+        draws.append(loss.last.positives.clone())
+        counts.scatter_add_(1, loss.last.positives, torch.ones(4, 2))
+    anchor = torch.tensor(anchor_loop(pool))
+    assert (counts.gather(1, anchor.unsqueeze(1)) == 0).all()
+    others = counts.masked_fill(torch.nn.functional.one_hot(anchor, 5).bool(), math.nan)
+    # each non-anchor view is picked with probability 1/2 per draw: Binomial(150, 1/2), sd 6.1
+    assert ((others.nan_to_num(75.0) - 75).abs() < 31).all()
+    again = SPACLLoss(num_positives=2, variant="no_hard_positive", num_adversarial=0)
+    for want in draws[:5]:
+        again(None, pool)
+        assert again.last is not None
+        assert torch.equal(again.last.positives, want)
+
+
+def test_oaa_positives_are_augmented_views() -> None:
+    pool = random_pool(16, 5, 6, torch.float64, seed=14)
+    loss = SPACLLoss(variant="oaa", num_positives=3)
+    loss(None, pool)
+    assert loss.last is not None
+    assert (loss.last.anchor == 0).all()
+    assert ((loss.last.positives >= 1) & (loss.last.positives <= 4)).all()
+
+
+# -- gradients and the game ----------------------------------------------------------------
+def test_no_gradient_from_the_game_reaches_the_encoder() -> None:
+    torch.manual_seed(0)
+    encoder = torch.nn.Linear(6, 4)
+    x = torch.randn(10, 5, 6)
+    loss = SPACLLoss(0.2, num_adversarial=2)
+    value = loss(None, encoder(x))
+    assert loss.adversarial is not None
+    # the game ran its own backward passes: nothing landed in the encoder
+    assert all(p.grad is None for p in encoder.parameters())
+    players = list(loss.adversarial.parameters())
+    assert all(
+        g is None for g in torch.autograd.grad(value, players, retain_graph=True, allow_unused=True)
+    )
+    d_grads = [
+        p.grad.clone() for p in loss.adversarial.discriminator.parameters() if p.grad is not None
+    ]
+    value.backward()
+    assert all(p.grad is not None for p in encoder.parameters())
+    after = [p.grad for p in loss.adversarial.discriminator.parameters() if p.grad is not None]
+    assert all(torch.equal(u, w) for u, w in zip(d_grads, after, strict=True))
+    assert all(p.grad is None for p in loss.adversarial.generator.parameters())
+
+
+def test_candidates_are_constants_by_default() -> None:
+    pool = random_pool(6, 5, 4, torch.float64, seed=15).requires_grad_(True)
+    loss = SPACLLoss(variant="no_adversarial")
+    loss(None, pool).backward()
+    assert loss.last is not None and pool.grad is not None
+    nonzero = pool.grad.abs().sum(-1) > 0
+    expected = torch.nn.functional.one_hot(loss.last.anchor, 5).bool()
+    assert torch.equal(nonzero, expected)
+
+
+def test_eval_mode_does_not_play() -> None:
+    pool = random_pool(6, 5, 4, torch.float32, seed=16)
+    loss = SPACLLoss(embedding_dim=4).eval()
+    assert loss.adversarial is not None
+    before = copy.deepcopy(loss.adversarial.state_dict())
+    loss(None, pool)
+    assert loss.last is not None and loss.last.d_loss is None
+    after = loss.adversarial.state_dict()
+    assert all(
+        torch.equal(before[k], after[k]) for k in before if isinstance(before[k], torch.Tensor)
+    )
+
+
+def test_state_dict_resume_is_exact() -> None:
+    pools = [random_pool(6, 5, 4, torch.float32, seed=20 + k) for k in range(5)]
+    a = SPACLLoss(
+        variant="no_hard_positive", num_adversarial=2, generator=torch.Generator().manual_seed(3)
+    )
+    for p in pools[:3]:
+        a(None, p)
+    buffer = io.BytesIO()
+    torch.save(a.state_dict(), buffer)
+    buffer.seek(0)
+    b = SPACLLoss(
+        variant="no_hard_positive", num_adversarial=2, generator=torch.Generator().manual_seed(99)
+    )
+    assert b.adversarial is None  # built lazily from the checkpoint
+    b.load_state_dict(torch.load(buffer, weights_only=True))
+    for p in pools[3:]:
+        va, vb = a(None, p), b(None, p)
+        assert torch.equal(va, vb)
+        assert a.last is not None and b.last is not None
+        assert torch.equal(a.last.positives, b.last.positives)
+        assert torch.equal(a.last.d_loss, b.last.d_loss)  # type: ignore[arg-type]
+
+
+# -- bad input -----------------------------------------------------------------------------
+def test_bad_inputs_name_the_problem() -> None:
+    pool = torch.randn(4, 5, 3)
+    with pytest.raises(ValueError, match="num_positives=4"):
+        SPACLLoss(num_positives=4)(None, torch.randn(4, 4, 3))
+    with pytest.raises(ValueError, match="share"):
+        SPACLLoss(share=0.0)
+    with pytest.raises(ValueError, match="share"):
+        SPACLLoss(share=1.2)
+    with pytest.raises(ValueError, match="anchors must be"):
+        SPACLLoss()(torch.randn(4, 2), pool)
+    with pytest.raises(ValueError, match="anchors must be"):
+        SPACLLoss()(torch.randn(3, 5, 3), pool)
+    with pytest.raises(ValueError, match="labels has length 3"):
+        SPACLLoss()(None, pool, torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="pool contains 1 non-finite"):
+        bad = pool.clone()
+        bad[1, 2, 0] = math.nan
+        SPACLLoss()(None, bad)
+    with pytest.raises(ValueError, match="anchors contains"):
+        SPACLLoss()(torch.full((4, 3), math.inf), pool)
+    with pytest.raises(ValueError, match="needs labels"):
+        SPACLLoss(positive_pool="class")(None, pool)
+    with pytest.raises(ValueError, match="variant"):
+        SPACLLoss(variant="no_game")
+    with pytest.raises(ValueError, match="no anchor has a negative"):
+        SPACLLoss(num_adversarial=0)(None, torch.randn(1, 5, 3))
+    with pytest.raises(ValueError, match="anchor_index"):
+        SPACLLoss()(None, pool, anchor_index=torch.tensor([0, 1, 2, 5]))
+    with pytest.raises(TypeError, match="dtype"):
+        SPACLLoss()(pool.double(), pool)
+    with pytest.raises(ValueError, match="class pool of instance"):
+        SPACLLoss(num_positives=2, positive_pool="class")(
+            None, torch.randn(3, 2, 3), torch.tensor([0, 1, 1])
+        )
+    with pytest.raises(ValueError, match="num_adversarial"):
+        SPACLLoss(num_adversarial=-1)
+    with pytest.raises(ValueError, match="temperature"):
+        SPACLLoss(temperature=0.0)
+    with pytest.raises(ValueError, match="embedding_dim=8"):
+        SPACLLoss(embedding_dim=8)(None, pool)
+    with pytest.raises(ValueError, match="negatives"):
+        SPACLLoss(negatives="everything")
+
+
+def test_linear_mass_and_reduction() -> None:
+    b, v, d, tau = 6, 4, 5, 0.25
+    pool = random_pool(b, v, d, torch.float64, seed=30)
+    loss = SPACLLoss(tau, share=0.6, variant="no_adversarial", mass="linear", reduction="none")
+    per_anchor = loss(None, pool)
+    assert per_anchor.shape == (b,) and loss.last is not None
+    f = unit_rows(pool[torch.arange(b), loss.last.anchor])
+    t = unit_rows(pool).reshape(b * v, d)
+    for i in range(b):
+        sims = [dot(f[i], t[r]) for r in range(b * v) if r // v != i]
+        order = sorted(range(len(sims)), key=lambda j: -sims[j])
+        w = [(1 + x) / 2 for x in sims]
+        keep, acc = set(), 0.0
+        for j in order:
+            keep.add(j)
+            acc += w[j]
+            if acc >= 0.6 * sum(w):
+                break
+        pos = [math.exp(dot(f[i], t[i * v + p]) / tau) for p in loss.last.positives[i].tolist()]
+        neg = [math.exp(sims[j] / tau) for j in keep]
+        want = -math.log(sum(pos) / (sum(pos) + sum(neg)))
+        assert abs(float(per_anchor[i]) - want) < 1e-10
+        assert int(loss.last.kept_negatives[i]) == len(keep)
