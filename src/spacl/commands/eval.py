@@ -1,0 +1,66 @@
+"""``spacl eval RUN_DIR [eval.key=value ...]``: evaluate a run's checkpoint on frozen features.
+
+Loads ``RUN_DIR/config.yaml`` and ``RUN_DIR/checkpoints/last.pt`` (or ``--checkpoint``),
+extracts features of the training and test sets, and reports the linear probe,
+weighted kNN (k=200, t=0.1 by default), nearest class centre and geometry of every
+arm.  Writes ``RUN_DIR/eval.json`` (``--no-write`` to skip).  Only ``eval.*`` keys may
+be overridden (e.g. ``eval.features=projections eval.knn_k=20``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate a trained run (linear probe, kNN, NCC, geometry)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", help="a run directory written by spacl train")
+    parser.add_argument("overrides", nargs="*", help="eval.* overrides key=value")
+    parser.add_argument(
+        "--checkpoint", default=None, help="checkpoint file (default: checkpoints/last.pt)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    parser.add_argument("--no-write", action="store_true", help="do not write RUN_DIR/eval.json")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spacl.engine import Trainer, load_config
+    from spacl.engine.rundir import RunDirectory
+    from spacl.engine.summary import format_results_table
+
+    rd = RunDirectory(args.run_dir)
+    for item in args.overrides:
+        if not item.startswith("eval."):
+            raise ValueError(f"spacl eval accepts only eval.* overrides, got {item!r}")
+    if not rd.config.is_file():
+        raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
+    cfg = load_config(rd.config, list(args.overrides))
+    ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
+    if not ckpt.is_file():
+        raise FileNotFoundError(f"checkpoint {ckpt} does not exist (has the run saved one yet?)")
+    trainer = Trainer(cfg, rd.path, read_only=True, checkpoint=ckpt, quiet=True)
+    metrics = trainer.final_evaluation()
+    if not args.no_write:
+        rd.write_json(rd.eval_json, metrics)
+    if args.json:
+        print(json.dumps(metrics, indent=2, sort_keys=True))
+    else:
+        print(format_results_table(list(metrics.items()), first_column="arm"))
+        print(
+            f"\n{rd.path}: step {trainer.progress.global_step}, features={cfg.eval.features}, "
+            f"kNN k={cfg.eval.knn_k} t={cfg.eval.knn_t}",
+            file=sys.stderr,
+        )
+    return 0

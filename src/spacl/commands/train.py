@@ -1,0 +1,110 @@
+"""``spacl train CONFIG [key=value ...]``: train from a YAML recipe, or resume a run.
+
+CONFIG is a recipe (``configs/digits/spacl.yaml``) or an existing run directory
+(its ``config.yaml`` is used; ``--resume`` continues it).  Overrides are OmegaConf
+dot-lists (``train.epochs=5 optim.lr=0.1``); the config is validated — unknown keys,
+wrong types, impossible values, missing data paths — before anything is trained.
+Under ``torchrun --nproc_per_node=N`` the process group is initialised from the
+environment (gloo on the CPU, nccl on GPUs) and ``train.batch_size`` is the global batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "resolve_run", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train a model from a YAML recipe (or resume a run)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("config", help="YAML recipe, or a run directory to resume")
+    parser.add_argument("overrides", nargs="*", help="config overrides key=value (dot-list)")
+    parser.add_argument(
+        "--out", default=None, help="run directory (default: <out_dir>/<name>-<time>)"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue from checkpoints/last.pt")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
+    parser.set_defaults(func=run)
+
+
+def resolve_run(
+    config: str, overrides: list[str], out: str | None, resume: bool
+) -> tuple[Any, Path | None]:
+    """``(validated config, run directory or None)`` for the command-line arguments.
+
+    A run directory as CONFIG means its ``config.yaml`` and itself as the output; an
+    output directory that already holds a checkpoint needs ``--resume``.
+    """
+    from spacl.engine import load_config
+    from spacl.engine.rundir import RunDirectory
+
+    source = Path(config)
+    run_dir: Path | None = Path(out) if out else None
+    if source.is_dir():
+        run = RunDirectory(source)
+        if not run.config.is_file():
+            raise FileNotFoundError(
+                f"{source} is a directory without config.yaml (not a run directory)"
+            )
+        cfg = load_config(run.config, overrides)
+        run_dir = run_dir or source
+    else:
+        if not source.is_file():
+            raise FileNotFoundError(f"config file {source} does not exist")
+        cfg = load_config(source, overrides)
+    if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
+        raise ValueError(
+            f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
+            "or choose another --out"
+        )
+    return cfg, run_dir
+
+
+def run(args: argparse.Namespace) -> int:
+    from spacl.engine import NonFiniteLossError, Trainer, init_from_env
+    from spacl.engine.rundir import default_run_dir
+    from spacl.engine.summary import format_results_table
+
+    cfg, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
+    ctx = init_from_env(cfg.train.device)
+    try:
+        if run_dir is None:
+            run_dir = default_run_dir(cfg)
+        if ctx.enabled:  # every rank must use rank 0's directory
+            import torch.distributed as dist
+
+            holder = [str(run_dir)]
+            dist.broadcast_object_list(holder, src=0)
+            run_dir = Path(holder[0])
+        command = "spacl train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if ctx.is_main and not args.quiet:
+            print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
+        trainer = Trainer(
+            cfg, run_dir, resume=args.resume, ctx=ctx, quiet=args.quiet, command=command
+        )
+        if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
+            print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
+        try:
+            result = trainer.fit()
+        except NonFiniteLossError as err:
+            print(f"spacl train: stopped: {err}", file=sys.stderr)
+            return 3
+        if ctx.is_main:
+            rows = [(name, m) for name, m in result.metrics.items()]
+            print(format_results_table(rows, first_column="arm"))
+            print(
+                f"\nrun directory: {result.run_dir}  "
+                f"({result.global_step} steps, {result.seconds:.1f} s)"
+            )
+        return 0
+    finally:
+        ctx.shutdown()

@@ -1,0 +1,522 @@
+"""The training configuration: an OmegaConf structured config, loaded, merged and validated.
+
+A run is described by one YAML recipe (``configs/...``) plus dot-list overrides
+(``train.epochs=5 optim.lr=0.1``).  The schema below is a tree of dataclasses given to
+``OmegaConf.structured``, so unknown keys and wrong types are rejected by OmegaConf
+and re-raised here as ``ValueError`` naming the key.  :func:`validate_config` then
+checks meaning (``lr > 0``, known objective, data path exists, ...) — all before any
+data is loaded or any model is built.
+
+Recipes may extend other recipes with a top-level ``base:`` key (a path, or a list of
+paths, relative to the recipe): bases are merged first, in order, then the recipe.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+__all__ = [
+    "ArmConfig",
+    "Config",
+    "DataConfig",
+    "EvalConfig",
+    "LogConfig",
+    "ModelConfig",
+    "ObjectiveConfig",
+    "OptimConfig",
+    "SyntheticConfig",
+    "TrainConfig",
+    "config_to_dict",
+    "load_config",
+    "validate_config",
+]
+
+ON_DISK_DATASETS = ("cifar10", "cifar100", "imagefolder")
+AUGMENTS = ("auto", "image", "noise", "same_class", "identity")
+PRECISIONS = ("auto", "fp32", "fp64", "bf16", "fp16")
+
+
+@dataclass
+class SyntheticConfig:
+    """Arguments of :func:`spacl.data.make_synthetic` (``data.name: synthetic``)."""
+
+    num_classes: int = 10
+    dim: int = 32
+    samples_per_class: int = 100
+    within_std: float = 0.3
+    center_scale: float = 1.0
+    num_superclasses: int | None = None
+
+
+@dataclass
+class DataConfig:
+    """Dataset, views and batching."""
+
+    name: str = "digits"  # synthetic | digits | mnist5k | cifar10 | cifar100 | imagefolder
+    root: str | None = None  # on-disk data (default: spacl.data.default_data_root())
+    train_split: str = "train"
+    test_split: str = "test"  # imagefolder: e.g. "val"
+    label_kind: str = "fine"  # labels given to supervised objectives: fine | coarse
+    num_views: int = 2  # V; SPACL: 1 + M
+    augment: str = "auto"  # auto | image | noise | same_class | identity
+    augment_strength: float = 1.0  # ImageAugment strength in [0, 1]
+    crop_scale: list[float] = field(default_factory=lambda: [0.08, 1.0])
+    color_strength: float = 0.5  # SimCLR colour strength s (jitter 0.8s/0.8s/0.8s/0.2s)
+    blur: bool = False  # Gaussian blur (ImageNet-sized images)
+    flip: bool = True  # random horizontal flips (in-memory images)
+    keep_original: bool = False  # view 0 is the un-augmented input (SPACL's original view)
+    noise_sigma: float = 0.1  # NoiseViews sigma (synthetic vectors)
+    normalize: bool = True  # per-channel mean/std normalisation of images
+    balanced: bool = False  # class-balanced batches (shared-randomness study)
+    samples_per_class: int | None = None
+    test_fraction: float = 0.2  # single-set data (synthetic, digits, mnist5k)
+    split_seed: int = 0
+    image_size: int = 224  # imagefolder only
+    num_workers: int = 8  # imagefolder only (DataLoader workers)
+    on_device: bool = True  # keep in-memory data on the training device
+    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+
+
+@dataclass
+class ModelConfig:
+    """Encoder ``f`` = backbone + projection head; target ``g`` (EMA or shared)."""
+
+    backbone: str = "mlp"  # mlp | small_cnn | resnet18 | resnet50
+    cifar_stem: bool = False  # resnets: 3x3 stride-1 stem, no max-pool
+    hidden_dims: list[int] = field(default_factory=lambda: [256, 256])  # mlp
+    channels: list[int] = field(default_factory=lambda: [32, 64, 128])  # small_cnn
+    feature_dim: int = 128  # mlp / small_cnn output width
+    batchnorm: bool = True  # mlp
+    head: str = "mlp"  # identity | linear | mlp
+    proj_dim: int = 128
+    head_hidden_dim: int | None = None
+    head_batchnorm: bool = False
+    momentum: float = 0.0  # EMA target momentum; 0 = shared encoder (g = f)
+    momentum_schedule: str = "constant"  # constant | cosine (BYOL: rises to 1)
+    sync_batchnorm: bool = False  # convert BatchNorm to SyncBatchNorm under DDP (CUDA)
+
+
+@dataclass
+class ObjectiveConfig:
+    """Which loss, and its hyper-parameters (see :mod:`spacl.engine.objectives`)."""
+
+    name: str = "simclr"
+    temperature: float | None = None  # None: the objective's default
+    normalize: str | None = None  # sphere | ball | none; None: the objective's default
+    use_labels: bool | None = None  # None: the objective's default
+    params: dict[str, Any] = field(default_factory=dict)  # other constructor arguments
+
+
+@dataclass
+class OptimConfig:
+    """Optimiser and learning-rate schedule."""
+
+    name: str = "sgd"  # sgd | adam | adamw | lars
+    lr: float = 0.1  # base lr, scaled by lr_scaling
+    lr_scaling: str = "none"  # none | linear | sqrt | fourth_root  (x (B / reference))
+    reference_batch_size: int = 256
+    weight_decay: float = 1e-6
+    momentum: float = 0.9  # sgd / lars
+    nesterov: bool = False
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # adam / adamw
+    trust_coefficient: float = 1e-3  # lars eta
+    exclude_bias_and_norm: bool = False  # no decay / LARS adaptation on biases and norms
+    schedule: str = "cosine"  # cosine | constant (after warmup)
+    warmup_epochs: float = 0.0
+    min_lr_ratio: float = 0.0  # final lr / peak lr for cosine
+    grad_clip: float | None = None  # max gradient norm
+
+
+@dataclass
+class TrainConfig:
+    """Loop, precision, checkpoints."""
+
+    epochs: int = 10
+    batch_size: int = 256  # GLOBAL batch (split across torchrun processes)
+    max_steps: int | None = None  # stop after this many optimiser steps
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto | fp32 | fp64 | bf16 | fp16 (bf16/fp16: CUDA autocast)
+    checkpoint_every: int = 0  # steps; 0: at epoch ends and at the end only
+    log_every: int = 10  # steps between metric records
+    progress: bool | None = None  # tqdm bar; None: only when stderr is a terminal
+    deterministic: bool = False  # torch.use_deterministic_algorithms
+    num_threads: int | None = None  # torch.set_num_threads for the process (None: leave)
+
+
+@dataclass
+class EvalConfig:
+    """Online (every epoch) and final evaluation on frozen features."""
+
+    every_epochs: int = 1  # online kNN (+ geometry) every N epochs; 0: never
+    features: str = "features"  # features (backbone) | projections
+    knn_k: int = 200
+    knn_t: float = 0.1
+    linear_probe: bool = True  # final linear probe
+    probe_weight_decay: float = 1e-4
+    probe_max_iter: int = 500
+    geometry: bool = True  # spacl.geometry.geometry_report, when available
+    max_train_samples: int | None = None  # subsample the kNN bank for online eval
+    batch_size: int = 512
+
+
+@dataclass
+class LogConfig:
+    tensorboard: bool | None = None  # None: when TensorBoard is installed
+
+
+@dataclass
+class ArmConfig:
+    """One model of a shared-randomness run: its own objective and optimiser overrides."""
+
+    name: str = ""
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    optim: dict[str, Any] = field(default_factory=dict)  # keys of OptimConfig
+    momentum: float | None = None  # EMA target momentum of this arm (None: model.momentum)
+
+
+@dataclass
+class Config:
+    """A full run.  ``arms`` empty: one model trained with ``objective``."""
+
+    name: str | None = None  # run name (default: <data>-<objective>)
+    out_dir: str = "runs"  # run directory parent (the CLI's --out overrides the full path)
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    arms: list[ArmConfig] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------- loading
+
+
+def _format_omegaconf_error(err: OmegaConfBaseException, prefix: str = "") -> ValueError:
+    key = prefix + (str(err.full_key) if getattr(err, "full_key", None) else "")
+    first = str(getattr(err, "msg", None) or err).splitlines()[0]
+    if isinstance(err, ConfigKeyError) and key:
+        parent_key, _, leaf = key.rpartition(".")
+        hint = ""
+        try:
+            parent = _schema_node(parent_key)
+        except KeyError:
+            parent = None
+        if parent is not None:
+            valid = sorted(parent)
+            close = difflib.get_close_matches(leaf, valid, n=1)
+            full = (
+                f"{parent_key}.{close[0]}" if close and parent_key else (close[0] if close else "")
+            )
+            hint = f" (did you mean {full!r}?)" if close else f" (valid keys: {', '.join(valid)})"
+        return ValueError(f"unknown config key {key!r}{hint}")
+    return ValueError(f"config key {key!r}: {first}" if key else f"invalid config: {first}")
+
+
+def _schema_node(dotted: str) -> dict[str, Any]:
+    node: Any = OmegaConf.to_container(OmegaConf.structured(Config))
+    for part in [p for p in dotted.split(".") if p]:
+        if part.isdigit() or part.startswith("arms["):
+            node = OmegaConf.to_container(OmegaConf.structured(ArmConfig))
+            continue
+        node = node[part]
+    if not isinstance(node, dict):
+        raise KeyError(dotted)
+    return node
+
+
+def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> DictConfig:
+    """Read a recipe and merge its ``base:`` chain (paths relative to the recipe)."""
+    path = path.expanduser().resolve()
+    if path in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise ValueError(f"config 'base' cycle: {chain}")
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        raw = OmegaConf.load(path)
+    except Exception as err:
+        raise ValueError(f"config file {path} is not valid YAML: {err}") from err
+    if not isinstance(raw, DictConfig):
+        raise ValueError(f"config file {path} must hold a mapping, got a {type(raw).__name__}")
+    bases = raw.pop("base", None)
+    if bases is None:
+        return raw
+    if isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, (list, ListConfig)):
+        raise ValueError(f"{path}: 'base' must be a path or a list of paths, got {bases!r}")
+    merged: Any = OmegaConf.create({})
+    for base in bases:
+        merged = OmegaConf.merge(merged, _read_yaml(path.parent / str(base), (*seen, path)))
+    return OmegaConf.merge(merged, raw)  # type: ignore[return-value]
+
+
+def _parse_overrides(overrides: Sequence[str]) -> DictConfig:
+    for item in overrides:
+        if "=" not in item or item.startswith("="):
+            raise ValueError(f"override {item!r} must look like key=value (e.g. train.epochs=5)")
+    try:
+        return OmegaConf.from_dotlist(list(overrides))
+    except OmegaConfBaseException as err:
+        raise _format_omegaconf_error(err) from err
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    base: dict[str, Any] | DictConfig | None = None,
+    validate: bool = True,
+) -> DictConfig:
+    """Load a recipe, apply overrides, check types and (by default) meaning.
+
+    Args:
+        path: a YAML recipe (``None``: the schema defaults).
+        overrides: dot-list ``key=value`` strings, applied last.
+        base: a mapping merged under the recipe (e.g. a saved run's config).
+        validate: run :func:`validate_config`.
+
+    Returns a typed ``DictConfig`` (attribute access, e.g. ``cfg.optim.lr``).
+    Raises ``ValueError`` naming the key for unknown keys, wrong types and impossible
+    values, and ``FileNotFoundError`` for a missing recipe.
+    """
+    layers: list[DictConfig] = []
+    if base is not None:
+        layers.append(OmegaConf.create(base) if isinstance(base, dict) else base)
+    if path is not None:
+        layers.append(_read_yaml(Path(path)))
+    layers.append(_parse_overrides(overrides))
+    user = OmegaConf.merge(*layers) if layers else OmegaConf.create({})
+    arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(Config), user)
+    except OmegaConfBaseException as err:
+        raise _format_omegaconf_error(err) from err
+    assert isinstance(cfg, DictConfig)
+    if arms_raw is not None:
+        if not isinstance(arms_raw, ListConfig):
+            raise ValueError(f"config key 'arms' must be a list of arms, got {arms_raw!r}")
+        arms = []
+        for i, arm in enumerate(arms_raw):
+            try:
+                arm_cfg = OmegaConf.merge(OmegaConf.structured(ArmConfig), arm)
+                OmegaConf.merge(cfg.optim, arm_cfg.optim)  # type-check the optimiser overrides
+            except OmegaConfBaseException as err:
+                raise _format_omegaconf_error(err, prefix=f"arms[{i}].") from err
+            arms.append(arm_cfg)
+        cfg.arms = arms
+    if validate:
+        validate_config(cfg)
+    return cfg
+
+
+def config_to_dict(cfg: DictConfig) -> dict[str, Any]:
+    """Plain nested ``dict`` of ``cfg`` (for checkpoints and ``config.yaml``)."""
+    out = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(out, dict)
+    return out  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------- validation
+
+
+def _fail(key: str, value: Any, need: str) -> ValueError:
+    return ValueError(f"config key {key!r} {need}, got {value!r}")
+
+
+def _choice(key: str, value: Any, options: Sequence[str]) -> None:
+    if value not in options:
+        raise _fail(key, value, f"must be one of {list(options)}")
+
+
+def _int_at_least(key: str, value: Any, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise _fail(key, value, f"must be an integer >= {low}")
+
+
+def _positive(key: str, value: Any) -> None:
+    if (
+        not isinstance(value, (int, float))
+        or not value > 0
+        or value != value
+        or value == float("inf")
+    ):
+        raise _fail(key, value, "must be a finite number > 0")
+
+
+def _in_range(key: str, value: Any, low: float, high: float, *, high_open: bool = False) -> None:
+    ok = (
+        isinstance(value, (int, float))
+        and low <= value
+        and (value < high if high_open else value <= high)
+    )
+    if not ok:
+        bracket = ")" if high_open else "]"
+        raise _fail(key, value, f"must be in [{low}, {high}{bracket}")
+
+
+def validate_optim(optim: Any, prefix: str = "optim") -> None:
+    """Check an optimiser section (also used for each arm's merged optimiser)."""
+    from spacl.engine.optim import LR_SCALINGS, OPTIMIZERS
+
+    _choice(f"{prefix}.name", optim.name, OPTIMIZERS)
+    _positive(f"{prefix}.lr", optim.lr)
+    _choice(f"{prefix}.lr_scaling", optim.lr_scaling, LR_SCALINGS)
+    _int_at_least(f"{prefix}.reference_batch_size", optim.reference_batch_size, 1)
+    _in_range(f"{prefix}.weight_decay", optim.weight_decay, 0.0, float("inf"), high_open=True)
+    _in_range(f"{prefix}.momentum", optim.momentum, 0.0, 1.0, high_open=True)
+    if len(optim.betas) != 2:
+        raise _fail(f"{prefix}.betas", list(optim.betas), "must be two numbers [beta1, beta2]")
+    for i, b in enumerate(optim.betas):
+        _in_range(f"{prefix}.betas[{i}]", b, 0.0, 1.0, high_open=True)
+    _positive(f"{prefix}.trust_coefficient", optim.trust_coefficient)
+    _choice(f"{prefix}.schedule", optim.schedule, ("cosine", "constant"))
+    _in_range(f"{prefix}.warmup_epochs", optim.warmup_epochs, 0.0, float("inf"), high_open=True)
+    _in_range(f"{prefix}.min_lr_ratio", optim.min_lr_ratio, 0.0, 1.0)
+    if optim.grad_clip is not None:
+        _positive(f"{prefix}.grad_clip", optim.grad_clip)
+
+
+def data_root(cfg: Any) -> Path:
+    """The directory on-disk datasets are read from (``data.root`` or the default)."""
+    from spacl.data import default_data_root
+
+    return Path(cfg.data.root).expanduser() if cfg.data.root else default_data_root()
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Semantic checks, each raising ``ValueError`` that names the offending key.
+
+    Runs before any data or model is built: impossible hyper-parameters, unknown
+    names, a missing data directory and unknown objective parameters fail here.
+    """
+    from spacl.data import DATASET_NAMES
+    from spacl.engine.objectives import check_objective
+    from spacl.models import BACKBONES, HEAD_KINDS
+
+    d, m, t, e = cfg.data, cfg.model, cfg.train, cfg.eval
+    _choice("data.name", d.name, DATASET_NAMES)
+    _choice("data.label_kind", d.label_kind, ("fine", "coarse"))
+    _int_at_least("data.num_views", d.num_views, 1)
+    _choice("data.augment", d.augment, AUGMENTS)
+    _in_range("data.augment_strength", d.augment_strength, 0.0, 1.0)
+    _in_range("data.color_strength", d.color_strength, 0.0, 1.0)
+    if len(d.crop_scale) != 2 or not 0 < d.crop_scale[0] <= d.crop_scale[1] <= 1:
+        raise _fail(
+            "data.crop_scale", list(d.crop_scale), "must be [low, high] with 0 < low <= high <= 1"
+        )
+    _positive("data.noise_sigma", d.noise_sigma)
+    if d.samples_per_class is not None:
+        _int_at_least("data.samples_per_class", d.samples_per_class, 1)
+    _in_range("data.test_fraction", d.test_fraction, 0.0, 1.0, high_open=True)
+    if d.test_fraction == 0:
+        raise _fail("data.test_fraction", d.test_fraction, "must be > 0")
+    _int_at_least("data.image_size", d.image_size, 1)
+    _int_at_least("data.num_workers", d.num_workers, 0)
+    if d.name == "synthetic":
+        s = d.synthetic
+        _int_at_least("data.synthetic.num_classes", s.num_classes, 2)
+        _int_at_least("data.synthetic.dim", s.dim, 1)
+        _int_at_least("data.synthetic.samples_per_class", s.samples_per_class, 2)
+        _in_range("data.synthetic.within_std", s.within_std, 0.0, float("inf"), high_open=True)
+        _positive("data.synthetic.center_scale", s.center_scale)
+        if s.num_superclasses is not None:
+            _int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
+    if d.name in ON_DISK_DATASETS:
+        root = data_root(cfg)
+        if not root.is_dir():
+            raise ValueError(
+                f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "
+                "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable)"
+            )
+        if d.name == "imagefolder" and not (root / d.train_split).is_dir():
+            raise ValueError(
+                f"config key 'data.train_split': {str(root / d.train_split)!r} is not a directory"
+            )
+    if d.label_kind == "coarse":
+        has_coarse = d.name == "cifar100" or (
+            d.name == "synthetic" and d.synthetic.num_superclasses is not None
+        )
+        if not has_coarse:
+            raise _fail(
+                "data.label_kind",
+                "coarse",
+                f"needs coarse labels, which dataset {d.name!r} lacks (use cifar100, or "
+                "synthetic with data.synthetic.num_superclasses)",
+            )
+
+    _choice("model.backbone", m.backbone, BACKBONES)
+    _choice("model.head", m.head, HEAD_KINDS)
+    _int_at_least("model.proj_dim", m.proj_dim, 1)
+    _int_at_least("model.feature_dim", m.feature_dim, 1)
+    if m.head_hidden_dim is not None:
+        _int_at_least("model.head_hidden_dim", m.head_hidden_dim, 1)
+    for i, w in enumerate(m.hidden_dims):
+        _int_at_least(f"model.hidden_dims[{i}]", w, 1)
+    if not m.channels:
+        raise _fail("model.channels", [], "must list at least one width")
+    for i, w in enumerate(m.channels):
+        _int_at_least(f"model.channels[{i}]", w, 1)
+    _in_range("model.momentum", m.momentum, 0.0, 1.0, high_open=True)
+    _choice("model.momentum_schedule", m.momentum_schedule, ("constant", "cosine"))
+
+    validate_optim(cfg.optim)
+    _int_at_least("train.epochs", t.epochs, 1)
+    _int_at_least("train.batch_size", t.batch_size, 2)
+    if t.max_steps is not None:
+        _int_at_least("train.max_steps", t.max_steps, 1)
+    _int_at_least("train.checkpoint_every", t.checkpoint_every, 0)
+    _int_at_least("train.log_every", t.log_every, 1)
+    _choice("train.precision", t.precision, PRECISIONS)
+    if t.num_threads is not None:
+        _int_at_least("train.num_threads", t.num_threads, 1)
+    dev = t.device
+    if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        raise _fail("train.device", dev, "must be auto, cpu, cuda or cuda:N")
+    if t.precision in ("bf16", "fp16") and dev == "cpu":
+        raise _fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
+
+    _int_at_least("eval.every_epochs", e.every_epochs, 0)
+    _choice("eval.features", e.features, ("features", "projections"))
+    _int_at_least("eval.knn_k", e.knn_k, 1)
+    _positive("eval.knn_t", e.knn_t)
+    _positive("eval.probe_weight_decay", e.probe_weight_decay)
+    _int_at_least("eval.probe_max_iter", e.probe_max_iter, 1)
+    if e.max_train_samples is not None:
+        _int_at_least("eval.max_train_samples", e.max_train_samples, 1)
+    _int_at_least("eval.batch_size", e.batch_size, 1)
+
+    if cfg.log.tensorboard:
+        try:
+            import torch.utils.tensorboard  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "config key 'log.tensorboard' is true but TensorBoard is not installed "
+                "(pip install tensorboard)"
+            ) from None
+
+    if not cfg.arms:
+        check_objective(cfg.objective, cfg, "objective")
+    names = set()
+    for i, arm in enumerate(cfg.arms):
+        if not arm.name or not str(arm.name).replace("_", "").replace("-", "").isalnum():
+            raise _fail(
+                f"arms[{i}].name", arm.name, "must be a non-empty name of letters, digits, - or _"
+            )
+        if arm.name in names:
+            raise _fail(f"arms[{i}].name", arm.name, "must be unique among the arms")
+        names.add(arm.name)
+        if arm.momentum is not None:
+            _in_range(f"arms[{i}].momentum", arm.momentum, 0.0, 1.0, high_open=True)
+        check_objective(arm.objective, cfg, f"arms[{i}].objective", arm.momentum)
+        validate_optim(OmegaConf.merge(cfg.optim, arm.optim), f"arms[{i}].optim")

@@ -1,0 +1,287 @@
+"""Build the training stream and the evaluation sets of a run from its config.
+
+Two paths, one interface (``len(stream)`` batches per epoch,
+``stream.epoch_batches(epoch, start)`` yielding :class:`spacl.data.Batch`):
+
+* in memory (synthetic, digits, MNIST-5k, CIFAR): :class:`spacl.data.ViewStream` with a
+  batched view maker — views are built on the data's device (the GPU when
+  ``data.on_device``);
+* on disk (``imagefolder``, e.g. ImageNet-100): :class:`LoaderStream`, a ``DataLoader``
+  with worker processes over :class:`spacl.data.MultiViewDataset` and
+  :class:`spacl.data.PlanBatchSampler` — the same seeded, resumable, rank-sliced plan.
+
+Evaluation inputs get the deterministic part of the training transform only (the
+normalisation; for image folders the centre crop), never augmentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from spacl.data import (
+    Batch,
+    IdentityViews,
+    ImageAugment,
+    LabeledData,
+    MultiViewDataset,
+    NoiseViews,
+    PlanBatchSampler,
+    SameClassViews,
+    ViewMaker,
+    ViewStream,
+    collate_views,
+    eval_transform,
+    get_dataset,
+    simclr_transform,
+)
+from spacl.data.sampling import BatchPlan
+from spacl.engine.config import data_root
+
+__all__ = ["LoaderStream", "RunData", "build_run_data"]
+
+
+class LoaderStream:
+    """``ViewStream``'s interface over a ``DataLoader`` (on-disk data, CPU workers)."""
+
+    def __init__(
+        self, dataset: MultiViewDataset, plan: BatchPlan, num_workers: int, pin: bool
+    ) -> None:
+        self.plan = plan
+        self.sampler = PlanBatchSampler(plan)
+        self.loader = DataLoader(
+            dataset,
+            batch_sampler=self.sampler,
+            collate_fn=collate_views,
+            num_workers=num_workers,
+            pin_memory=pin,
+            persistent_workers=num_workers > 0,
+        )
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def epoch_batches(self, epoch: int, start: int = 0) -> Iterator[Batch]:
+        self.sampler.set_epoch(epoch, start)
+        yield from self.loader
+
+
+@dataclass
+class RunData:
+    """Everything data-related a run needs."""
+
+    stream: ViewStream | LoaderStream
+    train_eval: Any  # LabeledData or an iterable of (inputs, labels) batches
+    test_eval: Any
+    eval_transform: Callable[[Tensor], Tensor] | None
+    num_classes: int
+    input_shape: tuple[int, ...]
+    name: str
+
+
+def _dataset_kwargs(cfg: Any) -> dict[str, Any]:
+    d = cfg.data
+    if d.name == "synthetic":
+        s = d.synthetic
+        return {
+            "num_classes": s.num_classes,
+            "dim": s.dim,
+            "samples_per_class": s.samples_per_class,
+            "within_std": s.within_std,
+            "center_scale": s.center_scale,
+            "seed": d.split_seed,
+            "num_superclasses": s.num_superclasses,
+            "test_fraction": d.test_fraction,
+            "split_seed": d.split_seed,
+        }
+    if d.name in ("digits", "mnist5k"):
+        return {"test_fraction": d.test_fraction, "split_seed": d.split_seed}
+    return {}
+
+
+def _load(cfg: Any, split: str) -> Any:
+    d = cfg.data
+    root = data_root(cfg) if d.name in ("cifar10", "cifar100", "imagefolder") else None
+    try:
+        return get_dataset(d.name, root, split, **_dataset_kwargs(cfg))
+    except FileNotFoundError as err:
+        raise ValueError(f"config key 'data.root': {err}") from err
+
+
+def _channel_stats(inputs: Tensor) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    x = inputs.transpose(0, 1).reshape(inputs.shape[1], -1).to(torch.float64)
+    std = x.std(1, unbiased=False).clamp_min(1e-6)
+    return tuple(float(v) for v in x.mean(1)), tuple(float(v) for v in std)
+
+
+def _normalizer(mean: tuple[float, ...], std: tuple[float, ...]) -> Callable[[Tensor], Tensor]:
+    def normalize(x: Tensor) -> Tensor:
+        shape = (1, len(mean)) + (1,) * (x.ndim - 2)
+        m = torch.tensor(mean, dtype=x.dtype, device=x.device).view(shape)
+        s = torch.tensor(std, dtype=x.dtype, device=x.device).view(shape)
+        return (x - m) / s
+
+    return normalize
+
+
+def _view_maker(
+    cfg: Any, train: LabeledData
+) -> tuple[ViewMaker, Callable[[Tensor], Tensor] | None]:
+    d = cfg.data
+    is_image = train.inputs.ndim == 4
+    kind = d.augment if d.augment != "auto" else ("image" if is_image else "noise")
+    mean = std = None
+    transform = None
+    if is_image and d.normalize:
+        mean, std = _channel_stats(train.inputs)
+        transform = _normalizer(mean, std)
+    if kind == "image":
+        if not is_image:
+            raise ValueError(
+                f"config key 'data.augment': 'image' needs images [N, C, H, W], dataset "
+                f"{d.name!r} has inputs of shape {tuple(train.inputs.shape[1:])}"
+            )
+        s = d.color_strength
+        maker: ViewMaker = ImageAugment(
+            strength=d.augment_strength,
+            scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
+            flip_p=0.5 if d.flip else 0.0,
+            jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
+            blur_p=0.5 if d.blur else 0.0,
+            mean=mean,
+            std=std,
+            keep_original=d.keep_original,
+        )
+        return maker, transform
+    if transform is not None:
+        raise ValueError(
+            f"config key 'data.augment'={kind!r} does not normalise images; use augment=image "
+            "or set data.normalize=false"
+        )
+    if kind == "noise":
+        return NoiseViews(d.noise_sigma, keep_original=d.keep_original), None
+    if kind == "same_class":
+        return SameClassViews(keep_original=d.keep_original), None
+    return IdentityViews(), None
+
+
+def _check_labels(cfg: Any, train: LabeledData) -> LabeledData:
+    if cfg.data.label_kind == "coarse":
+        if train.coarse_labels is None:
+            raise ValueError(
+                f"config key 'data.label_kind': dataset {train.name!r} has no coarse labels"
+            )
+    return train
+
+
+def build_run_data(
+    cfg: Any, *, device: torch.device, dtype: torch.dtype, rank: int = 0, world_size: int = 1
+) -> RunData:
+    """Load the data of ``cfg`` and build this rank's stream (``ValueError`` naming keys)."""
+    d, t = cfg.data, cfg.train
+    if t.batch_size % world_size:
+        raise ValueError(
+            f"config key 'train.batch_size'={t.batch_size} (the global batch) must be divisible "
+            f"by the number of processes {world_size}"
+        )
+    per_rank = t.batch_size // world_size
+    if d.name == "imagefolder":
+        return _build_folder_data(cfg, per_rank, rank, world_size, device)
+    train = _check_labels(cfg, _load(cfg, d.train_split))
+    test = _load(cfg, d.test_split)
+    train = LabeledData(
+        train.inputs.to(dtype), train.labels, train.coarse_labels, train.num_classes, train.name
+    )
+    test = LabeledData(
+        test.inputs.to(dtype), test.labels, test.coarse_labels, test.num_classes, test.name
+    )
+    if d.on_device and device.type != "cpu":
+        train, test = train.to(device), test.to(device)
+    maker, transform = _view_maker(cfg, train)
+    try:
+        stream = ViewStream(
+            train,
+            per_rank,
+            d.num_views,
+            maker,
+            seed=t.seed,
+            balanced=d.balanced,
+            drop_last=True,
+            rank=rank,
+            world_size=world_size,
+            samples_per_class=d.samples_per_class,
+        )
+    except ValueError as err:
+        raise ValueError(f"config key 'train.batch_size' / 'data': {err}") from err
+    return RunData(
+        stream, train, test, transform, train.num_classes, tuple(train.inputs.shape[1:]), train.name
+    )
+
+
+class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
+    def __init__(self, dataset: Any, batch_size: int, workers: int) -> None:
+        self.loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=workers)
+
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
+        yield from self.loader
+
+
+def _build_folder_data(
+    cfg: Any, per_rank: int, rank: int, world_size: int, device: torch.device
+) -> RunData:
+    d, t = cfg.data, cfg.train
+    root = data_root(cfg)
+    base = _load(cfg, d.train_split)
+    size = int(d.image_size)
+    original = eval_transform(size) if d.keep_original else None
+    views = MultiViewDataset(
+        base,
+        simclr_transform(
+            size,
+            strength=d.color_strength,
+            scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
+            blur=d.blur,
+        ),
+        d.num_views,
+        seed=t.seed,
+        original_transform=original,
+    )
+    labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
+    plan = BatchPlan(
+        len(base),
+        per_rank,
+        t.seed,
+        labels=labels if d.balanced else None,
+        balanced=d.balanced,
+        samples_per_class=d.samples_per_class,
+        rank=rank,
+        world_size=world_size,
+    )
+    stream = LoaderStream(views, plan, d.num_workers, pin=device.type == "cuda")
+    from spacl.data import load_imagefolder
+
+    train_eval = _FolderEval(
+        load_imagefolder(root, d.train_split, transform=eval_transform(size)),
+        cfg.eval.batch_size,
+        d.num_workers,
+    )
+    test_eval = _FolderEval(
+        load_imagefolder(root, d.test_split, transform=eval_transform(size)),
+        cfg.eval.batch_size,
+        d.num_workers,
+    )
+    num_classes = len(getattr(base, "classes", [])) or int(labels.max()) + 1
+    return RunData(
+        stream,
+        train_eval,
+        test_eval,
+        None,
+        num_classes,
+        (3, size, size),
+        f"imagefolder-{root.name}",
+    )

@@ -1,0 +1,296 @@
+"""Objective registry: config name -> loss module, and how the engine must feed it.
+
+=================  ====================================  ========  ==========================
+name               module                                labels    step
+=================  ====================================  ========  ==========================
+``ntxent``         :class:`~spacl.losses.NTXentLoss`     never     views (alias ``simclr``)
+``dcl``            ``DecoupledContrastiveLoss``          never     views
+``debiased``       ``DebiasedContrastiveLoss``           never     views
+``hcl``            ``HardNegativeLoss``                  never     views (HCL / HUCL)
+``hscl``           ``HardNegativeLoss`` with labels      always    views
+``supcon``         ``SupConLoss(variant="out")``         always    views
+``supcon_in``      ``SupConLoss(variant="in")``          always    views
+``nscl``           ``NSCLLoss``                          always    views
+``sampled_hard``   ``SampledHardNegativeLoss``           default   views (HSCL; no labels: HUCL)
+``spacl``          ``spacl.losses.spacl.SPACLLoss``      optional  spacl (anchor + pool)
+``cross_entropy``  :class:`CrossEntropyObjective`        always    views, classifier head
+=================  ====================================  ========  ==========================
+
+"views" objectives get every view's projection ``[B, V, d]`` (and ``targets=`` from the
+EMA target when ``model.momentum > 0`` and the loss accepts it); "spacl" gets the
+online anchor ``[B, d]`` and the target pool ``[B, V, d]`` (see
+:mod:`spacl.engine.steps`).  Labels are the fine or coarse labels
+(``data.label_kind``).  Constructor arguments come from ``objective.temperature``,
+``objective.normalize`` and ``objective.params``; unknown parameters are rejected by
+name before training.  A ``generator`` argument, when the loss takes one, is seeded
+from the run seed so resumed and distributed runs draw the same numbers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "OBJECTIVES",
+    "CrossEntropyObjective",
+    "ObjectiveSpec",
+    "build_objective",
+    "check_objective",
+    "objective_spec",
+]
+
+
+class CrossEntropyObjective(nn.Module):
+    """Cross-entropy of a linear classifier on the backbone features (the CE baseline, SPEC §3).
+
+    The engine builds the model's head as ``Linear(feature_dim, num_classes)`` for this
+    objective, so the "projections" it receives are logits ``[B, V, C]``; every view is
+    classified: ``loss = mean_{i, v} CE(logits_iv, y_i)`` (with optional label smoothing).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.label_smoothing = float(label_smoothing)
+
+    def forward(self, logits: Tensor, labels: Tensor | None = None) -> Tensor:
+        if labels is None:
+            raise ValueError("CrossEntropyObjective needs labels")
+        if logits.ndim != 3:
+            raise ValueError(f"logits must be [B, V, C], got shape {tuple(logits.shape)}")
+        b, v, c = logits.shape
+        return F.cross_entropy(
+            logits.reshape(b * v, c),
+            labels.repeat_interleave(v),
+            label_smoothing=self.label_smoothing,
+        )
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """How to build and feed one objective."""
+
+    name: str
+    target: str  # "module:Class" (imported lazily)
+    labels: str  # never | always | default | optional
+    step: str = "views"  # views | spacl
+    fixed: dict[str, Any] = field(default_factory=dict)  # constructor args set by the name
+    classifier_head: bool = False
+    description: str = ""
+
+    def load(self) -> Callable[..., nn.Module]:
+        module_name, _, attr = self.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            raise ValueError(
+                f"objective {self.name!r} needs {module_name}, which is not part of this build"
+            ) from err
+        cls: Callable[..., nn.Module] = getattr(module, attr)
+        return cls
+
+    def default_use_labels(self) -> bool:
+        return self.labels in ("always", "default")
+
+
+_L = "spacl.losses"
+OBJECTIVES: dict[str, ObjectiveSpec] = {
+    spec.name: spec
+    for spec in (
+        ObjectiveSpec("ntxent", f"{_L}:NTXentLoss", "never", description="NT-Xent / SimCLR"),
+        ObjectiveSpec("simclr", f"{_L}:NTXentLoss", "never", description="alias of ntxent"),
+        ObjectiveSpec("dcl", f"{_L}:DecoupledContrastiveLoss", "never", description="decoupled CL"),
+        ObjectiveSpec(
+            "debiased", f"{_L}:DebiasedContrastiveLoss", "never", description="debiased CL"
+        ),
+        ObjectiveSpec("hcl", f"{_L}:HardNegativeLoss", "never", description="HCL / HUCL"),
+        ObjectiveSpec(
+            "hscl", f"{_L}:HardNegativeLoss", "always", description="hard-negative SupCon"
+        ),
+        ObjectiveSpec("supcon", f"{_L}:SupConLoss", "always", fixed={"variant": "out"}),
+        ObjectiveSpec("supcon_in", f"{_L}:SupConLoss", "always", fixed={"variant": "in"}),
+        ObjectiveSpec("nscl", f"{_L}:NSCLLoss", "always", description="negatives-only SupCon"),
+        ObjectiveSpec(
+            "sampled_hard",
+            f"{_L}:SampledHardNegativeLoss",
+            "default",
+            description="HSCL/HUCL sampling",
+        ),
+        ObjectiveSpec("spacl", "spacl.losses.spacl:SPACLLoss", "optional", step="spacl"),
+        ObjectiveSpec(
+            "cross_entropy",
+            "spacl.engine.objectives:CrossEntropyObjective",
+            "always",
+            classifier_head=True,
+            description="linear classifier on the backbone",
+        ),
+    )
+}
+
+
+def objective_spec(name: str, key: str = "objective.name") -> ObjectiveSpec:
+    """The registry entry of ``name`` (``ValueError`` naming ``key`` if unknown)."""
+    if name not in OBJECTIVES:
+        raise ValueError(f"config key {key!r} must be one of {sorted(OBJECTIVES)}, got {name!r}")
+    return OBJECTIVES[name]
+
+
+def _constructor_kwargs(ocfg: Any, spec: ObjectiveSpec, key: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = dict(ocfg.params or {})
+    for name in ("temperature", "normalize"):
+        value = getattr(ocfg, name)
+        if value is not None:
+            if name in kwargs:
+                raise ValueError(
+                    f"config key '{key}.params.{name}': set it as {key}.{name} instead"
+                )
+            kwargs[name] = value
+    for name, value in spec.fixed.items():
+        if name in kwargs:
+            raise ValueError(
+                f"config key '{key}.params.{name}' is fixed to {value!r} by objective {spec.name!r}"
+            )
+        kwargs[name] = value
+    return kwargs
+
+
+def _accepted(cls: Callable[..., nn.Module]) -> tuple[set[str], bool]:
+    params = inspect.signature(cls).parameters
+    names = {n for n, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    has_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    return names, has_var_kw
+
+
+def _use_labels(ocfg: Any, spec: ObjectiveSpec, key: str) -> bool:
+    use = ocfg.use_labels
+    if use is None:
+        class_pool = (ocfg.params or {}).get("positive_pool") == "class"
+        return spec.default_use_labels() or class_pool
+    if use and spec.labels == "never":
+        raise ValueError(f"config key '{key}.use_labels': objective {spec.name!r} takes no labels")
+    if not use and spec.labels == "always":
+        raise ValueError(f"config key '{key}.use_labels': objective {spec.name!r} needs labels")
+    return bool(use)
+
+
+def check_objective(
+    ocfg: Any, cfg: Any, key: str = "objective", momentum: float | None = None
+) -> None:
+    """Validate an objective section before training.
+
+    Builds the loss once on the CPU (known name, accepted parameters, label policy,
+    compatibility with ``model.momentum``) and runs it on a tiny random batch with the
+    configured number of views, so that e.g. NT-Xent with one view or SPACL with a pool
+    smaller than ``num_positives + 1`` fail here, naming the key.
+    """
+    b, d = 8, 6
+    spec, module, use_labels = build_objective(
+        ocfg, cfg, key=key, seed=0, momentum=momentum, embedding_dim=d
+    )
+    if "embedding_dim" in (ocfg.params or {}):
+        d = int(ocfg.params["embedding_dim"])
+    views = int(cfg.data.num_views)
+    gen = torch.Generator().manual_seed(0)
+    labels = torch.arange(4).repeat_interleave(2) if use_labels else None
+    with torch.random.fork_rng(devices=[]):
+        try:
+            if spec.step == "spacl":
+                pool = torch.randn(b, views, d, generator=gen)
+                idx = module.choose_anchor(pool)  # type: ignore[operator]
+                module(pool[torch.arange(b), idx], pool, labels=labels, anchor_index=idx)
+            elif spec.classifier_head:
+                module(torch.randn(b, views, 4, generator=gen), labels=labels)
+            else:
+                z = torch.randn(b, views, d, generator=gen)
+                kwargs: dict[str, Any] = {"labels": labels}
+                if float(cfg.model.momentum if momentum is None else momentum) > 0:
+                    kwargs["targets"] = torch.randn(b, views, d, generator=gen)
+                module(z, **kwargs)
+        except ValueError as err:
+            raise ValueError(
+                f"config key '{key}' ({spec.name}): {err} (found on a dry run with "
+                f"data.num_views={views})"
+            ) from err
+
+
+def build_objective(
+    ocfg: Any,
+    cfg: Any,
+    *,
+    key: str = "objective",
+    seed: int = 0,
+    momentum: float | None = None,
+    embedding_dim: int | None = None,
+) -> tuple[ObjectiveSpec, nn.Module, bool]:
+    """Build the loss module of ``ocfg``; return ``(spec, module, use_labels)``.
+
+    ``momentum`` is the arm's EMA momentum (default ``cfg.model.momentum``);
+    ``embedding_dim`` is passed to losses that build sub-networks (SPACL's generator
+    and discriminator) unless ``params`` sets it.  Errors name the config key
+    (``objective.params.beta``, ``arms[1].objective.name``...).
+    """
+    spec = objective_spec(ocfg.name, f"{key}.name")
+    cls = spec.load()
+    kwargs = _constructor_kwargs(ocfg, spec, key)
+    accepted, var_kw = _accepted(cls)
+    if not var_kw:
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown:
+            allowed = sorted(accepted - set(spec.fixed) - {"generator", "reduction"})
+            raise ValueError(
+                f"config key '{key}.params.{unknown[0]}' is not a parameter of objective "
+                f"{spec.name!r} (accepted: {', '.join(allowed)})"
+            )
+    if "generator" in accepted:
+        from spacl.data import generator_for
+
+        kwargs["generator"] = generator_for(seed, "objective", spec.name)
+    if "embedding_dim" in accepted and embedding_dim is not None:
+        kwargs.setdefault("embedding_dim", embedding_dim)
+    use_labels = _use_labels(ocfg, spec, key)
+    if spec.labels == "optional" and use_labels and "supervised" in accepted:
+        kwargs.setdefault("supervised", True)
+    try:
+        module = cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"config key '{key}' ({spec.name}): {err}") from err
+    m = float(cfg.model.momentum if momentum is None else momentum)
+    if m > 0 and spec.step == "views" and not accepts_targets(module):
+        where = "model.momentum" if momentum is None else key.rsplit(".", 1)[0] + ".momentum"
+        raise ValueError(
+            f"config key '{where}'={m}: objective {spec.name!r} cannot use an EMA target "
+            "(set it to 0)"
+        )
+    if spec.step == "spacl" and int(cfg.data.num_views) < 2:
+        raise ValueError(
+            f"config key 'data.num_views' must be >= 2 for spacl (1 original + M views), "
+            f"got {cfg.data.num_views}"
+        )
+    return spec, module, use_labels
+
+
+def accepts_targets(module: nn.Module) -> bool:
+    """Whether ``module.forward`` takes ``targets=`` (candidates from a target encoder)."""
+    try:
+        return "targets" in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def objective_generators(module: nn.Module) -> list[torch.Generator]:
+    """Every ``torch.Generator`` held as an attribute of ``module`` or its submodules."""
+    gens: list[torch.Generator] = []
+    for sub in module.modules():
+        for value in vars(sub).values():
+            if isinstance(value, torch.Generator) and all(value is not g for g in gens):
+                gens.append(value)
+    return gens

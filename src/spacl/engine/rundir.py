@@ -1,0 +1,184 @@
+"""The run directory: resolved config, metrics, checkpoints, evaluation and a summary.
+
+Layout::
+
+    RUN_DIR/
+      config.yaml          the resolved config (every key, defaults filled in)
+      metrics.jsonl        one JSON object per line: {"kind": "train"|"epoch"|"eval", ...}
+      checkpoints/last.pt  the latest checkpoint (atomic; see spacl.engine.checkpoint)
+      eval.json            final evaluation per arm
+      summary.md           a short human-readable report
+      tensorboard/         event files, when TensorBoard is installed and enabled
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from omegaconf import DictConfig, OmegaConf
+
+__all__ = ["MetricsLogger", "RunDirectory", "default_run_dir"]
+
+
+def default_run_dir(cfg: DictConfig) -> Path:
+    """``<out_dir>/<name>-<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``... if it exists)."""
+    name = cfg.name or _default_name(cfg)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(cfg.out_dir) / f"{name}-{stamp}"
+    path, i = base, 2
+    while path.exists():
+        path = base.with_name(f"{base.name}-{i}")
+        i += 1
+    return path
+
+
+def _default_name(cfg: DictConfig) -> str:
+    if cfg.arms:
+        return f"{cfg.data.name}-" + "-".join(a.name for a in cfg.arms)
+    return f"{cfg.data.name}-{cfg.objective.name}"
+
+
+class RunDirectory:
+    """Paths of one run (module docstring)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoints / "last.pt"
+
+    @property
+    def eval_json(self) -> Path:
+        return self.path / "eval.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.md"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.path / "tensorboard"
+
+    def create(self) -> None:
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+
+    def write_config(self, cfg: DictConfig) -> None:
+        self.create()
+        tmp = self.config.with_suffix(".yaml.tmp")
+        tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        tmp.replace(self.config)
+
+    def read_config_dict(self) -> dict[str, Any]:
+        if not self.config.is_file():
+            raise FileNotFoundError(f"{self.path} is not a run directory: {self.config} is missing")
+        data = OmegaConf.to_container(OmegaConf.load(self.config), resolve=True)
+        assert isinstance(data, dict)
+        return data  # type: ignore[return-value]
+
+    def write_json(self, path: Path, payload: Any) -> None:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
+        tmp.replace(path)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class MetricsLogger:
+    """Appends JSON lines to ``metrics.jsonl`` (and scalars to TensorBoard when enabled).
+
+    Only the main process logs; other ranks get a logger with ``enabled=False``.
+    """
+
+    def __init__(
+        self, run: RunDirectory, *, enabled: bool = True, tensorboard: bool | None = None
+    ) -> None:
+        self.run = run
+        self.enabled = enabled
+        self._handle: TextIO | None = None
+        self._tb: Any = None
+        if enabled and tensorboard is not False:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                if tensorboard:
+                    raise ValueError(
+                        "config key 'log.tensorboard' is true but TensorBoard is not installed "
+                        "(pip install tensorboard)"
+                    ) from None
+            else:
+                self._tb = SummaryWriter(log_dir=str(run.tensorboard))
+
+    def truncate_for_resume(self, global_step: int, epoch: int) -> None:
+        """Drop records written after the checkpoint being resumed.
+
+        Kept: train records with ``step <= global_step`` and epoch/eval records of
+        epochs before ``epoch`` (later ones are recomputed by the resumed run).
+        """
+        if not self.enabled or not self.run.metrics.is_file():
+            return
+        kept = []
+        for line in self.run.metrics.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by the kill
+            if rec.get("kind") == "train" and rec.get("step", 0) <= global_step:
+                kept.append(line)
+            elif rec.get("kind") in ("epoch", "eval") and rec.get("epoch", 0) < epoch:
+                kept.append(line)
+        tmp = self.run.metrics.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(k + "\n" for k in kept))
+        tmp.replace(self.run.metrics)
+
+    def log(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        if self._handle is None:
+            self.run.path.mkdir(parents=True, exist_ok=True)
+            self._handle = self.run.metrics.open("a", buffering=1)
+        self._handle.write(json.dumps(_jsonable(record), sort_keys=True) + "\n")
+        self._handle.flush()
+        if self._tb is not None:
+            step = int(record.get("step", 0))
+            prefix = f"{record.get('kind', 'train')}/{record.get('arm', 'main')}"
+            for key, value in record.items():
+                if key not in ("step", "epoch") and isinstance(value, (int, float)):
+                    self._tb.add_scalar(f"{prefix}/{key}", value, step)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a ``metrics.jsonl`` file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

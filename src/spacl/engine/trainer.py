@@ -1,0 +1,523 @@
+"""The training loop shared by every objective (and by several models at once).
+
+:class:`Trainer` builds the data stream, the arms (one per model), the run directory
+and the logger from a validated config, then :meth:`Trainer.fit` runs::
+
+    for epoch e, for batch k of e (resuming at the saved (e, k)):
+        every arm: forward (global-batch loss), finite check, backward, clip, step,
+                   LR schedule, EMA update
+        log every train.log_every steps; checkpoint every train.checkpoint_every steps
+    end of epoch: online kNN / NCC / geometry every eval.every_epochs; checkpoint
+    end of run:   checkpoint, linear probe + kNN + NCC + geometry, eval.json, summary.md
+
+Resume is exact on the CPU: batch ``k`` of epoch ``e`` is a pure function of
+``(seed, e, k)`` and the checkpoint holds every model, target, objective (with its
+generators), optimiser, scheduler and scaler state plus the torch / CUDA / NumPy /
+Python RNG states; evaluation runs under ``fork_rng`` so it never moves them.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from spacl.data import generator_for
+from spacl.engine.arm import Arm, NonFiniteLossError
+from spacl.engine.build import build_arms, resolve_precision
+from spacl.engine.checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    remove_stale_temporaries,
+    restore_rng_state,
+    save_checkpoint,
+)
+from spacl.engine.config import config_to_dict
+from spacl.engine.data import RunData, build_run_data
+from spacl.engine.distributed import DistributedContext, init_from_env
+from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
+from spacl.engine.summary import write_summary
+from spacl.evaluate import evaluate_representation, extract_features
+
+__all__ = ["CHECKPOINT_FORMAT", "Progress", "TrainResult", "Trainer", "train"]
+
+CHECKPOINT_FORMAT = 1
+
+#: config keys that may differ between a run and its resumption
+RESUMABLE_CHANGES = (
+    "name",
+    "out_dir",
+    "train.max_steps",
+    "train.progress",
+    "train.log_every",
+    "train.checkpoint_every",
+    "train.device",
+    "data.num_workers",
+    "eval",
+    "log",
+)
+
+StepCallback = Callable[["Trainer", int], None]
+
+
+@dataclass
+class Progress:
+    """Where training stands: the next batch is ``step_in_epoch`` of ``epoch``."""
+
+    epoch: int = 0
+    step_in_epoch: int = 0
+    global_step: int = 0
+    finished: bool = False
+    loss_sums: dict[str, float] = field(default_factory=dict)
+    loss_count: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "step_in_epoch": self.step_in_epoch,
+            "global_step": self.global_step,
+            "finished": self.finished,
+            "loss_sums": dict(self.loss_sums),
+            "loss_count": self.loss_count,
+        }
+
+
+@dataclass
+class TrainResult:
+    """What :meth:`Trainer.fit` returns."""
+
+    run_dir: Path
+    metrics: dict[str, dict[str, float]]  # final evaluation per arm
+    global_step: int
+    seconds: float
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Keys whose values differ, except those listed in :data:`RESUMABLE_CHANGES`."""
+    a, b = _flatten(saved), _flatten(current)
+    diffs = []
+    for key in sorted(set(a) | set(b)):
+        if any(key == k or key.startswith(k + ".") for k in RESUMABLE_CHANGES):
+            continue
+        if a.get(key) != b.get(key):
+            diffs.append(f"{key}: {a.get(key)!r} -> {b.get(key)!r}")
+    return diffs
+
+
+class Trainer:
+    """Train the arms of ``cfg`` and write the run directory (module docstring).
+
+    Args:
+        cfg: a validated config (:func:`spacl.engine.load_config`).
+        run_dir: the run directory (default: ``<out_dir>/<name>-<timestamp>``).
+        resume: continue from ``run_dir/checkpoints/last.pt`` when it exists.
+        ctx: the distributed context (default: from torchrun's environment variables).
+        callbacks: called as ``callback(trainer, global_step)`` after every step.
+        quiet: no progress bar and no printed messages.
+        command: the command line, recorded in ``summary.md``.
+        read_only: load a checkpoint for evaluation only: nothing in the run directory
+            is written or truncated (``spacl eval``).
+        checkpoint: the checkpoint to load (default ``run_dir/checkpoints/last.pt`` when
+            resuming or reading).
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        run_dir: str | Path | None = None,
+        *,
+        resume: bool = False,
+        ctx: DistributedContext | None = None,
+        callbacks: Sequence[StepCallback] = (),
+        quiet: bool = False,
+        command: str | None = None,
+        read_only: bool = False,
+        checkpoint: str | Path | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.ctx = ctx if ctx is not None else init_from_env(cfg.train.device)
+        self.run = RunDirectory(run_dir if run_dir is not None else default_run_dir(cfg))
+        self.callbacks = list(callbacks)
+        self.quiet = quiet
+        self.command = command
+        self.precision = resolve_precision(cfg.train.precision, self.ctx.device)
+        if cfg.train.num_threads is not None:
+            torch.set_num_threads(int(cfg.train.num_threads))
+        _seed_everything(int(cfg.train.seed))
+        if cfg.train.deterministic:
+            torch.use_deterministic_algorithms(True)
+        elif self.ctx.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+        self.data: RunData = build_run_data(
+            cfg,
+            device=self.ctx.device,
+            dtype=self.precision.param_dtype,
+            rank=self.ctx.rank,
+            world_size=self.ctx.world_size,
+        )
+        self.steps_per_epoch = len(self.data.stream)
+        if self.steps_per_epoch < 1:
+            raise ValueError("config key 'train.batch_size': the data holds less than one batch")
+        self.arms: list[Arm] = build_arms(
+            cfg,
+            input_shape=self.data.input_shape,
+            num_label_classes=self._num_label_classes(),
+            precision=self.precision,
+            ctx=self.ctx,
+            steps_per_epoch=self.steps_per_epoch,
+        )
+        self.progress = Progress()
+        self.resumed_from: int | None = None
+        self.last_checkpoint_step: int | None = None
+        ckpt = Path(checkpoint) if checkpoint is not None else self.run.last_checkpoint
+        if read_only or checkpoint is not None:
+            self._load(ckpt, clean=not read_only)
+        elif resume and ckpt.is_file():
+            self._load(ckpt)
+        self.logger = MetricsLogger(
+            self.run,
+            enabled=self.ctx.is_main and not read_only,
+            tensorboard=False if read_only else cfg.log.tensorboard,
+        )
+        if self.ctx.is_main and not read_only:
+            self.run.write_config(cfg)
+            if self.resumed_from is not None:
+                self.logger.truncate_for_resume(self.progress.global_step, self.progress.epoch)
+        self.started = time.time()
+
+    # ------------------------------------------------------------------ helpers
+    def _num_label_classes(self) -> int:
+        if self.cfg.data.label_kind == "coarse":
+            train = self.data.train_eval
+            coarse = getattr(train, "coarse_labels", None)
+            if coarse is None:
+                raise ValueError(
+                    "config key 'data.label_kind': the training data has no coarse labels"
+                )
+            return int(coarse.max()) + 1
+        return int(self.data.num_classes)
+
+    def _say(self, message: str) -> None:
+        if self.ctx.is_main and not self.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    @property
+    def total_steps(self) -> int:
+        total = int(self.cfg.train.epochs) * self.steps_per_epoch
+        if self.cfg.train.max_steps is not None:
+            total = min(total, int(self.cfg.train.max_steps))
+        return total
+
+    # -------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "config": config_to_dict(self.cfg),
+            "progress": self.progress.as_dict(),
+            "arms": {arm.name: arm.state_dict() for arm in self.arms},
+            "rng": capture_rng_state(),
+            "world_size": self.ctx.world_size,
+            "torch_version": str(torch.__version__),
+        }
+
+    def save(self) -> Path | None:
+        """Write ``checkpoints/last.pt`` atomically (main process only)."""
+        path = None
+        if self.ctx.is_main:
+            path = save_checkpoint(self.state_dict(), self.run.last_checkpoint)
+        self.last_checkpoint_step = self.progress.global_step
+        self.ctx.barrier()
+        return path
+
+    def _load(self, path: Path, *, clean: bool = True) -> None:
+        if clean:
+            remove_stale_temporaries(path.parent)
+        state = load_checkpoint(path, map_location=self.ctx.device)
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(
+                f"checkpoint {path} has format {state.get('format')!r}, "
+                f"expected {CHECKPOINT_FORMAT}"
+            )
+        diffs = config_differences(state["config"], config_to_dict(self.cfg))
+        if diffs:
+            raise ValueError(
+                f"cannot resume {self.run.path}: the config differs from the checkpoint's in "
+                + "; ".join(diffs)
+            )
+        names = {arm.name for arm in self.arms}
+        if set(state["arms"]) != names:
+            raise ValueError(
+                f"checkpoint arms {sorted(state['arms'])} differ from the config's {sorted(names)}"
+            )
+        for arm in self.arms:
+            arm.load_state_dict(state["arms"][arm.name])
+        p = state["progress"]
+        self.progress = Progress(
+            int(p["epoch"]),
+            int(p["step_in_epoch"]),
+            int(p["global_step"]),
+            bool(p["finished"]),
+            {k: float(v) for k, v in p["loss_sums"].items()},
+            int(p["loss_count"]),
+        )
+        restore_rng_state(state["rng"])
+        self.resumed_from = self.progress.global_step
+        self.last_checkpoint_step = self.progress.global_step
+
+    # --------------------------------------------------------------------- loop
+    def _labels(self, batch: Any) -> torch.Tensor:
+        labels = batch.coarse_labels if self.cfg.data.label_kind == "coarse" else batch.labels
+        if labels is None:
+            raise ValueError("config key 'data.label_kind': the batch has no coarse labels")
+        return labels.to(self.ctx.device, non_blocking=True)
+
+    def _progress_bar(self, epoch: int, start: int) -> Any:
+        mode = self.cfg.train.progress
+        show = (
+            self.ctx.is_main
+            and not self.quiet
+            and (bool(mode) if mode is not None else sys.stderr.isatty())
+        )
+        return tqdm(
+            total=self.steps_per_epoch,
+            initial=start,
+            desc=f"epoch {epoch + 1}/{self.cfg.train.epochs}",
+            disable=not show,
+            leave=False,
+            dynamic_ncols=True,
+        )
+
+    def fit(self) -> TrainResult:
+        """Train to the end (or ``train.max_steps``), evaluate, write the run directory."""
+        try:
+            self._train_loop()
+        except NonFiniteLossError as err:
+            where = (
+                f"the last good checkpoint is {self.run.last_checkpoint} "
+                f"(step {self.last_checkpoint_step})"
+                if self.last_checkpoint_step is not None and self.run.last_checkpoint.is_file()
+                else "no checkpoint had been written yet"
+            )
+            message = (
+                f"{err}. Training stopped without saving; {where}. Lower optim.lr, set "
+                "optim.grad_clip, or check the data for extreme values."
+            )
+            self.logger.log(
+                {"kind": "error", "step": self.progress.global_step, "message": message}
+            )
+            self.logger.close()
+            raise NonFiniteLossError(message) from None
+        metrics = self.final_evaluation()
+        seconds = time.time() - self.started
+        if self.ctx.is_main:
+            self.run.write_json(self.run.eval_json, metrics)
+            write_summary(self, metrics, seconds)
+        self.logger.close()
+        self.ctx.barrier()
+        return TrainResult(self.run.path, metrics, self.progress.global_step, seconds)
+
+    def _train_loop(self) -> None:
+        cfg = self.cfg
+        p = self.progress
+        max_steps = cfg.train.max_steps
+        stop = max_steps is not None and p.global_step >= max_steps
+        while not stop and p.epoch < int(cfg.train.epochs):
+            epoch, start = p.epoch, p.step_in_epoch
+            epoch_started = time.time()
+            bar = self._progress_bar(epoch, start)
+            for batch in self.data.stream.epoch_batches(epoch, start):
+                views = batch.views.to(
+                    self.ctx.device, dtype=self.precision.param_dtype, non_blocking=True
+                )
+                labels = self._labels(batch)
+                losses = {}
+                for arm in self.arms:
+                    losses[arm.name] = arm.train_step(views, labels, p.global_step)
+                p.global_step += 1
+                p.step_in_epoch = batch.step + 1
+                for name, value in losses.items():
+                    p.loss_sums[name] = p.loss_sums.get(name, 0.0) + value
+                p.loss_count += 1
+                if p.global_step % int(cfg.train.log_every) == 0:
+                    self._log_train(losses, epoch)
+                bar.update(1)
+                bar.set_postfix({k: f"{v:.4f}" for k, v in losses.items()}, refresh=False)
+                if (
+                    cfg.train.checkpoint_every
+                    and p.global_step % int(cfg.train.checkpoint_every) == 0
+                ):
+                    self.save()
+                for callback in self.callbacks:
+                    callback(self, p.global_step)
+                if max_steps is not None and p.global_step >= max_steps:
+                    stop = True
+                    break
+            bar.close()
+            if p.step_in_epoch >= self.steps_per_epoch:
+                self._end_epoch(epoch, time.time() - epoch_started)
+        p.finished = p.epoch >= int(cfg.train.epochs)
+        if self.last_checkpoint_step != p.global_step or p.finished:
+            self.save()
+
+    def _log_train(self, losses: dict[str, float], epoch: int) -> None:
+        for arm in self.arms:
+            self.logger.log(
+                {
+                    "kind": "train",
+                    "arm": arm.name,
+                    "step": self.progress.global_step,
+                    "epoch": epoch,
+                    "loss": losses[arm.name],
+                    "lr": arm.lr,
+                    "momentum": arm.momentum_at(self.progress.global_step),
+                    "elapsed": time.time() - self.started,
+                    **arm.objective_stats(),
+                }
+            )
+
+    def _end_epoch(self, epoch: int, seconds: float) -> None:
+        p = self.progress
+        for arm in self.arms:
+            mean = p.loss_sums.get(arm.name, 0.0) / max(1, p.loss_count)
+            self.logger.log(
+                {
+                    "kind": "epoch",
+                    "arm": arm.name,
+                    "epoch": epoch,
+                    "step": p.global_step,
+                    "loss_mean": mean,
+                    "seconds": seconds,
+                }
+            )
+        every = int(self.cfg.eval.every_epochs)
+        if every and ((epoch + 1) % every == 0 or epoch + 1 == int(self.cfg.train.epochs)):
+            self.online_evaluation(epoch)
+        p.epoch, p.step_in_epoch = epoch + 1, 0
+        p.loss_sums, p.loss_count = {}, 0
+        self.save()
+
+    # --------------------------------------------------------------- evaluation
+    def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
+        """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels)."""
+        e = self.cfg.eval
+        train = self.data.train_eval
+        if bank_limit is not None and hasattr(train, "inputs") and len(train) > bank_limit:
+            gen = generator_for(int(self.cfg.train.seed), "eval-bank")
+            idx = torch.randperm(len(train), generator=gen)[:bank_limit].sort().values
+            train = train[idx.to(train.inputs.device)]
+        kw: dict[str, Any] = {
+            "which": e.features,
+            "batch_size": int(e.batch_size),
+            "transform": self.data.eval_transform,
+        }
+        tr_f, tr_y = extract_features(arm.model, train, **kw)
+        te_f, te_y = extract_features(arm.model, self.data.test_eval, **kw)
+        if self.ctx.device.type == "cuda":  # kNN / probe / geometry on the GPU
+            dev = self.ctx.device
+            return tr_f.to(dev), tr_y.to(dev), te_f.to(dev), te_y.to(dev)
+        return tr_f, tr_y, te_f, te_y
+
+    def online_evaluation(self, epoch: int) -> None:
+        """kNN, NCC and geometry of every arm (main process; no linear probe)."""
+        if self.ctx.is_main:
+            e = self.cfg.eval
+            for arm in self.arms:
+                with torch.random.fork_rng(devices=[]):
+                    tr_f, tr_y, te_f, te_y = self.features(arm, bank_limit=e.max_train_samples)
+                    metrics = evaluate_representation(
+                        tr_f,
+                        tr_y,
+                        te_f,
+                        te_y,
+                        knn_k=int(e.knn_k),
+                        knn_t=float(e.knn_t),
+                        linear=False,
+                        geometry=bool(e.geometry),
+                        num_classes=self.data.num_classes,
+                    )
+                self.logger.log(
+                    {
+                        "kind": "eval",
+                        "arm": arm.name,
+                        "epoch": epoch,
+                        "step": self.progress.global_step,
+                        **metrics,
+                    }
+                )
+                self._say(
+                    f"[{arm.name}] epoch {epoch + 1}: kNN {100 * metrics['knn_accuracy']:.2f}%  "
+                    f"NCC {100 * metrics['ncc_accuracy']:.2f}%"
+                )
+        self.ctx.barrier()
+
+    def final_evaluation(self) -> dict[str, dict[str, float]]:
+        """Linear probe, kNN, NCC and geometry of every arm (main process)."""
+        results: dict[str, dict[str, float]] = {}
+        if self.ctx.is_main:
+            e = self.cfg.eval
+            for arm in self.arms:
+                with torch.random.fork_rng(devices=[]):
+                    tr_f, tr_y, te_f, te_y = self.features(arm)
+                    metrics = evaluate_representation(
+                        tr_f,
+                        tr_y,
+                        te_f,
+                        te_y,
+                        knn_k=int(e.knn_k),
+                        knn_t=float(e.knn_t),
+                        linear=bool(e.linear_probe),
+                        probe_weight_decay=float(e.probe_weight_decay),
+                        probe_max_iter=int(e.probe_max_iter),
+                        geometry=bool(e.geometry),
+                        num_classes=self.data.num_classes,
+                    )
+                results[arm.name] = metrics
+                self.logger.log(
+                    {
+                        "kind": "final",
+                        "arm": arm.name,
+                        "epoch": self.progress.epoch,
+                        "step": self.progress.global_step,
+                        **metrics,
+                    }
+                )
+        self.ctx.barrier()
+        return results
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))  # noqa: NPY002 - seeds the legacy global RNG users may use
+    torch.manual_seed(seed)
+
+
+def train(
+    cfg: DictConfig,
+    run_dir: str | Path | None = None,
+    *,
+    resume: bool = False,
+    quiet: bool = False,
+    callbacks: Sequence[StepCallback] = (),
+) -> TrainResult:
+    """Build a :class:`Trainer` and run it (the API behind ``spacl train``)."""
+    return Trainer(cfg, run_dir, resume=resume, quiet=quiet, callbacks=callbacks).fit()

@@ -1,0 +1,32 @@
+"""Evaluation of frozen representations: linear probe, weighted kNN, nearest class centre.
+
+=================================  =========================================================
+``knn_accuracy(train_f, train_y,    weighted kNN (InstDisc), ``k = 200``, ``t = 0.1``
+test_f, test_y, k, t)``
+``nearest_centre_accuracy(...)``    nearest class mean (NC4's classifier)
+``linear_probe(...)``               L2 multinomial logistic regression, full-batch L-BFGS
+``extract_features(model, data)``   frozen features (backbone or projections), eval mode
+``evaluate_representation(...)``    all of the above + ``spacl.geometry`` scalars
+=================================  =========================================================
+"""
+
+from spacl.evaluate.features import extract_features, unwrap_model
+from spacl.evaluate.knn import knn_accuracy, knn_predict
+from spacl.evaluate.linear import LinearProbeResult, linear_probe
+from spacl.evaluate.ncc import class_centres, nearest_centre_accuracy, nearest_centre_predict
+from spacl.evaluate.report import evaluate_representation, geometry_available, geometry_summary
+
+__all__ = [
+    "LinearProbeResult",
+    "class_centres",
+    "evaluate_representation",
+    "extract_features",
+    "geometry_available",
+    "geometry_summary",
+    "knn_accuracy",
+    "knn_predict",
+    "linear_probe",
+    "nearest_centre_accuracy",
+    "nearest_centre_predict",
+    "unwrap_model",
+]

@@ -1,0 +1,122 @@
+"""All frozen-feature metrics of a representation in one call (what runs and the CLI report).
+
+:func:`evaluate_representation` returns a flat ``dict`` of floats:
+
+* ``knn_accuracy`` — weighted kNN (:func:`~spacl.evaluate.knn_accuracy`);
+* ``ncc_accuracy`` — nearest class centre (:func:`~spacl.evaluate.nearest_centre_accuracy`);
+* ``linear_accuracy`` / ``linear_train_accuracy`` — linear probe
+  (:func:`~spacl.evaluate.linear_probe`), when requested;
+* ``geometry/<key>`` — every scalar of :func:`spacl.geometry.geometry_report` on the
+  *test* features (neural collapse ``nc1``..., effective ranks, uniformity), with the
+  probe as the classifier for NC3/NC4, when ``spacl.geometry`` is importable.
+
+Accuracies are fractions in ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from spacl.evaluate.knn import knn_accuracy
+from spacl.evaluate.linear import LinearProbeResult, linear_probe
+from spacl.evaluate.ncc import nearest_centre_accuracy
+
+__all__ = ["evaluate_representation", "geometry_available", "geometry_summary"]
+
+
+def geometry_available() -> bool:
+    """Whether ``spacl.geometry.geometry_report`` can be imported in this build."""
+    try:
+        module = importlib.import_module("spacl.geometry")
+    except ImportError:
+        return False
+    return hasattr(module, "geometry_report")
+
+
+def geometry_summary(
+    features: Tensor, labels: Tensor, classifier: tuple[Tensor, Tensor] | None = None
+) -> dict[str, float]:
+    """Scalar entries of ``spacl.geometry.geometry_report`` (``{}`` if unavailable)."""
+    if not geometry_available():
+        return {}
+    from spacl.geometry import geometry_report
+
+    report = geometry_report(features, labels, classifier=classifier)
+    return {k: float(v) for k, v in report.items() if isinstance(v, (int, float))}
+
+
+def _raw_classifier(probe: LinearProbeResult) -> tuple[Tensor, Tensor]:
+    """The probe as ``(W, b)`` acting on raw features: ``W x + b``."""
+    weight = probe.weight / probe.scale
+    bias = probe.bias - weight @ probe.mean
+    return weight, bias
+
+
+def evaluate_representation(
+    train_features: Tensor,
+    train_labels: Tensor,
+    test_features: Tensor,
+    test_labels: Tensor,
+    *,
+    knn_k: int = 200,
+    knn_t: float = 0.1,
+    linear: bool = True,
+    probe_weight_decay: float = 1e-4,
+    probe_max_iter: int = 500,
+    geometry: bool = True,
+    num_classes: int | None = None,
+) -> dict[str, float]:
+    """kNN, NCC, optional linear probe and geometry of one representation (module doc).
+
+    Runs under ``torch.random.fork_rng`` so evaluating never changes the caller's
+    random state (runs that evaluate and runs that do not stay bit-identical).
+    """
+    with torch.random.fork_rng(devices=[]):
+        out: dict[str, float] = {
+            "knn_accuracy": knn_accuracy(
+                train_features,
+                train_labels,
+                test_features,
+                test_labels,
+                knn_k,
+                knn_t,
+                num_classes=num_classes,
+            ),
+            "ncc_accuracy": nearest_centre_accuracy(
+                train_features, train_labels, test_features, test_labels
+            ),
+        }
+        classifier = None
+        if linear:
+            probe = linear_probe(
+                train_features,
+                train_labels,
+                test_features,
+                test_labels,
+                num_classes=num_classes,
+                weight_decay=probe_weight_decay,
+                max_iter=probe_max_iter,
+            )
+            out["linear_accuracy"] = probe.test_accuracy
+            out["linear_train_accuracy"] = probe.train_accuracy
+            classifier = _raw_classifier(probe)
+        if geometry:
+            geo = _safe_geometry(test_features, test_labels, classifier)
+            out.update({f"geometry/{k}": v for k, v in geo.items()})
+    return out
+
+
+def _safe_geometry(
+    features: Tensor, labels: Tensor, classifier: tuple[Tensor, Tensor] | None
+) -> dict[str, Any]:
+    try:
+        return geometry_summary(features, labels, classifier)
+    except ValueError:
+        # e.g. a classifier whose rows do not cover every test label: retry without it
+        if classifier is None:
+            raise
+        return geometry_summary(features, labels, None)
