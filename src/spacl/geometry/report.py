@@ -1,0 +1,92 @@
+"""``geometry_report``: every geometry diagnostic of a feature matrix in one call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from spacl.geometry._inputs import as_labels, as_matrix
+from spacl.geometry._state import batch_state
+from spacl.geometry.neural_collapse import Classifier, nc4, resolve_classifier
+from spacl.geometry.spectrum import (
+    FeatureSpectra,
+    entropy_rank,
+    feature_spectra,
+    rankme_from_eigenvalues,
+    spectrum_entries,
+)
+from spacl.geometry.streaming import Report, state_report
+from spacl.geometry.uniformity import alignment, uniformity
+
+__all__ = ["geometry_report"]
+
+
+def geometry_report(
+    features: Any,
+    labels: Any = None,
+    *,
+    classifier: Classifier | None = None,
+    views: Any = None,
+    uniformity_sample: int | None = 2048,
+    seed: int = 0,
+    uniformity_t: float = 2.0,
+) -> Report:
+    """Neural collapse, dimensional collapse and alignment/uniformity of ``features [N, d]``.
+
+    Keys (floats unless noted):
+
+    * always: ``n``, ``dim``, ``effective_rank_singular``, ``effective_rank_eigen``,
+      ``rankme``, ``uniformity`` and the lists ``singular_values``,
+      ``covariance_eigenvalues``, ``log_spectrum`` (see :func:`~spacl.geometry.spectrum`);
+    * with ``labels``: everything of :func:`~spacl.geometry.neural_collapse` (``nc1``,
+      ``nc2_*``, ``cdnv``, ``nc_*``, ``num_classes``), ``class_mean_effective_rank`` and the
+      class-mean spectrum lists; with ``classifier`` also ``nc3`` and ``nc4``;
+    * with ``views`` (a second view ``[N, d]`` of the same samples): ``alignment``.
+
+    Cost: one pass over the data (float64 chunks centred at their class means, one
+    ``d x d`` product each, merged exactly; see :mod:`spacl.geometry._state`), plus one
+    ``N x (C + K)`` score pass for NC4 - nothing O(N^2) except uniformity, which uses all
+    pairs of at most ``uniformity_sample`` points drawn with
+    ``torch.Generator().manual_seed(seed)`` (``None``: all N points, exact, O(N^2 d) time).
+    Uniformity and alignment are computed on L2-normalised features (Wang & Isola 2020);
+    the other metrics on the raw features.
+    """
+    x = as_matrix(features, "features", min_rows=4, check_finite=False)  # see batch_state
+    n, d = x.shape
+    report: Report = {"n": float(n), "dim": float(d)}
+    if labels is None:
+        if classifier is not None:
+            raise ValueError("classifier metrics (NC3, NC4) need labels")
+        if d <= n:
+            report.update(state_report(batch_state(x, None, 0))[0])
+        else:
+            as_matrix(x, "features")  # the N x N path below does not check finiteness itself
+            report.update(_spectra_report(feature_spectra(x)))
+    else:
+        y = as_labels(labels, n)
+        classes, index = torch.unique(y, sorted=True, return_inverse=True)
+        resolved = None if classifier is None else resolve_classifier(classifier, d, classes)
+        # one pass over the data gives the spectra and every class statistic
+        entries, stats = state_report(batch_state(x, index, classes.numel()), classes, classifier)
+        report.update(entries)
+        if d > n:  # the d x d spectra would hold d - N + 1 structural zeros: use N x N
+            report.update(_spectra_report(feature_spectra(x)))
+        if resolved is not None and stats is not None:
+            report["nc4"] = nc4(x, stats, *resolved)
+    generator = torch.Generator().manual_seed(seed)
+    report["uniformity"] = uniformity(
+        x, uniformity_t, sample=uniformity_sample, generator=generator, check_finite=False
+    )
+    if views is not None:
+        report["alignment"] = alignment(x, views)
+    return report
+
+
+def _spectra_report(spectra: FeatureSpectra) -> Report:
+    out: Report = {}
+    out["effective_rank_singular"] = entropy_rank(spectra.centred.sqrt())
+    out["effective_rank_eigen"] = entropy_rank(spectra.centred)
+    out["rankme"] = rankme_from_eigenvalues(spectra.uncentred)
+    out.update(spectrum_entries(spectra))
+    return out
