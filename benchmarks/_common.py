@@ -40,7 +40,7 @@ def header(title: str) -> str:
             "",
             f"Command: `{cmd}`  ",
             f"Date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC; torch "
-            f"{torch.__version__}, {torch.get_num_threads()} threads, "
+            f"{torch.__version__}, torch threads: {torch.get_num_threads()}, "
             f"{platform.processor() or platform.machine()}, Python {platform.python_version()}",
             "",
         ]

@@ -42,7 +42,12 @@ def main() -> None:
         help="pml's NT-Xent builds O(N^2) index tuples and takes seconds; skip it above this",
     )
     parser.add_argument("--out", default="losses")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch threads (0 = leave the default)"
+    )
     args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     from lightly.loss import NTXentLoss as LightlyNTXent
     from pytorch_metric_learning.losses import NTXentLoss as PmlNTXent

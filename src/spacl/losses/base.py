@@ -98,12 +98,19 @@ class PairwiseContrastiveLoss(nn.Module):
         candidates = normalize(layout.candidates, self.normalize)
         logits = anchors @ candidates.T
         positives, negatives = self.select(layout)
-        if isinstance(positives, GroupPositives) and self.uses_group_sums():
-            positives = positives.with_logit_sums(anchors, candidates, layout.self_index)
-        return self._reduce_valid(logits, positives, negatives, layout.self_index, name)
+        positive_logits = None
+        if self.uses_simple_path() and negatives is None:
+            if isinstance(positives, GroupPositives):
+                positives = positives.with_logit_sums(anchors, candidates, layout.self_index)
+            elif positives.dtype != torch.bool:
+                # <a/tau, c_p> from the embeddings: O(A P d), no indexing into logits
+                positive_logits = torch.einsum("ad,apd->ap", anchors, candidates[positives])
+        return self._reduce_valid(
+            logits, positives, negatives, layout.self_index, name, positive_logits
+        )
 
-    def uses_group_sums(self) -> bool:
-        """Whether the kernel takes its mask-free label path (coupled, "mean", no weights)."""
+    def uses_simple_path(self) -> bool:
+        """Whether the kernel takes its mask-free path (coupled, "mean", no weights)."""
         return (
             self.positive_mode == "mean"
             and self.positive_in_denominator
@@ -117,6 +124,7 @@ class PairwiseContrastiveLoss(nn.Module):
         negatives: Tensor | None,
         self_index: Tensor,
         name: str,
+        positive_logits: Tensor | None = None,
     ) -> Tensor:
         num_anchors, num_cand = logits.shape
         if isinstance(positives, GroupPositives) or positives.dtype == torch.bool:
@@ -164,6 +172,7 @@ class PairwiseContrastiveLoss(nn.Module):
             positive_mode=self.positive_mode,
             positive_in_denominator=self.positive_in_denominator,
             inplace=True,
+            positive_logits=positive_logits,
             **self.kernel_options(),
         )
         return reduce_anchors(per_anchor, self.reduction)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -157,6 +157,7 @@ def contrastive_kernel(
     positive_in_denominator: bool = True,
     negative_transform: NegativeTransform | None = None,
     inplace: bool = False,
+    positive_logits: Tensor | None = None,
 ) -> Tensor:
     """Per-anchor contrastive loss ``[A]`` (formula in the module docstring).
 
@@ -177,7 +178,10 @@ def contrastive_kernel(
         positive_in_denominator: coupled (``True``) or decoupled (``False``).
         negative_transform: applied to ``neg[A]`` before it enters the denominator.
         inplace: the kernel may overwrite ``logits`` (the caller owns them and needs
-            them no more); saves one ``[A, K]`` copy on the common path.
+            them no more); saves ``[A, K]`` copies on the common path.
+        positive_logits: ``[A, P]`` values of ``logits`` at index positives, when the
+            caller computed them from the embeddings (``O(A P d)``); lets the common
+            path skip indexing into ``logits`` (whose backward is a dense ``[A, K]`` fill).
     """
     if positive_mode not in POSITIVE_MODES:
         raise ValueError(f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}")
@@ -198,11 +202,11 @@ def contrastive_kernel(
     if simple:
         # P u Q = every candidate but the anchor itself: one logsumexp, no mask
         if as_index and positive_mode == "mean":
-            # advanced indexing saves no reference to ``logits`` (gather would), so the
-            # in-place self fill below is safe for autograd
-            rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
-            pos = logits[rows, positives].mean(1)
-            return torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1) - pos
+            if positive_logits is None:
+                rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
+                positive_logits = logits[rows, positives]
+                inplace = False  # indexing's backward is not affected, but keep it simple
+            return _logsumexp_without_self(logits, self_index, inplace) - positive_logits.mean(1)
         full = _exclude_self(logits, self_index, inplace=False)
         log_prob = F.log_softmax(full, dim=1)
         return -_positive_term(log_prob, positives, positive_mode, as_index)
@@ -266,6 +270,39 @@ def _exclude_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> T
     return logits.scatter(1, idx, -math.inf)
 
 
+class _SelfExcludedLogSumExp(torch.autograd.Function):
+    """``log sum_{k != self_a} exp(l_ak)`` computed in place on ``logits``.
+
+    Forward writes ``-inf`` at the self entries of ``logits`` (owned by the caller) and
+    takes one logsumexp; backward is the softmax times the incoming gradient, with
+    exactly zero at the self entries.  Compared with autograd through ``scatter``
+    this saves a dense gradient copy and a dense zero fill per call.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, self_index: Tensor) -> Tensor:
+        logits.scatter_(1, self_index.unsqueeze(1), -math.inf)
+        lse = torch.logsumexp(logits, dim=1)
+        ctx.save_for_backward(logits, lse)
+        return lse
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        logits, lse = ctx.saved_tensors
+        weights = (logits - lse.unsqueeze(1)).exp_()
+        return weights.mul_(grad.unsqueeze(1)), None
+
+
+def _logsumexp_without_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> Tensor:
+    """Row-wise logsumexp of ``logits`` leaving out each anchor's own candidate."""
+    if self_index is None:
+        return torch.logsumexp(logits, dim=1)
+    if inplace and logits.requires_grad and logits.grad_fn is not None:
+        out: Tensor = _SelfExcludedLogSumExp.apply(logits, self_index)
+        return out
+    return torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1)
+
+
 def _group_mean_loss(
     logits: Tensor, group: GroupPositives, self_index: Tensor | None, inplace: bool
 ) -> Tensor:
@@ -283,7 +320,7 @@ def _group_mean_loss(
             own = logits.gather(1, self_index.unsqueeze(1)).squeeze(1)
             sums = sums - torch.where(in_group, own, torch.zeros_like(own))
         inplace = False  # logits were used above
-    lse = torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1)
+    lse = _logsumexp_without_self(logits, self_index, inplace)
     return lse - sums / group.counts(self_index).to(logits.dtype)
 
 
