@@ -13,8 +13,8 @@ import argparse
 from collections.abc import Callable
 
 import torch
-from _common import header, time_interleaved, write_result
 
+from _common import header, time_interleaved, write_result
 from spacl.losses import NTXentLoss, SupConLoss
 
 
@@ -27,6 +27,54 @@ def fwd_bwd(loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], z0, z
         return out
 
     return run
+
+
+def bench_batch(b: int, args: argparse.Namespace) -> dict[str, float]:
+    """Check the values agree, then time every method at batch size ``b``."""
+    from lightly.loss import NTXentLoss as LightlyNTXent
+    from pytorch_metric_learning.losses import NTXentLoss as PmlNTXent
+    from pytorch_metric_learning.losses import SupConLoss as PmlSupCon
+
+    g = torch.Generator().manual_seed(b)
+    z0 = torch.randn(b, args.dim, generator=g)
+    z1 = torch.randn(b, args.dim, generator=g)
+    labels = torch.randint(0, args.classes, (b,), generator=g)
+    inst2 = torch.arange(b).repeat(2)
+    lab2 = labels.repeat(2)
+
+    spacl_nt = NTXentLoss(0.5)
+    spacl_sc = SupConLoss(0.1)
+    lightly_nt = LightlyNTXent(temperature=0.5)
+    pml_nt = PmlNTXent(temperature=0.5)
+    pml_sc = PmlSupCon(temperature=0.1)
+
+    fns: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+        "matmul": lambda a, c: (torch.cat([a, c]) @ torch.cat([a, c]).T).sum(),
+        "spacl NTXent": spacl_nt,
+        "lightly NTXent": lightly_nt,
+        "spacl SupCon": lambda a, c: spacl_sc(torch.stack([a, c], 1), labels),
+        "pml SupCon": lambda a, c: pml_sc(torch.cat([a, c]), lab2),
+    }
+    if b <= args.pml_ntxent_max_batch:
+        fns["pml NTXent"] = lambda a, c: pml_nt(torch.cat([a, c]), inst2)
+
+    # values agree before anything is timed
+    ref_nt = float(spacl_nt(z0, z1))
+    ref_sc = float(fns["spacl SupCon"](z0, z1))
+    for name, fn in fns.items():
+        ref = ref_sc if "SupCon" in name else ref_nt
+        if name != "matmul":
+            got = float(fn(z0, z1))
+            if abs(got - ref) > 1e-5 * max(1.0, abs(ref)):
+                raise SystemExit(f"{name} disagrees at B={b}: {got} vs spacl {ref}")
+
+    timers = {name: fwd_bwd(fn, z0, z1) for name, fn in fns.items() if name != "pml NTXent"}
+    times = time_interleaved(timers, args.repeats)
+    if "pml NTXent" in fns:
+        times.update(time_interleaved({"pml NTXent": fwd_bwd(fns["pml NTXent"], z0, z1)}, 2, 1))
+    base = times["matmul"]
+    print(f"B={b}: " + ", ".join(f"{k} {v / base:.2f}x" for k, v in times.items()), flush=True)
+    return times
 
 
 def main() -> None:
@@ -49,52 +97,7 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
 
-    from lightly.loss import NTXentLoss as LightlyNTXent
-    from pytorch_metric_learning.losses import NTXentLoss as PmlNTXent
-    from pytorch_metric_learning.losses import SupConLoss as PmlSupCon
-
-    rows = []
-    for b in args.batch:
-        g = torch.Generator().manual_seed(b)
-        z0 = torch.randn(b, args.dim, generator=g)
-        z1 = torch.randn(b, args.dim, generator=g)
-        labels = torch.randint(0, args.classes, (b,), generator=g)
-        inst2 = torch.arange(b).repeat(2)
-        lab2 = labels.repeat(2)
-
-        spacl_nt = NTXentLoss(0.5)
-        spacl_sc = SupConLoss(0.1)
-        lightly_nt = LightlyNTXent(temperature=0.5)
-        pml_nt = PmlNTXent(temperature=0.5)
-        pml_sc = PmlSupCon(temperature=0.1)
-
-        fns: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
-            "matmul": lambda a, c: (torch.cat([a, c]) @ torch.cat([a, c]).T).sum(),
-            "spacl NTXent": spacl_nt,
-            "lightly NTXent": lightly_nt,
-            "spacl SupCon": lambda a, c: spacl_sc(torch.stack([a, c], 1), labels),
-            "pml SupCon": lambda a, c: pml_sc(torch.cat([a, c]), lab2),
-        }
-        if b <= args.pml_ntxent_max_batch:
-            fns["pml NTXent"] = lambda a, c: pml_nt(torch.cat([a, c]), inst2)
-
-        # values agree before anything is timed
-        ref_nt = float(spacl_nt(z0, z1))
-        ref_sc = float(fns["spacl SupCon"](z0, z1))
-        for name, fn in fns.items():
-            ref = ref_sc if "SupCon" in name else ref_nt
-            if name != "matmul":
-                got = float(fn(z0, z1))
-                if abs(got - ref) > 1e-5 * max(1.0, abs(ref)):
-                    raise SystemExit(f"{name} disagrees at B={b}: {got} vs spacl {ref}")
-
-        timers = {name: fwd_bwd(fn, z0, z1) for name, fn in fns.items() if name != "pml NTXent"}
-        times = time_interleaved(timers, args.repeats)
-        if "pml NTXent" in fns:
-            times.update(time_interleaved({"pml NTXent": fwd_bwd(fns["pml NTXent"], z0, z1)}, 2, 1))
-        rows.append((b, times))
-        base = times["matmul"]
-        print(f"B={b}: " + ", ".join(f"{k} {v / base:.2f}x" for k, v in times.items()), flush=True)
+    rows = [(b, bench_batch(b, args)) for b in args.batch]
 
     lines = [
         header("Loss forward+backward vs peer libraries"),
