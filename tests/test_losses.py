@@ -163,7 +163,9 @@ def test_nscl_dcl_bound() -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("supervised", [True, False])
 @pytest.mark.parametrize("mode", ["ball", "sphere", "none"])
-def test_sampled_hard_negative_matches_loop(dtype: torch.dtype, supervised: bool, mode: str) -> None:
+def test_sampled_hard_negative_matches_loop(
+    dtype: torch.dtype, supervised: bool, mode: str
+) -> None:
     x = views(8, 2, 4, dtype) * 0.7
     lab = labels_for(8, 3) if supervised else None
     gen = torch.Generator().manual_seed(5)
@@ -175,7 +177,11 @@ def test_sampled_hard_negative_matches_loop(dtype: torch.dtype, supervised: bool
     replay.set_state(state)
     scope = "class" if supervised else "all"
     z = x.reshape(16, 4)
-    z = z if mode == "none" else (z / z.norm(dim=-1, keepdim=True).clamp_min(1.0 if mode == "ball" else 0))
+    z = (
+        z
+        if mode == "none"
+        else (z / z.norm(dim=-1, keepdim=True).clamp_min(1.0 if mode == "ball" else 0))
+    )
     idx = TiltedNegativeSampler(2.0, 3, scope=scope, generator=replay)(
         z, None if lab is None else lab.repeat_interleave(2)
     )
@@ -192,9 +198,12 @@ def test_tilted_sampler_respects_scope_and_tilt() -> None:
     # empirical frequencies follow p ∝ exp(beta <z_i, z_j>) over other classes
     logits = (30.0 * z @ z.T).masked_fill(lab[:, None] == lab[None, :], -math.inf)
     probs = torch.softmax(logits, 1)
-    freq = torch.zeros(6, 6, dtype=torch.float64).scatter_add_(
-        1, idx, torch.ones_like(idx, dtype=torch.float64)
-    ) / 4000
+    freq = (
+        torch.zeros(6, 6, dtype=torch.float64).scatter_add_(
+            1, idx, torch.ones_like(idx, dtype=torch.float64)
+        )
+        / 4000
+    )
     assert (freq - probs).abs().max() < 0.04
 
 
@@ -317,3 +326,14 @@ def test_hcl_detached_weights_gradient_matches_loop() -> None:
     assert a.grad is not None and b.grad is not None and c.grad is not None
     assert torch.allclose(a.grad, b.grad, atol=1e-10)
     assert not torch.allclose(a.grad, c.grad, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["out", "in"])
+def test_supcon_arbitrary_label_ids(variant: str) -> None:
+    # negative and sparse ids give the same loss as their contiguous relabelling
+    x = views(6, 2, 4, torch.float64)
+    sparse = torch.tensor([-5, 1000, -5, 7, 1000, 7])
+    dense = torch.tensor([0, 2, 0, 1, 2, 1])
+    loss = SupConLoss(0.3, variant)
+    close(loss(x, sparse), loss(x, dense), torch.float64)
+    close(loss(x, sparse), supcon_ref(x, dense, 0.3, variant), torch.float64)

@@ -198,7 +198,7 @@ def label_select(layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | 
     """
     if layout.anchor_labels is None or layout.candidate_labels is None:
         return instance_select(layout)
-    return GroupPositives(layout.anchor_labels, layout.candidate_labels), None
+    return GroupPositives.from_labels(layout.anchor_labels, layout.candidate_labels), None
 
 
 def debias_transform(tau_plus: float, temperature: float) -> NegativeTransform:

@@ -50,14 +50,19 @@ class GroupPositives:
     come from a bincount.  Other modes fall back to :meth:`mask`.
     """
 
-    anchor_group: Tensor  # [A] long
-    candidate_group: Tensor  # [K] long
+    anchor_group: Tensor  # [A] long, values in [0, num_groups)
+    candidate_group: Tensor  # [K] long, values in [0, num_groups)
+    num_groups: int
     #: optional ``[A]`` sums ``sum_{p in P_a} l_ap``, precomputed from the embeddings
     logit_sums: Tensor | None = None
 
-    @property
-    def num_groups(self) -> int:
-        return int(torch.maximum(self.anchor_group.max(), self.candidate_group.max())) + 1
+    @classmethod
+    def from_labels(cls, anchor_labels: Tensor, candidate_labels: Tensor) -> GroupPositives:
+        """Groups from arbitrary integer labels (negative or sparse ids are fine)."""
+        both = torch.cat((anchor_labels, candidate_labels))
+        uniq, inverse = torch.unique(both, return_inverse=True)
+        a = anchor_labels.shape[0]
+        return cls(inverse[:a], inverse[a:], int(uniq.shape[0]))
 
     def mask(self, self_index: Tensor | None) -> Tensor:
         """Dense ``[A, K]`` bool mask of the positives."""
@@ -77,7 +82,7 @@ class GroupPositives:
     def rows(self, keep: Tensor) -> GroupPositives:
         """The same positives for the anchors selected by ``keep``."""
         sums = None if self.logit_sums is None else self.logit_sums[keep]
-        return GroupPositives(self.anchor_group[keep], self.candidate_group, sums)
+        return GroupPositives(self.anchor_group[keep], self.candidate_group, self.num_groups, sums)
 
     def with_logit_sums(
         self, scaled_anchors: Tensor, candidates: Tensor, self_index: Tensor | None
@@ -95,7 +100,7 @@ class GroupPositives:
             own = (scaled_anchors * candidates[self_index]).sum(1)
             in_group = self.candidate_group[self_index] == self.anchor_group
             sums = sums - torch.where(in_group, own, torch.zeros_like(own))
-        return GroupPositives(self.anchor_group, self.candidate_group, sums)
+        return GroupPositives(self.anchor_group, self.candidate_group, self.num_groups, sums)
 
 
 PositiveMode = Literal["mean", "log_mean_exp", "log_sum_exp", "pairwise"]
