@@ -337,3 +337,37 @@ def test_supcon_arbitrary_label_ids(variant: str) -> None:
     loss = SupConLoss(0.3, variant)
     close(loss(x, sparse), loss(x, dense), torch.float64)
     close(loss(x, sparse), supcon_ref(x, dense, 0.3, variant), torch.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tau", [0.01, 0.03, 0.2])  # fallback and fixed-shift logsumexp
+@pytest.mark.parametrize("supervised", [False, True])
+def test_fast_paths_match_generic_kernel(dtype: torch.dtype, tau: float, supervised: bool) -> None:
+    from spacl.losses.kernel import GroupPositives, contrastive_kernel
+
+    x = views(6, 2, 5, dtype, seed=11)
+    z = (x / x.norm(dim=-1, keepdim=True)).reshape(12, 5)
+    lab = labels_for(6, 3).repeat_interleave(2)
+    self_index = torch.arange(12)
+    if supervised:
+        positives = GroupPositives.from_labels(lab, lab)
+    else:
+        positives = (self_index ^ 1).unsqueeze(1)  # the other view
+
+    def run(fast: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        a = z.clone().requires_grad_(True)
+        logits = (a / tau) @ a.T
+        pos = positives
+        if fast and isinstance(pos, GroupPositives):
+            pos = pos.with_logit_sums(a / tau, a, self_index)
+        out = contrastive_kernel(
+            logits, pos, self_index=self_index, inplace=fast, logit_bound=1 / tau if fast else None
+        ).mean()
+        out.backward()
+        assert a.grad is not None
+        return out.detach(), a.grad
+
+    (fast_v, fast_g), (slow_v, slow_g) = run(True), run(False)
+    tol = TOL[dtype] * (50 if dtype == torch.float32 else 1)
+    assert abs(float(fast_v) - float(slow_v)) <= tol * max(1.0, abs(float(slow_v)))
+    assert torch.allclose(fast_g, slow_g, atol=tol * 100, rtol=tol * 10)

@@ -173,6 +173,7 @@ class PairwiseContrastiveLoss(nn.Module):
             positive_in_denominator=self.positive_in_denominator,
             inplace=True,
             positive_logits=positive_logits,
+            logit_bound=None if self.normalize == "none" else 1.0 / self.temperature,
             **self.kernel_options(),
         )
         return reduce_anchors(per_anchor, self.reduction)

@@ -163,6 +163,7 @@ def contrastive_kernel(
     negative_transform: NegativeTransform | None = None,
     inplace: bool = False,
     positive_logits: Tensor | None = None,
+    logit_bound: float | None = None,
 ) -> Tensor:
     """Per-anchor contrastive loss ``[A]`` (formula in the module docstring).
 
@@ -187,6 +188,8 @@ def contrastive_kernel(
         positive_logits: ``[A, P]`` values of ``logits`` at index positives, when the
             caller computed them from the embeddings (``O(A P d)``); lets the common
             path skip indexing into ``logits`` (whose backward is a dense ``[A, K]`` fill).
+        logit_bound: a bound on ``|logits|`` known to the caller (``1/tau`` for
+            embeddings on the sphere or in the ball); enables a fixed-shift logsumexp.
     """
     if positive_mode not in POSITIVE_MODES:
         raise ValueError(f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}")
@@ -200,7 +203,7 @@ def contrastive_kernel(
     )
     if isinstance(positives, GroupPositives):
         if simple and positive_mode == "mean":
-            return _group_mean_loss(logits, positives, self_index, inplace)
+            return _group_mean_loss(logits, positives, self_index, inplace, logit_bound)
         positives = positives.mask(self_index)
     as_index = positives.dtype != torch.bool
 
@@ -211,7 +214,8 @@ def contrastive_kernel(
                 rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
                 positive_logits = logits[rows, positives]
                 inplace = False  # indexing's backward is not affected, but keep it simple
-            return _logsumexp_without_self(logits, self_index, inplace) - positive_logits.mean(1)
+            lse = _logsumexp_without_self(logits, self_index, inplace, logit_bound)
+            return lse - positive_logits.mean(1)
         full = _exclude_self(logits, self_index, inplace=False)
         log_prob = F.log_softmax(full, dim=1)
         return -_positive_term(log_prob, positives, positive_mode, as_index)
@@ -275,41 +279,67 @@ def _exclude_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> T
     return logits.scatter(1, idx, -math.inf)
 
 
+#: largest ``2 * bound`` for which ``exp(l - bound)`` cannot underflow a whole row, per dtype
+_SAFE_SPAN = {torch.float32: 80.0, torch.float64: 700.0}
+
+
 class _SelfExcludedLogSumExp(torch.autograd.Function):
     """``log sum_{k != self_a} exp(l_ak)`` computed in place on ``logits``.
 
-    Forward writes ``-inf`` at the self entries of ``logits`` (owned by the caller) and
-    takes one logsumexp; backward is the softmax times the incoming gradient, with
-    exactly zero at the self entries.  Compared with autograd through ``scatter``
-    this saves a dense gradient copy and a dense zero fill per call.
+    Forward writes ``-inf`` at the self entries of ``logits`` (owned by the caller)
+    and reduces; backward is the softmax times the incoming gradient, exactly zero at
+    the self entries.  When every logit is known to lie in ``[-bound, bound]``
+    (unit-norm embeddings: ``bound = 1/tau``) the row maximum is replaced by the fixed
+    shift ``bound`` — ``exp(l - bound) <= 1`` cannot overflow and, for
+    ``2 bound <= 80`` in float32, cannot underflow a row — so the exponentials are
+    computed once, in place, and reused by the backward pass.
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: Tensor, self_index: Tensor) -> Tensor:
+    def forward(ctx: Any, logits: Tensor, self_index: Tensor, bound: float | None) -> Tensor:
         logits.scatter_(1, self_index.unsqueeze(1), -math.inf)
-        lse = torch.logsumexp(logits, dim=1)
-        ctx.save_for_backward(logits, lse)
-        return lse
+        if bound is None:
+            lse = torch.logsumexp(logits, dim=1)
+            ctx.save_for_backward(logits, lse)
+            ctx.fixed_shift = False
+            return lse
+        weights = logits.sub_(bound).exp_()  # exp(l - bound), 0 at self
+        total = weights.sum(1)
+        ctx.save_for_backward(weights, total)
+        ctx.fixed_shift = True
+        return total.log() + bound
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        if ctx.fixed_shift:
+            weights, total = ctx.saved_tensors
+            return weights * (grad / total).unsqueeze(1), None, None
         logits, lse = ctx.saved_tensors
-        weights = (logits - lse.unsqueeze(1)).exp_()
-        return weights.mul_(grad.unsqueeze(1)), None
+        soft = (logits - lse.unsqueeze(1)).exp_()
+        return soft.mul_(grad.unsqueeze(1)), None, None
 
 
-def _logsumexp_without_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> Tensor:
+def _logsumexp_without_self(
+    logits: Tensor, self_index: Tensor | None, inplace: bool, bound: float | None = None
+) -> Tensor:
     """Row-wise logsumexp of ``logits`` leaving out each anchor's own candidate."""
     if self_index is None:
         return torch.logsumexp(logits, dim=1)
     if inplace and logits.requires_grad and logits.grad_fn is not None:
-        out: Tensor = _SelfExcludedLogSumExp.apply(logits, self_index)
+        span = _SAFE_SPAN.get(logits.dtype)
+        if bound is not None and (span is None or 2.0 * bound > span):
+            bound = None
+        out: Tensor = _SelfExcludedLogSumExp.apply(logits, self_index, bound)
         return out
     return torch.logsumexp(_exclude_self(logits, self_index, inplace), dim=1)
 
 
 def _group_mean_loss(
-    logits: Tensor, group: GroupPositives, self_index: Tensor | None, inplace: bool
+    logits: Tensor,
+    group: GroupPositives,
+    self_index: Tensor | None,
+    inplace: bool,
+    bound: float | None = None,
 ) -> Tensor:
     """Coupled "mean" loss (SupCon L_out) with label positives, without an ``[A, K]`` mask.
 
@@ -325,7 +355,7 @@ def _group_mean_loss(
             own = logits.gather(1, self_index.unsqueeze(1)).squeeze(1)
             sums = sums - torch.where(in_group, own, torch.zeros_like(own))
         inplace = False  # logits were used above
-    lse = _logsumexp_without_self(logits, self_index, inplace)
+    lse = _logsumexp_without_self(logits, self_index, inplace, bound)
     return lse - sums / group.counts(self_index).to(logits.dtype)
 
 
