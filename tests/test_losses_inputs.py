@@ -84,7 +84,7 @@ def test_bad_shapes_and_values() -> None:
         loss(torch.randn(4, 3), inf)
     with pytest.raises(TypeError, match="floating"):
         loss(torch.ones(4, 2, 3, dtype=torch.long))
-    with pytest.raises(TypeError, match="torch.Tensor"):
+    with pytest.raises(TypeError, match=r"torch\.Tensor"):
         loss([[1.0, 2.0]])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least 2 instances"):
         loss(torch.randn(1, 2, 3))

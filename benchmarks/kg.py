@@ -1,0 +1,127 @@
+"""FB15k-237 link prediction: SPACL vs InfoNCE over all entities under the same time budget.
+
+Each method trains the same 1-N ComplEx link predictor (recipes
+``configs/kg/fb15k237_{infonce,spacl}.yaml``) for ``--minutes`` of training time
+(validation excluded), one after the other in this process; the epoch with the best
+filtered validation MRR is evaluated on test (filtered MRR, Hits@1/3/10 over both
+directions).  Writes ``benchmarks/results/kg.md``.
+
+Full run (about 2 x 60 minutes of training plus evaluation)::
+
+    python benchmarks/kg.py --minutes 60
+
+Quick pipeline check::
+
+    python benchmarks/kg.py --minutes 5 --valid-subset 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS_DIR, header, write_result
+from spacl.data.kg import load_kg
+from spacl.experiments.kg import kg_config, train_kg
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPES = {
+    "infonce": REPO / "configs" / "kg" / "fb15k237_infonce.yaml",
+    "spacl": REPO / "configs" / "kg" / "fb15k237_spacl.yaml",
+}
+#: the issue's targets (filtered test MRR, Hits@10) and the SPACL paper's numbers
+TARGET_MRR, TARGET_H10 = 0.33, 0.51
+PAPER = {"mrr": 0.413, "hits@10": 0.612}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60.0, help="training budget per method")
+    parser.add_argument("--methods", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--root", default=None, help="data root (default: SPACL_DATA_DIR)")
+    parser.add_argument(
+        "--valid-subset",
+        type=int,
+        default=None,
+        help="validate on the first N valid triples during training",
+    )
+    parser.add_argument("--set", nargs="*", default=[], help="extra overrides (key=value)")
+    parser.add_argument("--json", default=None, help="also write the summaries here")
+    parser.add_argument("--name", default="kg", help="results file benchmarks/results/NAME.md")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    kg = load_kg("fb15k-237", args.root, unseen="include")
+    summaries: dict[str, dict[str, Any]] = {}
+    for method in args.methods:
+        overrides = [
+            f"train.minutes={args.minutes}",
+            f"train.threads={args.threads}",
+            f"eval.valid_subset={args.valid_subset if args.valid_subset else 'null'}",
+            *args.set,
+        ]
+        cfg = kg_config(RECIPES[method], overrides)
+        start = time.perf_counter()
+        summaries[method] = train_kg(cfg, kg=kg)
+        summaries[method]["wall_seconds"] = time.perf_counter() - start
+
+    lines = [header("FB15k-237 link prediction: SPACL vs InfoNCE, same training budget")]
+    lines.append(
+        f"Budget: {args.minutes:g} min of training per method (validation excluded), "
+        f"{args.threads} threads.  Filtered ranking over both directions, ties counted as "
+        "half (mean rank), 20,466 test triples (40,932 queries).  Best epoch by filtered "
+        "validation MRR.\n"
+    )
+    lines.append(
+        "| method | epochs | s / epoch | best epoch | valid MRR | test MRR | H@1 | H@3 | H@10 |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for method, s in summaries.items():
+        t, v = s["test"], s["valid"]
+        lines.append(
+            f"| {method} | {s['epochs']:.2f} | {s['seconds_per_epoch']:.0f} | {s['best_epoch']} | "
+            f"{v['mrr']:.4f} | {t['mrr']:.4f} | {t['hits@1']:.4f} | {t['hits@3']:.4f} | "
+            f"{t['hits@10']:.4f} |"
+        )
+    if len(summaries) == 2:
+        a, b = summaries["spacl"], summaries["infonce"]
+        lines.append(
+            f"\nSPACL / InfoNCE time per epoch: "
+            f"{a['seconds_per_epoch'] / b['seconds_per_epoch']:.2f}x; test MRR difference "
+            f"{a['test']['mrr'] - b['test']['mrr']:+.4f}."
+        )
+    lines.append(
+        f"\nTargets (issue 7): test MRR >= {TARGET_MRR}, Hits@10 >= {TARGET_H10}; "
+        + "; ".join(
+            f"{m}: {'met' if s['test']['mrr'] >= TARGET_MRR and s['test']['hits@10'] >= TARGET_H10 else 'NOT met'}"  # noqa: E501
+            for m, s in summaries.items()
+        )
+        + f".  The SPACL paper reports MRR {PAPER['mrr']} / Hits@10 {PAPER['hits@10']} "
+        "(GPU, full training).\n"
+    )
+    lines.append("Validation curve (filtered valid MRR after each evaluated epoch):\n")
+    for method, s in summaries.items():
+        curve = ", ".join(
+            f"{r['epoch']}: {r['valid']['mrr']:.3f}" for r in s["history"] if "valid" in r
+        )
+        lines.append(f"- {method}: {curve}")
+    lines.append("")
+    lines.append("Recipes: " + ", ".join(f"`{p.relative_to(REPO)}`" for p in RECIPES.values()))
+    path = write_result(args.name, "\n".join(lines) + "\n")
+    print(f"wrote {path}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(summaries, indent=2, default=str))
+    assert path.parent == RESULTS_DIR
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

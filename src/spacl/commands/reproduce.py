@@ -1,0 +1,143 @@
+"""``spacl reproduce NAME``: run one of the laptop-scale studies that check the papers' claims.
+
+=====================  ====================================================================
+``hard-negatives``     SCL vs HSCL, UCL vs HUCL: neural vs dimensional collapse (SPEC §2)
+``alignment``          CL vs NSCL / SupCon / CE under shared randomness, CKA, RSA (SPEC §3)
+``spacl``              SPACL vs SimCLR / SupCon / HCL, the ablation table, diagnostics (§1)
+=====================  ====================================================================
+
+Each study writes ``report.md`` (the paper's claim, the paper's number and the number
+measured here side by side, with a verdict computed by a stated rule), PNG plots and
+``results.json`` (every number, the config and the seeds) to ``--out`` (default
+``runs/reproduce/NAME``; the committed results live in ``docs/results/NAME``).  A full
+study takes 10-20 minutes on two CPU cores; ``--quick`` a reduced version in about a
+minute (used by the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STUDIES", "register", "run", "run_study"]
+
+#: study name -> module under ``spacl.experiments``
+STUDIES: dict[str, str] = {
+    "hard-negatives": "hard_negatives",
+    "alignment": "alignment_study",
+    "spacl": "spacl_study",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "reproduce",
+        help="reproduce the papers' claims at laptop scale (report + plots + results.json)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("name", choices=sorted(STUDIES), help="which study")
+    parser.add_argument("--quick", action="store_true", help="reduced version (~1 minute)")
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="number of seeds 0..N-1 (default 3; quick 1)"
+    )
+    parser.add_argument(
+        "--out", default=None, help="output directory (default runs/reproduce/NAME)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (default 1, see the report)"
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help="data root with text/clinc (default $SPACL_DATA_DIR)"
+    )
+    parser.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default $SPACL_CACHE_DIR)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.set_defaults(func=run)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The canonical command line of ``args`` (recorded in the report)."""
+    parts = ["spacl", "reproduce", args.name]
+    if args.quick:
+        parts.append("--quick")
+    if args.seeds is not None:
+        parts += ["--seeds", str(args.seeds)]
+    if args.out is not None:
+        parts += ["--out", str(args.out)]
+    if args.threads != 1:
+        parts += ["--threads", str(args.threads)]
+    return " ".join(parts)
+
+
+def run_study(
+    name: str,
+    out: str | Path,
+    *,
+    quick: bool = False,
+    seeds: int | None = None,
+    threads: int | None = 1,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    command: str | None = None,
+    log: Any = None,
+) -> dict[str, Any]:
+    """Run study ``name`` (a key of :data:`STUDIES`) and return its results dict."""
+    import importlib
+
+    from spacl.experiments.common import seed_list, study_threads
+
+    if name not in STUDIES:
+        raise ValueError(f"name must be one of {sorted(STUDIES)}, got {name!r}")
+    seeds_ = seed_list(seeds if seeds is not None else (1 if quick else 3))
+    module = importlib.import_module(f"spacl.experiments.{STUDIES[name]}")
+    kwargs: dict[str, Any] = {
+        "quick": quick,
+        "seeds": seeds_,
+        "command": command or f"spacl reproduce {name}" + (" --quick" if quick else ""),
+        "log": log,
+    }
+    if name == "hard-negatives":
+        kwargs.update(data_root=data_dir, cache_dir=cache_dir)
+    with study_threads(threads):
+        results: dict[str, Any] = module.run(Path(out), **kwargs)
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
+    started = time.time()
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    log(f"spacl reproduce {args.name}{' (quick)' if args.quick else ''} -> {out}")
+    results = run_study(
+        args.name,
+        out,
+        quick=args.quick,
+        seeds=args.seeds,
+        threads=args.threads,
+        data_dir=args.data_dir,
+        cache_dir=args.cache_dir,
+        command=command_line(args),
+        log=log,
+    )
+    width = max(len(c["key"]) for c in results["claims"])
+    for claim in results["claims"]:
+        print(f"{claim['key']:<{width}}  {claim['verdict']}")
+    counts = {
+        v: sum(c["verdict"] == v for c in results["claims"])
+        for v in ("reproduced", "not reproduced at this scale", "opposite")
+    }
+    print(
+        f"\n{counts['reproduced']} reproduced, {counts['not reproduced at this scale']} not at "
+        f"this scale, {counts['opposite']} opposite; report: {out / 'report.md'} "
+        f"({time.time() - started:.0f} s)"
+    )
+    return 0

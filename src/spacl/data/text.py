@@ -1,0 +1,260 @@
+"""Intent-classification TSVs and the open-intent (out-of-domain) protocol.
+
+File format (the TEXTOIR splits of StackOverflow, BANKING77, CLINC150; Zhang et al.
+2021): a header line ``text<TAB>label`` (column order free, extra columns ignored),
+then one example per line; CRLF line endings and ``*.gz`` files are accepted.  Every
+malformed line raises ``ValueError`` naming the file and the (1-based) line number.
+
+Open-intent protocol (TEXTOIR, and the SPACL paper's OOD experiments):
+
+1. the class universe is the set of training labels (sorted);
+2. a seeded choice of ``round(known_ratio * C)`` classes is *known*:
+   ``numpy.random.default_rng(seed).choice(C, n_known, replace=False)`` over the
+   sorted labels;
+3. train and dev keep only known-class examples (labels renumbered ``0..K-1`` in the
+   sorted order of the known class names);
+4. test keeps every example; unknown-class examples get the single OOD label ``K``.
+
+**Decisions**: a dev or test label that never occurs in train is an error (naming
+the file and line: it cannot be a known class and is almost always a typo); so is a
+known class without a dev example, since thresholds are fitted per class on dev.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = [
+    "INTENT_SPLITS",
+    "IntentExamples",
+    "OpenIntentSplit",
+    "intent_path",
+    "load_intent_dataset",
+    "open_intent_split",
+    "read_intent_tsv",
+]
+
+INTENT_SPLITS = ("train", "dev", "test")
+
+
+@dataclass(frozen=True)
+class IntentExamples:
+    """Texts with their string labels, and where they came from (for error messages)."""
+
+    texts: list[str]
+    labels: list[str]
+    path: Path
+    lines: list[int]  # 1-based file line of each example
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    opener = (
+        io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=None)
+        if path.suffix == ".gz"
+        else open(path, encoding="utf-8", newline=None)
+    )
+    with opener as handle:
+        for number, line in enumerate(handle, start=1):
+            yield number, line.rstrip("\r\n")
+
+
+def read_intent_tsv(
+    path: str | Path, text_column: str = "text", label_column: str = "label"
+) -> IntentExamples:
+    """Read a ``text<TAB>label`` TSV with a header line.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: empty file, header without the two columns, a line with too few
+            fields, an empty text or label (the message names the file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"intent file {path} does not exist")
+    texts: list[str] = []
+    labels: list[str] = []
+    lines: list[int] = []
+    columns: list[str] | None = None
+    ti = li = -1
+    try:
+        for number, line in _iter_lines(path):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if columns is None:
+                columns = [c.strip() for c in fields]
+                missing = [c for c in (text_column, label_column) if c not in columns]
+                if missing:
+                    raise ValueError(
+                        f"{path}, line {number}: header must name the columns "
+                        f"{text_column!r} and {label_column!r} (tab-separated), got {columns}"
+                    )
+                ti, li = columns.index(text_column), columns.index(label_column)
+                continue
+            if len(fields) < len(columns):
+                raise ValueError(
+                    f"{path}, line {number}: expected {len(columns)} tab-separated fields "
+                    f"({', '.join(columns)}), got {len(fields)}: {line[:80]!r}"
+                )
+            text, label = fields[ti].strip(), fields[li].strip()
+            if not text or not label:
+                which = "text" if not text else "label"
+                raise ValueError(f"{path}, line {number}: empty {which}")
+            texts.append(text)
+            labels.append(label)
+            lines.append(number)
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as err:
+        raise ValueError(f"{path}: not a UTF-8 (or gzipped UTF-8) TSV file: {err}") from err
+    if columns is None:
+        raise ValueError(f"{path}: empty file (expected a 'text<TAB>label' header and examples)")
+    if not texts:
+        raise ValueError(f"{path}: no example after the header line")
+    return IntentExamples(texts, labels, path, lines)
+
+
+def intent_path(name: str, root: str | Path | None = None) -> Path:
+    """Directory of intent dataset ``name`` (``stackoverflow``, ``banking``...).
+
+    Looks in ``<root>/text/<name>``, ``<root>/<name>`` and ``root`` itself; ``root``
+    defaults to :func:`spacl.data.default_data_root` (``$SPACL_DATA_DIR``).
+    """
+    if root is None:
+        from spacl.data.registry import default_data_root
+
+        root = default_data_root()
+    base = Path(root).expanduser()
+    for candidate in (base / "text" / name, base / name, base):
+        if _split_file(candidate, "train") is not None:
+            return candidate
+    raise FileNotFoundError(
+        f"intent dataset {name!r} not found under {base} (looked for text/{name}/train.tsv, "
+        f"{name}/train.tsv and train.tsv; set SPACL_DATA_DIR or pass root=)"
+    )
+
+
+def _split_file(directory: Path, split: str) -> Path | None:
+    for suffix in (".tsv", ".tsv.gz"):
+        path = directory / f"{split}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_intent_dataset(
+    name: str = "stackoverflow", root: str | Path | None = None
+) -> dict[str, IntentExamples]:
+    """``{"train", "dev", "test"}`` examples of an intent dataset (see :func:`intent_path`)."""
+    directory = intent_path(name, root)
+    out: dict[str, IntentExamples] = {}
+    for split in INTENT_SPLITS:
+        path = _split_file(directory, split)
+        if path is None:
+            raise FileNotFoundError(f"{directory}: no {split}.tsv intent file")
+        out[split] = read_intent_tsv(path)
+    return out
+
+
+@dataclass(frozen=True)
+class OpenIntentSplit:
+    """The open-intent protocol applied to one dataset (module docstring).
+
+    ``*_labels`` are ``LongTensor``; known classes are ``0..K-1`` (``known_classes[k]``
+    names class ``k``) and test's OOD label is ``K`` (:attr:`ood_label`).
+    """
+
+    known_classes: list[str]
+    unknown_classes: list[str]
+    train_texts: list[str]
+    train_labels: Tensor
+    dev_texts: list[str]
+    dev_labels: Tensor
+    test_texts: list[str]
+    test_labels: Tensor
+    known_ratio: float
+    seed: int
+
+    @property
+    def num_known(self) -> int:
+        return len(self.known_classes)
+
+    @property
+    def ood_label(self) -> int:
+        return len(self.known_classes)
+
+
+def _check_labels_known(examples: IntentExamples, universe: set[str]) -> None:
+    for label, line in zip(examples.labels, examples.lines, strict=True):
+        if label not in universe:
+            raise ValueError(
+                f"{examples.path}, line {line}: class {label!r} has no training example "
+                "(every dev/test class must occur in the training file)"
+            )
+
+
+def open_intent_split(
+    data: dict[str, IntentExamples], known_ratio: float, seed: int = 0
+) -> OpenIntentSplit:
+    """Apply the open-intent protocol with ``known_ratio`` of the classes known.
+
+    Args:
+        data: ``{"train", "dev", "test"}`` from :func:`load_intent_dataset`.
+        known_ratio: share of the classes that are known, ``0 < known_ratio <= 1``
+            (25%, 50%, 75% in the literature); at least one class is known.
+        seed: seed of the choice of known classes.
+    """
+    if not isinstance(known_ratio, (int, float)) or not 0.0 < known_ratio <= 1.0:
+        raise ValueError(f"known_ratio must be in (0, 1], got {known_ratio!r}")
+    for split in INTENT_SPLITS:
+        if split not in data:
+            raise ValueError(f"data must hold the splits {INTENT_SPLITS}, missing {split!r}")
+    classes = sorted(set(data["train"].labels))
+    universe = set(classes)
+    _check_labels_known(data["dev"], universe)
+    _check_labels_known(data["test"], universe)
+    n_known = max(1, math.floor(known_ratio * len(classes) + 0.5))
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(classes), n_known, replace=False)
+    known = sorted(classes[int(i)] for i in chosen)
+    unknown = [c for c in classes if c not in set(known)]
+    index = {c: k for k, c in enumerate(known)}
+    dev_seen = set(data["dev"].labels)
+    no_dev = [c for c in known if c not in dev_seen]
+    if no_dev:
+        raise ValueError(
+            f"{data['dev'].path}: known class {no_dev[0]!r} has no dev example "
+            "(thresholds are fitted per class on dev)"
+        )
+
+    def keep_known(ex: IntentExamples) -> tuple[list[str], Tensor]:
+        texts = [t for t, y in zip(ex.texts, ex.labels, strict=True) if y in index]
+        labels = [index[y] for y in ex.labels if y in index]
+        return texts, torch.tensor(labels, dtype=torch.long)
+
+    train_texts, train_labels = keep_known(data["train"])
+    dev_texts, dev_labels = keep_known(data["dev"])
+    test = data["test"]
+    test_labels = torch.tensor([index.get(y, n_known) for y in test.labels], dtype=torch.long)
+    return OpenIntentSplit(
+        known_classes=known,
+        unknown_classes=unknown,
+        train_texts=train_texts,
+        train_labels=train_labels,
+        dev_texts=dev_texts,
+        dev_labels=dev_labels,
+        test_texts=list(test.texts),
+        test_labels=test_labels,
+        known_ratio=float(known_ratio),
+        seed=int(seed),
+    )

@@ -1,0 +1,147 @@
+"""Filtered link-prediction ranking: MRR and Hits@k over both directions (Bordes et al. 2013).
+
+For a test triple ``(h, r, t)`` the **tail query** ``(h, r, ?)`` ranks ``t`` among all
+entities and the **head query** ``(?, r, t)`` — asked as the reciprocal tail query
+``(t, r + R, ?)`` — ranks ``h``.  In the *filtered* setting every other entity that
+forms a known true triple (train, valid or test) with the query is removed from the
+ranking, so a model is not penalised for ranking another correct answer first::
+
+    rank = 1 + #{e not filtered : s_e > s_target} + ties
+    MRR = mean 1 / rank,   Hits@k = mean [rank <= k]      (over 2N queries)
+
+**Decision** (ties): ``ties="mean"`` (default) counts half of the other unfiltered
+entities whose score equals the target's (the expected rank under random tie
+breaking, LibKGE's "mean rank"); ``"optimistic"`` counts none, ``"pessimistic"`` all.
+A constant scorer thus gets the expected random rank, never rank 1.
+
+Scoring is vectorised: one call of the scorer per batch of queries returns
+``[B, E]`` scores, the filter is one boolean ``[B, E]`` mask from the CSR index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from spacl.data.kg import TripleIndex, add_reciprocals
+
+__all__ = [
+    "TIE_POLICIES",
+    "evaluate_link_prediction",
+    "filtered_ranks",
+    "ranking_metrics",
+]
+
+TIE_POLICIES = ("mean", "optimistic", "pessimistic")
+
+#: ``scorer(heads[B], relations[B]) -> scores[B, E]``
+Scorer = Callable[[Tensor, Tensor], Tensor]
+
+
+@torch.no_grad()
+def filtered_ranks(
+    scorer: Scorer,
+    queries: Tensor,
+    filter_index: TripleIndex | None,
+    *,
+    batch_size: int = 512,
+    ties: str = "mean",
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Filtered rank of the tail of each ``(h, r, t)`` of ``queries`` (float64 ``[N]``).
+
+    Args:
+        scorer: maps a batch of heads and relations to scores of every entity.
+        queries: ``LongTensor[N, 3]`` tail queries (add reciprocals for both directions).
+        filter_index: known true tails to remove (``None``: raw, unfiltered ranks).
+        batch_size: queries scored per call.
+        ties: ``"mean"`` | ``"optimistic"`` | ``"pessimistic"`` (module docstring).
+        device: where ids are sent before calling ``scorer`` (default: CPU).
+    """
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    if not isinstance(queries, Tensor) or queries.ndim != 2 or queries.shape[1] != 3:
+        got = tuple(queries.shape) if isinstance(queries, Tensor) else type(queries).__name__
+        raise ValueError(f"queries must be a LongTensor [N, 3], got {got}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    ranks = []
+    for start in range(0, queries.shape[0], batch_size):
+        chunk = queries[start : start + batch_size]
+        h, r, t = chunk[:, 0], chunk[:, 1], chunk[:, 2]
+        dev = torch.device("cpu") if device is None else torch.device(device)
+        scores = scorer(h.to(dev), r.to(dev))
+        ranks.append(_ranks_of(scores, h, r, t, filter_index, ties).cpu())
+    if not ranks:
+        return torch.zeros(0, dtype=torch.float64)
+    return torch.cat(ranks)
+
+
+def _ranks_of(
+    scores: Tensor,
+    h: Tensor,
+    r: Tensor,
+    t: Tensor,
+    filter_index: TripleIndex | None,
+    ties: str,
+) -> Tensor:
+    if scores.ndim != 2 or scores.shape[0] != h.shape[0]:
+        raise ValueError(
+            f"scorer must return [B, E] scores for B={h.shape[0]} queries, "
+            f"got shape {tuple(scores.shape)}"
+        )
+    if not bool(torch.isfinite(scores).all()):
+        raise ValueError("scorer returned non-finite scores (NaN or inf)")
+    t = t.to(scores.device)
+    target = scores.gather(1, t.unsqueeze(1))
+    other = torch.ones_like(scores, dtype=torch.bool)
+    if filter_index is not None:
+        other &= ~filter_index.mask(h, r, device=scores.device)
+    other.scatter_(1, t.unsqueeze(1), False)  # the target itself never counts
+    greater = ((scores > target) & other).sum(1).to(torch.float64)
+    if ties == "optimistic":
+        return 1.0 + greater
+    equal = ((scores == target) & other).sum(1).to(torch.float64)
+    return 1.0 + greater + (equal if ties == "pessimistic" else equal / 2.0)
+
+
+def ranking_metrics(ranks: Tensor, ks: Sequence[int] = (1, 3, 10)) -> dict[str, float]:
+    """``{"mrr": mean 1/rank, "hits@k": mean [rank <= k], "mr": mean rank, "count": N}``."""
+    if not isinstance(ranks, Tensor) or ranks.ndim != 1 or ranks.numel() == 0:
+        raise ValueError("ranks must be a non-empty 1-D tensor")
+    if bool((ranks < 1).any()):
+        raise ValueError("ranks must be >= 1")
+    r = ranks.to(torch.float64)
+    out = {"mrr": float((1.0 / r).mean()), "mr": float(r.mean()), "count": float(r.numel())}
+    for k in ks:
+        out[f"hits@{k}"] = float((r <= k).to(torch.float64).mean())
+    return out
+
+
+def evaluate_link_prediction(
+    scorer: Scorer,
+    triples: Tensor,
+    num_relations: int,
+    filter_index: TripleIndex | None,
+    *,
+    batch_size: int = 512,
+    ties: str = "mean",
+    ks: Sequence[int] = (1, 3, 10),
+    device: torch.device | str | None = None,
+) -> dict[str, float]:
+    """Filtered MRR / Hits@k over both directions of ``triples`` (``[N, 3]`` originals).
+
+    ``num_relations`` is ``R`` (reciprocal of ``r`` is ``r + R``).  Returns the
+    metrics over all ``2N`` queries plus ``tail_mrr`` and ``head_mrr``.
+    """
+    both = add_reciprocals(triples, num_relations)
+    ranks = filtered_ranks(
+        scorer, both, filter_index, batch_size=batch_size, ties=ties, device=device
+    )
+    n = triples.shape[0]
+    out = ranking_metrics(ranks, ks)
+    out["tail_mrr"] = float((1.0 / ranks[:n]).mean())
+    out["head_mrr"] = float((1.0 / ranks[n:]).mean())
+    return out

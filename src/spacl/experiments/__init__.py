@@ -1,0 +1,70 @@
+"""Experiments: end-to-end studies and tasks beyond the image engine.
+
+==========================================  ================================================
+``spacl.experiments.kg.train_kg(cfg)``       link prediction (``configs/kg/*.yaml``)
+``spacl.experiments.text.train_ood(cfg)``    open-intent detection (``configs/text/*.yaml``)
+``run_task_recipe(path, overrides, out)``    dispatch a ``task:`` recipe (``spacl train`` hook)
+==========================================  ================================================
+
+The task entry points take the OmegaConf config of a recipe (``task: kg`` /
+``task: text``), validate it against their own schema (unknown keys are named), and
+return a summary dict.  Submodules are imported lazily: importing this package loads
+nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TASKS", "recipe_task", "run_task_recipe"]
+
+#: recipe ``task:`` value -> ``module:function`` taking ``(config, overrides=..., log=...)``
+TASKS = {
+    "kg": "spacl.experiments.kg:train_kg",
+    "text": "spacl.experiments.text:train_ood",
+}
+
+
+def recipe_task(path: str | Path) -> str | None:
+    """The top-level ``task:`` of a YAML recipe, or ``None`` (an image-engine recipe)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    source = Path(path)
+    if not source.is_file():
+        return None
+    raw = OmegaConf.load(source)
+    if not isinstance(raw, DictConfig) or "task" not in raw:
+        return None
+    task = raw.get("task")
+    if task not in TASKS:
+        raise ValueError(f"config key 'task' must be one of {sorted(TASKS)}, got {task!r}")
+    return str(task)
+
+
+def run_task_recipe(
+    path: str | Path,
+    overrides: Sequence[str] = (),
+    *,
+    out: str | Path | None = None,
+    quiet: bool = False,
+) -> dict[str, Any] | None:
+    """Run a ``task: kg`` / ``task: text`` recipe; ``None`` if ``path`` has no ``task:``.
+
+    ``out`` sets ``out_dir`` (``summary.json`` is written there).  This is the hook for
+    ``spacl train``: call it first and fall back to the image engine when it returns
+    ``None``.
+    """
+    import importlib
+
+    task = recipe_task(path)
+    if task is None:
+        return None
+    module_name, _, func_name = TASKS[task].partition(":")
+    func = getattr(importlib.import_module(module_name), func_name)
+    extra = [f"out_dir={out}"] if out is not None else []
+    summary: dict[str, Any] = func(
+        str(path), overrides=[*overrides, *extra], log=None if quiet else print
+    )
+    return summary

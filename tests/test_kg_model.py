@@ -1,0 +1,288 @@
+"""Link predictor, its objectives against loop references, and an end-to-end run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from spacl.data.kg import load_kg
+from spacl.experiments.kg import (
+    LinkInfoNCELoss,
+    LinkSPACLLoss,
+    kg_config,
+    top_share_cut,
+    train_kg,
+)
+from spacl.mining.negatives import RelativeThresholdNegatives
+from spacl.models.kg import LinkPredictor
+
+torch.set_default_dtype(torch.float32)
+
+
+def test_complex_score_is_re_of_trilinear_product() -> None:
+    torch.manual_seed(0)
+    m = LinkPredictor(7, 3, 8, "complex", init_scale=1.0).double()
+    h, r = torch.tensor([0, 3, 6]), torch.tensor([2, 0, 1])
+    k = 4
+    ent = torch.complex(m.entity.weight[:, :k], m.entity.weight[:, k:])
+    rel = torch.complex(m.relation.weight[:, :k], m.relation.weight[:, k:])
+    want = torch.stack(
+        [
+            torch.stack([(ent[hh] * rel[rr] * ent[t].conj()).sum().real for t in range(7)])
+            for hh, rr in zip(h.tolist(), r.tolist(), strict=True)
+        ]
+    )
+    torch.testing.assert_close(m(h, r), want, rtol=1e-12, atol=1e-12)
+
+
+def test_distmult_and_normalized_scores() -> None:
+    torch.manual_seed(0)
+    m = LinkPredictor(5, 2, 6, "distmult", init_scale=1.0, normalize=True).double()
+    h, r = torch.tensor([1, 4]), torch.tensor([0, 1])
+    q = m.entity.weight[h] * m.relation.weight[r]
+    q = q / q.norm(dim=1, keepdim=True)
+    e = m.entity.weight / m.entity.weight.norm(dim=1, keepdim=True)
+    torch.testing.assert_close(m(h, r), q @ e.T, rtol=1e-12, atol=1e-12)
+    assert float(m(h, r).detach().abs().max()) <= 1.0 + 1e-12
+
+
+def test_model_argument_errors() -> None:
+    with pytest.raises(ValueError, match="dim must be even"):
+        LinkPredictor(3, 2, 5, "complex")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        LinkPredictor(3, 2, 4, "transe")
+    m = LinkPredictor(3, 2, 4)
+    with pytest.raises(ValueError, match=r"heads holds ids outside \[0, 3\)"):
+        m(torch.tensor([3]), torch.tensor([0]))
+
+
+def test_n3_closed_form() -> None:
+    m = LinkPredictor(2, 1, 2, "complex")
+    with torch.no_grad():
+        m.entity.weight.copy_(torch.tensor([[3.0, 4.0], [0.0, 1.0]]))
+        m.relation.weight.copy_(torch.tensor([[1.0, 0.0]]))
+    # |3 + 4i|^3 = 125, |1|^3 = 1; one query
+    assert float(m.n3(torch.tensor([0]), torch.tensor([0])).detach()) == pytest.approx(126.0)
+    assert float(
+        m.n3(torch.tensor([0]), torch.tensor([0]), torch.tensor([1])).detach()
+    ) == pytest.approx(127.0)
+
+
+def _problem(seed: int, b: int = 6, e: int = 12, d: int = 5, dtype: torch.dtype = torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    query = torch.randn(b, d, generator=gen, dtype=dtype)
+    entities = torch.randn(e, d, generator=gen, dtype=dtype)
+    positives = torch.rand(b, e, generator=gen) < 0.25
+    positives[torch.arange(b), torch.randint(0, e, (b,), generator=gen)] = True
+    return query, entities, positives
+
+
+def infonce_loop(q: torch.Tensor, ents: torch.Tensor, pos: torch.Tensor, tau: float) -> float:
+    losses = []
+    for a in range(q.shape[0]):
+        logits = [float(q[a] @ ents[k]) / tau for k in range(ents.shape[0])]
+        negs = [logits[k] for k in range(len(logits)) if not pos[a, k]]
+        for p in range(len(logits)):
+            if pos[a, p]:
+                den = math.log(math.exp(logits[p]) + sum(math.exp(x) for x in negs))
+                losses.append(den - logits[p])
+    return sum(losses) / len(losses)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_infonce_matches_per_triple_loop(dtype: torch.dtype) -> None:
+    q, ents, pos = _problem(0, dtype=dtype)
+    got = LinkInfoNCELoss(temperature=0.5)(q, ents, pos)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert float(got) == pytest.approx(infonce_loop(q.double(), ents.double(), pos, 0.5), rel=tol)
+
+
+def test_infonce_sampled_negatives_are_a_subset() -> None:
+    q, ents, pos = _problem(1)
+    loss = LinkInfoNCELoss(num_negatives=3, generator=torch.Generator().manual_seed(0))
+    full = LinkInfoNCELoss()
+    # fewer negatives in every denominator: never a larger loss
+    assert float(loss(q, ents, pos)) <= float(full(q, ents, pos)) + 1e-12
+    with pytest.raises(ValueError, match="at least one positive"):
+        full(q, ents, torch.zeros_like(pos))
+
+
+def spacl_loop(q: torch.Tensor, ents: torch.Tensor, pos: torch.Tensor, tau: float) -> float:
+    """SPACL with every positive kept, no cut, no generated negative (mean over queries)."""
+    losses = []
+    for a in range(q.shape[0]):
+        logits = [float(q[a] @ ents[k]) / tau for k in range(ents.shape[0])]
+        p = sum(math.exp(x) for k, x in enumerate(logits) if pos[a, k])
+        n = sum(math.exp(x) for k, x in enumerate(logits) if not pos[a, k])
+        losses.append(-math.log(p / (p + n)))
+    return sum(losses) / len(losses)
+
+
+def test_spacl_reduces_to_multi_positive_infonce() -> None:
+    q, ents, pos = _problem(2)
+    loss = LinkSPACLLoss(
+        temperature=0.7,
+        num_positives=ents.shape[0],
+        share=1.0,
+        num_adversarial=0,
+        pool_size=ents.shape[0],
+    )
+    assert float(loss(q, ents, pos)) == pytest.approx(spacl_loop(q, ents, pos, 0.7), rel=1e-12)
+
+
+def fps_loop(q: torch.Tensor, ents: torch.Tensor, members: list[int], k: int) -> list[int]:
+    def d(u: torch.Tensor, v: torch.Tensor) -> float:
+        return 1.0 - float(u @ v / (u.norm() * v.norm()))
+
+    chosen: list[int] = []
+    points = [q]
+    for _ in range(min(k, len(members))):
+        rest = [m for m in members if m not in chosen]
+        best = max(rest, key=lambda m: (min(d(ents[m], p) for p in points), -m))
+        chosen.append(best)
+        points.append(ents[best])
+    return chosen
+
+
+def test_hard_positives_are_farthest_point_selection() -> None:
+    q, ents, pos = _problem(3, b=8, e=15)
+    pos[0] = False
+    pos[0, 3] = True  # a query with a single known tail keeps it
+    assert int(pos.sum(1).max()) > 3
+    loss = LinkSPACLLoss(num_positives=2, pool_size=15)
+    hard = loss.hard_positives(q, ents, pos)
+    assert not bool((hard & ~pos).any())
+    for a in range(q.shape[0]):
+        members = pos[a].nonzero().squeeze(1).tolist()
+        want = set(fps_loop(q[a], ents, members, 2))
+        assert set(hard[a].nonzero().squeeze(1).tolist()) == want
+    rand = LinkSPACLLoss(num_positives=2, variant="no_hard_positive")
+    random_hard = rand.hard_positives(q, ents, pos)
+    assert torch.equal(random_hard.sum(1), pos.sum(1).clamp_max(2))
+    assert not bool((random_hard & ~pos).any())
+
+
+def test_spacl_cut_keeps_the_heaviest_share() -> None:
+    q, ents, pos = _problem(4, b=5, e=40)
+    loss = LinkSPACLLoss(temperature=0.3, share=0.8, num_adversarial=0)
+    loss(q, ents, pos)
+    assert loss.last is not None
+    # brute force: kept count per row of the top-share prefix of exp(logits) of negatives
+    logits = (q @ ents.T) / 0.3
+    kept = []
+    for a in range(q.shape[0]):
+        w = sorted(
+            (math.exp(float(x)) for k, x in enumerate(logits[a]) if not pos[a, k]), reverse=True
+        )
+        total, acc, n = sum(w), 0.0, 0
+        while acc < 0.8 * total:
+            acc += w[n]
+            n += 1
+        kept.append(n)
+    assert loss.last.kept_negatives == pytest.approx(sum(kept) / len(kept))
+
+
+def test_spacl_full_trains_with_adversarial_negatives() -> None:
+    q, ents, pos = _problem(5, dtype=torch.float32)
+    q.requires_grad_(True)
+    ents.requires_grad_(True)
+    loss = LinkSPACLLoss(num_adversarial=2)
+    value = loss(q, ents, pos)
+    value.backward()
+    assert torch.isfinite(value) and q.grad is not None and ents.grad is not None
+    assert loss.last is not None and loss.last.d_loss is not None
+    assert loss.adversarial is not None and loss.adversarial.num_negatives == 2
+    with pytest.raises(ValueError, match="variant must be one of"):
+        LinkSPACLLoss(variant="no_anchor")
+
+
+def cycle_graph(root: Path, e: int = 24) -> Path:
+    """Relation r maps entity i to i + r + 1 (mod e): learnable, asymmetric."""
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [(i, r, (i + r + 1) % e) for i in range(e) for r in range(3)]
+    gen = torch.Generator().manual_seed(0)
+    perm = torch.randperm(len(rows), generator=gen).tolist()
+    split = {"train": perm[:-8], "valid": perm[-8:-4], "test": perm[-4:]}
+    for name, idx in split.items():
+        lines = [f"e{rows[i][0]}\tr{rows[i][1]}\te{rows[i][2]}" for i in idx]
+        (root / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("objective", ["infonce", "spacl"])
+def test_train_kg_learns_a_tiny_graph(tmp_path: Path, objective: str) -> None:
+    root = cycle_graph(tmp_path / "toy")
+    cfg = {
+        "data": {"name": "toy", "root": str(root), "unseen": "error"},
+        "model": {"dim": 32, "init_scale": 0.1},
+        "objective": {"name": objective, "temperature": 1.0},
+        "optim": {"name": "adam", "lr": 0.05},
+        "train": {"epochs": 40, "batch_size": 128},
+        "eval": {"every_epochs": 10},
+        "out_dir": str(tmp_path / "run"),
+    }
+    summary = train_kg(cfg, log=None)
+    # 24 entities: a random scorer has MRR ~ 0.16
+    assert summary["valid"]["mrr"] > 0.6
+    assert summary["test"]["hits@10"] > 0.6
+    assert (tmp_path / "run" / "summary.json").is_file()
+    assert summary["epochs"] == 40 and summary["seconds_per_epoch"] > 0
+
+
+def test_kg_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"objective\.name"):
+        kg_config({"objective": {"name": "triplet"}})
+    with pytest.raises(ValueError, match="modle"):
+        kg_config({"modle": {}})
+    with pytest.raises(ValueError, match=r"optim\.lr"):
+        kg_config({}, ["optim.lr=0"])
+    root = cycle_graph(tmp_path / "toy")
+    kg = load_kg("toy", root)
+    with pytest.raises(ValueError, match=r"objective\.params"):
+        train_kg({"objective": {"params": {"betta": 1}}}, kg=kg, log=None)
+
+
+@pytest.mark.parametrize("share", [0.5, 0.9, 0.99])
+@pytest.mark.parametrize("probes", [(4,), (8, 64), (1000,)])
+def test_fast_cut_equals_the_miner(share: float, probes: tuple[int, ...]) -> None:
+    """The top-k probe path and the exact fallback both give the miner's selection."""
+    gen = torch.Generator().manual_seed(int(share * 100) + len(probes))
+    logits = torch.randn(20, 300, generator=gen) * torch.linspace(0.5, 6.0, 20).unsqueeze(1)
+    invalid = torch.rand(20, 300, generator=gen) < 0.2
+    extra = torch.randn(20, 3, generator=gen) * 3
+    cut = RelativeThresholdNegatives(share)
+    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut, probes)
+    joint = torch.cat((logits, extra), 1)
+    valid = torch.cat((~invalid, torch.ones(20, 3, dtype=torch.bool)), 1)
+    want = cut(joint, valid)
+    assert keep_extra is not None
+    assert torch.equal(torch.cat((keep, keep_extra), 1), want)
+    alone, none = top_share_cut(logits.masked_fill(invalid, -math.inf), None, cut, probes)
+    assert none is None and torch.equal(alone, cut(logits, ~invalid))
+
+
+def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:
+    from spacl.experiments import recipe_task, run_task_recipe
+
+    root = cycle_graph(tmp_path / "toy")
+    recipe = tmp_path / "toy.yaml"
+    recipe.write_text(
+        "task: kg\n"
+        f"data: {{name: toy, root: '{root}', unseen: error}}\n"
+        "model: {dim: 8}\n"
+        "train: {epochs: 1, batch_size: 256}\n"
+    )
+    assert recipe_task(recipe) == "kg"
+    summary = run_task_recipe(recipe, ["optim.lr=0.05"], out=tmp_path / "out", quiet=True)
+    assert summary is not None and summary["config"]["optim"]["lr"] == 0.05
+    assert (tmp_path / "out" / "summary.json").is_file()
+    image = tmp_path / "image.yaml"
+    image.write_text("data: {name: digits}\n")
+    assert run_task_recipe(image) is None
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("task: audio\n")
+    with pytest.raises(ValueError, match="config key 'task' must be one of"):
+        recipe_task(bad)

@@ -1,0 +1,210 @@
+"""``spacl reproduce NAME --quick`` end to end, and the study building blocks it relies on."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from spacl.cli import main
+from spacl.experiments import alignment_study, hard_negatives, spacl_study
+from spacl.experiments.common import VERDICTS, train_shared
+
+STUDY_MODULES = {
+    "hard-negatives": hard_negatives,
+    "alignment": alignment_study,
+    "spacl": spacl_study,
+}
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session-wide embedding cache, so nothing is written under $HOME."""
+    return tmp_path_factory.mktemp("spacl-embedding-cache")
+
+
+def _numbers(obj: Any, path: str = "") -> list[tuple[str, float]]:
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return []
+    if isinstance(obj, (int, float)):
+        return [(path, float(obj))]
+    if isinstance(obj, dict):
+        return [n for k, v in obj.items() for n in _numbers(v, f"{path}.{k}")]
+    if isinstance(obj, list):
+        return [n for i, v in enumerate(obj) for n in _numbers(v, f"{path}[{i}]")]
+    raise AssertionError(f"{path}: unexpected {type(obj).__name__} in results.json")
+
+
+@pytest.mark.parametrize("name", list(STUDY_MODULES))
+def test_quick_study_writes_every_promised_file_and_key(
+    name: str, tmp_path: Path, embedding_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setenv("SPACL_CACHE_DIR", str(embedding_cache))
+    module = STUDY_MODULES[name]
+    out = tmp_path / name
+    assert main(["reproduce", name, "--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "reproduced" in printed and str(out / "report.md") in printed
+
+    results = json.loads((out / "results.json").read_text())
+    assert results["study"] == name and results["quick"] is True
+    assert results["seeds"] == [0]
+    assert results["command"] == f"spacl reproduce {name} --quick --out {out}"
+    assert results["config"]["study"]  # the full config is recorded
+    assert results["non_finite"] == []
+    assert [c["key"] for c in results["claims"]] == list(module.CLAIM_KEYS)
+    for claim in results["claims"]:
+        assert claim["verdict"] in VERDICTS
+        assert claim["claim"] and claim["paper"] and claim["measured"] and claim["rule"]
+    assert set(module.METRIC_KEYS) <= set(results["metrics"])
+    numbers = _numbers(results["metrics"]) + _numbers(results["runs"])
+    assert len(numbers) > 50
+    bad = [p for p, v in numbers if not math.isfinite(v)]
+    assert not bad, bad
+
+    report = (out / "report.md").read_text()
+    assert f"- Command: `spacl reproduce {name} --quick --out {out}`" in report
+    assert "- Commit: `" in report and "- Wall time: " in report
+    for i, claim in enumerate(results["claims"], 1):
+        assert f"| {i} | {claim['section']} |" in report
+        assert f"`{claim['key']}`" in report
+    assert results["figures"]
+    for fig in results["figures"]:
+        assert (out / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({fig})" in report
+
+
+def test_reproduce_rejects_bad_arguments(tmp_path: Path, capsys: Any) -> None:
+    assert main(["reproduce", "spacl", "--quick", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert "--seeds must be an integer >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "no-such-study"])
+
+
+# --------------------------------------------------------------------------- hard negatives
+def test_simplex_etf_is_an_etf() -> None:
+    from spacl.geometry import neural_collapse
+
+    for c, d in ((2, 1), (5, 4), (10, 12)):
+        m = hard_negatives.simplex_etf(c, d).double()
+        assert m.shape == (c, d)
+        torch.testing.assert_close(m.norm(dim=1), torch.ones(c, dtype=torch.float64))
+        gram = m @ m.T
+        off = gram[~torch.eye(c, dtype=torch.bool)]
+        torch.testing.assert_close(off, torch.full_like(off, -1.0 / (c - 1)), atol=1e-6, rtol=0)
+        if c > 2:
+            feats = m.repeat_interleave(3, 0)
+            labels = torch.arange(c).repeat_interleave(3)
+            assert neural_collapse(feats, labels)["nc2_etf_deviation"] < 1e-6
+    with pytest.raises(ValueError, match="dim"):
+        hard_negatives.simplex_etf(5, 3)
+
+
+def test_hard_negative_data_falls_back_to_synthetic_and_says_so(tmp_path: Path) -> None:
+    cfg = hard_negatives.QUICK
+    data = hard_negatives.study_data(cfg, root=tmp_path / "empty", cache_dir=tmp_path / "cache")
+    assert data.source == "synthetic-fallback"
+    assert data.note.startswith("FALLBACK") and "CLINC150" in data.note
+    assert data.num_classes == cfg.fallback_classes
+    counts = torch.bincount(data.train.labels[data.track])
+    assert torch.all(counts == cfg.track_per_class)
+
+
+def test_per_class_first_keeps_file_order() -> None:
+    labels = torch.tensor([2, 0, 2, 1, 0, 2, 1, 0])
+    idx = hard_negatives._per_class_first(labels, 2)
+    assert idx.tolist() == [0, 1, 2, 3, 4, 6]
+    assert hard_negatives._per_class_first(labels, None).tolist() == list(range(8))
+
+
+# -------------------------------------------------------------------------------- alignment
+class _Recorder:
+    """Stands in for an Arm: records what it is fed."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+
+    def train_step(self, views: torch.Tensor, labels: torch.Tensor, step: int) -> float:
+        self.seen.append((views.clone(), labels.clone(), step))
+        return 0.0
+
+
+def test_shared_randomness_same_init_same_batches_same_augmentations() -> None:
+    from spacl.data import ViewStream
+
+    cfg = alignment_study.QUICK
+    train, _ = alignment_study.load_split(cfg, 10)
+    arms = alignment_study.build_arms(
+        cfg, list(alignment_study.ARMS), in_dim=784, classes=10, tau=0.5, lr=0.1, seed=3
+    )
+    # same initial encoder in every arm (the CE arm differs only in its classifier head)
+    ref = arms["CL"].model.backbone.state_dict()
+    for name, arm in arms.items():
+        for key, value in arm.model.backbone.state_dict().items():
+            assert torch.equal(value, ref[key]), (name, key)
+    heads = [arms[n].model.head.state_dict() for n in ("CL", "NSCL", "SCL")]
+    for head in heads[1:]:
+        assert all(torch.equal(head[k], heads[0][k]) for k in heads[0])
+    # every arm is fed the identical batch (instances and augmentation tensors) each step
+    stream = ViewStream(train, 100, 2, alignment_study.augment(cfg), seed=3, balanced=True)
+    recorders = {n: _Recorder() for n in ("a", "b", "c")}
+    steps = train_shared(recorders, stream, 2)
+    assert steps == 2 * len(stream)
+    first = recorders["a"].seen
+    assert len(first) == steps
+    for rec in recorders.values():
+        for (v1, y1, s1), (v2, y2, s2) in zip(first, rec.seen, strict=True):
+            assert torch.equal(v1, v2) and torch.equal(y1, y2) and s1 == s2
+    # the two views of an instance differ (augmentation happened) and batches are balanced
+    v, y, _ = first[0]
+    assert not torch.equal(v[:, 0], v[:, 1])
+    assert torch.all(torch.bincount(y, minlength=10) == 10)
+    # a second stream with the same seed reproduces the batches exactly
+    again = ViewStream(train, 100, 2, alignment_study.augment(cfg), seed=3, balanced=True)
+    assert torch.equal(again.batch(1, 0).views, first[len(stream)][0])
+
+
+def test_alignment_snapshot_of_identical_arms_is_perfect() -> None:
+    cfg = alignment_study.QUICK
+    _, test = alignment_study.load_split(cfg, 10)
+    arms = alignment_study.build_arms(
+        cfg, ["CL", "NSCL"], in_dim=784, classes=10, tau=0.5, lr=0.1, seed=0
+    )
+    snap = alignment_study.alignment_snapshot(arms, test[torch.arange(50)])
+    assert snap["cka_NSCL"] == pytest.approx(1.0, abs=1e-9)
+    assert snap["rsa_NSCL"] == pytest.approx(1.0, abs=1e-9)
+    assert snap["weight_distance_NSCL"] == 0.0
+
+
+# ------------------------------------------------------------------------------------ spacl
+def test_spacl_study_coarse_labels_and_variants() -> None:
+    cfg = spacl_study.QUICK
+    train, _ = spacl_study.load_data(cfg)
+    assert train.coarse_labels is not None
+    torch.testing.assert_close(train.coarse_labels, train.labels // 2)
+    for setting in spacl_study.SETTINGS:
+        rows = spacl_study.variants_for(cfg, setting)
+        trained = spacl_study._variants_to_train(cfg, setting)
+        assert "ib_h" not in trained and "no_adversarial" in trained
+        assert set(rows) - set(trained) <= {"ib_h"}
+    assert set(spacl_study.variants_for(cfg, cfg.extra_setting)) == set(spacl_study.VARIANTS)
+    assert spacl_study.variants_for(cfg, "weak") == list(spacl_study.CORE_VARIANTS)
+
+
+def test_spacl_certificate_failure_is_undecided(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    negatives = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
+    # the segment between (0, 1) and (0, -1) holds only 0 * p: certified (Corollary 2.2)
+    assert spacl_study._certified(p, negatives) is True
+    shifted = torch.tensor([[1.0, 1.0], [1.0, -1.0]], dtype=torch.float64)
+    assert spacl_study._certified(p, shifted) is False  # (1, 0) = p lies in the hull
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("linear program failed (status 4)")
+
+    monkeypatch.setattr(spacl_study, "non_collapse_certificate", broken)
+    assert spacl_study._certified(p, negatives) is None
