@@ -282,9 +282,11 @@ def at_least(values: Sequence[float], threshold: float) -> Verdict:
 def git_commit(path: str | Path | None = None) -> str:
     """``<sha>`` of the checkout holding ``path`` (default: this package), or ``"unknown"``.
 
-    ``+dirty`` is appended when tracked files differ from the commit or when the package
-    directory holds files git does not track (the code that ran is then not all in the
-    commit).  Only reads git state (``--no-optional-locks``: not even the index is refreshed).
+    ``+dirty`` is appended when the code that ran is not all in the commit: tracked files
+    of the package or ``pyproject.toml`` differ from it, or the package directory holds
+    files git does not track.  Reports and other outputs do not count (a study rewrites
+    its own committed report while it runs).  Only reads git state
+    (``--no-optional-locks``: not even the index is refreshed).
     """
     where = Path(path) if path is not None else Path(__file__).resolve().parent
     package = Path(__file__).resolve().parents[1]
@@ -292,8 +294,17 @@ def git_commit(path: str | Path | None = None) -> str:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, check=True
         ).stdout.strip()
+        code = [str(package), str(package.parents[1] / "pyproject.toml")]
         dirty = subprocess.run(
-            ["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                *code,
+            ],
             cwd=where,
             capture_output=True,
             text=True,
