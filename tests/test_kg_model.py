@@ -286,3 +286,19 @@ def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:
     bad.write_text("task: audio\n")
     with pytest.raises(ValueError, match="config key 'task' must be one of"):
         recipe_task(bad)
+
+
+def test_spacl_train_runs_a_kg_recipe(tmp_path: Path) -> None:
+    from spacl.cli import main
+
+    root = cycle_graph(tmp_path / "toy")
+    recipe = tmp_path / "toy.yaml"
+    recipe.write_text(
+        "task: kg\n"
+        f"data: {{name: toy, root: '{root}', unseen: error}}\n"
+        "model: {dim: 8}\n"
+        "train: {epochs: 1, batch_size: 256}\n"
+    )
+    out = tmp_path / "run"
+    assert main(["train", str(recipe), "optim.lr=0.05", "--out", str(out), "--quiet"]) == 0
+    assert (out / "summary.json").is_file()

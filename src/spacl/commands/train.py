@@ -74,6 +74,12 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
+    if not args.resume and Path(args.config).is_file():
+        from spacl.experiments import run_task_recipe
+
+        # `task: kg` / `task: text` recipes run their own task loop (docs/kg_and_text.md)
+        if run_task_recipe(args.config, list(args.overrides), out=args.out, quiet=args.quiet):
+            return 0
     cfg, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
     ctx = init_from_env(cfg.train.device)
     try:
