@@ -371,3 +371,83 @@ def test_fast_paths_match_generic_kernel(dtype: torch.dtype, tau: float, supervi
     tol = TOL[dtype] * (50 if dtype == torch.float32 else 1)
     assert abs(float(fast_v) - float(slow_v)) <= tol * max(1.0, abs(float(slow_v)))
     assert torch.allclose(fast_g, slow_g, atol=tol * 100, rtol=tol * 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tau", [0.01, 0.1, 0.5])  # 0.01: float32 falls back to logits
+@pytest.mark.parametrize("mode", ["sphere", "ball"])
+@pytest.mark.parametrize("supervised", [False, True])
+def test_shared_fused_path_matches_loop_and_target_form(
+    dtype: torch.dtype, tau: float, mode: str, supervised: bool
+) -> None:
+    # anchors == candidates takes the fused Gram log-sum-exp (one backward matmul);
+    # targets=features (same tensor, not detached) takes the generic A @ C^T path.
+    x = views(7, 3, 5, dtype, seed=5) * (1.5 if mode == "ball" else 1.0)
+    lab = labels_for(7, 3) if supervised else None
+    loss = SupConLoss(tau, normalize=mode)  # type: ignore[arg-type]
+    a = x.clone().requires_grad_(True)
+    b = x.clone().requires_grad_(True)
+    fused = loss(a, lab)
+    generic = loss(b, lab, targets=b)
+    x64 = x.double()  # the loop reference overflows in float32 at tau = 0.01
+    ref = supcon_ref(x64, lab, tau, "out") if supervised else ntxent_ref(x64, tau)
+    if mode == "sphere":
+        close(fused.double(), ref.to(dtype).double(), dtype)
+    close(fused, generic, dtype)
+    fused.backward()
+    generic.backward()
+    assert a.grad is not None and b.grad is not None
+    tol = TOL[dtype] * (10 if dtype == torch.float32 else 1)
+    assert torch.allclose(a.grad, b.grad, atol=tol, rtol=tol)
+
+
+def hessian_vector(fn, x: torch.Tensor, seed: int = 3) -> torch.Tensor:
+    """``H v`` of the scalar ``fn(x)`` for a fixed random direction ``v`` (double backward)."""
+    direction = torch.randn(x.shape, dtype=x.dtype, generator=torch.Generator().manual_seed(seed))
+    a = x.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(fn(a), a, create_graph=True)
+    (second,) = torch.autograd.grad((grad * direction).sum(), a)
+    return second
+
+
+def test_fused_path_double_backward_matches_loop_reference() -> None:
+    # Hessian-vector products through the fused Gram log-sum-exp equal the loop's
+    x = views(4, 2, 3, torch.float64)
+    got = hessian_vector(NTXentLoss(0.5), x)
+    assert torch.allclose(got, hessian_vector(lambda t: ntxent_ref(t, 0.5), x), atol=1e-10)
+
+
+@pytest.mark.parametrize("tau", [0.5, 0.01])
+def test_inplace_kernel_double_backward_matches_loop_reference(tau: float) -> None:
+    # targets=... takes the generic path and its in-place self-excluded log-sum-exp
+    x = views(4, 2, 3, torch.float64)
+    t = views(4, 2, 3, torch.float64, seed=9)
+    got = hessian_vector(lambda a: NTXentLoss(tau)(a, targets=t), x)
+    want = hessian_vector(lambda a: ntxent_ref(a, tau, targets=t), x)
+    assert torch.allclose(got, want, atol=1e-9)
+
+
+@pytest.mark.parametrize("bound", [None, 2.0])  # row-max shift and fixed shift
+def test_kernel_inplace_double_backward_matches_out_of_place(bound: float | None) -> None:
+    from spacl.losses.kernel import contrastive_kernel
+
+    z = views(5, 2, 3, torch.float64, seed=2).reshape(10, 3)
+    z = z / z.norm(dim=1, keepdim=True)
+    positives = (torch.arange(10) ^ 1).unsqueeze(1)
+
+    def loss(inplace: bool):
+        def fn(a: torch.Tensor) -> torch.Tensor:
+            per_anchor = contrastive_kernel(
+                (a / 0.5) @ z.T,
+                positives,
+                self_index=torch.arange(10),
+                inplace=inplace,
+                logit_bound=bound,
+            )
+            return per_anchor.mean()
+
+        return fn
+
+    assert torch.allclose(
+        hessian_vector(loss(True), z, 4), hessian_vector(loss(False), z, 4), atol=1e-10
+    )

@@ -121,6 +121,8 @@ class PairLayout:
     instance_positives: Tensor | None  # [A, V-1]
     anchor_labels: Tensor | None  # [A]
     candidate_labels: Tensor | None  # [K]
+    #: anchors and candidates are the same rows (``anchor_mode="all"``, no targets)
+    shared: bool = False
 
     def same_instance(self) -> Tensor:
         """``[A, K]`` bool: candidate is a view of the anchor's instance (self included)."""
@@ -165,6 +167,16 @@ def pair_layout(batch: ViewBatch, anchor_mode: str = "all") -> PairLayout:
     if batch.labels is not None:
         cand_lab = batch.labels.repeat_interleave(v)
         anc_lab = cand_lab if anchor_mode == "all" else batch.labels
+    shared = anchor_mode == "all" and batch.targets is None
     return PairLayout(
-        anchors, candidates, v, anc_inst, cand_inst, self_index, positives, anc_lab, cand_lab
+        candidates if shared else anchors,
+        candidates,
+        v,
+        anc_inst,
+        cand_inst,
+        self_index,
+        positives,
+        anc_lab,
+        cand_lab,
+        shared,
     )

@@ -10,7 +10,9 @@ from torch import Tensor, nn
 
 from spacl._validation import check_positive
 from spacl.losses._batch import PairLayout, check_anchor_mode, pair_layout, parse_views
+from spacl.losses._gram import gram_logsumexp_without_self
 from spacl.losses.kernel import (
+    _SAFE_SPAN,
     GroupPositives,
     NegativeTransform,
     PositiveMode,
@@ -94,20 +96,91 @@ class PairwiseContrastiveLoss(nn.Module):
                 f"features of shape {tuple(batch.views.shape)}"
             )
         layout = pair_layout(batch, self.anchor_mode)
-        anchors = normalize(layout.anchors, self.normalize) / self.temperature
         candidates = normalize(layout.candidates, self.normalize)
-        logits = anchors @ candidates.T
+        if layout.shared:
+            anchors = candidates / self.temperature
+        else:
+            anchors = normalize(layout.anchors, self.normalize) / self.temperature
         positives, negatives = self.select(layout)
         positive_logits = None
-        if self.uses_simple_path() and negatives is None:
+        simple = self.uses_simple_path() and negatives is None
+        if simple:
             if isinstance(positives, GroupPositives):
                 positives = positives.with_logit_sums(anchors, candidates, layout.self_index)
             elif positives.dtype != torch.bool:
                 # <a/tau, c_p> from the embeddings: O(A P d), no indexing into logits
                 positive_logits = torch.einsum("ad,apd->ap", anchors, candidates[positives])
+        bound = self._logit_bound(candidates.dtype)
+        if simple and layout.shared and bound is not None:
+            return self._shared_simple_loss(candidates, positives, positive_logits, bound, name)
+        logits = anchors @ candidates.T
         return self._reduce_valid(
             logits, positives, negatives, layout.self_index, name, positive_logits
         )
+
+    def _logit_bound(self, dtype: torch.dtype) -> float | None:
+        """``1/tau`` when the embeddings are bounded and ``exp(l - 1/tau)`` cannot
+        underflow a whole row in ``dtype``, else ``None``."""
+        if self.normalize == "none":
+            return None
+        bound = 1.0 / self.temperature
+        span = _SAFE_SPAN.get(dtype)
+        return bound if span is not None and 2.0 * bound <= span else None
+
+    def _shared_simple_loss(
+        self,
+        unit: Tensor,
+        positives: Tensor | GroupPositives,
+        positive_logits: Tensor | None,
+        bound: float,
+        name: str,
+    ) -> Tensor:
+        """The coupled "mean" loss when anchors are the candidates (``self_index`` is the
+        diagonal): the denominator is fused from the embeddings (:mod:`._gram`)."""
+        num = unit.shape[0]
+        if isinstance(positives, GroupPositives):
+            assert positives.logit_sums is not None
+            count = positives.counts(torch.arange(num, device=unit.device))
+            valid = self._usable_anchors(count, None, num, num, name)
+            pos_mean = positives.logit_sums / count.clamp_min(1).to(unit.dtype)
+        else:
+            assert positive_logits is not None
+            valid, pos_mean = None, positive_logits.mean(1)
+        per_anchor = gram_logsumexp_without_self(unit, 1.0 / self.temperature, bound) - pos_mean
+        if valid is not None:
+            per_anchor = per_anchor[valid]
+        return reduce_anchors(per_anchor, self.reduction)
+
+    def _usable_anchors(
+        self,
+        pos_count: Tensor,
+        negatives: Tensor | None,
+        num_anchors: int,
+        num_cand: int,
+        name: str,
+    ) -> Tensor | None:
+        """Anchors with a positive (and, decoupled, a negative); ``None`` when all are.
+
+        Raises ``ValueError`` when the batch has no negative pair or no positive pair.
+        """
+        has_pos = pos_count > 0
+        has_neg = negatives.any(1) if negatives is not None else pos_count < num_cand - 1
+        if not bool(has_neg.any()):
+            raise ValueError(
+                f"{name}: the batch has no negative pair (a single class?): "
+                f"{num_anchors} anchors x {num_cand} candidates"
+            )
+        if not bool(has_pos.any()):
+            raise ValueError(
+                f"{name}: no anchor in the batch has a positive (every label unique "
+                "and one view?); the loss is undefined"
+            )
+        valid = has_pos if self.positive_in_denominator else has_pos & has_neg
+        if bool(valid.all()):
+            return None
+        if not bool(valid.any()):
+            raise ValueError(f"{name}: no anchor has both a positive and a negative")
+        return valid
 
     def uses_simple_path(self) -> bool:
         """Whether the kernel takes its mask-free path (coupled, "mean", no weights)."""
@@ -132,22 +205,8 @@ class PairwiseContrastiveLoss(nn.Module):
                 pos_count = positives.counts(self_index)
             else:
                 pos_count = positives.sum(1)
-            has_pos = pos_count > 0
-            has_neg = negatives.any(1) if negatives is not None else pos_count < num_cand - 1
-            if not bool(has_neg.any()):
-                raise ValueError(
-                    f"{name}: the batch has no negative pair (a single class?): "
-                    f"{num_anchors} anchors x {num_cand} candidates"
-                )
-            if not bool(has_pos.any()):
-                raise ValueError(
-                    f"{name}: no anchor in the batch has a positive (every label unique "
-                    "and one view?); the loss is undefined"
-                )
-            valid = has_pos if self.positive_in_denominator else has_pos & has_neg
-            if not bool(valid.all()):
-                if not bool(valid.any()):
-                    raise ValueError(f"{name}: no anchor has both a positive and a negative")
+            valid = self._usable_anchors(pos_count, negatives, num_anchors, num_cand, name)
+            if valid is not None:
                 if isinstance(positives, GroupPositives):
                     positives = positives.rows(valid)
                 else:

@@ -306,11 +306,20 @@ class _SelfExcludedLogSumExp(torch.autograd.Function):
         weights = logits.sub_(bound).exp_()  # exp(l - bound), 0 at self
         total = weights.sum(1)
         ctx.save_for_backward(weights, total)
-        ctx.fixed_shift = True
+        ctx.fixed_shift, ctx.bound = True, bound
         return total.log() + bound
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        if torch.is_grad_enabled():
+            # create_graph=True: a differentiable softmax of the original logits.  The
+            # saved tensor is the input after its in-place update; rebuild the values
+            # and keep an identity path to the input's graph (straight-through).
+            saved, _ = ctx.saved_tensors
+            if ctx.fixed_shift:  # saved = exp(l - bound), 0 at self
+                rebuilt = saved.detach().log() + ctx.bound
+                saved = saved - saved.detach() + rebuilt
+            return torch.softmax(saved, dim=1) * grad.unsqueeze(1), None, None
         if ctx.fixed_shift:
             weights, total = ctx.saved_tensors
             return weights * (grad / total).unsqueeze(1), None, None
