@@ -123,6 +123,9 @@ def test_triple_index_matches_brute_force() -> None:
     assert len(index) == sum(len(v) for v in truth.values())
     assert index.num_queries == len(truth)
     assert sorted(map(tuple, index.query_pairs().tolist())) == sorted(truth)
+    listed = index.triples().tolist()
+    assert len(listed) == len(index) and len(set(map(tuple, listed))) == len(listed)
+    assert {tuple(t) for t in listed} == {(h, rr, t) for (h, rr), ts in truth.items() for t in ts}
     heads = torch.arange(e).repeat_interleave(r)
     rels = torch.arange(r).repeat(e)
     mask = index.mask(heads, rels)

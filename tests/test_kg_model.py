@@ -212,15 +212,17 @@ def cycle_graph(root: Path, e: int = 24) -> Path:
     return root
 
 
-@pytest.mark.parametrize("objective", ["infonce", "spacl"])
-def test_train_kg_learns_a_tiny_graph(tmp_path: Path, objective: str) -> None:
+@pytest.mark.parametrize(
+    ("objective", "unit"), [("infonce", "query"), ("spacl", "query"), ("infonce", "triple")]
+)
+def test_train_kg_learns_a_tiny_graph(tmp_path: Path, objective: str, unit: str) -> None:
     root = cycle_graph(tmp_path / "toy")
     cfg = {
         "data": {"name": "toy", "root": str(root), "unseen": "error"},
         "model": {"dim": 32, "init_scale": 0.1},
         "objective": {"name": objective, "temperature": 1.0},
-        "optim": {"name": "adam", "lr": 0.05},
-        "train": {"epochs": 40, "batch_size": 128},
+        "optim": {"name": "adam", "lr": 0.05, "n3": 1e-3},
+        "train": {"epochs": 40, "batch_size": 128, "unit": unit},
         "eval": {"every_epochs": 10},
         "out_dir": str(tmp_path / "run"),
     }
@@ -230,6 +232,8 @@ def test_train_kg_learns_a_tiny_graph(tmp_path: Path, objective: str) -> None:
     assert summary["test"]["hits@10"] > 0.6
     assert (tmp_path / "run" / "summary.json").is_file()
     assert summary["epochs"] == 40 and summary["seconds_per_epoch"] > 0
+    # 64 training triples + reciprocals: 128 triples, and 128 queries of one tail each
+    assert summary["history"][0]["steps"] == 1 and summary["config"]["train"]["unit"] == unit
 
 
 def test_kg_config_errors(tmp_path: Path) -> None:
@@ -246,9 +250,19 @@ def test_kg_config_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("share", [0.5, 0.9, 0.99])
-@pytest.mark.parametrize("probes", [(4,), (8, 64), (1000,)])
-def test_fast_cut_equals_the_miner(share: float, probes: tuple[int, ...]) -> None:
-    """The top-k probe path and the exact fallback both give the miner's selection."""
+@pytest.mark.parametrize(
+    "probes",
+    [
+        (("top", 4),),
+        (("top", 8), ("top", 64)),
+        (("top", 1000),),
+        (("bottom", 8), ("bottom", 250)),
+        (("top", 8), ("bottom", 40), ("top", 100), ("bottom", 150)),
+        (),
+    ],
+)
+def test_fast_cut_equals_the_miner(share: float, probes: tuple[tuple[str, int], ...]) -> None:
+    """The top-k and bottom-k probes and the whole-row sort give the miner's selection."""
     gen = torch.Generator().manual_seed(int(share * 100) + len(probes))
     logits = torch.randn(20, 300, generator=gen) * torch.linspace(0.5, 6.0, 20).unsqueeze(1)
     invalid = torch.rand(20, 300, generator=gen) < 0.2

@@ -187,6 +187,17 @@ class TripleIndex:
             (self.unique_keys // self.num_relations, self.unique_keys % self.num_relations), 1
         )
 
+    def triples(self) -> Tensor:
+        """``LongTensor[M, 3]`` of every distinct stored ``(h, r, t)``, in key order."""
+        return torch.stack(
+            (
+                self.keys_sorted // self.num_relations,
+                self.keys_sorted % self.num_relations,
+                self.tails,
+            ),
+            1,
+        )
+
     def query_counts(self) -> Tensor:
         """``LongTensor[Q]`` number of known tails of each query of :meth:`query_pairs`."""
         return self.offsets[1:] - self.offsets[:-1]

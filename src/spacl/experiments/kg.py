@@ -1,9 +1,13 @@
 """Link prediction with contrastive objectives: InfoNCE over all entities and SPACL (SPEC §1).
 
 The model is a :class:`~spacl.models.kg.LinkPredictor` (query encoder ``f(h, r)``,
-entity encoder ``g(t)``, score ``<f(h, r), g(t)>``).  Training iterates over the
-distinct training queries ``(h, r)`` (reciprocal relations included); the positives of
-a query are *all* its known training tails ``P(h, r)``, the candidates every entity.
+entity encoder ``g(t)``, score ``<f(h, r), g(t)>``).  By default (``train.unit=query``)
+training iterates over the distinct training queries ``(h, r)`` (reciprocal relations
+included); the positives of a query are *all* its known training tails ``P(h, r)``, the
+candidates every entity.  ``train.unit=triple`` iterates over training triples instead,
+each with its own tail as the one positive (``P(h, r) = {t}``: the unfiltered 1-vs-all
+cross-entropy of Lacroix et al. 2018).  The N3 regulariser (``optim.n3``) is the mean
+over the step's training triples of ``|h|^3 + |r|^3 + |t|^3`` in either unit.
 With ``l_e = <f(h, r), g(e)> / tau``:
 
 **Filtered InfoNCE** (:class:`LinkInfoNCELoss`), per training triple ``(h, r, t)``::
@@ -182,25 +186,41 @@ class LinkInfoNCELoss(nn.Module):
         )
 
 
+#: default probes of :func:`top_share_cut`: ``(side, k)``, cheapest first
+CUT_PROBES: tuple[tuple[str, int], ...] = (
+    ("top", 64),
+    ("bottom", 1024),
+    ("top", 1024),
+    ("bottom", 4096),
+    ("top", 4096),
+)
+
+
 @torch.no_grad()
 def top_share_cut(
     masked: Tensor,
     extra: Tensor | None,
     cut: RelativeThresholdNegatives,
-    probes: Sequence[int] = (64, 1024, 1 << 62),
+    probes: Sequence[tuple[str, int]] = CUT_PROBES,
 ) -> tuple[Tensor, Tensor | None]:
     """SPACL's relative-threshold cut over ``[B, E]`` entity logits plus ``[B, K]`` extras.
 
     ``masked`` holds ``-inf`` at the candidates that are not negatives; ``extra`` (the
     generated negatives) are all candidates.  Returns the kept masks of both blocks,
-    the same as ``cut.select(cat(masked, extra), valid)`` (exact, the shortest heaviest
-    prefix holding ``cut.share`` of ``sum exp``), but fast when the kept set is small:
-    the prefix is first searched among the top ``probes[i]`` entity logits (``topk``
-    is one pass; a probe of at least ``E`` sorts the row), and rows left undecided (a
-    target out of reach by rounding) go to the exact selection of
-    :class:`~spacl.mining.RelativeThresholdNegatives`.  **Decision**: on the fast path
-    candidates tied with the last kept one are all kept (the miner keeps the
-    lowest-indexed; with real-valued scores ties have probability zero).
+    the same as ``cut.select(cat(masked, extra), valid)`` (exact: the shortest heaviest
+    prefix holding ``cut.share`` of ``sum exp``), without sorting whole rows when
+    either end of the row decides it:
+
+    - ``("top", k)``: the kept prefix ends among the ``k`` largest entity logits (a
+      peaked row: a trained model);
+    - ``("bottom", k)``: the *dropped* suffix, ``m* = max{m : sum of the m lightest
+      <= (1 - share) sum}``, lies among the ``k`` smallest (a flat row: early training,
+      where ``share = 0.95`` keeps most entities).
+
+    Rows that no probe decides (or a target out of reach by rounding) are sorted whole
+    (:class:`~spacl.mining.RelativeThresholdNegatives`).  **Decision**: candidates tied
+    with the smallest kept one are all kept (the miner keeps the lowest-indexed; with
+    real-valued scores ties have probability zero).
     """
     b, e = masked.shape
     extra_t = masked.new_zeros(b, 0) if extra is None else extra
@@ -214,34 +234,69 @@ def top_share_cut(
     target = cut.share * total
     threshold = torch.full((b,), math.nan, dtype=masked.dtype, device=masked.device)
     todo = torch.ones(b, dtype=torch.bool, device=masked.device)
-    for probe in probes:
+    for side, probe in probes:
+        if side not in ("top", "bottom"):
+            raise ValueError(f"probe side must be 'top' or 'bottom', got {side!r}")
         k = min(int(probe), e)
         rows = todo.nonzero().squeeze(1)
         if rows.numel() == 0:
             break
-        if k == e:  # the whole row: one sort
-            merged = torch.cat((masked[rows], extra_t[rows]), 1).sort(dim=1, descending=True).values
-            top = merged
+        if side == "top":
+            value, ok = _probe_top(masked[rows], extra_t[rows], shift[rows], target[rows], k)
         else:
-            top = masked[rows].topk(k, dim=1).values
-            merged = torch.cat((top, extra_t[rows]), 1).sort(dim=1, descending=True).values
-        cum = torch.exp(merged - shift[rows]).to(torch.float64).cumsum(1)
-        reached = cum >= target[rows].unsqueeze(1)
-        first = reached.long().argmax(1)
-        value = merged.gather(1, first.unsqueeze(1)).squeeze(1)
-        # exact when the prefix ends inside the block of the top-k entities
-        ok = reached.any(1) & ((value >= top[:, -1]) | (k == e)) & torch.isfinite(value)
+            budget = total[rows] - target[rows]
+            value, ok = _probe_bottom(masked[rows], extra_t[rows], shift[rows], budget, k)
         threshold[rows[ok]] = value[ok]
         todo[rows[ok]] = False
-    keep = masked >= threshold.unsqueeze(1)  # NaN threshold: False
+    rows = todo.nonzero().squeeze(1)
+    if rows.numel():  # whole-row sort
+        value, ok = _probe_top(masked[rows], extra_t[rows], shift[rows], target[rows], e)
+        threshold[rows[ok]] = value[ok]
+        todo[rows[ok]] = False
+    finite = torch.isfinite(masked)
+    keep = (masked >= threshold.unsqueeze(1)) & finite  # NaN threshold: False
     keep_extra = extra_t >= threshold.unsqueeze(1)
     rows = todo.nonzero().squeeze(1)
-    if rows.numel():
+    if rows.numel():  # out of reach by rounding: the miner's exact selection
         joint = torch.cat((masked[rows], extra_t[rows]), 1)
         exact = cut.select(joint, torch.isfinite(joint))
         keep[rows] = exact[:, :e]
         keep_extra[rows] = exact[:, e:]
     return keep, (None if extra is None else keep_extra)
+
+
+def _probe_top(
+    masked: Tensor, extra: Tensor, shift: Tensor, target: Tensor, k: int
+) -> tuple[Tensor, Tensor]:
+    """Smallest kept value when the heaviest prefix ends among the top ``k`` entities."""
+    e = masked.shape[1]
+    if k >= e:
+        top = merged = torch.cat((masked, extra), 1).sort(dim=1, descending=True).values
+    else:
+        top = masked.topk(k, dim=1).values
+        merged = torch.cat((top, extra), 1).sort(dim=1, descending=True).values
+    cum = torch.exp(merged - shift).to(torch.float64).cumsum(1)
+    reached = cum >= target.unsqueeze(1)
+    value = merged.gather(1, reached.long().argmax(1, keepdim=True)).squeeze(1)
+    # exact when the prefix ends inside the block of the top-k entities
+    ok = reached.any(1) & ((value >= top[:, -1]) | (k >= e)) & torch.isfinite(value)
+    return value, ok
+
+
+def _probe_bottom(
+    masked: Tensor, extra: Tensor, shift: Tensor, budget: Tensor, k: int
+) -> tuple[Tensor, Tensor]:
+    """Smallest kept value when the dropped lightest suffix lies among the bottom ``k``."""
+    e = masked.shape[1]
+    low = masked.topk(k, dim=1, largest=False).values
+    merged = torch.cat((low, extra), 1).sort(dim=1).values  # ascending
+    cum = torch.exp(merged - shift).to(torch.float64).cumsum(1)
+    dropped = (cum <= budget.unsqueeze(1)).sum(1)  # cum is non-decreasing
+    inside = dropped < merged.shape[1]
+    value = merged.gather(1, dropped.clamp_max(merged.shape[1] - 1).unsqueeze(1)).squeeze(1)
+    # exact when every entity below the smallest kept value is among the bottom k
+    ok = inside & ((value <= low[:, -1]) | (k >= e)) & torch.isfinite(value)
+    return value, ok
 
 
 @dataclass
@@ -513,7 +568,7 @@ class KGObjectiveConfig:
 class KGOptimConfig:
     name: str = "adagrad"  # adagrad | adam
     lr: float = 0.1
-    n3: float = 0.0  # weight of the N3 regulariser on f(h, r)'s factors
+    n3: float = 0.0  # weight of the N3 regulariser, mean over the step's triples (h, r, t)
     weight_decay: float = 0.0
 
 
@@ -521,7 +576,12 @@ class KGOptimConfig:
 class KGTrainConfig:
     epochs: int = 100
     minutes: float | None = None  # training-time budget (evaluation excluded)
-    batch_size: int = 1000  # queries per step
+    batch_size: int = 1000  # queries (or triples, unit=triple) per step
+    #: "query": a step holds distinct queries (h, r) with all their known tails as
+    #: positives (K-vs-all); "triple": a step holds training triples, each with its one
+    #: tail as positive and every other entity in the denominator (1-vs-all, Lacroix et
+    #: al. 2018), the N3 term then covering (h, r, t)
+    unit: str = "query"
     seed: int = 0
     device: str = "auto"
     threads: int | None = None  # torch.set_num_threads
@@ -581,6 +641,7 @@ def _validate(cfg: DictConfig) -> None:
     choice("objective.name", cfg.objective.name, KG_OBJECTIVES)
     choice("optim.name", cfg.optim.name, ["adagrad", "adam"])
     choice("eval.ties", cfg.eval.ties, TIE_POLICIES)
+    choice("train.unit", cfg.train.unit, ["query", "triple"])
     for key in ("optim.lr", "objective.temperature", "model.init_scale"):
         if not float(OmegaConf.select(cfg, key)) > 0:
             raise ValueError(f"config key {key!r} must be > 0, got {OmegaConf.select(cfg, key)}")
@@ -673,7 +734,8 @@ def train_kg(
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
     train_index = kg.train_index()
     filter_index = kg.filter_index()
-    queries = train_index.query_pairs()
+    per_triple = str(cfg.train.unit) == "triple"
+    items = train_index.triples() if per_triple else train_index.query_pairs()
     model = LinkPredictor(
         kg.num_entities,
         2 * kg.num_relations,
@@ -691,7 +753,8 @@ def train_kg(
     order_gen = torch.Generator().manual_seed(seed)
     say(
         f"kg: {kg.name} E={kg.num_entities} R={kg.num_relations} "
-        f"train queries={len(queries)} objective={cfg.objective.name}"
+        f"train {'triples' if per_triple else 'queries'}={len(items)} "
+        f"objective={cfg.objective.name}"
     )
 
     history: list[dict[str, Any]] = []
@@ -699,22 +762,27 @@ def train_kg(
     train_seconds = 0.0
     epoch = 0
     epochs_done = 0.0
-    steps_per_epoch = math.ceil(len(queries) / batch)
+    steps_per_epoch = math.ceil(len(items) / batch)
     every = int(cfg.eval.every_epochs)
     for epoch in range(1, int(cfg.train.epochs) + 1):
         start = time.perf_counter()
-        perm = torch.randperm(len(queries), generator=order_gen)
+        perm = torch.randperm(len(items), generator=order_gen)
         total, steps = 0.0, 0
         diagnostics: dict[str, float] = {}
         out_of_time = False
         for i in range(0, len(perm), batch):
-            pair = queries[perm[i : i + batch]]
-            h, r = pair[:, 0], pair[:, 1]
-            positives = train_index.mask(h, r, device=device)
-            h, r = h.to(device), r.to(device)
-            loss = objective(model.query(h, r), model.entities(), positives)
-            if n3 > 0:
-                loss = loss + n3 * model.n3(h, r)
+            chunk = items[perm[i : i + batch]]
+            if per_triple:  # 1-vs-all: the triple's own tail is the positive
+                row, tail = torch.arange(len(chunk)), chunk[:, 2]
+            else:  # K-vs-all: every known tail of the query
+                row, tail = train_index.pairs(chunk[:, 0], chunk[:, 1])
+            positives = torch.zeros(len(chunk), kg.num_entities, dtype=torch.bool)
+            positives[row, tail] = True
+            chunk, row, tail = chunk.to(device), row.to(device), tail.to(device)
+            h, r = chunk[:, 0], chunk[:, 1]
+            loss = objective(model.query(h, r), model.entities(), positives.to(device))
+            if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
+                loss = loss + n3 * model.n3(h[row], r[row], tail)
             if not bool(torch.isfinite(loss)):
                 raise ValueError(f"non-finite training loss at epoch {epoch}, step {steps}")
             optimizer.zero_grad(set_to_none=True)

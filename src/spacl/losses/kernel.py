@@ -58,11 +58,24 @@ class GroupPositives:
 
     @classmethod
     def from_labels(cls, anchor_labels: Tensor, candidate_labels: Tensor) -> GroupPositives:
-        """Groups from arbitrary integer labels (negative or sparse ids are fine)."""
-        both = torch.cat((anchor_labels, candidate_labels))
-        uniq, inverse = torch.unique(both, return_inverse=True)
+        """Groups from arbitrary integer labels (negative or sparse ids are fine).
+
+        Labels spanning a range of at most ``2 (A + K)`` ids are shifted to start at 0
+        (no sort; empty groups are harmless); wider ranges are compacted with
+        ``torch.unique``.
+        """
+        shared = anchor_labels is candidate_labels
+        both = candidate_labels if shared else torch.cat((anchor_labels, candidate_labels))
+        low, high = (int(x) for x in torch.aminmax(both))
+        if high - low < 2 * both.shape[0]:
+            groups, num = both - low, high - low + 1
+        else:
+            uniq, groups = torch.unique(both, return_inverse=True)
+            num = int(uniq.shape[0])
+        if shared:
+            return cls(groups, groups, num)
         a = anchor_labels.shape[0]
-        return cls(inverse[:a], inverse[a:], int(uniq.shape[0]))
+        return cls(groups[:a], groups[a:], num)
 
     def mask(self, self_index: Tensor | None) -> Tensor:
         """Dense ``[A, K]`` bool mask of the positives."""
