@@ -251,30 +251,26 @@ def test_kg_config_errors(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("share", [0.5, 0.9, 0.99])
 @pytest.mark.parametrize(
-    "probes",
-    [
-        (("top", 4),),
-        (("top", 8), ("top", 64)),
-        (("top", 1000),),
-        (("bottom", 8), ("bottom", 250)),
-        (("top", 8), ("bottom", 40), ("top", 100), ("bottom", 150)),
-        (),
-    ],
+    ("bins", "max_exact", "max_levels"),
+    [(1024, 256, 4), (4, 8, 6), (2, 4, 2), (16, 400, 1), (8, 1, 0)],
 )
-def test_fast_cut_equals_the_miner(share: float, probes: tuple[tuple[str, int], ...]) -> None:
-    """The top-k and bottom-k probes and the whole-row sort give the miner's selection."""
-    gen = torch.Generator().manual_seed(int(share * 100) + len(probes))
+def test_fast_cut_equals_the_miner(
+    share: float, bins: int, max_exact: int, max_levels: int
+) -> None:
+    """Histogram refinement (one level, several, cut short) equals the miner's selection."""
+    gen = torch.Generator().manual_seed(int(share * 100) + bins)
     logits = torch.randn(20, 300, generator=gen) * torch.linspace(0.5, 6.0, 20).unsqueeze(1)
     invalid = torch.rand(20, 300, generator=gen) < 0.2
     extra = torch.randn(20, 3, generator=gen) * 3
     cut = RelativeThresholdNegatives(share)
-    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut, probes)
+    opts = {"bins": bins, "max_exact": max_exact, "max_levels": max_levels}
+    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut, **opts)
     joint = torch.cat((logits, extra), 1)
     valid = torch.cat((~invalid, torch.ones(20, 3, dtype=torch.bool)), 1)
     want = cut(joint, valid)
     assert keep_extra is not None
     assert torch.equal(torch.cat((keep, keep_extra), 1), want)
-    alone, none = top_share_cut(logits.masked_fill(invalid, -math.inf), None, cut, probes)
+    alone, none = top_share_cut(logits.masked_fill(invalid, -math.inf), None, cut, **opts)
     assert none is None and torch.equal(alone, cut(logits, ~invalid))
 
 

@@ -186,117 +186,90 @@ class LinkInfoNCELoss(nn.Module):
         )
 
 
-#: default probes of :func:`top_share_cut`: ``(side, k)``, cheapest first
-CUT_PROBES: tuple[tuple[str, int], ...] = (
-    ("top", 64),
-    ("bottom", 1024),
-    ("top", 1024),
-    ("bottom", 4096),
-    ("top", 4096),
-)
-
-
 @torch.no_grad()
 def top_share_cut(
     masked: Tensor,
     extra: Tensor | None,
     cut: RelativeThresholdNegatives,
-    probes: Sequence[tuple[str, int]] = CUT_PROBES,
+    *,
+    bins: int = 1024,
+    max_exact: int = 256,
+    max_levels: int = 4,
 ) -> tuple[Tensor, Tensor | None]:
     """SPACL's relative-threshold cut over ``[B, E]`` entity logits plus ``[B, K]`` extras.
 
     ``masked`` holds ``-inf`` at the candidates that are not negatives; ``extra`` (the
     generated negatives) are all candidates.  Returns the kept masks of both blocks,
-    the same as ``cut.select(cat(masked, extra), valid)`` (exact: the shortest heaviest
-    prefix holding ``cut.share`` of ``sum exp``), without sorting whole rows when
-    either end of the row decides it:
+    the same as ``cut.select(cat(masked, extra), valid)``: the shortest heaviest prefix
+    holding ``cut.share`` of ``sum exp``, i.e. every candidate at or above the threshold
+    ``t_a`` where the descending cumulative mass first reaches ``share * total``.
 
-    - ``("top", k)``: the kept prefix ends among the ``k`` largest entity logits (a
-      peaked row: a trained model);
-    - ``("bottom", k)``: the *dropped* suffix, ``m* = max{m : sum of the m lightest
-      <= (1 - share) sum}``, lies among the ``k`` smallest (a flat row: early training,
-      where ``share = 0.95`` keeps most entities).
-
-    Rows that no probe decides (or a target out of reach by rounding) are sorted whole
-    (:class:`~spacl.mining.RelativeThresholdNegatives`).  **Decision**: candidates tied
-    with the smallest kept one are all kept (the miner keeps the lowest-indexed; with
-    real-valued scores ties have probability zero).
+    No row is sorted whole.  The threshold is located by histogram refinement: the
+    candidates still in play are put into ``bins`` equal-width value bins, the bin
+    where the cumulative mass (from the top) reaches the target is kept, the mass of
+    the bins above it is banked, and so on until at most ``max_exact`` candidates are
+    left in play; those are ordered by one ``topk``.  The bin of a value is monotone in
+    the value, so this is exact (up to the order of float64 summation); each level is a
+    few passes over ``[B, E]``.  Rows not settled within ``max_levels`` levels, or whose
+    target is out of reach by rounding, take the miner's exact selection.
+    **Decision**: candidates tied with the smallest kept one are all kept (the miner
+    keeps the lowest-indexed; with real-valued scores ties have probability zero).
     """
     b, e = masked.shape
     extra_t = masked.new_zeros(b, 0) if extra is None else extra
-    keep_extra = torch.ones_like(extra_t, dtype=torch.bool)
     if cut.share >= 1.0:
-        return torch.isfinite(masked), (None if extra is None else keep_extra)
-    row_max = torch.maximum(masked.amax(1), extra_t.amax(1) if extra_t.shape[1] else masked.amax(1))
-    shift = row_max.unsqueeze(1)
-    total = torch.exp(masked - shift).sum(1, dtype=torch.float64)
-    total = total + torch.exp(extra_t - shift).sum(1, dtype=torch.float64)
-    target = cut.share * total
-    threshold = torch.full((b,), math.nan, dtype=masked.dtype, device=masked.device)
-    todo = torch.ones(b, dtype=torch.bool, device=masked.device)
-    for side, probe in probes:
-        if side not in ("top", "bottom"):
-            raise ValueError(f"probe side must be 'top' or 'bottom', got {side!r}")
-        k = min(int(probe), e)
-        rows = todo.nonzero().squeeze(1)
-        if rows.numel() == 0:
+        return torch.isfinite(masked), (None if extra is None else torch.isfinite(extra_t))
+    joint = torch.cat((masked, extra_t), 1)
+    alive = joint > -math.inf  # in play (not NaN, not a masked entry)
+    shift = joint.amax(1, keepdim=True)
+    weight = torch.exp(joint - shift).to(torch.float64)  # 0 at -inf
+    target = cut.share * weight.sum(1)
+    banked = torch.zeros_like(target)  # mass of the candidates above those in play
+    threshold = torch.full((b,), math.nan, dtype=joint.dtype, device=joint.device)
+    todo = torch.ones(b, dtype=torch.bool, device=joint.device)
+
+    def take(x: Tensor, rows: Tensor) -> Tensor:  # rows of x, without a copy for all rows
+        return x if rows.numel() == b else x[rows]
+
+    for level in range(max_levels + 1):
+        count = alive.sum(1)
+        finish = todo & (count <= max_exact)
+        if bool(finish.any()):
+            rows = finish.nonzero().squeeze(1)
+            k = max(int(count[rows].max()), 1)
+            vals = take(joint, rows).masked_fill(~take(alive, rows), -math.inf).topk(k, 1).values
+            cum = banked[rows].unsqueeze(1) + torch.exp(vals - shift[rows]).double().cumsum(1)
+            reached = cum >= target[rows].unsqueeze(1)
+            value = vals.gather(1, reached.long().argmax(1, keepdim=True)).squeeze(1)
+            ok = reached.any(1) & torch.isfinite(value)
+            threshold[rows[ok]] = value[ok]
+            todo[rows] = False
+            alive[rows] = False
+        if level == max_levels or not bool(todo.any()):
             break
-        if side == "top":
-            value, ok = _probe_top(masked[rows], extra_t[rows], shift[rows], target[rows], k)
-        else:
-            budget = total[rows] - target[rows]
-            value, ok = _probe_bottom(masked[rows], extra_t[rows], shift[rows], budget, k)
-        threshold[rows[ok]] = value[ok]
-        todo[rows[ok]] = False
-    rows = todo.nonzero().squeeze(1)
-    if rows.numel():  # whole-row sort
-        value, ok = _probe_top(masked[rows], extra_t[rows], shift[rows], target[rows], e)
-        threshold[rows[ok]] = value[ok]
-        todo[rows[ok]] = False
-    finite = torch.isfinite(masked)
-    keep = (masked >= threshold.unsqueeze(1)) & finite  # NaN threshold: False
-    keep_extra = extra_t >= threshold.unsqueeze(1)
-    rows = todo.nonzero().squeeze(1)
-    if rows.numel():  # out of reach by rounding: the miner's exact selection
-        joint = torch.cat((masked[rows], extra_t[rows]), 1)
-        exact = cut.select(joint, torch.isfinite(joint))
-        keep[rows] = exact[:, :e]
-        keep_extra[rows] = exact[:, e:]
-    return keep, (None if extra is None else keep_extra)
-
-
-def _probe_top(
-    masked: Tensor, extra: Tensor, shift: Tensor, target: Tensor, k: int
-) -> tuple[Tensor, Tensor]:
-    """Smallest kept value when the heaviest prefix ends among the top ``k`` entities."""
-    e = masked.shape[1]
-    if k >= e:
-        top = merged = torch.cat((masked, extra), 1).sort(dim=1, descending=True).values
-    else:
-        top = masked.topk(k, dim=1).values
-        merged = torch.cat((top, extra), 1).sort(dim=1, descending=True).values
-    cum = torch.exp(merged - shift).to(torch.float64).cumsum(1)
-    reached = cum >= target.unsqueeze(1)
-    value = merged.gather(1, reached.long().argmax(1, keepdim=True)).squeeze(1)
-    # exact when the prefix ends inside the block of the top-k entities
-    ok = reached.any(1) & ((value >= top[:, -1]) | (k >= e)) & torch.isfinite(value)
-    return value, ok
-
-
-def _probe_bottom(
-    masked: Tensor, extra: Tensor, shift: Tensor, budget: Tensor, k: int
-) -> tuple[Tensor, Tensor]:
-    """Smallest kept value when the dropped lightest suffix lies among the bottom ``k``."""
-    e = masked.shape[1]
-    low = masked.topk(k, dim=1, largest=False).values
-    merged = torch.cat((low, extra), 1).sort(dim=1).values  # ascending
-    cum = torch.exp(merged - shift).to(torch.float64).cumsum(1)
-    dropped = (cum <= budget.unsqueeze(1)).sum(1)  # cum is non-decreasing
-    inside = dropped < merged.shape[1]
-    value = merged.gather(1, dropped.clamp_max(merged.shape[1] - 1).unsqueeze(1)).squeeze(1)
-    # exact when every entity below the smallest kept value is among the bottom k
-    ok = inside & ((value <= low[:, -1]) | (k >= e)) & torch.isfinite(value)
-    return value, ok
+        rows = todo.nonzero().squeeze(1)
+        vals, live = take(joint, rows), take(alive, rows)
+        low = vals.masked_fill(~live, math.inf).amin(1, keepdim=True)
+        high = vals.masked_fill(~live, -math.inf).amax(1, keepdim=True)
+        width = (high - low).clamp_min(torch.finfo(vals.dtype).tiny)
+        index = ((vals - low) * (bins / width)).floor_().clamp_(0, bins - 1).long()
+        index.masked_fill_(~live, bins)  # out of play: a spare last bin
+        mass = torch.zeros(len(rows), bins + 1, dtype=torch.float64, device=vals.device)
+        mass.scatter_add_(1, index, take(weight, rows))
+        from_top = mass[:, :bins].flip(1).cumsum(1) + banked[rows].unsqueeze(1)
+        above = (from_top < target[rows].unsqueeze(1)).sum(1)  # bins wholly above the target
+        reachable = above < bins
+        chosen = torch.where(reachable, bins - 1 - above, bins + 1)  # unreachable: no bin
+        previous = from_top.gather(1, (above - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
+        banked[rows] = torch.where(above > 0, previous, banked[rows])
+        alive[rows] = index == chosen.unsqueeze(1)
+        todo[rows[~reachable]] = False  # out of reach by rounding: exact fallback below
+    keep_joint = (joint >= threshold.unsqueeze(1)) & (joint > -math.inf)  # NaN: False
+    rows = torch.isnan(threshold).nonzero().squeeze(1)
+    if rows.numel():
+        keep_joint[rows] = cut.select(joint[rows], torch.isfinite(joint[rows]))
+    keep = keep_joint[:, :e]
+    return keep, (None if extra is None else keep_joint[:, e:])
 
 
 @dataclass
