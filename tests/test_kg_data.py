@@ -173,3 +173,21 @@ def test_fb15k237_statistics() -> None:
     assert (kg.num_entities, kg.num_relations) == (14541, 237)
     with pytest.raises(ValueError, match=r"valid\.txt, line \d+: unknown entity"):
         load_kg("fb15k-237", DATA)
+
+
+def test_package_level_exports() -> None:
+    import spacl.data
+    import spacl.evaluate
+    import spacl.models
+    from spacl.data import kg as data_kg
+    from spacl.data import text as data_text
+    from spacl.evaluate import ood, ranking
+    from spacl.models import kg as model_kg
+
+    assert spacl.data.load_kg is data_kg.load_kg
+    assert spacl.data.open_intent_split is data_text.open_intent_split
+    assert spacl.models.LinkPredictor is model_kg.LinkPredictor
+    assert spacl.evaluate.evaluate_link_prediction is ranking.evaluate_link_prediction
+    assert spacl.evaluate.fit_open_classifier is ood.fit_open_classifier
+    for module in (spacl.data, spacl.evaluate, spacl.models):
+        assert all(hasattr(module, name) for name in module.__all__)

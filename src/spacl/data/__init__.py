@@ -29,12 +29,19 @@ On-disk / PIL path (DataLoader with workers):
     ``PlanBatchSampler(plan)``, ``collate_views``.
 
 Seeding: ``derive_seed(seed, *key)``, ``generator_for(seed, *key)``.
+
+Knowledge graphs (:mod:`spacl.data.kg`): ``load_kg(name, root, unseen)`` ->
+``KnowledgeGraph`` (vocabularies, splits, ``train_index()`` / ``filter_index()`` as
+``TripleIndex``), ``read_triples``, ``add_reciprocals``.
+Intent detection (:mod:`spacl.data.text`): ``load_intent_dataset``, ``read_intent_tsv``,
+``open_intent_split(data, known_ratio, seed)`` -> ``OpenIntentSplit``.
 """
 
 from .builtin import load_digits, load_mnist5k, mnist5k_path
 from .cifar import load_cifar
 from .image_augment import ImageAugment, augment_images
 from .imagefolder import load_imagefolder, materialize
+from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
 from .labeled import LabeledData, stratified_split
 from .multiview import MultiViewDataset, PlanBatchSampler, collate_views
 from .registry import DATASET_NAMES, default_data_root, get_dataset
@@ -42,6 +49,7 @@ from .sampling import BatchPlan
 from .seeding import derive_seed, generator_for
 from .stream import Batch, ViewStream
 from .synthetic import make_synthetic, synthetic_centers
+from .text import OpenIntentSplit, load_intent_dataset, open_intent_split, read_intent_tsv
 from .transforms import (
     CIFAR10_MEAN,
     CIFAR10_STD,
@@ -66,13 +74,17 @@ __all__ = [
     "BatchPlan",
     "IdentityViews",
     "ImageAugment",
+    "KnowledgeGraph",
     "LabeledData",
     "MultiViewDataset",
     "NoiseViews",
+    "OpenIntentSplit",
     "PlanBatchSampler",
     "SameClassViews",
+    "TripleIndex",
     "ViewMaker",
     "ViewStream",
+    "add_reciprocals",
     "augment_images",
     "collate_views",
     "default_data_root",
@@ -83,10 +95,15 @@ __all__ = [
     "load_cifar",
     "load_digits",
     "load_imagefolder",
+    "load_intent_dataset",
+    "load_kg",
     "load_mnist5k",
     "make_synthetic",
     "materialize",
     "mnist5k_path",
+    "open_intent_split",
+    "read_intent_tsv",
+    "read_triples",
     "simclr_transform",
     "stratified_split",
     "synthetic_centers",

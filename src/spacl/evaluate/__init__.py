@@ -7,6 +7,9 @@ test_f, test_y, k, t)``
 ``linear_probe(...)``               L2 multinomial logistic regression, full-batch L-BFGS
 ``extract_features(model, data)``   frozen features (backbone or projections), eval mode
 ``evaluate_representation(...)``    all of the above + ``spacl.geometry`` scalars
+``evaluate_link_prediction(...)``   filtered MRR / Hits@k over both directions
+``fit_open_classifier(...)``        open-intent (OOD) decision from class centres
+``open_intent_metrics(...)``        accuracy, macro-F1, F1-OOD, F1-IND
 =================================  =========================================================
 """
 
@@ -14,13 +17,19 @@ from spacl.evaluate.features import extract_features, unwrap_model
 from spacl.evaluate.knn import knn_accuracy, knn_predict
 from spacl.evaluate.linear import LinearProbeResult, linear_probe
 from spacl.evaluate.ncc import class_centres, nearest_centre_accuracy, nearest_centre_predict
+from spacl.evaluate.ood import OpenClassifier, fit_open_classifier, open_intent_metrics
+from spacl.evaluate.ranking import evaluate_link_prediction, filtered_ranks, ranking_metrics
 from spacl.evaluate.report import evaluate_representation, geometry_available, geometry_summary
 
 __all__ = [
     "LinearProbeResult",
+    "OpenClassifier",
     "class_centres",
+    "evaluate_link_prediction",
     "evaluate_representation",
     "extract_features",
+    "filtered_ranks",
+    "fit_open_classifier",
     "geometry_available",
     "geometry_summary",
     "knn_accuracy",
@@ -28,5 +37,7 @@ __all__ = [
     "linear_probe",
     "nearest_centre_accuracy",
     "nearest_centre_predict",
+    "open_intent_metrics",
+    "ranking_metrics",
     "unwrap_model",
 ]

@@ -15,25 +15,36 @@ Target encoder:
     ``EMATarget(online, momentum)``: ``momentum=0`` shares the encoder; otherwise an EMA
     copy updated by ``update()`` (``torch._foreach_lerp_``, buffers copied); outputs carry
     no gradient. ``cosine_momentum(base, step, total_steps)`` (BYOL schedule).
+Link prediction: ``LinkPredictor(num_entities, num_relations, dim, kind)`` (1-N
+ComplEx / DistMult scorer).  Text: ``MiniLMEncoder`` (frozen all-MiniLM-L6-v2, cached
+sentence embeddings via ``EmbeddingCache``), ``ResidualHead``.
 """
 
 from .backbones import BACKBONES, MLP, ResNetEncoder, SmallCNN, build_backbone, feature_dim_of
 from .contrastive import ContrastiveModel, Encoded, build_model
 from .ema import EMATarget, cosine_momentum
 from .heads import HEAD_KINDS, ProjectionHead
+from .kg import KG_INTERACTIONS, LinkPredictor
+from .text import EmbeddingCache, MiniLMEncoder, ResidualHead, minilm_available
 
 __all__ = [
     "BACKBONES",
     "HEAD_KINDS",
+    "KG_INTERACTIONS",
     "MLP",
     "ContrastiveModel",
     "EMATarget",
+    "EmbeddingCache",
     "Encoded",
+    "LinkPredictor",
+    "MiniLMEncoder",
     "ProjectionHead",
     "ResNetEncoder",
+    "ResidualHead",
     "SmallCNN",
     "build_backbone",
     "build_model",
     "cosine_momentum",
     "feature_dim_of",
+    "minilm_available",
 ]
