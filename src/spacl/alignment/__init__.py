@@ -8,7 +8,9 @@ both representations); outputs are Python floats or dicts of floats.
 * :func:`rbf_cka` - Gaussian kernels (O(N^2 d), blocked).
 * :class:`CKAAccumulator` - streaming statistics, exact merges across batches and processes.
 * :func:`rsa` - Pearson / Spearman correlation of RDMs (``1 - cosine``, squared Euclidean).
-* :func:`alignment_bound` - Theorem 1 and its CKA / RSA corollaries.
+* :func:`alignment_bound` - Theorem 1 and its CKA / RSA corollaries;
+  :func:`surrogate_drift` / :func:`surrogate_bound_check` - the similarity-descent dynamics
+  the theorem is proved for (:mod:`spacl.alignment.surrogate`).
 """
 
 from spacl.alignment.bound import (
@@ -21,6 +23,7 @@ from spacl.alignment.bound import (
 from spacl.alignment.cka import debiased_cka, linear_cka, minibatch_cka, rbf_cka, unbiased_hsic
 from spacl.alignment.rsa import rdm, rsa
 from spacl.alignment.streaming import CKAAccumulator
+from spacl.alignment.surrogate import surrogate_bound_check, surrogate_drift
 
 __all__ = [
     "CKAAccumulator",
@@ -35,5 +38,7 @@ __all__ = [
     "rdm_drift",
     "rsa",
     "rsa_lower_bound",
+    "surrogate_bound_check",
+    "surrogate_drift",
     "unbiased_hsic",
 ]
