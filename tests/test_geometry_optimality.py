@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -201,3 +202,23 @@ def test_certificate_errors() -> None:
         non_collapse_certificate(unit(3, seed=0), unit(2, 4, seed=1))
     with pytest.raises(ValueError, match="non-finite"):
         non_collapse_certificate(unit(3, seed=0) * math.nan, unit(2, 3, seed=1))
+
+
+def test_certificate_falls_back_to_other_highs_solvers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from spacl.geometry import optimality
+
+    real = optimality.linprog
+    tried: list[str] = []
+
+    def flaky(*args: Any, method: str, **kwargs: Any) -> Any:
+        tried.append(method)
+        if method == "highs":  # numerical difficulties, as HiGHS reports on some inputs
+            return SimpleNamespace(status=4, message="numerical difficulties", x=None)
+        return real(*args, method=method, **kwargs)
+
+    monkeypatch.setattr(optimality, "linprog", flaky)
+    p = torch.tensor([0.0, 0.0, 1.0], dtype=F64)
+    assert non_collapse_certificate(p, -p[None])["certified"] is False
+    assert tried[:2] == ["highs", "highs-ds"]

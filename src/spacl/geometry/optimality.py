@@ -129,6 +129,20 @@ def non_collapse_certificate(p: Any, negatives: Any, *, tol: float = 1e-9) -> di
     return _finish(result, single, ("certified",))
 
 
+#: HiGHS solvers tried in turn while one reports numerical difficulties (status 4)
+LP_METHODS = ("highs", "highs-ds", "highs-ipm")
+
+
+def _linprog(objective: np.ndarray, a_eq: np.ndarray, b_eq: np.ndarray, bounds: list) -> Any:
+    """``linprog`` with HiGHS, falling back to its other solvers on status 4."""
+    res = None
+    for method in LP_METHODS:
+        res = linprog(objective, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method=method)
+        if res.status != 4:
+            break
+    return res
+
+
 def _certificate_lp(p_unit: np.ndarray, n_scaled: np.ndarray, ratio: float, tol: float) -> dict:
     k, d = n_scaled.shape
     a_eq = np.zeros((d + 1, k + 1))
@@ -140,7 +154,7 @@ def _certificate_lp(p_unit: np.ndarray, n_scaled: np.ndarray, ratio: float, tol:
     bounds = [(0.0, None)] * k + [(None, None)]
     objective = np.zeros(k + 1)
     objective[k] = -1.0
-    high = linprog(objective, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    high = _linprog(objective, a_eq, b_eq, bounds)
     if high.status == 2:
         return {
             "certified": True,
@@ -151,7 +165,7 @@ def _certificate_lp(p_unit: np.ndarray, n_scaled: np.ndarray, ratio: float, tol:
             "reason": "no multiple of p lies in conv{n_j}",
         }
     objective[k] = 1.0
-    low = linprog(objective, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    low = _linprog(objective, a_eq, b_eq, bounds)
     for res in (high, low):
         if res.status != 0:
             raise RuntimeError(f"linear program failed (status {res.status}): {res.message}")
