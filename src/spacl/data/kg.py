@@ -37,6 +37,11 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from spacl.data._files import find_dataset_dir, split_file
+
+#: accepted split file names: ``train.txt``, ``train.txt.gz``, ``train.tsv``...
+SPLIT_SUFFIXES = (".txt", ".txt.gz", ".tsv", ".tsv.gz")
+
 __all__ = [
     "KG_SPLITS",
     "UNSEEN_POLICIES",
@@ -291,26 +296,11 @@ def kg_path(name: str, root: str | Path | None = None) -> Path:
     ``../shared/data`` next to the checkout); the graph lives in ``<root>/kg/<name>``
     (or directly in ``root`` if that directory holds ``train.txt``).
     """
-    if root is None:
-        from spacl.data.registry import default_data_root
-
-        root = default_data_root()
-    base = Path(root).expanduser()
-    for candidate in (base / "kg" / name, base / name, base):
-        if _split_file(candidate, "train") is not None:
-            return candidate
-    raise FileNotFoundError(
-        f"knowledge graph {name!r} not found under {base} (looked for kg/{name}/train.txt, "
-        f"{name}/train.txt and train.txt; set SPACL_DATA_DIR or pass root=)"
-    )
+    return find_dataset_dir(name, root, "kg", SPLIT_SUFFIXES, "knowledge graph")
 
 
 def _split_file(directory: Path, split: str) -> Path | None:
-    for suffix in (".txt", ".txt.gz", ".tsv", ".tsv.gz"):
-        path = directory / f"{split}{suffix}"
-        if path.is_file():
-            return path
-    return None
+    return split_file(directory, split, SPLIT_SUFFIXES)
 
 
 def _encode(

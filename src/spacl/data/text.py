@@ -33,6 +33,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from spacl.data._files import find_dataset_dir, split_file
+
+SPLIT_SUFFIXES = (".tsv", ".tsv.gz")
+
 __all__ = [
     "INTENT_SPLITS",
     "IntentExamples",
@@ -130,26 +134,11 @@ def intent_path(name: str, root: str | Path | None = None) -> Path:
     Looks in ``<root>/text/<name>``, ``<root>/<name>`` and ``root`` itself; ``root``
     defaults to :func:`spacl.data.default_data_root` (``$SPACL_DATA_DIR``).
     """
-    if root is None:
-        from spacl.data.registry import default_data_root
-
-        root = default_data_root()
-    base = Path(root).expanduser()
-    for candidate in (base / "text" / name, base / name, base):
-        if _split_file(candidate, "train") is not None:
-            return candidate
-    raise FileNotFoundError(
-        f"intent dataset {name!r} not found under {base} (looked for text/{name}/train.tsv, "
-        f"{name}/train.tsv and train.tsv; set SPACL_DATA_DIR or pass root=)"
-    )
+    return find_dataset_dir(name, root, "text", SPLIT_SUFFIXES, "intent dataset")
 
 
 def _split_file(directory: Path, split: str) -> Path | None:
-    for suffix in (".tsv", ".tsv.gz"):
-        path = directory / f"{split}{suffix}"
-        if path.is_file():
-            return path
-    return None
+    return split_file(directory, split, SPLIT_SUFFIXES)
 
 
 def load_intent_dataset(

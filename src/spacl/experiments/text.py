@@ -45,7 +45,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
@@ -58,6 +57,7 @@ from spacl.evaluate.ood import (
     fit_open_classifier,
     open_intent_metrics,
 )
+from spacl.experiments._recipe import merge_recipe
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -158,18 +158,7 @@ class OODConfig:
 
 def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
     """Merge ``cfg`` (mapping, DictConfig or YAML path) and overrides onto :class:`OODConfig`."""
-    schema = OmegaConf.structured(OODConfig)
-    try:
-        if isinstance(cfg, (str, Path)):
-            cfg = OmegaConf.load(Path(cfg))
-        merged = OmegaConf.merge(schema, cfg or {}, OmegaConf.from_dotlist(list(overrides)))
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None)
-        first = str(getattr(err, "msg", None) or err).splitlines()[0]
-        raise ValueError(
-            f"text config key {key!r}: {first}" if key else f"text config: {first}"
-        ) from err
-    assert isinstance(merged, DictConfig)
+    merged = merge_recipe(OODConfig, cfg, overrides, "text")
     _validate(merged)
     return merged
 
