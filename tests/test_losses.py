@@ -451,3 +451,13 @@ def test_kernel_inplace_double_backward_matches_out_of_place(bound: float | None
     assert torch.allclose(
         hessian_vector(loss(True), z, 4), hessian_vector(loss(False), z, 4), atol=1e-10
     )
+
+
+def test_fused_path_keeps_full_precision_under_autocast() -> None:
+    x = views(16, 2, 8, torch.float32, seed=4)
+    labels = labels_for(16, 4)
+    plain = SupConLoss(0.1)(x, labels)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = SupConLoss(0.1)(x, labels)
+    assert mixed.dtype == torch.float32
+    assert abs(float(mixed) - float(plain)) < 1e-5

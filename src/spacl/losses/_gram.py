@@ -57,5 +57,7 @@ def gram_logsumexp_without_self(z: Tensor, scale: float, bound: float) -> Tensor
     """
     if z.ndim != 2:
         raise ValueError(f"z must be [N, d], got shape {tuple(z.shape)}")
-    out: Tensor = _GramLogSumExp.apply(z, float(scale), float(bound))
+    # full precision under autocast: exp(l - bound) spans e^{-2 bound}, below float16's range
+    with torch.autocast(device_type=z.device.type, enabled=False):
+        out: Tensor = _GramLogSumExp.apply(z, float(scale), float(bound))
     return out
