@@ -146,3 +146,95 @@ def test_stackoverflow_split_sizes() -> None:
     split = open_intent_split(data, 0.25, 0)
     assert split.num_known == 5 and len(split.train_texts) == 5 * 600
     assert int((split.test_labels == 5).sum()) == 6000 * 15 // 20
+
+
+def test_read_intent_tsv_quoted_fields_span_lines(tmp_path: Path) -> None:
+    # the TEXTOIR BANKING77 files quote texts that hold a newline; "" is a quote
+    body = 'text\tlabel\nplain\ta\n"first line\nsecond ""quoted"" line"\tb\nlast\tc\n'
+    path = tmp_path / "q.tsv"
+    path.write_text(body)
+    ex = read_intent_tsv(path)
+    assert ex.texts == ["plain", 'first line\nsecond "quoted" line', "last"]
+    assert ex.labels == ["a", "b", "c"]
+    assert ex.lines == [2, 3, 5]
+
+
+def test_read_intent_tsv_malformed_quote_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.tsv"
+    path.write_text('text\tlabel\nok\ta\n"closed" then text\tb\n')
+    with pytest.raises(ValueError, match=r"bad\.tsv, line 3: not a valid quoted TSV record"):
+        read_intent_tsv(path)
+
+
+def make_open_dataset(root: Path) -> Path:
+    make_dataset(root)
+    rows = [(f"test text {c} {i}", c) for c in CLASSES for i in range(3)]
+    rows += [(f"test text oos {i}", "oos") for i in range(5)]
+    write_tsv(root / "test.tsv", rows)
+    return root
+
+
+def test_declared_open_label_is_ood_in_test_with_every_class_known(tmp_path: Path) -> None:
+    data = load_intent_dataset("toy", make_open_dataset(tmp_path / "toy"))
+    split = open_intent_split(data, 1.0)
+    assert split.known_classes == CLASSES and split.unknown_classes == []
+    assert split.open_label == "oos"
+    assert int((split.test_labels == split.ood_label).sum()) == 5
+    assert [
+        t
+        for t, y in zip(split.test_texts, split.test_labels.tolist(), strict=True)
+        if y == split.ood_label
+    ] == [f"test text oos {i}" for i in range(5)]
+    # with half the classes known, unknown classes and oos share the OOD label
+    half = open_intent_split(data, 0.5, 1)
+    assert int((half.test_labels == half.ood_label).sum()) == 5 + 3 * len(half.unknown_classes)
+    # no declared open label: oos is an unknown training class, an error
+    with pytest.raises(ValueError, match=r"line 26: class 'oos' has no training example"):
+        open_intent_split(data, 1.0, open_label=None)
+
+
+def test_open_label_in_train_or_dev_is_an_error(tmp_path: Path) -> None:
+    root = make_open_dataset(tmp_path / "toy")
+    write_tsv(root / "dev.tsv", [("x", "c0"), ("an oos dev query", "oos")])
+    data = load_intent_dataset("toy", root)
+    with pytest.raises(ValueError, match=r"dev\.tsv, line 3: the open label 'oos' occurs in dev"):
+        open_intent_split(data, 1.0)
+    with pytest.raises(ValueError, match="open_label must be a non-empty string"):
+        open_intent_split(data, 1.0, open_label="")
+
+
+@pytest.mark.skipif(
+    not (DATA / "text" / "banking" / "train.tsv").is_file(),
+    reason="BANKING77 intents not found (set SPACL_DATA_DIR to the shared data directory)",
+)
+def test_banking_published_files_read_with_quoted_fields() -> None:
+    data = load_intent_dataset("banking", DATA)
+    assert (len(data["train"]), len(data["dev"]), len(data["test"])) == (9003, 1000, 3080)
+    assert len(set(data["train"].labels)) == 77
+    assert any("\n" in t for t in data["train"].texts)  # a quoted text spanning lines
+    split = open_intent_split(data, 0.25, 0)
+    assert split.num_known == 19 and split.open_label is None
+
+
+@pytest.mark.skipif(
+    not (DATA / "text" / "oos" / "test.tsv").is_file(),
+    reason="CLINC150 oos files not found (set SPACL_DATA_DIR to the shared data directory)",
+)
+def test_clinc_oos_is_the_open_label() -> None:
+    data = load_intent_dataset("oos", DATA)
+    split = open_intent_split(data, known_ratio=1.0)
+    assert split.num_known == 150 and split.unknown_classes == []
+    assert split.open_label == "oos"
+    assert int((split.test_labels == 150).sum()) == 1200
+    oos_texts = {
+        t for t, y in zip(data["test"].texts, data["test"].labels, strict=True) if y == "oos"
+    }
+    flagged = {
+        t for t, y in zip(split.test_texts, split.test_labels.tolist(), strict=True) if y == 150
+    }
+    assert flagged == oos_texts
+    assert (len(split.train_texts), len(split.dev_texts), len(split.test_texts)) == (
+        15000,
+        3000,
+        5700,
+    )

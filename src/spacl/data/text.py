@@ -15,13 +15,22 @@ Open-intent protocol (TEXTOIR, and the SPACL paper's OOD experiments):
    sorted order of the known class names);
 4. test keeps every example; unknown-class examples get the single OOD label ``K``.
 
-**Decisions**: a dev or test label that never occurs in train is an error (naming
+A dataset may also **declare an open label** (``open_label``, default ``"oos"``: the
+out-of-scope queries of CLINC150, Larson et al. 2019): a label that occurs in test
+only.  Its test examples are out-of-domain whatever ``known_ratio`` is, so
+``known_ratio=1.0`` evaluates real out-of-scope queries against all the training
+classes with no known-class split.  It must occur in neither train nor dev: the
+classifier and its thresholds are then fitted without any OOD example.
+
+**Decisions**: a dev or test label that never occurs in train (other than the declared
+open label) is an error (naming
 the file and line: it cannot be a known class and is almost always a typo); so is a
 known class without a dev example, since thresholds are fitted per class on dev.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import math
@@ -38,6 +47,7 @@ from spacl.data._files import find_dataset_dir, split_file
 SPLIT_SUFFIXES = (".tsv", ".tsv.gz")
 
 __all__ = [
+    "DEFAULT_OPEN_LABEL",
     "INTENT_SPLITS",
     "IntentExamples",
     "OpenIntentSplit",
@@ -48,6 +58,8 @@ __all__ = [
 ]
 
 INTENT_SPLITS = ("train", "dev", "test")
+#: the declared open (out-of-scope) label of CLINC150's ``oos`` files
+DEFAULT_OPEN_LABEL = "oos"
 
 
 @dataclass(frozen=True)
@@ -63,26 +75,51 @@ class IntentExamples:
         return len(self.texts)
 
 
-def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    opener = (
-        io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=None)
-        if path.suffix == ".gz"
-        else open(path, encoding="utf-8", newline=None)
-    )
-    with opener as handle:
-        for number, line in enumerate(handle, start=1):
-            yield number, line.rstrip("\r\n")
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _iter_records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """``(first line of the record, fields)`` of every non-blank record of a quoted TSV.
+
+    The standard quoted dialect (:mod:`csv`, tab delimiter, ``"`` quote, doubled quotes
+    inside a quoted field, ``strict``): a quoted field may span lines, as in the TEXTOIR
+    BANKING77 files.
+    """
+    with _open_text(path) as handle:
+        reader = csv.reader(handle, delimiter="\t", quotechar='"', doublequote=True, strict=True)
+        start = 1
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as err:
+                raise ValueError(
+                    f"{path}, line {start}: not a valid quoted TSV record: {err}"
+                ) from err
+            if fields and any(f.strip() for f in fields):
+                yield start, fields
+            start = reader.line_num + 1
 
 
 def read_intent_tsv(
     path: str | Path, text_column: str = "text", label_column: str = "label"
 ) -> IntentExamples:
-    """Read a ``text<TAB>label`` TSV with a header line.
+    """Read a ``text<TAB>label`` TSV with a header line (standard quoted-TSV dialect).
+
+    Fields are read by :mod:`csv` with a tab delimiter and standard quoting: a field
+    that starts with ``"`` ends at the next lone ``"`` and may hold tabs, newlines and
+    doubled ``""`` quotes.  Blank lines are skipped; ``lines`` holds the first line of
+    each record.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: empty file, header without the two columns, a line with too few
-            fields, an empty text or label (the message names the file and line).
+        ValueError: empty file, header without the two columns, a record with too few
+            fields, a malformed quoted field, an empty text or label (the message names
+            the file and line).
     """
     path = Path(path)
     if not path.is_file():
@@ -93,10 +130,7 @@ def read_intent_tsv(
     columns: list[str] | None = None
     ti = li = -1
     try:
-        for number, line in _iter_lines(path):
-            if not line.strip():
-                continue
-            fields = line.split("\t")
+        for number, fields in _iter_records(path):
             if columns is None:
                 columns = [c.strip() for c in fields]
                 missing = [c for c in (text_column, label_column) if c not in columns]
@@ -108,9 +142,10 @@ def read_intent_tsv(
                 ti, li = columns.index(text_column), columns.index(label_column)
                 continue
             if len(fields) < len(columns):
+                shown = "\t".join(fields)[:80]
                 raise ValueError(
                     f"{path}, line {number}: expected {len(columns)} tab-separated fields "
-                    f"({', '.join(columns)}), got {len(fields)}: {line[:80]!r}"
+                    f"({', '.join(columns)}), got {len(fields)}: {shown!r}"
                 )
             text, label = fields[ti].strip(), fields[li].strip()
             if not text or not label:
@@ -173,6 +208,7 @@ class OpenIntentSplit:
     test_labels: Tensor
     known_ratio: float
     seed: int
+    open_label: str | None = None  # the declared open label found in test, if any
 
     @property
     def num_known(self) -> int:
@@ -192,8 +228,32 @@ def _check_labels_known(examples: IntentExamples, universe: set[str]) -> None:
             )
 
 
+def _check_open_label(data: dict[str, IntentExamples], open_label: str | None) -> str | None:
+    """The declared open label if test holds it (error if train or dev holds it)."""
+    if open_label is None:
+        return None
+    if not isinstance(open_label, str) or not open_label.strip():
+        raise ValueError(f"open_label must be a non-empty string or None, got {open_label!r}")
+    if open_label not in data["test"].labels:
+        return None
+    for split in ("train", "dev"):
+        ex = data[split]
+        if open_label in ex.labels:
+            line = ex.lines[ex.labels.index(open_label)]
+            raise ValueError(
+                f"{ex.path}, line {line}: the open label {open_label!r} occurs in {split} "
+                "(it must be a test-only label: classes and thresholds are fitted without "
+                "OOD examples; pass open_label=None to treat it as a class)"
+            )
+    return open_label
+
+
 def open_intent_split(
-    data: dict[str, IntentExamples], known_ratio: float, seed: int = 0
+    data: dict[str, IntentExamples],
+    known_ratio: float,
+    seed: int = 0,
+    *,
+    open_label: str | None = DEFAULT_OPEN_LABEL,
 ) -> OpenIntentSplit:
     """Apply the open-intent protocol with ``known_ratio`` of the classes known.
 
@@ -202,16 +262,19 @@ def open_intent_split(
         known_ratio: share of the classes that are known, ``0 < known_ratio <= 1``
             (25%, 50%, 75% in the literature); at least one class is known.
         seed: seed of the choice of known classes.
+        open_label: the declared open label (module docstring): test examples with
+            this label are out-of-domain; ``None`` declares none.
     """
     if not isinstance(known_ratio, (int, float)) or not 0.0 < known_ratio <= 1.0:
         raise ValueError(f"known_ratio must be in (0, 1], got {known_ratio!r}")
     for split in INTENT_SPLITS:
         if split not in data:
             raise ValueError(f"data must hold the splits {INTENT_SPLITS}, missing {split!r}")
+    found_open = _check_open_label(data, open_label)
     classes = sorted(set(data["train"].labels))
     universe = set(classes)
     _check_labels_known(data["dev"], universe)
-    _check_labels_known(data["test"], universe)
+    _check_labels_known(data["test"], universe | ({found_open} if found_open else set()))
     n_known = max(1, math.floor(known_ratio * len(classes) + 0.5))
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(classes), n_known, replace=False)
@@ -246,4 +309,5 @@ def open_intent_split(
         test_labels=test_labels,
         known_ratio=float(known_ratio),
         seed=int(seed),
+        open_label=found_open,
     )
