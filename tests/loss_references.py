@@ -144,3 +144,60 @@ def sampled_ref(
             terms.append(-torch.log(e / (e + negmean)))
         total.append(sum(terms) / len(terms))
     return sum(total) / len(total)
+
+
+def queue_ref(
+    views: Tensor,
+    tau: float,
+    queue: Tensor,
+    kind: str,
+    labels: Tensor | None = None,
+    queue_labels: Tensor | None = None,
+    beta: float = 0.0,
+    tau_plus: float = 0.0,
+) -> Tensor:
+    """Per-anchor loop over the in-batch candidates *and* the queue rows.
+
+    Groups: the instance (no labels) or the label; a queue row belongs to no instance,
+    so without labels it is a negative of every anchor, with labels it is a positive of
+    the anchors of its class.  ``kind``: ntxent | supcon_out | supcon_in | dcl | hcl.
+    """
+    z, inst, _ = flat(unit(views))
+    q = unit(queue)
+    v = views.shape[1]
+    n = z.shape[0]
+    cands = [z[k] for k in range(n)] + [q[j] for j in range(q.shape[0])]
+    if labels is None:
+        group = list(inst) + [-1 - j for j in range(q.shape[0])]
+    else:
+        assert queue_labels is not None
+        group = [int(labels[r // v]) for r in range(n)]
+        group += [int(queue_labels[j]) for j in range(q.shape[0])]
+    total = []
+    for a in range(n):
+        poss = [k for k in range(len(cands)) if k != a and group[k] == group[a]]
+        negs = [k for k in range(len(cands)) if group[k] != group[a]]
+        if not poss:
+            continue
+        e = {k: torch.exp(z[a] @ cands[k] / tau) for k in poss + negs}
+        if kind == "dcl":
+            den = torch.log(sum(e[k] for k in negs))
+            total.append(sum(-(z[a] @ cands[p]) / tau + den for p in poss) / len(poss))
+            continue
+        if kind == "hcl":
+            m = len(negs)
+            imp = [torch.exp(beta * (z[a] @ cands[k]) / tau) for k in negs]
+            ng = sum(i * e[k] for i, k in zip(imp, negs, strict=True)) / (sum(imp) / m)
+            if tau_plus > 0:
+                pos_mean = sum(e[p] for p in poss) / len(poss)
+                ng = torch.clamp(
+                    (ng - tau_plus * m * pos_mean) / (1 - tau_plus), min=m * math.exp(-1 / tau)
+                )
+            den = sum(e[p] for p in poss) + ng
+        else:
+            den = sum(e[k] for k in poss + negs)
+        if kind == "supcon_in":
+            total.append(-torch.log(sum(e[p] for p in poss) / len(poss) / den))
+        else:
+            total.append(sum(-torch.log(e[p] / den) for p in poss) / len(poss))
+    return sum(total) / len(total)

@@ -13,7 +13,7 @@ Rows are instance-major: anchor/candidate ``r`` is instance ``r // V``, view ``r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -179,4 +179,78 @@ def pair_layout(batch: ViewBatch, anchor_mode: str = "all") -> PairLayout:
         anc_lab,
         cand_lab,
         shared,
+    )
+
+
+def check_extra_negatives(
+    extra_negatives: Tensor | None,
+    extra_negative_labels: Tensor | None,
+    batch: ViewBatch,
+) -> tuple[Tensor | None, Tensor | None]:
+    """Validate ``extra_negatives[Q, d]`` (+ ``extra_negative_labels[Q]``) against a batch.
+
+    Returns ``(None, None)`` when there is no extra row (``None`` or ``Q = 0``: a zero-row
+    queue is exactly no queue).  Labels are required exactly when the batch has labels.
+    """
+    if extra_negatives is None:
+        if extra_negative_labels is not None:
+            raise ValueError("extra_negative_labels given without extra_negatives")
+        return None, None
+    check_tensor(extra_negatives, "extra_negatives", ndim=2)
+    d = int(batch.views.shape[-1])
+    if int(extra_negatives.shape[1]) != d:
+        raise ValueError(
+            f"extra_negatives must be [Q, {d}] (the embedding dimension of features), got "
+            f"shape {tuple(extra_negatives.shape)}"
+        )
+    if extra_negatives.dtype != batch.views.dtype:
+        raise TypeError(
+            f"extra_negatives dtype {extra_negatives.dtype} differs from features dtype "
+            f"{batch.views.dtype}"
+        )
+    q = int(extra_negatives.shape[0])
+    if batch.labels is None:
+        if extra_negative_labels is not None:
+            raise ValueError(
+                "extra_negative_labels given, but the loss is computed without labels "
+                "(pass labels for the batch, or drop extra_negative_labels)"
+            )
+    elif extra_negative_labels is None:
+        raise ValueError(
+            "the batch has labels, so extra_negatives need extra_negative_labels[Q] "
+            "(queue rows of the anchor's class are positives)"
+        )
+    if q == 0:
+        return None, None
+    labels = None
+    if extra_negative_labels is not None:
+        labels = check_labels(extra_negative_labels, q, "extra_negative_labels").to(
+            batch.views.device
+        )
+    return extra_negatives.to(batch.views.device), labels
+
+
+def with_extra_candidates(
+    layout: PairLayout, extra: Tensor, extra_labels: Tensor | None
+) -> PairLayout:
+    """``layout`` with ``extra[Q, d]`` appended to the candidates (indices ``K .. K+Q-1``).
+
+    Extra rows belong to no instance of the batch (instance id ``-1``): they are never
+    instance positives and never an anchor's own candidate; with labels they carry
+    ``extra_labels``.  ``extra`` must already be normalised like the candidates.
+    """
+    device = layout.candidates.device
+    q = int(extra.shape[0])
+    cand_labels = layout.candidate_labels
+    if cand_labels is not None:
+        assert extra_labels is not None
+        cand_labels = torch.cat((cand_labels, extra_labels))
+    return replace(
+        layout,
+        candidates=torch.cat((layout.candidates, extra)),
+        candidate_instance=torch.cat(
+            (layout.candidate_instance, torch.full((q,), -1, dtype=torch.long, device=device))
+        ),
+        candidate_labels=cand_labels,
+        shared=False,
     )

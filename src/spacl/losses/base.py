@@ -9,7 +9,15 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_positive
-from spacl.losses._batch import PairLayout, check_anchor_mode, pair_layout, parse_views
+from spacl.losses._batch import (
+    PairLayout,
+    check_anchor_mode,
+    check_extra_negatives,
+    pair_layout,
+    parse_views,
+    with_extra_candidates,
+)
+from spacl.losses._cross import cross_logsumexp
 from spacl.losses._gram import gram_logsumexp_without_self
 from spacl.losses.kernel import (
     _SAFE_SPAN,
@@ -72,6 +80,8 @@ class PairwiseContrastiveLoss(nn.Module):
         *,
         labels: Tensor | None = None,
         targets: Tensor | None = None,
+        extra_negatives: Tensor | None = None,
+        extra_negative_labels: Tensor | None = None,
     ) -> Tensor:
         """Loss of a batch.
 
@@ -83,6 +93,19 @@ class PairwiseContrastiveLoss(nn.Module):
             labels: class labels ``[B]`` (keyword form).
             targets: optional ``[B, V, d]`` candidate embeddings from a target encoder;
                 anchors come from ``features``.
+            extra_negatives: optional ``[Q, d]`` extra candidates, e.g. a
+                :class:`~spacl.mining.NegativeQueue` of past target embeddings (MoCo).
+                They are normalised like the candidates and join every anchor's
+                candidates after the in-batch ones: negatives of every anchor (never
+                an instance positive, never "self"), in the denominator, the hardness
+                weights and the debiasing counts alike.  ``Q = 0`` is exactly no queue.
+                Gradients flow into them only if they require grad (a queue's do not).
+            extra_negative_labels: ``[Q]`` labels of the extra rows; required exactly
+                when the batch has labels.  With labels, the positive rule of the loss
+                applies to the extra rows too: for SupCon / HSCL a row of the anchor's
+                class is a **positive** (it enters ``P_a`` and the positive mean of
+                L_out), as in the MoCo-SupCon variants; for NSCL it is neither positive
+                nor negative.
         """
         batch = parse_views(features, other, labels, targets)
         name = type(self).__name__
@@ -95,12 +118,19 @@ class PairwiseContrastiveLoss(nn.Module):
                 f"{name}: a batch needs at least 2 instances to have a negative, got "
                 f"features of shape {tuple(batch.views.shape)}"
             )
+        extra, extra_labels = check_extra_negatives(extra_negatives, extra_negative_labels, batch)
         layout = pair_layout(batch, self.anchor_mode)
         candidates = normalize(layout.candidates, self.normalize)
         if layout.shared:
             anchors = candidates / self.temperature
         else:
             anchors = normalize(layout.anchors, self.normalize) / self.temperature
+        in_batch = candidates
+        shared = layout.shared
+        if extra is not None:
+            extra = normalize(extra, self.normalize)
+            layout = with_extra_candidates(layout, extra, extra_labels)
+            candidates = torch.cat((in_batch, extra))
         positives, negatives = self.select(layout)
         positive_logits = None
         simple = self.uses_simple_path() and negatives is None
@@ -111,8 +141,10 @@ class PairwiseContrastiveLoss(nn.Module):
                 # <a/tau, c_p> from the embeddings: O(A P d), no indexing into logits
                 positive_logits = torch.einsum("ad,apd->ap", anchors, candidates[positives])
         bound = self._logit_bound(candidates.dtype)
-        if simple and layout.shared and bound is not None:
-            return self._shared_simple_loss(candidates, positives, positive_logits, bound, name)
+        if simple and shared and bound is not None:
+            return self._shared_simple_loss(
+                in_batch, positives, positive_logits, bound, name, extra
+            )
         logits = anchors @ candidates.T
         return self._reduce_valid(
             logits, positives, negatives, layout.self_index, name, positive_logits
@@ -134,19 +166,26 @@ class PairwiseContrastiveLoss(nn.Module):
         positive_logits: Tensor | None,
         bound: float,
         name: str,
+        extra: Tensor | None = None,
     ) -> Tensor:
         """The coupled "mean" loss when anchors are the candidates (``self_index`` is the
-        diagonal): the denominator is fused from the embeddings (:mod:`._gram`)."""
+        diagonal): the denominator is fused from the embeddings (:mod:`._gram`); extra
+        candidates add ``log sum_j exp(<z_a, q_j>/tau)`` fused the same way (:mod:`._cross`)."""
         num = unit.shape[0]
+        num_cand = num + (0 if extra is None else int(extra.shape[0]))
         if isinstance(positives, GroupPositives):
             assert positives.logit_sums is not None
             count = positives.counts(torch.arange(num, device=unit.device))
-            valid = self._usable_anchors(count, None, num, num, name)
+            valid = self._usable_anchors(count, None, num, num_cand, name)
             pos_mean = positives.logit_sums / count.clamp_min(1).to(unit.dtype)
         else:
             assert positive_logits is not None
             valid, pos_mean = None, positive_logits.mean(1)
-        per_anchor = gram_logsumexp_without_self(unit, 1.0 / self.temperature, bound) - pos_mean
+        scale = 1.0 / self.temperature
+        den = gram_logsumexp_without_self(unit, scale, bound)
+        if extra is not None:
+            den = torch.logaddexp(den, cross_logsumexp(unit, extra, scale, bound))
+        per_anchor = den - pos_mean
         if valid is not None:
             per_anchor = per_anchor[valid]
         return reduce_anchors(per_anchor, self.reduction)

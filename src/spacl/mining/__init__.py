@@ -7,6 +7,7 @@
 ``AdversarialNegatives``         SPACL's generator/discriminator game (§1.3)
 ``top_share_mask``               the cut as a function of weights
 ``hardness``                     ``h(u)`` of every view of a pool
+``NegativeQueue``                MoCo-style FIFO queue of past target embeddings (+ labels)
 ==============================  ============================================================
 
 The exponentially tilted sampler of Jiang et al. lives with its loss in
@@ -16,11 +17,13 @@ The exponentially tilted sampler of Jiang et al. lives with its loss in
 from spacl.mining.adversarial import AdversarialNegatives
 from spacl.mining.negatives import RelativeThresholdNegatives, top_share_mask
 from spacl.mining.positives import DynamicAnchor, FarthestPointPositives, hardness
+from spacl.mining.queue import NegativeQueue
 
 __all__ = [
     "AdversarialNegatives",
     "DynamicAnchor",
     "FarthestPointPositives",
+    "NegativeQueue",
     "RelativeThresholdNegatives",
     "hardness",
     "top_share_mask",
