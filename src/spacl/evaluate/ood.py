@@ -35,7 +35,11 @@ an auxiliary head's training and feeds :func:`balanced_threshold` itself.
 
 Metrics (TEXTOIR, Zhang et al. 2021), over the ``K + 1`` classes (``K`` known + OOD):
 accuracy; macro-F1 over all ``K + 1``; **F1-OOD** the F1 of the OOD class; **F1-IND** the
-macro-F1 over the ``K`` known classes.  Reported in percent.
+macro-F1 over the ``K`` known classes.  Reported in percent.  Beside them, the
+threshold-free :func:`ood_auroc` of an OOD score (the nearest-centre distance: how
+well the representation ranks OOD inputs above in-domain ones, whatever the rule),
+and :func:`reject_all_metrics`, the floor every table should show: on a test set
+that is mostly OOD, rejecting everything already scores a high F1-OOD.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ __all__ = [
     "balanced_threshold",
     "class_centres",
     "fit_open_classifier",
+    "ood_auroc",
     "open_intent_metrics",
+    "reject_all_metrics",
 ]
 
 THRESHOLD_SCOPES = ("class", "global")
@@ -222,3 +228,47 @@ def open_intent_metrics(y_true: Tensor, y_pred: Tensor, num_known: int) -> dict[
         "f1_ood": 100.0 * float(f1[num_known]),
         "f1_ind": 100.0 * float(f1[:num_known].mean()),
     }
+
+
+def ood_auroc(scores: Tensor, is_ood: Tensor) -> float:
+    """Area under the ROC curve of ``scores`` (higher = more OOD) for ``is_ood``, percent.
+
+    The Mann-Whitney statistic ``P(s_ood > s_ind) + P(s_ood = s_ind) / 2`` computed from
+    average ranks (ties count one half), ``O(n log n)``; threshold-free.
+
+    Raises:
+        ValueError: shapes differ, or one of the two groups is empty.
+    """
+    check_tensor(scores, "scores", ndim=1)
+    if not isinstance(is_ood, Tensor) or is_ood.shape != scores.shape:
+        raise ValueError(
+            f"is_ood must be a tensor of shape {tuple(scores.shape)}, "
+            f"got {getattr(is_ood, 'shape', type(is_ood).__name__)}"
+        )
+    positive = is_ood.bool()
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError(
+            f"ood_auroc needs OOD and in-domain examples, got {n_pos} OOD and {n_neg} in-domain"
+        )
+    s = scores.double()
+    order = torch.argsort(s)
+    sorted_s = s[order]
+    _, inverse, counts = torch.unique_consecutive(sorted_s, return_inverse=True, return_counts=True)
+    ends = torch.cumsum(counts, 0).double()
+    average_rank = ends - (counts.double() - 1.0) / 2.0  # 1-based mean rank of each tie group
+    ranks = torch.empty_like(s)
+    ranks[order] = average_rank[inverse]
+    u = float(ranks[positive].sum()) - n_pos * (n_pos + 1) / 2.0
+    return 100.0 * u / (n_pos * n_neg)
+
+
+def reject_all_metrics(y_true: Tensor, num_known: int) -> dict[str, float]:
+    """:func:`open_intent_metrics` of the rule that predicts OOD for every input.
+
+    Its AUROC is 50 (a constant score ranks nothing), reported as ``auroc``.
+    """
+    check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
+    metrics = open_intent_metrics(y_true, torch.full_like(y_true, num_known), num_known)
+    metrics["auroc"] = 50.0
+    return metrics

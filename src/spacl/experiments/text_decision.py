@@ -1,0 +1,274 @@
+"""Open-intent decision rules, and the choice of one from train/dev data only.
+
+A *decision rule* turns a head's features into ``K + 1``-way predictions: nearest class
+centre (centres from train) with a rejection threshold fitted without any OOD example.
+The candidate rules, fixed in advance (:data:`DECISION_RULES`):
+
+- ``pseudo_ood/global``, ``pseudo_ood/class``: leave-own-class-out thresholds
+  (:func:`spacl.evaluate.ood.fit_open_classifier`, ``method="pseudo_ood"``);
+- ``quantile/global``, ``quantile/class``: the ``ood.quantile`` (0.95) quantile of
+  the known-class dev distances to their own centre;
+- ``held_out_classes``: a share of the known classes is hidden from an auxiliary head
+  trained by the same recipe; the threshold maximises the balanced accuracy between
+  the dev distances of its trained classes and of the hidden ones, and is used with
+  the head trained on every known class.
+
+**Selection criterion** (:data:`SELECTION_CRITERION`, stated before any run, and the
+only use of data in the choice): a *simulated open split of dev*.  The auxiliary
+head of ``held_out_classes`` (``H`` = ``held_out_fraction`` of the ``K`` known classes
+hidden, ``2 <= |H| <= K - 2``) is reused; ``H`` is cut into ``H_fit`` (first half)
+and ``H_eval`` (the rest), and every kept class's dev examples into two seeded halves
+``A`` / ``B``.  Each rule is fitted on the auxiliary features with kept-class dev
+half ``A`` (``held_out_classes`` also sees ``H_fit`` as its hidden classes) and scored
+by the macro-F1 over the kept classes + OOD on dev half ``B`` plus every dev example
+of ``H_eval`` as OOD: classes no rule has seen, as the test's unknown classes.  The
+highest score wins; ties go to the earlier rule of :data:`DECISION_RULES`.  With fewer
+than 4 known classes there is no such split and ``pseudo_ood/global`` (the library
+default) is used.  The test set is never read by the choice; every rule is still
+evaluated on test for transparency (reported as "not used for selection").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from spacl.evaluate.ood import (
+    OpenClassifier,
+    balanced_threshold,
+    class_centres,
+    fit_open_classifier,
+    open_intent_metrics,
+)
+
+__all__ = [
+    "DECISION_RULES",
+    "DEFAULT_RULE",
+    "SELECTION_CRITERION",
+    "HeldOutHead",
+    "RuleChoice",
+    "choose_rule",
+    "fit_rule",
+    "held_out_head",
+]
+
+DECISION_RULES = (
+    "pseudo_ood/global",
+    "pseudo_ood/class",
+    "quantile/global",
+    "quantile/class",
+    "held_out_classes",
+)
+DEFAULT_RULE = "pseudo_ood/global"
+
+SELECTION_CRITERION = (
+    "macro-F1 (kept classes + OOD) on a simulated open split of dev: an auxiliary head "
+    "trained without a held-out share H of the known classes; rules fitted on half A of "
+    "the kept classes' dev examples (held_out_classes also sees the first half of H), "
+    "scored on half B plus the dev examples of the other half of H as OOD; highest wins, "
+    "ties to the earlier rule; fewer than 4 known classes: pseudo_ood/global. "
+    "No test example is used."
+)
+
+#: ``(x, y, num_classes) -> head`` and ``(head, x) -> features``, from the experiment
+TrainHead = Callable[[Tensor, Tensor, int], nn.Module]
+Project = Callable[[nn.Module, Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class HeldOutHead:
+    """An auxiliary head trained without the hidden known classes, and its dev features.
+
+    ``remap[k]`` is class ``k``'s index among the kept classes (``-1`` if hidden);
+    ``hidden_fit`` / ``hidden_eval`` split the hidden classes for the selection.
+    """
+
+    train_z: Tensor  # [N_kept_train, d] auxiliary features of kept-class train examples
+    train_y: Tensor  # their kept-class labels
+    dev_z: Tensor  # [N_dev, d] auxiliary features of every known-class dev example
+    remap: Tensor
+    hidden_fit: Tensor
+    hidden_eval: Tensor
+
+    @property
+    def num_kept(self) -> int:
+        return int((self.remap >= 0).sum())
+
+
+def _num_hidden(num_known: int, fraction: float) -> int:
+    return max(2, min(num_known - 2, round(fraction * num_known)))
+
+
+def held_out_head(
+    train_x: Tensor,
+    train_y: Tensor,
+    dev_x: Tensor,
+    num_known: int,
+    *,
+    fraction: float,
+    seed: int,
+    train_head: TrainHead,
+    project: Project,
+) -> HeldOutHead:
+    """Train the auxiliary head of ``held_out_classes`` (module docstring).
+
+    ``H`` is a seeded ``fraction`` of the known classes (``2 <= |H| <= K - 2``).
+
+    Raises:
+        ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
+    """
+    if num_known < 4:
+        raise ValueError(f"the held-out-class split needs >= 4 known classes, got {num_known}")
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
+    gen = torch.Generator().manual_seed(int(seed) + 7919)
+    order = torch.randperm(num_known, generator=gen)
+    n_out = _num_hidden(num_known, fraction)
+    hidden, kept = order[:n_out], order[n_out:].sort().values
+    remap = torch.full((num_known,), -1, dtype=torch.long)
+    remap[kept] = torch.arange(len(kept))
+    rows = remap[train_y] >= 0
+    aux_y = remap[train_y[rows]]
+    head = train_head(train_x[rows], aux_y, len(kept))
+    half = n_out // 2
+    return HeldOutHead(
+        train_z=project(head, train_x[rows]),
+        train_y=aux_y,
+        dev_z=project(head, dev_x),
+        remap=remap,
+        hidden_fit=hidden[:half].sort().values,
+        hidden_eval=hidden[half:].sort().values,
+    )
+
+
+def _nearest(z: Tensor, centres: Tensor) -> Tensor:
+    return (1.0 - F.normalize(z, dim=1) @ centres.T).min(1).values
+
+
+def fit_rule(
+    rule: str,
+    train_z: Tensor,
+    train_y: Tensor,
+    dev_z: Tensor,
+    dev_y: Tensor,
+    num_known: int,
+    *,
+    quantile: float = 0.95,
+    held_out: tuple[Tensor, Tensor] | None = None,
+) -> OpenClassifier:
+    """Fit decision rule ``rule`` (:data:`DECISION_RULES`) with known-class data only.
+
+    ``held_out_classes`` takes ``held_out = (inside, outside)``: the nearest-centre
+    distances, on the auxiliary head, of dev examples of its trained and of its hidden
+    classes; the threshold they give is used with ``train_z``'s centres.
+    """
+    if rule not in DECISION_RULES:
+        raise ValueError(f"rule must be one of {DECISION_RULES}, got {rule!r}")
+    if rule == "held_out_classes":
+        if held_out is None:
+            raise ValueError("rule 'held_out_classes' needs held_out=(inside, outside) distances")
+        centres = class_centres(train_z, train_y, num_known)
+        threshold = balanced_threshold(*held_out).to(centres.dtype)
+        return OpenClassifier(centres, threshold.expand(num_known).clone())
+    method, scope = rule.split("/")
+    return fit_open_classifier(
+        train_z, train_y, dev_z, dev_y, num_known, method=method, scope=scope, quantile=quantile
+    )
+
+
+def _dev_halves(labels: Tensor, seed: int) -> Tensor:
+    """Seeded mask of half ``A`` of every class's examples (the first of each class)."""
+    gen = torch.Generator().manual_seed(int(seed) + 104729)
+    perm = torch.randperm(labels.numel(), generator=gen)
+    in_a = torch.zeros(labels.numel(), dtype=torch.bool)
+    for k in labels.unique().tolist():
+        members = perm[labels[perm] == k]
+        in_a[members[0::2]] = True
+    return in_a
+
+
+def _held_out_distances(
+    aux: HeldOutHead, dev_y: Tensor, inside: Tensor, hidden: Tensor
+) -> tuple[Tensor, Tensor]:
+    centres = class_centres(aux.train_z, aux.train_y, aux.num_kept)
+    d = _nearest(aux.dev_z, centres)
+    return d[inside], d[torch.isin(dev_y, hidden)]
+
+
+def selection_scores(
+    aux: HeldOutHead, dev_y: Tensor, *, quantile: float, seed: int
+) -> dict[str, float]:
+    """Every rule's selection score (module docstring), macro-F1 in percent."""
+    kept = aux.remap[dev_y] >= 0
+    in_a = _dev_halves(dev_y, seed)
+    fit_rows, eval_rows = kept & in_a, kept & ~in_a
+    eval_ood = torch.isin(dev_y, aux.hidden_eval)
+    k = aux.num_kept
+    eval_z = torch.cat((aux.dev_z[eval_rows], aux.dev_z[eval_ood]))
+    eval_y = torch.cat(
+        (aux.remap[dev_y[eval_rows]], torch.full((int(eval_ood.sum()),), k, dtype=torch.long))
+    )
+    held = _held_out_distances(aux, dev_y, fit_rows, aux.hidden_fit)
+    scores: dict[str, float] = {}
+    for rule in DECISION_RULES:
+        clf = fit_rule(
+            rule,
+            aux.train_z,
+            aux.train_y,
+            aux.dev_z[fit_rows],
+            aux.remap[dev_y[fit_rows]],
+            k,
+            quantile=quantile,
+            held_out=held,
+        )
+        scores[rule] = open_intent_metrics(eval_y, clf.predict(eval_z), k)["macro_f1"]
+    return scores
+
+
+@dataclass(frozen=True)
+class RuleChoice:
+    """The chosen rule, its classifier on the main head, and every rule's classifier."""
+
+    rule: str
+    classifier: OpenClassifier
+    classifiers: dict[str, OpenClassifier]
+    selection: dict[str, float]  # dev selection score of every rule (empty: too few classes)
+
+
+def choose_rule(
+    train_z: Tensor,
+    train_y: Tensor,
+    dev_z: Tensor,
+    dev_y: Tensor,
+    num_known: int,
+    aux: HeldOutHead | None,
+    *,
+    quantile: float,
+    seed: int,
+) -> RuleChoice:
+    """Fit every rule on the main head's features and choose one by the dev criterion.
+
+    ``aux`` is the :func:`held_out_head` (``None`` with fewer than 4 known classes:
+    ``held_out_classes`` is then not fitted and :data:`DEFAULT_RULE` is chosen).
+    """
+    held = None
+    if aux is not None:
+        kept = aux.remap[dev_y] >= 0
+        hidden = torch.cat((aux.hidden_fit, aux.hidden_eval))
+        held = _held_out_distances(aux, dev_y, kept, hidden)
+    classifiers = {
+        rule: fit_rule(
+            rule, train_z, train_y, dev_z, dev_y, num_known, quantile=quantile, held_out=held
+        )
+        for rule in DECISION_RULES
+        if held is not None or rule != "held_out_classes"
+    }
+    if aux is None:
+        return RuleChoice(DEFAULT_RULE, classifiers[DEFAULT_RULE], classifiers, {})
+    scores = selection_scores(aux, dev_y, quantile=quantile, seed=seed)
+    best = max(DECISION_RULES, key=lambda r: (scores[r], -DECISION_RULES.index(r)))
+    return RuleChoice(best, classifiers[best], classifiers, scores)
