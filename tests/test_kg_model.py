@@ -262,7 +262,7 @@ def test_fast_cut_equals_the_miner(
     logits = torch.randn(20, 300, generator=gen) * torch.linspace(0.5, 6.0, 20).unsqueeze(1)
     invalid = torch.rand(20, 300, generator=gen) < 0.2
     extra = torch.randn(20, 3, generator=gen) * 3
-    cut = RelativeThresholdNegatives(share)
+    cut = RelativeThresholdNegatives(share, "exp")
     opts = {"bins": bins, "max_exact": max_exact, "max_levels": max_levels}
     keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut, **opts)
     joint = torch.cat((logits, extra), 1)
@@ -272,6 +272,20 @@ def test_fast_cut_equals_the_miner(
     assert torch.equal(torch.cat((keep, keep_extra), 1), want)
     alone, none = top_share_cut(logits.masked_fill(invalid, -math.inf), None, cut, **opts)
     assert none is None and torch.equal(alone, cut(logits, ~invalid))
+
+
+@pytest.mark.parametrize("mass", ["similarity", "linear"])
+def test_cut_of_other_masses_equals_the_miner(mass: str) -> None:
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(10, 200, generator=gen) * 2 + 0.3
+    invalid = torch.rand(10, 200, generator=gen) < 0.2
+    extra = torch.randn(10, 2, generator=gen)
+    cut = RelativeThresholdNegatives(0.9, mass, temperature=0.5)
+    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut)
+    valid = torch.cat((~invalid, torch.ones(10, 2, dtype=torch.bool)), 1)
+    want = cut(torch.cat((logits, extra), 1), valid)
+    assert keep_extra is not None
+    assert torch.equal(torch.cat((keep, keep_extra), 1), want)
 
 
 def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ def test_logit_cut_matches_sorted_prefix(dtype: torch.dtype, seed: int, share: f
     c = torch.nn.functional.normalize(torch.randn(700, 16, generator=g, dtype=torch.float64), dim=1)
     logits = ((a @ c.T) / 0.1).to(dtype)
     valid = torch.rand(6, 700, generator=g) > 0.1
-    cut = RelativeThresholdNegatives(share)
+    cut = RelativeThresholdNegatives(share, "exp")
     keep = cut(logits, valid)
     weights = torch.exp(
         logits.double() - logits.double().masked_fill(~valid, -math.inf).amax(1, keepdim=True)
@@ -85,7 +85,7 @@ def test_ties_keep_exactly_the_prefix_lowest_index_first(dtype: torch.dtype) -> 
     assert keep.tolist() == [[False, True, True, True, False]]
     # the same through logits: equal logits are ties, kept in index order
     logits = torch.log(w)
-    keep = RelativeThresholdNegatives(0.5)(logits)
+    keep = RelativeThresholdNegatives(0.5, "exp")(logits)
     assert keep.tolist() == [[False, True, True, False, False]]
 
 
@@ -95,7 +95,7 @@ def test_ties_on_rounded_logits(dtype: torch.dtype, share: float) -> None:
     g = torch.Generator().manual_seed(7)
     logits = (torch.randn(5, 900, generator=g) * 2).round().to(dtype)  # heavy ties
     valid = torch.rand(5, 900, generator=g) > 0.05
-    cut = RelativeThresholdNegatives(share)
+    cut = RelativeThresholdNegatives(share, "exp")
     keep = cut(logits, valid)
     weights = cut.weights(logits, valid)
     assert torch.equal(keep, prefix_ref(weights, share, valid, logits))
@@ -135,7 +135,7 @@ def test_linear_mass_is_the_literal_reading() -> None:
     keep = cut(s / tau)
     assert torch.equal(keep, prefix_ref((1 + s) / 2, 0.8, torch.ones_like(keep)))
     # the linear mass keeps far more than the exp mass at a low temperature
-    assert keep.sum() > RelativeThresholdNegatives(0.8)(s / tau).sum()
+    assert keep.sum() > RelativeThresholdNegatives(0.8, "exp")(s / tau).sum()
 
 
 # -- property tests (exact arithmetic on small integer weights) ----------------------------
@@ -172,7 +172,7 @@ def test_random_logits_match_reference(
     dtype = torch.float64 if float64 else torch.float32
     logits = (torch.randn(2, k, generator=g, dtype=torch.float64) * scale).to(dtype)
     valid = torch.rand(2, k, generator=g) > 0.2
-    cut = RelativeThresholdNegatives(share)
+    cut = RelativeThresholdNegatives(share, "exp")
     keep = cut(logits, valid)
     assert torch.equal(keep, prefix_ref(cut.weights(logits, valid), share, valid, logits))
 
@@ -180,9 +180,9 @@ def test_random_logits_match_reference(
 # -- edge cases and bad input --------------------------------------------------------------
 def test_share_one_keeps_everything_even_underflowing_weights() -> None:
     logits = torch.tensor([[0.0, -2000.0, -1.0]], dtype=torch.float64)
-    assert RelativeThresholdNegatives(1.0)(logits).all()
+    assert RelativeThresholdNegatives(1.0, "exp")(logits).all()
     mask = torch.tensor([[True, True, False]])
-    assert torch.equal(RelativeThresholdNegatives(1.0)(logits, mask), mask)
+    assert torch.equal(RelativeThresholdNegatives(1.0, "exp")(logits, mask), mask)
 
 
 def test_rows_without_mass_or_candidates() -> None:
@@ -196,17 +196,17 @@ def test_rows_without_mass_or_candidates() -> None:
 def test_float32_and_float64_logits_agree() -> None:
     g = torch.Generator().manual_seed(4)
     logits = torch.randn(8, 600, generator=g) * 5
-    cut = RelativeThresholdNegatives(0.9)
+    cut = RelativeThresholdNegatives(0.9, "exp")
     assert torch.equal(cut(logits), cut(logits.double()))
 
 
 def test_bad_inputs() -> None:
     for share in (0.0, -0.1, 1.5, math.nan):
         with pytest.raises(ValueError, match="share"):
-            RelativeThresholdNegatives(share)
+            RelativeThresholdNegatives(share, "exp")
     with pytest.raises(ValueError, match="mass"):
         RelativeThresholdNegatives(0.9, "log")
-    cut = RelativeThresholdNegatives(0.9)
+    cut = RelativeThresholdNegatives(0.9, "exp")
     with pytest.raises(ValueError, match="non-finite"):
         cut(torch.tensor([[0.0, math.inf]]))
     with pytest.raises(ValueError, match="2 dimensions"):
@@ -221,3 +221,87 @@ def test_bad_inputs() -> None:
         top_share_mask(-torch.ones(2, 3), 0.5)
     with pytest.raises(ValueError, match="keys"):
         top_share_mask(torch.ones(2, 3), 0.5, keys=torch.ones(2, 2))
+
+
+# -- the literal reading on raw similarities (SPEC §1.4 revised) -----------------------------
+def literal_ref(s: torch.Tensor, share: float, valid: torch.Tensor) -> torch.Tensor:
+    """Per-anchor loop of the paper's formula on signed similarities.
+
+    Sort the valid candidates by decreasing similarity (stable: ties by index), keep the
+    shortest prefix whose running sum of s reaches share * sum(s); at least the first one;
+    share = 1 keeps every candidate.
+    """
+    out = torch.zeros_like(valid)
+    for i in range(s.shape[0]):
+        idx = [j for j in range(s.shape[1]) if valid[i, j]]
+        if not idx:
+            continue
+        idx.sort(key=lambda j: -float(s[i, j]))
+        if share == 1.0:
+            out[i, idx] = True
+            continue
+        target = share * sum(float(s[i, j]) for j in idx)
+        acc, length = 0.0, len(idx)
+        for n, j in enumerate(idx, start=1):
+            acc += float(s[i, j])
+            if acc >= target:
+                length = n
+                break
+        else:
+            length = 1  # never reached (all negative, total < 0): the hardest alone
+        out[i, idx[:length]] = True
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("share", [0.3, 0.9, 0.95, 1.0])
+@pytest.mark.parametrize("offset", [0.5, 0.0, -0.02])  # mostly positive / mixed sign / total < 0
+def test_similarity_cut_matches_literal_loop(
+    dtype: torch.dtype, seed: int, share: float, offset: float
+) -> None:
+    g = torch.Generator().manual_seed(seed)
+    s = (torch.rand(5, 800, generator=g, dtype=torch.float64) * 0.4 - 0.2 + offset).to(dtype)
+    tau = 0.1
+    valid = torch.rand(5, 800, generator=g) > 0.1
+    keep = RelativeThresholdNegatives(share, "similarity", tau)(s / tau, valid)
+    # the reference sees the similarities the cut sees (logits * tau in float64)
+    s_seen = (s / tau).double() * tau
+    assert torch.equal(keep, literal_ref(s_seen, share, valid))
+    if offset < 0 and share < 1.0:  # total <= 0: exactly the hardest negative
+        assert keep.sum(1).tolist() == [1] * 5
+
+
+def test_similarity_cut_hand_cases() -> None:
+    cut = RelativeThresholdNegatives(0.5, "similarity")
+    # 0.4 + 0.3 + 0.2 + 0.1 - 0.2 = 0.8, target 0.4: the first alone reaches it
+    s = torch.tensor([[0.1, 0.4, -0.2, 0.3, 0.2]], dtype=torch.float64)
+    assert cut(s).tolist() == [[False, True, False, False, False]]
+    # ties: 0.3 0.3 0.3 0.1 (total 1.0), share 0.5 -> 0.3 + 0.3: the two lowest-indexed
+    s = torch.tensor([[0.1, 0.3, 0.3, 0.3]], dtype=torch.float64)
+    assert cut(s).tolist() == [[False, True, True, False]]
+    # total <= 0: exactly the hardest, ties to the lowest index
+    s = torch.tensor([[-0.5, 0.2, 0.2, -0.4]], dtype=torch.float64)
+    assert cut(s).tolist() == [[False, True, False, False]]
+    s = torch.full((1, 4), -0.3, dtype=torch.float64)
+    assert cut(s).tolist() == [[True, False, False, False]]
+    # share = 1 keeps the negatively similar tail too (no negative selection)
+    s = torch.tensor([[0.5, 0.3, -0.1]], dtype=torch.float64)
+    assert RelativeThresholdNegatives(1.0, "similarity")(s).all()
+    # an empty row keeps nothing
+    valid = torch.tensor([[False, False, False]])
+    assert not RelativeThresholdNegatives(0.9, "similarity")(s, valid).any()
+
+
+def test_similarity_cut_is_adaptive() -> None:
+    """Alike negatives (early training) keep ~share of them; spread ones far fewer."""
+    g = torch.Generator().manual_seed(5)
+    alike = 0.9 + 0.01 * torch.randn(2, 1000, generator=g, dtype=torch.float64)
+    spread = 0.05 + 0.2 * torch.randn(2, 1000, generator=g, dtype=torch.float64)
+    cut = RelativeThresholdNegatives(0.95, "similarity")
+    kept_alike = cut(alike).double().mean()
+    kept_spread = cut(spread).double().mean()
+    assert 0.93 < kept_alike < 0.96
+    assert kept_spread < 0.5
+    # the softmax-mass reading keeps about the same share of alike negatives at tau = 1
+    assert RelativeThresholdNegatives(0.95, "exp")(alike).double().mean() > 0.9

@@ -47,10 +47,20 @@ def farthest_loop(cands: torch.Tensor, allowed: list[int], start: int, k: int) -
     return out
 
 
-def cut_loop(logits: list[float], share: float) -> list[bool]:
+def cut_loop(
+    logits: list[float], share: float, tau: float = 1.0, mass: str = "similarity"
+) -> list[bool]:
+    """The relative-threshold cut of one anchor, by a stable sort (SPEC §1.4).
+
+    ``"similarity"``: running sum of the raw similarities ``tau * logit`` up to
+    ``share * total`` (at least the hardest one); ``"exp"``: of ``exp(logit)``.
+    """
     order = sorted(range(len(logits)), key=lambda j: -logits[j])  # stable
-    top = max(logits)
-    w = [math.exp(x - top) for x in logits]
+    if mass == "similarity":
+        w = [x * tau for x in logits]
+    else:
+        top = max(logits)
+        w = [math.exp(x - top) for x in logits]
     total = sum(w)
     keep = [False] * len(logits)
     acc = 0.0
@@ -59,6 +69,8 @@ def cut_loop(logits: list[float], share: float) -> list[bool]:
         acc += w[j]
         if share < 1.0 and acc >= share * total:
             break
+    if share < 1.0 and acc < share * total:  # never reached (total < 0): the hardest alone
+        keep = [j == order[0] for j in range(len(logits))]
     return keep
 
 
@@ -85,7 +97,7 @@ def spacl_loop(
         ]
         if generated is not None:
             cand += [dot(f[i], generated[i, k].double()) / tau for k in range(generated.shape[1])]
-        keep = cut_loop(cand, share) if cand else []
+        keep = cut_loop(cand, share, tau) if cand else []
         num = sum(math.exp(x) for x in pos)
         den = num + sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k)
         total += -math.log(num / den)
@@ -135,6 +147,7 @@ def test_no_adversarial_matches_loop(dtype: torch.dtype, share: float) -> None:
                     if r // v != i
                 ],
                 share,
+                0.2,
             )
         )
         for i in range(b)
@@ -221,7 +234,7 @@ def test_anchor_views_negatives_match_loop() -> None:
     for i in range(b):
         pos = [dot(f[i], unit_rows(pool[i, p])) / 0.2 for p in loss.last.positives[i].tolist()]  # type: ignore[union-attr]
         cand = [dot(f[i], f[j]) / 0.2 for j in range(b) if j != i]
-        keep = cut_loop(cand, 0.7)
+        keep = cut_loop(cand, 0.7, 0.2)
         num = sum(math.exp(x) for x in pos)
         total += -math.log(
             num / (num + sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k))
@@ -509,3 +522,176 @@ def test_linear_mass_and_reduction() -> None:
         want = -math.log(sum(pos) / (sum(pos) + sum(neg)))
         assert abs(float(per_anchor[i]) - want) < 1e-10
         assert int(loss.last.kept_negatives[i]) == len(keep)
+
+
+# -- supervised modes, positive forms, queue negatives (issue 11 / 14) ----------------------
+def supervised_loop(
+    online: torch.Tensor,
+    pool: torch.Tensor,
+    hard: list[list[int]],
+    labels: torch.Tensor,
+    tau: float,
+    share: float,
+    mode: str,
+    positive_mode: str = "log_sum_exp",
+    queue: torch.Tensor | None = None,
+    queue_labels: torch.Tensor | None = None,
+) -> float:
+    """Per-anchor loop of SPACL's supervised modes (flat positive rows ``hard``).
+
+    ``instance``: the hard views are the positives, same-class instances are neither;
+    ``instance_class``: plus every view of every other same-class instance (and same-class
+    queue rows).  Negatives: other-class views (and queue rows), cut before the loss.
+    """
+    b, v, d = pool.shape
+    f = unit_rows(online.double())
+    t = unit_rows(pool.double()).reshape(b * v, d)
+    q = None if queue is None else unit_rows(queue.double())
+    total = 0.0
+    for i in range(b):
+        pos = [dot(f[i], t[r]) / tau for r in hard[i]]
+        cand = [dot(f[i], t[r]) / tau for r in range(b * v) if labels[r // v] != labels[i]]
+        if mode == "instance_class":
+            pos += [
+                dot(f[i], t[r]) / tau
+                for r in range(b * v)
+                if r // v != i and labels[r // v] == labels[i]
+            ]
+        if q is not None and queue_labels is not None:
+            for k in range(q.shape[0]):
+                x = dot(f[i], q[k]) / tau
+                if queue_labels[k] != labels[i]:
+                    cand.append(x)
+                elif mode == "instance_class":
+                    pos.append(x)
+        keep = cut_loop(cand, share, tau)
+        neg = sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k)
+        den = math.log(sum(math.exp(x) for x in pos) + neg)
+        if positive_mode == "log_sum_exp":
+            total += den - math.log(sum(math.exp(x) for x in pos))
+        else:
+            total += sum(den - x for x in pos) / len(pos)
+    return total / b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["instance", "instance_class"])
+@pytest.mark.parametrize("positive_mode", ["log_sum_exp", "mean"])
+def test_supervised_modes_match_loop(dtype: torch.dtype, mode: str, positive_mode: str) -> None:
+    b, v, d, tau = 8, 4, 5, 0.25
+    pool = random_pool(b, v, d, dtype, seed=40)
+    online = random_pool(b, v, d, dtype, seed=41)
+    labels = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1])
+    loss = SPACLLoss(
+        tau, share=0.8, variant="no_adversarial", positive_pool=mode, positive_mode=positive_mode
+    )
+    value = loss(online, pool, labels)
+    anchors = anchor_loop(pool)
+    hard = [
+        [i * v + p for p in farthest_loop(pool[i], list(range(v)), anchors[i], 2)] for i in range(b)
+    ]
+    assert loss.last is not None and loss.last.anchor.tolist() == anchors
+    f = torch.stack([online[i, anchors[i]] for i in range(b)])
+    want = supervised_loop(f, pool, hard, labels, tau, 0.8, mode, positive_mode)
+    torch.testing.assert_close(
+        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["instance", "instance_class"])
+def test_queue_negatives_join_before_the_cut(dtype: torch.dtype, mode: str) -> None:
+    b, v, d, tau = 6, 4, 5, 0.2
+    pool = random_pool(b, v, d, dtype, seed=42)
+    labels = torch.tensor([0, 1, 2, 0, 1, 2])
+    g = torch.Generator().manual_seed(43)
+    queue = torch.randn(30, d, generator=g, dtype=torch.float64).to(dtype)
+    queue_labels = torch.randint(0, 4, (30,), generator=g)
+    loss = SPACLLoss(tau, share=0.9, variant="no_adversarial", positive_pool=mode)
+    value = loss(None, pool, labels, extra_negatives=queue, extra_negative_labels=queue_labels)
+    assert loss.last is not None
+    rows = torch.arange(b)
+    hard = (loss.last.positives + rows.unsqueeze(1) * v).tolist()
+    f = pool[rows, loss.last.anchor]
+    want = supervised_loop(
+        f, pool, hard, labels, tau, 0.9, mode, queue=queue, queue_labels=queue_labels
+    )
+    torch.testing.assert_close(
+        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
+    )
+    other = (labels.unsqueeze(1) != labels.unsqueeze(0)).sum(1) * v
+    from_queue = (labels.unsqueeze(1) != queue_labels.unsqueeze(0)).sum(1)
+    assert loss.last.candidate_negatives.tolist() == (other + from_queue).tolist()
+
+
+def test_queue_without_labels_and_empty_queue() -> None:
+    b, v, d, tau = 5, 3, 4, 0.3
+    pool = random_pool(b, v, d, torch.float64, seed=44)
+    queue = torch.randn(12, d, generator=torch.Generator().manual_seed(45), dtype=torch.float64)
+    loss = SPACLLoss(tau, share=0.95, variant="no_adversarial")
+    value = loss(None, pool, extra_negatives=queue)
+    assert loss.last is not None
+    f = unit_rows(pool[torch.arange(b), loss.last.anchor])
+    t = unit_rows(pool).reshape(b * v, d)
+    qu = unit_rows(queue)
+    total = 0.0
+    for i in range(b):
+        pos = [dot(f[i], t[i * v + p]) / tau for p in loss.last.positives[i].tolist()]
+        cand = [dot(f[i], t[r]) / tau for r in range(b * v) if r // v != i]
+        cand += [dot(f[i], qu[k]) / tau for k in range(12)]
+        keep = cut_loop(cand, 0.95, tau)
+        num = sum(math.exp(x) for x in pos)
+        total += -math.log(
+            num / (num + sum(math.exp(x) for x, k in zip(cand, keep, strict=True) if k))
+        )
+    torch.testing.assert_close(
+        value, torch.tensor(total / b, dtype=torch.float64), rtol=1e-10, atol=1e-10
+    )
+    # a queue with zero rows is no queue
+    plain = SPACLLoss(tau, share=0.95, variant="no_adversarial")(None, pool)
+    empty = SPACLLoss(tau, share=0.95, variant="no_adversarial")(
+        None, pool, extra_negatives=queue[:0]
+    )
+    assert torch.equal(plain, empty)
+
+
+def test_exp_mass_is_still_available() -> None:
+    """The old reading changes the loss by at most -log(share) against no cut."""
+    pool = random_pool(8, 5, 6, torch.float64, seed=46)
+    share = 0.95
+    cut = SPACLLoss(0.2, share=share, variant="no_adversarial", mass="exp", reduction="none")
+    full = SPACLLoss(0.2, share=1.0, variant="no_adversarial", reduction="none")
+    gap = full(None, pool) - cut(None, pool)
+    assert bool((gap >= -1e-12).all()) and bool((gap <= -math.log(share) + 1e-12).all())
+    literal = SPACLLoss(0.2, share=share, variant="no_adversarial", reduction="none")
+    assert float((full(None, pool) - literal(None, pool)).max()) > -math.log(share)
+
+
+def test_new_options_reject_bad_input() -> None:
+    pool = torch.randn(4, 5, 3)
+    with pytest.raises(ValueError, match="mass must be one of"):
+        SPACLLoss(mass="softmax")
+    with pytest.raises(ValueError, match="positive_pool must be one of"):
+        SPACLLoss(positive_pool="batch")
+    with pytest.raises(ValueError, match="positive_mode must be one of"):
+        SPACLLoss(positive_mode="sum")
+    with pytest.raises(ValueError, match="num_adversarial must be an integer >= 0"):
+        SPACLLoss(num_adversarial=-2)
+    for mode in ("instance_class", "class"):
+        with pytest.raises(ValueError, match=f"positive_pool='{mode}' is a supervised mode"):
+            SPACLLoss(positive_pool=mode)(None, pool)
+    labels = torch.tensor([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="needs extra_negative_labels"):
+        SPACLLoss(positive_pool="instance_class")(
+            None, pool, labels, extra_negatives=torch.randn(6, 3)
+        )
+    with pytest.raises(ValueError, match=r"extra_negatives must be \[Q, 3\]"):
+        SPACLLoss()(None, pool, extra_negatives=torch.randn(6, 4))
+    with pytest.raises(ValueError, match="extra_negative_labels has length 2"):
+        SPACLLoss()(
+            None,
+            pool,
+            labels,
+            extra_negatives=torch.randn(6, 3),
+            extra_negative_labels=torch.tensor([0, 1]),
+        )

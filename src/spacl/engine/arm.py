@@ -10,13 +10,20 @@ Step kinds (see :mod:`spacl.engine.objectives`):
 * ``views`` — all ``B*V`` views go through the online encoder in one forward pass
   (``[B, V, d]`` projections); with an EMA target (``model.momentum > 0``) the target
   embeds the views too and the loss receives them as ``targets=`` (candidates).
-* ``spacl`` — SPEC §1.2/1.5: the target ``g`` embeds the whole pool ``[B, 1+M]``
-  without gradient; anchors are chosen on those embeddings with
-  ``objective.choose_anchor``; the online encoder ``f`` runs on the anchor views only
-  (``[B, d]``, with gradient) and the loss scores ``f(a_i)`` against the pool
-  ``g(C_i)``.  With a shared encoder (momentum 0) ``g`` is ``f`` under ``no_grad``:
-  the candidates are constants, and the anchor's gradient comes from its own online
-  forward pass.  The EMA update follows the optimiser step.
+* ``spacl`` — SPEC §1.2/1.5, fed as the objective's ``online`` attribute says:
+
+  - ``"all_views"`` (default): ONE forward pass of all ``B*V`` views through the online
+    encoder ``f`` (``[B, V, d]``, so BatchNorm sees one batch, as for the baselines);
+    any view can be the anchor.  With a shared encoder (momentum 0) the pool is those
+    same embeddings (``g = f``; the loss detaches them unless ``detach_candidates`` is
+    off, in which case the gradient reaches every view, as in SimCLR); with an EMA
+    target the pool is ``g``'s embeddings of the views, without gradient.
+  - ``"anchor_view"``: the target ``g`` embeds the whole pool ``[B, 1+M]`` without
+    gradient; anchors are chosen on those embeddings with ``objective.choose_anchor``;
+    ``f`` runs on the anchor views only (``[B, d]``) and the loss scores ``f(a_i)``
+    against ``g(C_i)`` — the paper's derived-encoder reading with an EMA target.
+
+  The EMA update follows the optimiser step.
 
 Distributed: embeddings are gathered across ranks (the online ones with the
 differentiable gather), so the loss is the global-batch loss on every rank.
@@ -152,6 +159,8 @@ class Arm:
         return loss
 
     def _spacl_loss(self, views: Tensor, y: Tensor | None, step: int) -> Tensor:
+        if getattr(self.objective, "online", "anchor_view") == "all_views":
+            return self._spacl_all_views(views, y, step)
         b, v = int(views.shape[0]), int(views.shape[1])
         flat = views.reshape(b * v, *views.shape[2:])
         with torch.no_grad(), self.precision.autocast():
@@ -168,6 +177,24 @@ class Arm:
         loss: Tensor = self.objective(
             all_gather_with_grad(anchors), pool_all, labels=y, anchor_index=anchor_all
         )
+        return loss
+
+    def _spacl_all_views(self, views: Tensor, y: Tensor | None, step: int) -> Tensor:
+        """SPACL fed one online pass of every view (module docstring, ``"all_views"``)."""
+        b, v = int(views.shape[0]), int(views.shape[1])
+        flat = views.reshape(b * v, *views.shape[2:])
+        with self.precision.autocast():
+            z = self._project(self.wrapped, flat).reshape(b, v, -1)
+        _check_finite(z, "embeddings", self.name, step)
+        online = all_gather_with_grad(z)
+        if self.target.shared:
+            pool = online
+        else:
+            with torch.no_grad(), self.precision.autocast():
+                t = self._project(self.target.module, flat).reshape(b, v, -1)
+            _check_finite(t, "target embeddings", self.name, step)
+            pool = all_gather_nograd(t)
+        loss: Tensor = self.objective(online, pool, labels=y)
         return loss
 
     # ----------------------------------------------------------------- training

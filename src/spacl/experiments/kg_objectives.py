@@ -54,7 +54,7 @@ from torch import Tensor, nn
 from spacl._validation import check_in_range, check_positive
 from spacl.losses.kernel import masked_logsumexp
 from spacl.mining.adversarial import AdversarialNegatives
-from spacl.mining.negatives import RelativeThresholdNegatives
+from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
 __all__ = [
@@ -202,6 +202,9 @@ def top_share_cut(
     if cut.share >= 1.0:
         return torch.isfinite(masked), (None if extra is None else torch.isfinite(extra_t))
     joint = torch.cat((masked, extra_t), 1)
+    if cut.mass != "exp":  # the histogram refinement below bins the softmax mass
+        keep_joint = cut.select(joint, torch.isfinite(joint))
+        return keep_joint[:, :e], (None if extra is None else keep_joint[:, e:])
     alive = joint > -math.inf  # in play (not NaN, not a masked entry)
     shift = joint.amax(1, keepdim=True)
     weight = torch.exp(joint - shift).to(torch.float64)  # 0 at -inf
@@ -294,7 +297,9 @@ class LinkSPACLLoss(nn.Module):
         variant: ``"full"``, ``"no_hard_positive"`` (random positives),
             ``"no_adversarial"`` or ``"no_negative_selection"`` (SPEC §1.6).
         pool_size: most known tails entering farthest-point selection per query.
-        mass: ``"exp"`` weights of the cut (SPEC §1.4; the fast cut supports this one).
+        mass: reading of the cut (SPEC §1.4): ``"exp"`` (default here: the measured KG
+            recipe; the histogram cut serves it), ``"similarity"`` (the paper's formula on
+            raw scores) or ``"linear"``; the last two take the miner's exact selection.
         positive_mode: ``"log_sum_exp"`` (SPEC §1.5) or ``"pairwise"`` (each hard
             positive against the kept negatives, InfoNCE-style).
         weighting: ``"query"`` (SPEC: mean over anchors) or ``"triple"``.
@@ -342,8 +347,8 @@ class LinkSPACLLoss(nn.Module):
             )
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-        if mass != "exp":
-            raise ValueError(f"mass must be 'exp' for link prediction, got {mass!r}")
+        if mass not in MASSES:
+            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
         check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
         self.temperature = check_positive(temperature, "temperature")
         self.num_positives = num_positives

@@ -7,7 +7,7 @@ masked-logsumexp kernel.  For every instance ``i`` with candidate pool
     a_i    = argmax_{u in C_i} h(u)                       dynamic anchor          (§1.2)
     P_i^h  = farthest-point selection from a_i, |P_i^h| = num_positives            (§1.2)
     Q_i    = views of the other instances  U  K_adv generated negatives G(g(a_i), xi)  (§1.3)
-    Q_i^h  = shortest heaviest prefix of Q_i holding `share` of sum_q exp(l_iq)      (§1.4)
+    Q_i^h  = shortest most-similar prefix of Q_i with sum s_iq >= share * sum_Q s_iq   (§1.4)
     loss_i = -log( S_i^+ / (S_i^+ + sum_{q in Q_i^h} e^{l_iq}) ),  S_i^+ = sum_{p in P_i^h} e^{l_ip}
     l_ic   = <f(a_i), g(c)> / tau                                                     (§1.5)
 
@@ -35,9 +35,29 @@ How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
 - Negatives ``Q_i``: ``negatives="all_views"`` (default) takes every view of every other
   instance (``(B-1) V`` candidates); ``"anchor_views"`` only the anchor view ``a_j`` of
   every other instance (``B-1``).  With labels, same-class instances are never
-  negatives (SPEC §1.3): ``positive_pool="class"`` is the supervised mode (same-class
-  views join the positive pool), ``positive_pool="instance"`` with labels is the
-  weakly supervised use (labels only remove same-class negatives).
+  negatives (SPEC §1.3).  ``extra_negatives=[Q, d]`` (a :class:`~spacl.mining.NegativeQueue`
+  of past target embeddings) join ``Q_i`` *before* the cut; with labels, queue rows of
+  the anchor's class are not negatives (and are positives under ``"instance_class"``).
+- How labels enter (SPEC §1.2 revised; the paper does not say), ``positive_pool``:
+
+  ====================  ===========================================  ================
+  ``positive_pool``     positives ``P_i``                            labels
+  ====================  ===========================================  ================
+  ``"instance"``        ``lambda_P`` hard views of ``C_i``           optional: they
+                                                                     only remove
+                                                                     same-class
+                                                                     negatives (mode a)
+  ``"instance_class"``  the hard views of ``C_i`` plus every view    required (mode b)
+                        of every other same-class instance
+  ``"class"``           farthest point over every same-class view    required (the
+                        of the batch (the earlier decision)          earlier default)
+  ====================  ===========================================  ================
+
+  Under ``"instance_class"`` the instance's own views that are not hard positives stay
+  neutral, so the hard-positive choice still matters.
+- ``positive_mode="log_sum_exp"`` (default) is the paper's numerator
+  ``log sum_{p in P_i} e^{l_ip}``; ``"mean"`` averages ``log(e^{l_ip} / den_i)`` over the
+  positives (SupCon's ``L_out`` form), which weighs every positive equally.
 - The instance's own views that are neither the anchor nor a positive are neither
   positives nor negatives.
 - Candidate (target) embeddings are constants (``detach_candidates=True``), as SPEC §1.5
@@ -81,7 +101,7 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_labels, check_positive, check_tensor
-from spacl.losses.kernel import contrastive_kernel, reduce_anchors
+from spacl.losses.kernel import PositiveMode, contrastive_kernel, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
 from spacl.mining._common import check_anchor_index, unit
 from spacl.mining.adversarial import AdversarialNegatives
@@ -90,7 +110,6 @@ from spacl.mining.positives import (
     DynamicAnchor,
     check_num_positives,
     check_pool_size,
-    check_positive_pool,
     class_pool_members,
     farthest_point_flat,
     farthest_point_from_dissimilarity,
@@ -109,6 +128,12 @@ VARIANTS: tuple[str, ...] = (
     "ib_h",
 )
 NEGATIVE_SETS: tuple[str, ...] = ("all_views", "anchor_views")
+#: how labels enter (module docstring); the two last need labels
+SPACL_POSITIVE_POOLS: tuple[str, ...] = ("instance", "instance_class", "class")
+POSITIVE_MODES: tuple[str, ...] = ("log_sum_exp", "mean")
+#: how the training engine feeds the loss (spacl.engine.arm): one online pass of every
+#: view, or the online encoder on the anchor view only (with the target on the pool)
+ONLINE_MODES: tuple[str, ...] = ("all_views", "anchor_view")
 
 
 @dataclass(frozen=True)
@@ -173,11 +198,17 @@ class SPACLLoss(nn.Module):
         share: ``lambda_Q``, kept share of the negative mass, ``0 < share <= 1`` (0.95).
         num_adversarial: ``K_adv``, generated negatives per anchor (default 1; 0: none).
         variant: ablation switch, one of :data:`VARIANTS` (module docstring).
-        positive_pool: ``"instance"`` (self-supervised) or ``"class"`` (supervised, needs
-            labels: same-class views join the positive pool).
-        mass: ``"exp"`` (weights ``exp(s / tau)``) or ``"linear"`` (``(1 + s) / 2``) for
-            the cut.
+        positive_pool: ``"instance"`` (self- or weakly supervised), ``"instance_class"`` or
+            ``"class"`` (supervised, need labels); see the module docstring.
+        positive_mode: ``"log_sum_exp"`` (the paper) or ``"mean"`` (``L_out`` form).
+        mass: reading of the cut: ``"similarity"`` (the paper's formula on raw
+            similarities, default), ``"exp"`` (weights ``exp(s / tau)``) or ``"linear"``
+            (``(1 + s) / 2``); see :mod:`spacl.mining.negatives`.
         negatives: ``"all_views"`` or ``"anchor_views"`` of the other instances.
+        online: how :class:`spacl.engine.Arm` feeds this loss: ``"all_views"`` (one online
+            forward pass of every view; anchors ``[B, V, d]``) or ``"anchor_view"``
+            (online encoder on the anchor views only, the target on the pool).  The
+            loss itself accepts every form whatever this says.
         normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
             works on the unit sphere.
         detach_candidates: treat the target (candidate) embeddings as constants.
@@ -190,9 +221,10 @@ class SPACLLoss(nn.Module):
             (default: seeded with 0).
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
 
-    Call: ``loss(anchors, pool, labels=None, *, anchor_index=None) -> Tensor`` with
-    ``pool[B, V, d]`` and ``anchors`` ``None``, ``[B, d]`` or ``[B, V, d]`` (module
-    docstring).  After each call :attr:`last` holds a :class:`SPACLStep`.
+    Call: ``loss(anchors, pool, labels=None, *, anchor_index=None, extra_negatives=None,
+    extra_negative_labels=None) -> Tensor`` with ``pool[B, V, d]`` and ``anchors``
+    ``None``, ``[B, d]`` or ``[B, V, d]`` (module docstring).  After each call
+    :attr:`last` holds a :class:`SPACLStep`.
     """
 
     def __init__(
@@ -204,8 +236,10 @@ class SPACLLoss(nn.Module):
         variant: str = "full",
         positive_pool: str = "instance",
         *,
-        mass: str = "exp",
+        positive_mode: str = "log_sum_exp",
+        mass: str = "similarity",
         negatives: str = "all_views",
+        online: str = "all_views",
         normalize: NormalizeMode = "sphere",
         detach_candidates: bool = True,
         embedding_dim: int | None = None,
@@ -228,6 +262,16 @@ class SPACLLoss(nn.Module):
             raise ValueError(f"negatives must be one of {NEGATIVE_SETS}, got {negatives!r}")
         if mass not in MASSES:
             raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        if positive_pool not in SPACL_POSITIVE_POOLS:
+            raise ValueError(
+                f"positive_pool must be one of {SPACL_POSITIVE_POOLS}, got {positive_pool!r}"
+            )
+        if positive_mode not in POSITIVE_MODES:
+            raise ValueError(
+                f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}"
+            )
+        if online not in ONLINE_MODES:
+            raise ValueError(f"online must be one of {ONLINE_MODES}, got {online!r}")
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         self.temperature = check_positive(temperature, "temperature")
@@ -236,8 +280,11 @@ class SPACLLoss(nn.Module):
         self.num_adversarial = num_adversarial
         self.variant = variant
         self.parts = VARIANT_PARTS[variant]
-        self.positive_pool = check_positive_pool(positive_pool)
+        self.positive_pool = positive_pool
+        self.positive_mode = positive_mode
+        self.mass = mass
         self.negatives = negatives
+        self.online = online
         self.normalize = check_normalize_mode(normalize)
         self.detach_candidates = bool(detach_candidates)
         self.reduction = reduction
@@ -369,8 +416,11 @@ class SPACLLoss(nn.Module):
         b, v, d = pool.shape
         if labels is not None:
             labels = check_labels(labels, b).to(pool.device)
-        elif self.positive_pool == "class":
-            raise ValueError("positive_pool='class' needs labels: call loss(anchors, pool, labels)")
+        elif self.positive_pool != "instance":
+            raise ValueError(
+                f"positive_pool={self.positive_pool!r} is a supervised mode and needs labels: "
+                "call loss(anchors, pool, labels)"
+            )
         self._check_pool(pool, labels)
         if anchors is not None:
             check_tensor(anchors, "anchors", ndim=(2, 3))
@@ -396,6 +446,8 @@ class SPACLLoss(nn.Module):
         labels: Tensor | None = None,
         *,
         anchor_index: Tensor | None = None,
+        extra_negatives: Tensor | None = None,
+        extra_negative_labels: Tensor | None = None,
     ) -> Tensor:
         """SPACL loss of a batch (see the class and module docstrings for the contract).
 
@@ -406,8 +458,15 @@ class SPACLLoss(nn.Module):
             labels: optional ``[B]`` integer class labels.
             anchor_index: optional ``[B]`` view index of the anchor (overrides the
                 variant's choice; with ``anchors[B, d]`` it names the embedded view).
+            extra_negatives: optional ``[Q, d]`` constant candidates (a negative queue),
+                joined to ``Q_i`` before the cut.
+            extra_negative_labels: ``[Q]`` labels of ``extra_negatives`` (used with
+                ``labels``: same-class rows are not negatives).
         """
         labels, anchor_index = self._check_inputs(anchors, pool, labels, anchor_index)
+        extra, extra_labels = self._check_extra(
+            pool, labels, extra_negatives, extra_negative_labels
+        )
         b = pool.shape[0]
         rows = torch.arange(b, device=pool.device)
         unit_pool, anchor, positives, flat_pos = self._mine(pool, labels, anchor_index)
@@ -424,45 +483,101 @@ class SPACLLoss(nn.Module):
         else:
             target = normalize(pool.detach() if self.detach_candidates else pool, self.normalize)
 
-        cand_logits, pos_logits, other = self._in_batch(online, target, anchor, flat_pos, labels)
+        cand_logits, pos_logits, other, same = self._in_batch(
+            online, target, anchor, flat_pos, labels
+        )
         k_adv = self.effective_adversarial
-        if k_adv == 0 and not bool(other.any()):
-            raise ValueError(
-                f"SPACL: no anchor has a negative (batch of {b} instance(s), no generated "
-                "negatives" + (", labels leave no other class" if labels is not None else "") + ")"
-            )
-        pieces = [cand_logits, pos_logits]
+        p = self.num_positives
+        n_cand = cand_logits.shape[1]
+        false = torch.zeros(b, 0, dtype=torch.bool, device=pool.device)
+        pieces, neg_blocks, pos_blocks = [cand_logits, pos_logits], [other], [same]
+        neg_blocks.append(false.new_zeros(b, p))
+        pos_blocks.append(false.new_ones(b, p))
         d_loss = g_loss = None
         if k_adv > 0:
             gen_logits, d_loss, g_loss = self._generated(online, unit_pool, anchor, flat_pos)
             pieces.append(gen_logits)
+            neg_blocks.append(false.new_ones(b, k_adv))
+            pos_blocks.append(false.new_zeros(b, k_adv))
+        if extra is not None:
+            queue = normalize(extra.detach(), self.normalize).to(online.dtype)
+            pieces.append(online @ queue.T)
+            q_neg, q_pos = self._extra_masks(labels, extra_labels, b, extra.shape[0])
+            neg_blocks.append(q_neg)
+            pos_blocks.append(q_pos)
+        candidates = torch.cat(neg_blocks, dim=1)
+        if not bool(candidates.any()):
+            raise ValueError(
+                f"SPACL: no anchor has a negative (batch of {b} instance(s), "
+                f"K_adv={k_adv}"
+                + (", labels leave no other class" if labels is not None else "")
+                + ")"
+            )
         logits = torch.cat(pieces, dim=1)
-
-        # columns: in-batch candidates | positives | generated negatives
-        n_cand, p = cand_logits.shape[1], self.num_positives
-        pos_mask = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
-        pos_mask[:, n_cand : n_cand + p] = True
-        candidates = torch.cat(
-            (
-                other,
-                torch.zeros(b, p, dtype=torch.bool, device=logits.device),
-                torch.ones(b, k_adv, dtype=torch.bool, device=logits.device),
-            ),
-            dim=1,
-        )
         kept = self.cut.select(logits.detach(), candidates)
-        per_anchor = contrastive_kernel(logits, pos_mask, kept, positive_mode="log_sum_exp")
+        if self.positive_pool == "instance_class" or extra_labels is not None:
+            pos_mask: Tensor = torch.cat(pos_blocks, dim=1)
+        else:  # the common case: the P positive columns
+            pos_mask = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
+            pos_mask[:, n_cand : n_cand + p] = True
+        mode: PositiveMode = "log_sum_exp" if self.positive_mode == "log_sum_exp" else "mean"
+        per_anchor = contrastive_kernel(logits, pos_mask, kept, positive_mode=mode)
 
+        gen_cols = slice(n_cand + p, n_cand + p + k_adv)
         self.last = SPACLStep(
             anchor=anchor.detach(),
             positives=positives.detach(),
             candidate_negatives=candidates.sum(1),
             kept_negatives=kept.sum(1),
-            kept_generated=kept[:, n_cand + p :].sum(1),
+            kept_generated=kept[:, gen_cols].sum(1),
             d_loss=d_loss,
             g_loss=g_loss,
         )
         return reduce_anchors(per_anchor, self.reduction)
+
+    def _check_extra(
+        self,
+        pool: Tensor,
+        labels: Tensor | None,
+        extra: Tensor | None,
+        extra_labels: Tensor | None,
+    ) -> tuple[Tensor | None, Tensor | None]:
+        """Validate ``extra_negatives`` / ``extra_negative_labels``; ``None`` for an empty queue."""
+        if extra is None:
+            if extra_labels is not None:
+                raise ValueError("extra_negative_labels given without extra_negatives")
+            return None, None
+        check_tensor(extra, "extra_negatives", ndim=2)
+        if extra.shape[1] != pool.shape[2]:
+            raise ValueError(
+                f"extra_negatives must be [Q, {pool.shape[2]}] (the pool's d), "
+                f"got {tuple(extra.shape)}"
+            )
+        if extra.dtype != pool.dtype:
+            raise TypeError(f"extra_negatives dtype {extra.dtype} differs from pool {pool.dtype}")
+        if extra_labels is not None:
+            extra_labels = check_labels(extra_labels, extra.shape[0], "extra_negative_labels")
+            extra_labels = extra_labels.to(pool.device)
+        elif labels is not None and self.positive_pool != "instance":
+            raise ValueError(
+                f"positive_pool={self.positive_pool!r} with extra_negatives needs "
+                "extra_negative_labels (a queue of the wrong class would be a negative)"
+            )
+        if extra.shape[0] == 0:
+            return None, None
+        return extra.to(pool.device), extra_labels if labels is not None else None
+
+    def _extra_masks(
+        self, labels: Tensor | None, extra_labels: Tensor | None, b: int, q: int
+    ) -> tuple[Tensor, Tensor]:
+        """``(negative, positive)`` masks ``[B, Q]`` of the queue rows."""
+        device = labels.device if labels is not None else None
+        if labels is None or extra_labels is None:
+            ones = torch.ones(b, q, dtype=torch.bool, device=device)
+            return ones, ~ones
+        same = labels.unsqueeze(1) == extra_labels.unsqueeze(0)
+        positive = same if self.positive_pool == "instance_class" else torch.zeros_like(same)
+        return ~same, positive
 
     @torch.no_grad()
     def _mine(
@@ -486,12 +601,14 @@ class SPACLLoss(nn.Module):
         anchor: Tensor,
         flat_pos: Tensor,
         labels: Tensor | None,
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Logits of the in-batch candidates and of the positives, and the negative mask.
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Logits of the in-batch candidates and of the positives, and two candidate masks.
 
         ``online`` is already divided by the temperature.  Candidates are every view
         (``"all_views"``, ``[B, B*V]``) or the anchor view (``"anchor_views"``, ``[B, B]``) of
-        every instance; the mask keeps the other instances (of another class, with labels).
+        every instance; the negative mask keeps the other instances (of another class,
+        with labels); the positive mask marks the other same-class instances under
+        ``positive_pool="instance_class"`` (else nothing).
         """
         b, v, d = target.shape
         rows = torch.arange(b, device=target.device)
@@ -506,9 +623,13 @@ class SPACLLoss(nn.Module):
             pos_logits = torch.einsum("bd,bpd->bp", online, target_flat[flat_pos])
             cand_inst, cand_labels = rows, labels
         other = cand_inst.unsqueeze(0) != rows.unsqueeze(1)
+        same = torch.zeros_like(other)
         if labels is not None and cand_labels is not None:
-            other &= cand_labels.unsqueeze(0) != labels.unsqueeze(1)
-        return cand_logits, pos_logits, other
+            same_class = cand_labels.unsqueeze(0) == labels.unsqueeze(1)
+            if self.positive_pool == "instance_class":
+                same = other & same_class
+            other &= ~same_class
+        return cand_logits, pos_logits, other, same
 
     def _generated(
         self, online: Tensor, unit_pool: Tensor, anchor: Tensor, flat_pos: Tensor
@@ -542,5 +663,6 @@ class SPACLLoss(nn.Module):
             f"temperature={self.temperature}, num_positives={self.num_positives}, "
             f"share={self.share}, num_adversarial={self.num_adversarial}, "
             f"variant={self.variant!r}, positive_pool={self.positive_pool!r}, "
+            f"positive_mode={self.positive_mode!r}, mass={self.mass!r}, "
             f"negatives={self.negatives!r}"
         )

@@ -1,22 +1,34 @@
 """Relative-threshold negative selection for SPACL (SPEC §1.4): a top-p cut without a sort.
 
-Given non-negative weights ``w_ij`` of the candidate negatives of anchor ``i``, keep the
-hardest negatives ``Q_i^h``: the *shortest prefix* of the candidates sorted by
-decreasing weight whose cumulative weight reaches ``share * sum_j w_ij`` (a top-p /
-nucleus cut).  Every kept negative weighs at least as much as every dropped one, the
-kept share reaches ``share``, and dropping the lightest kept negative falls below it.
+Given weights ``w_ij`` of the candidate negatives of anchor ``i``, keep the hardest
+negatives ``Q_i^h``: the *shortest prefix* of the candidates sorted by decreasing
+similarity whose cumulative weight reaches ``share * sum_j w_ij``.  Every kept negative
+is at least as similar to the anchor as every dropped one.
 
-**Decisions** (SPEC §1.4):
+**Decisions** (SPEC §1.4, revised):
 
-- ``mass="exp"`` (default): ``w_ij = exp(s_ij / tau)`` — the negatives' softmax mass,
-  well defined although raw inner products can be negative.  ``mass="linear"``: the
-  literal reading on ``w_ij = (1 + s_ij) / 2`` (clamped at 0 for non-unit embeddings).
+- ``mass="similarity"`` (default, the paper's formula
+  ``sum_{q in Q^h} sim(a, q) = lambda_Q * sum_{q in Q} sim(a, q)`` on raw inner products):
+  ``w_ij = s_ij``, signed.  Sort by decreasing ``s_ij`` and keep the shortest prefix
+  whose cumulative sum of ``s_ij`` reaches ``share * sum_j s_ij``.  When the total is
+  ``> 0`` the prefix ends inside the positive similarities (their sum is at least the
+  total), so the cumulative sum is monotone where it crosses; when the total is
+  ``<= 0`` the first candidate already reaches it (or nothing ever does), and exactly
+  the hardest negative is kept — no special case.  The cut is adaptive: while the
+  negatives are all alike (early training, every ``s`` near 1) it keeps about
+  ``share`` of them; once they spread around 0 it keeps only those above the bulk.
+- ``mass="exp"``: ``w_ij = exp(s_ij / tau)`` — a top-p cut of the negatives' softmax
+  mass.  It changes an anchor's loss by at most ``-log(share)`` (0.051 nats at 0.95):
+  an option, not the paper's reading.  ``mass="linear"``: ``w_ij = (1 + s_ij) / 2``
+  (clamped at 0 for non-unit embeddings).
 - The order is by decreasing logit (both masses are non-decreasing functions of it),
   ties broken by *index*: the prefix is that of a stable sort (equal logits in
   increasing candidate order), so exactly as many tied candidates are kept as the
   prefix needs, the lowest-indexed first.
-- ``share = 1`` keeps every candidate (also those whose weight underflows to 0); a row
-  whose total weight is 0 (only possible with ``mass="linear"``) keeps every candidate.
+- ``share = 1`` keeps every candidate for every mass (also those whose weight underflows
+  to 0, and the negatively similar tail of ``"similarity"``): ``lambda_Q = 1`` is the
+  paper's "no negative selection" ablation.  With ``"exp"`` / ``"linear"`` a row whose
+  total weight is 0 keeps every candidate.
 - Weights and masses are computed in float64 whatever the input dtype.
 
 Algorithm (no full sort of the ``K`` candidates): a radix-style selection on the key
@@ -38,7 +50,7 @@ from torch import Tensor, nn
 
 from spacl._validation import check_in_range, check_positive, check_tensor
 
-MASSES: tuple[str, ...] = ("exp", "linear")
+MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64
@@ -236,17 +248,21 @@ class RelativeThresholdNegatives(nn.Module):
     """SPACL's relative-threshold negative selection (SPEC §1.4), a top-p cut.
 
     Keep the hardest candidate negatives until they hold ``share`` of the negative
-    mass: with ``mass="exp"`` the weights are ``w_ij = exp(logits_ij)``,
-    ``logits = s / tau`` of the anchor against its candidate negatives; with
-    ``mass="linear"`` they are ``(1 + s) / 2`` with ``s = logits * temperature``
-    (so ``temperature`` must be the one that produced the logits).  See the module
-    docstring for the exact prefix definition, tie rule and algorithm.  No gradient.
+    mass.  ``logits = s / tau`` of the anchor against its candidates, with
+    ``s = logits * temperature`` (so ``temperature`` must be the one that produced the
+    logits).  ``mass="similarity"`` (default): ``w = s``, the paper's formula on raw
+    similarities; ``"exp"``: ``w = exp(logits)``; ``"linear"``: ``w = (1 + s) / 2``.
+    See the module docstring for the exact prefix definition, tie rule and algorithm.
+    No gradient.
 
-    Call: ``RelativeThresholdNegatives(share, mass)(logits[B, K], valid_mask=None)
-    -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off ``valid_mask``).
+    Call: ``RelativeThresholdNegatives(share, mass, temperature)(logits[B, K],
+    valid_mask=None) -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off
+    ``valid_mask``).
     """
 
-    def __init__(self, share: float = 0.95, mass: str = "exp", temperature: float = 1.0) -> None:
+    def __init__(
+        self, share: float = 0.95, mass: str = "similarity", temperature: float = 1.0
+    ) -> None:
         super().__init__()
         self.share = check_share(share)
         if mass not in MASSES:
@@ -255,7 +271,13 @@ class RelativeThresholdNegatives(nn.Module):
         self.temperature = check_positive(temperature, "temperature")
 
     def weights(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
-        """Float64 ``[B, K]`` weights (0 off ``valid_mask``); scaled per row for ``exp``."""
+        """Float64 ``[B, K]`` weights (0 off ``valid_mask``); scaled per row for ``exp``.
+
+        For ``"similarity"`` these are the signed similarities ``s``.
+        """
+        if self.mass == "similarity":
+            s = logits.detach().to(torch.float64) * self.temperature
+            return torch.where(valid_mask, s, 0.0)
         return self._weights(logits.detach().masked_fill(~valid_mask, -math.inf))[0]
 
     def _weights(self, masked_logits: Tensor) -> tuple[Tensor, Tensor]:
@@ -278,6 +300,8 @@ class RelativeThresholdNegatives(nn.Module):
         if self.share >= 1.0:
             return valid_mask.clone()
         keys = logits.detach().masked_fill(~valid_mask, -math.inf)
+        if self.mass == "similarity":
+            return self._similarity_cut(keys, valid_mask)
         weights, row_max = self._weights(keys)
         lo = None
         if self.mass == "exp":
@@ -285,6 +309,18 @@ class RelativeThresholdNegatives(nn.Module):
             # (weights are scaled so that the largest is 1): a lower bound on its key
             lo = row_max + math.log((1.0 - self.share) / keys.shape[1])
         return _masked_cut(keys, weights, valid_mask, self.share, row_max, lo)
+
+    def _similarity_cut(self, keys: Tensor, valid_mask: Tensor) -> Tensor:
+        """The literal cut on signed similarities (module docstring)."""
+        s = torch.where(valid_mask, keys.to(torch.float64) * self.temperature, 0.0)
+        total = s.sum(1)
+        # where the total is > 0 the prefix ends among the positive similarities, where
+        # the cumulative sum is monotone: the clamped weights give the same prefix
+        weights = s.clamp_min(0.0)
+        keep = _prefix_mask(keys, weights, valid_mask, self.share * total)
+        hardest = torch.zeros_like(valid_mask)
+        hardest.scatter_(1, keys.argmax(1, keepdim=True), True)  # first maximum
+        return torch.where((total > 0).unsqueeze(1), keep, hardest & valid_mask)
 
     def extra_repr(self) -> str:
         return f"share={self.share}, mass={self.mass!r}"
