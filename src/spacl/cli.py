@@ -19,6 +19,8 @@ from spacl import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "train",
+    "recipes",
+    "data",
     "eval",
     "reproduce",
     "geometry",

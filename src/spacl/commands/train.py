@@ -1,7 +1,8 @@
 """``spacl train CONFIG [key=value ...]``: train from a YAML recipe, or resume a run.
 
-CONFIG is a recipe (``configs/digits/spacl.yaml``) or an existing run directory
-(its ``config.yaml`` is used; ``--resume`` continues it).  Overrides are OmegaConf
+CONFIG is a built-in recipe name (``mnist5k/spacl``; list them with ``spacl recipes``),
+a recipe file (``my_recipe.yaml``), or an existing run directory (its ``config.yaml``
+is used; ``--resume`` continues it).  Overrides are OmegaConf
 dot-lists (``train.epochs=5 optim.lr=0.1``); the config is validated — unknown keys,
 wrong types, impossible values, missing data paths — before anything is trained.
 Under ``torchrun --nproc_per_node=N`` the process group is initialised from the
@@ -26,7 +27,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("config", help="YAML recipe, or a run directory to resume")
+    parser.add_argument(
+        "config", help="recipe name (spacl recipes), YAML file, or a run directory to resume"
+    )
     parser.add_argument("overrides", nargs="*", help="config overrides key=value (dot-list)")
     parser.add_argument(
         "--out", default=None, help="run directory (default: <out_dir>/<name>-<time>)"
@@ -58,9 +61,9 @@ def resolve_run(
         cfg = load_config(run.config, overrides)
         run_dir = run_dir or source
     else:
-        if not source.is_file():
-            raise FileNotFoundError(f"config file {source} does not exist")
-        cfg = load_config(source, overrides)
+        from spacl.recipes import resolve_recipe
+
+        cfg = load_config(resolve_recipe(config), overrides)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
         raise ValueError(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
@@ -74,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
-    if not args.resume and Path(args.config).is_file():
+    if not args.resume and not Path(args.config).is_dir():
         from spacl.experiments import run_task_recipe
+        from spacl.recipes import resolve_recipe
 
         # `task: kg` / `task: text` recipes run their own task loop (docs/kg_and_text.md)
-        if run_task_recipe(args.config, list(args.overrides), out=args.out, quiet=args.quiet):
+        recipe = resolve_recipe(args.config)
+        if run_task_recipe(recipe, list(args.overrides), out=args.out, quiet=args.quiet):
             return 0
     cfg, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
     ctx = init_from_env(cfg.train.device)

@@ -1,4 +1,4 @@
-"""Finding a dataset's directory and split files under the data root (KG and text readers)."""
+"""Finding a dataset's directory and split files under the data roots (KG and text readers)."""
 
 from __future__ import annotations
 
@@ -18,22 +18,21 @@ def split_file(directory: Path, split: str, suffixes: Sequence[str]) -> Path | N
 def find_dataset_dir(
     name: str, root: str | Path | None, family: str, suffixes: Sequence[str], what: str
 ) -> Path:
-    """The directory of dataset ``name``: ``<root>/<family>/<name>``, ``<root>/<name>`` or
-    ``root`` itself, whichever holds a ``train`` split file.
+    """The directory of dataset ``name``: ``<base>/<family>/<name>`` or ``<base>/<name>``
+    for each data root ``base`` in :func:`spacl.data.sources.data_search_dirs` order, or an
+    explicit ``root`` itself, whichever first holds a ``train`` split file.
 
-    ``root`` defaults to :func:`spacl.data.default_data_root` (``$SPACL_DATA_DIR`` or
-    ``../shared/data`` next to the checkout).  ``FileNotFoundError`` lists where it looked.
+    ``FileNotFoundError`` lists every directory searched and points to ``spacl data``.
     """
-    if root is None:
-        from spacl.data.registry import default_data_root
+    from spacl.data.sources import data_search_dirs, dataset_not_found
 
-        root = default_data_root()
-    base = Path(root).expanduser()
-    for candidate in (base / family / name, base / name, base):
-        if split_file(candidate, "train", suffixes) is not None:
-            return candidate
-    train = f"train{suffixes[0]}"
-    raise FileNotFoundError(
-        f"{what} {name!r} not found under {base} (looked for {family}/{name}/{train}, "
-        f"{name}/{train} and {train}; set SPACL_DATA_DIR or pass root=)"
-    )
+    searched: list[Path] = []
+    for base in data_search_dirs(root):
+        candidates = [base / family / name, base / name]
+        if root is not None:
+            candidates.append(base)
+        for candidate in candidates:
+            if split_file(candidate, "train", suffixes) is not None:
+                return candidate
+        searched.append(base / family / name)
+    raise FileNotFoundError(dataset_not_found(name, searched, what))

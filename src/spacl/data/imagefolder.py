@@ -37,7 +37,8 @@ def load_imagefolder(
         raise FileNotFoundError(
             f"image folder {path} does not exist. Expected one sub-directory per class "
             f"holding its images (e.g. ImageNet's train/<wnid>/*.JPEG); spacl never "
-            f"downloads ImageNet - get it from https://image-net.org and point root at it"
+            f"downloads ImageNet - get it from https://image-net.org and point root at it "
+            f"(`spacl data` lists every dataset's source and layout)"
         )
     return ImageFolder(str(path), transform=transform)
 

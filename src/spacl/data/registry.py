@@ -14,12 +14,13 @@ Single-set data (synthetic, digits, mnist5k) is split by
 (default 0.2) and ``split_seed`` (default 0); ``split="all"`` returns everything.
 Other keyword arguments go to the loader (e.g. ``make_synthetic(num_classes=...)``,
 ``load_imagefolder(transform=...)``). When ``root`` is ``None`` for on-disk data,
-:func:`default_data_root` is used.
+:func:`spacl.data.sources.find_dataset` searches the data roots (``$SPACL_DATA_DIR``, the
+per-user data directory, ...; ``spacl data`` lists them) for ``cifar-10-batches-py``,
+``cifar-100-python`` or ``imagenet100``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,20 +31,12 @@ from .builtin import load_digits, load_mnist5k
 from .cifar import load_cifar
 from .imagefolder import load_imagefolder
 from .labeled import LabeledData, stratified_split
+from .sources import default_data_root, find_dataset
 from .synthetic import make_synthetic
 
 __all__ = ["DATASET_NAMES", "default_data_root", "get_dataset"]
 
 DATASET_NAMES = ("synthetic", "digits", "mnist5k", "cifar10", "cifar100", "imagefolder")
-
-
-def default_data_root() -> Path:
-    """``$SPACL_DATA_DIR`` if set, else ``<repo>/../shared/data`` (next to the checkout)."""
-    env = os.environ.get("SPACL_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    repo = Path(__file__).resolve().parents[3]
-    return (repo / ".." / "shared" / "data").resolve()
 
 
 def _split_single(data: LabeledData, split: str, kw: dict[str, Any]) -> LabeledData:
@@ -75,9 +68,11 @@ def get_dataset(
         }
         data = loaders[name](**kw)
         return _split_single(data, split, split_kw)
-    base = Path(root) if root is not None else default_data_root()
     if name in ("cifar10", "cifar100"):
         if split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test' for {name}, got {split!r}")
+        base = Path(root) if root is not None else find_dataset(name)
         return load_cifar(base, name, train=split == "train", **kw)
-    return load_imagefolder(base, split=split or None, **kw)
+    # imagefolder: an explicit root is the folder itself; else <data root>/imagenet100
+    folder = Path(root) if root is not None else find_dataset("imagenet100")
+    return load_imagefolder(folder, split=split or None, **kw)

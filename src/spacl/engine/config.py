@@ -388,10 +388,19 @@ def validate_optim(optim: Any, prefix: str = "optim") -> None:
 
 
 def data_root(cfg: Any) -> Path:
-    """The directory on-disk datasets are read from (``data.root`` or the default)."""
-    from spacl.data import default_data_root
+    """The directory on-disk datasets are read from: ``data.root``, else the first data
+    root holding the dataset (:func:`spacl.data.sources.find_dataset`; raises
+    ``FileNotFoundError`` naming the directories searched), else the default root."""
+    from spacl.data.sources import DATASETS, default_data_root, find_dataset
 
-    return Path(cfg.data.root).expanduser() if cfg.data.root else default_data_root()
+    if cfg.data.root:
+        return Path(cfg.data.root).expanduser()
+    name = "imagenet100" if cfg.data.name == "imagefolder" else str(cfg.data.name)
+    if name in DATASETS:
+        found = find_dataset(name)
+        # cifar: the parent of cifar-*-python (load_cifar accepts either)
+        return found if name == "imagenet100" else found.parent
+    return default_data_root()
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -433,11 +442,15 @@ def validate_config(cfg: DictConfig) -> None:
         if s.num_superclasses is not None:
             _int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
     if d.name in ON_DISK_DATASETS:
-        root = data_root(cfg)
+        try:
+            root = data_root(cfg)
+        except FileNotFoundError as err:
+            raise ValueError(f"config key 'data.root' is null and {err}") from None
         if not root.is_dir():
             raise ValueError(
                 f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "
-                "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable)"
+                "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable; "
+                "`spacl data` lists every dataset's source and layout)"
             )
         if d.name == "imagefolder" and not (root / d.train_split).is_dir():
             raise ValueError(
