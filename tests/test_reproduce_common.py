@@ -11,10 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacl.experiments.common import (
+    FEW_SEEDS,
     NOT_AT_SCALE,
     OPPOSITE,
     REPRODUCED,
+    SMOKE,
     VERDICTS,
+    ClaimSpec,
     StudyReport,
     Verdict,
     at_least,
@@ -22,14 +25,17 @@ from spacl.experiments.common import (
     best_of,
     combine,
     compare,
+    evaluate_claims,
     fmt,
     git_commit,
     mean_std,
     new_figure,
     pooled_std,
     seed_list,
+    seeds_needed,
     summarize,
     trend,
+    welch,
 )
 
 samples = st.lists(
@@ -85,17 +91,34 @@ def test_compare_three_outcomes_and_min_gap() -> None:
     hi, lo = [10.0, 10.2, 9.8], [5.0, 5.1, 4.9]
     assert compare(hi, lo).verdict == REPRODUCED
     assert compare(lo, hi).verdict == OPPOSITE
-    # the gap (0.1) is inside one pooled std (~1): not at this scale
+    # counter-example: the gap (0.1) is inside the noise (std 1): not reproduced
     assert compare([1.0, 2.0, 3.0], [0.9, 1.9, 2.9]).verdict == NOT_AT_SCALE
-    # one seed: std 0, so min_gap decides
-    assert compare([1.0], [0.9]).verdict == REPRODUCED
-    assert compare([1.0], [0.9], min_gap=0.2).verdict == NOT_AT_SCALE
-    v = compare([2.0], [1.0], names=("HSCL", "SCL"))
-    assert "mean(HSCL) - mean(SCL) = +1" in v.rule
+    # one seed: no test, no verdict either way
+    assert compare([1.0], [0.9]).verdict == NOT_AT_SCALE
+    assert "no test possible" in compare([1.0], [0.9]).rule
+    # significant but smaller than the stated min_gap
+    assert compare([1.0, 1.01, 0.99], [0.9, 0.91, 0.89]).verdict == REPRODUCED
+    assert compare([1.0, 1.01, 0.99], [0.9, 0.91, 0.89], min_gap=0.2).verdict == NOT_AT_SCALE
+    v = compare([2.0, 2.1, 1.9], [1.0, 1.1, 0.9], names=("HSCL", "SCL"))
+    assert "mean(HSCL) - mean(SCL) = +1" in v.rule and "Welch t" in v.rule
     with pytest.raises(ValueError, match="min_gap"):
         compare([1.0], [0.0], min_gap=-1.0)
     with pytest.raises(ValueError, match="at least one value"):
         compare([], [1.0])
+
+
+def test_welch_matches_scipy() -> None:
+    from scipy import stats
+
+    a, b = [0.81, 0.84, 0.80, 0.86, 0.83], [0.78, 0.80, 0.79, 0.81]
+    t, p = welch(a, b)
+    ref = stats.ttest_ind(a, b, equal_var=False)
+    assert t == pytest.approx(float(ref.statistic), rel=1e-10)
+    assert p == pytest.approx(float(ref.pvalue), rel=1e-8)
+    assert welch([1.0, 1.0], [1.0, 1.0]) == (0.0, 1.0)
+    assert welch([2.0, 2.0], [1.0, 1.0])[1] == 0.0
+    with pytest.raises(ValueError, match="at least 2 values"):
+        welch([1.0], [1.0, 2.0])
 
 
 @settings(max_examples=60, deadline=None)
@@ -107,39 +130,70 @@ def test_compare_is_antisymmetric(a: list[float], b: list[float], gap: float) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(samples, st.floats(min_value=-100, max_value=100))
-def test_compare_gap_against_pooled_std(a: list[float], shift: float) -> None:
-    # b = a - 1: the gap is 1 and the pooled std is std(a); min_gap 0.5
-    b = [x - 1.0 for x in a]
-    std = mean_std(a)[1]
-    if abs(std - 1.0) < 1e-6:
-        return  # on the boundary: rounding decides
-    want = REPRODUCED if max(std, 0.5) < 1.0 else NOT_AT_SCALE
-    assert compare(a, b, min_gap=0.5).verdict == want
-    shifted = compare([x + shift for x in a], [x + shift for x in b], min_gap=0.5).verdict
-    if abs(max(std, 0.5) - 1.0) > 1e-6:
-        assert shifted == want
+@given(samples, samples, st.floats(min_value=0, max_value=5))
+def test_compare_is_welch_at_five_percent(a: list[float], b: list[float], gap: float) -> None:
+    v = compare(a, b, min_gap=gap).verdict
+    if len(a) < 2 or len(b) < 2:
+        assert v == NOT_AT_SCALE
+        return
+    _, p = welch(a, b)
+    diff = mean_std(a)[0] - mean_std(b)[0]
+    want = NOT_AT_SCALE
+    if p < 0.05 and diff > gap:
+        want = REPRODUCED
+    elif p < 0.05 and -diff > gap:
+        want = OPPOSITE
+    assert v == want
+
+
+def test_seeds_needed() -> None:
+    assert seeds_needed(12.0) == 5 and seeds_needed(59.9) == 5 and seeds_needed(60.0) == 3
+    with pytest.raises(ValueError, match="run_seconds"):
+        seeds_needed(-1.0)
 
 
 def test_best_of() -> None:
-    s = {0: [1.0, 1.1], 5: [3.0, 3.1], 30: [2.0, 2.1]}
+    s = {0: [1.0, 1.1, 1.05], 5: [3.0, 3.1, 3.05], 30: [2.0, 2.1, 2.05]}
     assert best_of(s, 5).verdict == REPRODUCED
     assert best_of(s, 0).verdict == OPPOSITE  # every other option beats it
     assert best_of(s, 30).verdict == NOT_AT_SCALE  # beats one, loses to one
-    tie = {"a": [1.0, 2.0], "b": [1.1, 2.1]}
+    # counter-example: the claimed best is ahead of the others by less than the noise
+    tie = {"a": [1.0, 2.0, 3.0], "b": [1.1, 2.1, 2.9]}
     assert best_of(tie, "a").verdict == NOT_AT_SCALE
     with pytest.raises(ValueError, match="claimed option"):
         best_of(s, 7)
 
 
-def test_trend_uses_endpoints() -> None:
-    rising = [[0.1], [0.5], [0.3], [0.9]]
+def test_trend_needs_every_step() -> None:
+    noise = [-0.004, 0.0, 0.004]
+    rising = [[0.60 + e for e in noise], [0.70 + e for e in noise], [0.80 + e for e in noise]]
     assert trend(rising).verdict == REPRODUCED
     assert trend(rising, increasing=False).verdict == OPPOSITE
-    assert trend([[1.0, 1.2], [1.1, 1.3]], min_gap=0.5).verdict == NOT_AT_SCALE
-    assert "C'=10" in trend([[0.1], [0.9]], labels=["C'=2", "C'=10"]).rule
-    with pytest.raises(ValueError, match="at least 2"):
+    # counter-example from the issue: 0.740 -> 0.683 -> 0.786 rises end to end but is not
+    # monotone: not reproduced (the endpoint rule used to say "reproduced")
+    dip = [[0.740 + e for e in noise], [0.683 + e for e in noise], [0.786 + e for e in noise]]
+    v = trend(dip, labels=["C'=2", "C'=5", "C'=10"])
+    assert v.verdict == NOT_AT_SCALE
+    assert "[C'=2 -> C'=5] opposite" in v.rule and "[C'=5 -> C'=10] reproduced" in v.rule
+    # counter-example: a monotone mean whose steps are inside the noise
+    flat = [[0.70, 0.75, 0.80], [0.71, 0.76, 0.81], [0.72, 0.77, 0.82]]
+    assert trend(flat).verdict == NOT_AT_SCALE
+    assert trend(rising, min_gap=0.5).verdict == NOT_AT_SCALE
+    with pytest.raises(ValueError, match="at least 2 points"):
         trend([[1.0]])
+    with pytest.raises(ValueError, match="labels must name"):
+        trend(rising, labels=["a"])
+
+
+def test_trend_rank_test() -> None:
+    rising = [[0.60, 0.61, 0.62], [0.70, 0.69, 0.71], [0.80, 0.79, 0.81]]
+    assert trend(rising, test="spearman").verdict == REPRODUCED
+    assert trend(rising, increasing=False, test="spearman").verdict == OPPOSITE
+    dip = [[0.74, 0.75, 0.73], [0.68, 0.69, 0.67], [0.78, 0.79, 0.77]]
+    assert trend(dip, test="spearman").verdict == NOT_AT_SCALE
+    assert "Spearman" in trend(dip, test="spearman").rule
+    with pytest.raises(ValueError, match="test must be"):
+        trend(rising, test="kendall")
 
 
 def test_bounds_levels_and_combine() -> None:
@@ -162,11 +216,16 @@ def test_bounds_levels_and_combine() -> None:
 # -------------------------------------------------------------------------------- report
 def test_report_writer_files_and_content(tmp_path) -> None:
     rep = StudyReport(
-        "demo-study", "A demo study", tmp_path / "out", "spacl reproduce demo", {"lr": 0.1}, [0, 1]
+        "demo-study",
+        "A demo study",
+        tmp_path / "out",
+        "spacl reproduce demo",
+        {"lr": 0.1},
+        [0, 1, 2],
     )
     rep.data_notes.append("synthetic, 10 classes")
     rep.claim(
-        "c1", "§9", "a beats b", "9.9 vs 1.1", "3.0 ± 0.1 vs 1.0", compare([3.0, 3.1], [1.0, 1.0])
+        "c1", "§9", "a beats b", "9.9 vs 1.1", "3.0 ± 0.1 vs 1.0", compare([3.0, 3.1], [1.0, 1.1])
     )
     rep.claim("c2", "§9", "a | b pipes", "—", "x", Verdict(NOT_AT_SCALE, "rule text"))
     with pytest.raises(ValueError, match="used twice"):
@@ -187,7 +246,7 @@ def test_report_writer_files_and_content(tmp_path) -> None:
     text = (tmp_path / "out" / "report.md").read_text()
     assert text.startswith("# A demo study")
     assert "- Command: `spacl reproduce demo`" in text and "- Commit: `" in text
-    assert "- Wall time: " in text and "seeds [0, 1]" in text
+    assert "- Wall time: " in text and "seeds [0, 1, 2]" in text
     assert "- Data: synthetic, 10 classes" in text
     assert "| 1 | §9 | a beats b | 9.9 vs 1.1 | 3.0 ± 0.1 vs 1.0 | **reproduced** |" in text
     assert "a \\| b pipes" in text  # pipes escaped inside cells
@@ -197,7 +256,7 @@ def test_report_writer_files_and_content(tmp_path) -> None:
 
     loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     assert loaded == results
-    assert loaded["study"] == "demo-study" and loaded["seeds"] == [0, 1]
+    assert loaded["study"] == "demo-study" and loaded["seeds"] == [0, 1, 2]
     assert loaded["config"] == {"lr": 0.1} and loaded["command"] == "spacl reproduce demo"
     assert loaded["wall_time_s"] >= 0 and loaded["figures"] == ["line.png"]
     assert [c["verdict"] for c in loaded["claims"]] == [REPRODUCED, NOT_AT_SCALE]
@@ -208,3 +267,52 @@ def test_report_writer_files_and_content(tmp_path) -> None:
         "results.metrics.nested.inf",
     ]
     assert loaded["runs"] == [{"seed": 0, "acc": 0.5}]
+
+
+def test_budget_rule_withholds_verdicts(tmp_path) -> None:
+    """Counter-examples: a quick run and a two-seed run never print a verdict."""
+    strong = compare([3.0, 3.1, 3.05], [1.0, 1.1, 1.05])
+    assert strong.verdict == REPRODUCED
+    quick = StudyReport("q", "Q", tmp_path / "q", "cmd --quick", {}, [0, 1, 2], quick=True)
+    row = quick.claim("c", "§1", "a > b", "—", "x", strong)
+    assert row.verdict == SMOKE and "the rule gives reproduced" in row.rule
+    few = StudyReport("f", "F", tmp_path / "f", "cmd", {}, [0, 1])
+    assert few.claim("c", "§1", "a > b", "—", "x", strong).verdict == FEW_SEEDS
+    full = StudyReport("g", "G", tmp_path / "g", "cmd", {}, [0, 1, 2])
+    assert full.claim("c", "§1", "a > b", "—", "x", strong).verdict == REPRODUCED
+
+
+def test_claim_table_runner(tmp_path) -> None:
+    metrics = {"a": [3.0, 3.1, 3.05], "b": [1.0, 1.1, 1.05]}
+    specs = [
+        ClaimSpec(
+            "a_beats_b",
+            "§1",
+            "a beats b",
+            "2.0 vs 1.0 (Table 1)",
+            "paper",
+            measured=lambda m: f"{fmt(m['a'])} vs {fmt(m['b'])}",
+            rule=lambda m: compare(m["a"], m["b"], names=("a", "b")),
+        ),
+        ClaimSpec(
+            "b_small",
+            "§2",
+            "b is at most 2",
+            "2",
+            "SPEC",
+            measured=lambda m: fmt(m["b"]),
+            rule=lambda m: at_most(m["b"], 2.0),
+        ),
+    ]
+    rep = StudyReport("t", "T", tmp_path / "t", "cmd", {}, [0, 1, 2])
+    rows = evaluate_claims(rep, specs, metrics)
+    assert [r.verdict for r in rows] == [REPRODUCED, REPRODUCED]
+    assert rows[0].paper == "2.0 vs 1.0 (Table 1)" and rows[1].paper == "2 (SPEC)"
+    assert rows[0].measured == "3.05 ± 0.05 vs 1.05 ± 0.05"
+    missing = [
+        ClaimSpec("c", "§3", "c", "—", "none", lambda m: m["c"], lambda m: at_most(m["c"], 1))
+    ]
+    with pytest.raises(ValueError, match="claim 'c': metric missing"):
+        evaluate_claims(StudyReport("u", "U", tmp_path / "u", "cmd", {}, [0, 1, 2]), missing, {})
+    with pytest.raises(ValueError, match="source must be one of"):
+        ClaimSpec("d", "§", "d", "1", "blog", lambda m: "", lambda m: at_most([0.0], 1.0))
