@@ -9,6 +9,9 @@
 ``SampledHardNegativeLoss``    the NC/DC paper's sampling estimator
 ``SupConLoss``                 Khosla et al., ``variant="out"`` (L_out) or ``"in"`` (L_in)
 ``NSCLLoss``                   negatives-only supervised CL (SPEC §3)
+``BarlowTwinsLoss``            Zbontar et al.: redundancy reduction (not a contrastive kernel)
+``VarConLoss``                 Wang et al. 2025: posterior-weighted ELBO over class centroids
+``MaskConLoss``                Feng & Patras 2023: coarse labels, masked soft instance targets
 ``normalize``                  ``sphere | ball | none``
 ============================  ==============================================================
 """
@@ -18,13 +21,18 @@ from spacl.losses.hard import HardNegativeLoss, SampledHardNegativeLoss, TiltedN
 from spacl.losses.infonce import DebiasedContrastiveLoss, DecoupledContrastiveLoss, NTXentLoss
 from spacl.losses.kernel import contrastive_kernel, masked_logsumexp
 from spacl.losses.normalize import normalize
+from spacl.losses.redundancy import BarlowTwinsLoss
 from spacl.losses.spacl import SPACLLoss
 from spacl.losses.supervised import NSCLLoss, SupConLoss
+from spacl.losses.variational import VarConLoss
+from spacl.losses.weak import MaskConLoss
 
 __all__ = [
+    "BarlowTwinsLoss",
     "DebiasedContrastiveLoss",
     "DecoupledContrastiveLoss",
     "HardNegativeLoss",
+    "MaskConLoss",
     "NSCLLoss",
     "NTXentLoss",
     "PairwiseContrastiveLoss",
@@ -32,6 +40,7 @@ __all__ = [
     "SampledHardNegativeLoss",
     "SupConLoss",
     "TiltedNegativeSampler",
+    "VarConLoss",
     "contrastive_kernel",
     "masked_logsumexp",
     "normalize",
