@@ -10,9 +10,11 @@ test_f, test_y, k, t)``
 ``evaluate_link_prediction(...)``   filtered MRR / Hits@k over both directions
 ``fit_open_classifier(...)``        open-intent (OOD) decision from class centres
 ``open_intent_metrics(...)``        accuracy, macro-F1, F1-OOD, F1-IND
+``fit_adb(features, labels, ...)``  ADB (Zhang et al. 2021): learned radii around centroids
 =================================  =========================================================
 """
 
+from spacl.evaluate.adb import ADBModel, fit_adb
 from spacl.evaluate.features import extract_features, unwrap_model
 from spacl.evaluate.knn import knn_accuracy, knn_predict
 from spacl.evaluate.linear import LinearProbeResult, linear_probe
@@ -22,6 +24,7 @@ from spacl.evaluate.ranking import evaluate_link_prediction, filtered_ranks, ran
 from spacl.evaluate.report import evaluate_representation, geometry_available, geometry_summary
 
 __all__ = [
+    "ADBModel",
     "LinearProbeResult",
     "OpenClassifier",
     "class_centres",
@@ -29,6 +32,7 @@ __all__ = [
     "evaluate_representation",
     "extract_features",
     "filtered_ranks",
+    "fit_adb",
     "fit_open_classifier",
     "geometry_available",
     "geometry_summary",
