@@ -4,7 +4,6 @@ roots, `spacl data` / `spacl data check`, and the declared dependencies."""
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,13 @@ from spacl.data._files import find_dataset_dir
 from spacl.recipes import RECIPES_DIR, find_recipe, list_recipes, resolve_recipe
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
 SHARED = Path(os.environ.get("SPACL_DATA_DIR", REPO / ".." / "shared" / "data")).resolve()
 
 
@@ -33,9 +39,7 @@ def _one_thread():
 def test_recipes_live_in_the_package_and_every_file_is_package_data():
     assert RECIPES_DIR == REPO / "src" / "spacl" / "recipes"
     assert (REPO / "configs").resolve() == RECIPES_DIR  # the checkout's symlink
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"
-    ]["spacl"]
+    globs = _pyproject()["tool"]["setuptools"]["package-data"]["spacl"]
     assert "recipes/*/*.yaml" in globs
     every_yaml = sorted(RECIPES_DIR.rglob("*.yaml"))
     assert every_yaml == sorted(RECIPES_DIR.glob("*/*.yaml"))  # nothing the glob misses
@@ -219,7 +223,7 @@ def test_spacl_data_check_reports_every_dataset_of_the_shared_data(capsys):
 
 
 def test_optional_imports_are_declared_in_named_extras():
-    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    meta = _pyproject()["project"]
     deps = " ".join(meta["dependencies"])
     for core in ("torch", "torchvision", "numpy", "scipy", "omegaconf", "tqdm", "matplotlib"):
         assert core in deps

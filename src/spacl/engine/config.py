@@ -13,14 +13,29 @@ paths, relative to the recipe): bases are merged first, in order, then the recip
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import OmegaConfBaseException
+
+from spacl.schema import (
+    DataSection,
+    EvalSection,
+    OptimSection,
+    TrainSection,
+    choice,
+    fail,
+    format_error,
+    in_range,
+    int_at_least,
+    parse_overrides,
+    positive,
+    read_recipe,
+    validate_shared,
+)
 
 __all__ = [
     "ArmConfig",
@@ -56,8 +71,8 @@ class SyntheticConfig:
 
 
 @dataclass
-class DataConfig:
-    """Dataset, views and batching."""
+class DataConfig(DataSection):
+    """Dataset, views and batching (shared keys: :class:`spacl.schema.DataSection`)."""
 
     name: str = "digits"  # synthetic | digits | mnist5k | cifar10 | cifar100 | imagefolder
     root: str | None = None  # on-disk data (default: spacl.data.default_data_root())
@@ -115,8 +130,8 @@ class ObjectiveConfig:
 
 
 @dataclass
-class OptimConfig:
-    """Optimiser and learning-rate schedule."""
+class OptimConfig(OptimSection):
+    """Optimiser and learning-rate schedule (shared keys: :class:`spacl.schema.OptimSection`)."""
 
     name: str = "sgd"  # sgd | adam | adamw | lars
     lr: float = 0.1  # base lr, scaled by lr_scaling
@@ -135,8 +150,8 @@ class OptimConfig:
 
 
 @dataclass
-class TrainConfig:
-    """Loop, precision, checkpoints."""
+class TrainConfig(TrainSection):
+    """Loop, precision, checkpoints (shared keys: :class:`spacl.schema.TrainSection`)."""
 
     epochs: int = 10
     batch_size: int = 256  # GLOBAL batch (split across torchrun processes)
@@ -152,8 +167,9 @@ class TrainConfig:
 
 
 @dataclass
-class EvalConfig:
-    """Online (every epoch) and final evaluation on frozen features."""
+class EvalConfig(EvalSection):
+    """Online (every epoch) and final evaluation on frozen features (shared keys:
+    :class:`spacl.schema.EvalSection`)."""
 
     every_epochs: int = 1  # online kNN (+ geometry) every N epochs; 0: never
     features: str = "features"  # features (backbone) | projections
@@ -202,73 +218,16 @@ class Config:
 
 
 def _format_omegaconf_error(err: OmegaConfBaseException, prefix: str = "") -> ValueError:
-    key = prefix + (str(err.full_key) if getattr(err, "full_key", None) else "")
-    first = str(getattr(err, "msg", None) or err).splitlines()[0]
-    if isinstance(err, ConfigKeyError) and key:
-        parent_key, _, leaf = key.rpartition(".")
-        hint = ""
-        try:
-            parent = _schema_node(parent_key)
-        except KeyError:
-            parent = None
-        if parent is not None:
-            valid = sorted(parent)
-            close = difflib.get_close_matches(leaf, valid, n=1)
-            full = (
-                f"{parent_key}.{close[0]}" if close and parent_key else (close[0] if close else "")
-            )
-            hint = f" (did you mean {full!r}?)" if close else f" (valid keys: {', '.join(valid)})"
-        return ValueError(f"unknown config key {key!r}{hint}")
-    return ValueError(f"config key {key!r}: {first}" if key else f"invalid config: {first}")
+    return format_error(err, Config, prefix, {"arms": ArmConfig})
 
 
-def _schema_node(dotted: str) -> dict[str, Any]:
-    node: Any = OmegaConf.to_container(OmegaConf.structured(Config))
-    for part in [p for p in dotted.split(".") if p]:
-        if part.isdigit() or part.startswith("arms["):
-            node = OmegaConf.to_container(OmegaConf.structured(ArmConfig))
-            continue
-        node = node[part]
-    if not isinstance(node, dict):
-        raise KeyError(dotted)
-    return node
-
-
-def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> DictConfig:
-    """Read a recipe and merge its ``base:`` chain (paths relative to the recipe)."""
-    path = path.expanduser().resolve()
-    if path in seen:
-        chain = " -> ".join(str(p) for p in (*seen, path))
-        raise ValueError(f"config 'base' cycle: {chain}")
-    if not path.is_file():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        raw = OmegaConf.load(path)
-    except Exception as err:
-        raise ValueError(f"config file {path} is not valid YAML: {err}") from err
-    if not isinstance(raw, DictConfig):
-        raise ValueError(f"config file {path} must hold a mapping, got a {type(raw).__name__}")
-    bases = raw.pop("base", None)
-    if bases is None:
-        return raw
-    if isinstance(bases, str):
-        bases = [bases]
-    if not isinstance(bases, (list, ListConfig)):
-        raise ValueError(f"{path}: 'base' must be a path or a list of paths, got {bases!r}")
-    merged: Any = OmegaConf.create({})
-    for base in bases:
-        merged = OmegaConf.merge(merged, _read_yaml(path.parent / str(base), (*seen, path)))
-    return OmegaConf.merge(merged, raw)  # type: ignore[return-value]
+def _read_yaml(path: Path) -> DictConfig:
+    """Read a recipe and merge its ``base:`` chain (:func:`spacl.schema.read_recipe`)."""
+    return read_recipe(path)
 
 
 def _parse_overrides(overrides: Sequence[str]) -> DictConfig:
-    for item in overrides:
-        if "=" not in item or item.startswith("="):
-            raise ValueError(f"override {item!r} must look like key=value (e.g. train.epochs=5)")
-    try:
-        return OmegaConf.from_dotlist(list(overrides))
-    except OmegaConfBaseException as err:
-        raise _format_omegaconf_error(err) from err
+    return parse_overrides(overrides)
 
 
 def load_config(
@@ -281,7 +240,7 @@ def load_config(
     """Load a recipe, apply overrides, check types and (by default) meaning.
 
     Args:
-        path: a YAML recipe (``None``: the schema defaults).
+        path: a YAML recipe or a built-in recipe name (``None``: the schema defaults).
         overrides: dot-list ``key=value`` strings, applied last.
         base: a mapping merged under the recipe (e.g. a saved run's config).
         validate: run :func:`validate_config`.
@@ -294,7 +253,12 @@ def load_config(
     if base is not None:
         layers.append(OmegaConf.create(base) if isinstance(base, dict) else base)
     if path is not None:
-        layers.append(_read_yaml(Path(path)))
+        from spacl.recipes import find_recipe
+
+        source = Path(path).expanduser()
+        if not source.is_file():  # a built-in recipe name (mnist5k/spacl)
+            source = find_recipe(str(path)) or source
+        layers.append(_read_yaml(source))
     layers.append(_parse_overrides(overrides))
     user = OmegaConf.merge(*layers) if layers else OmegaConf.create({})
     arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
@@ -330,39 +294,12 @@ def config_to_dict(cfg: DictConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------- validation
 
 
-def _fail(key: str, value: Any, need: str) -> ValueError:
-    return ValueError(f"config key {key!r} {need}, got {value!r}")
-
-
-def _choice(key: str, value: Any, options: Sequence[str]) -> None:
-    if value not in options:
-        raise _fail(key, value, f"must be one of {list(options)}")
-
-
-def _int_at_least(key: str, value: Any, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise _fail(key, value, f"must be an integer >= {low}")
-
-
-def _positive(key: str, value: Any) -> None:
-    if (
-        not isinstance(value, (int, float))
-        or not value > 0
-        or value != value
-        or value == float("inf")
-    ):
-        raise _fail(key, value, "must be a finite number > 0")
-
-
-def _in_range(key: str, value: Any, low: float, high: float, *, high_open: bool = False) -> None:
-    ok = (
-        isinstance(value, (int, float))
-        and low <= value
-        and (value < high if high_open else value <= high)
-    )
-    if not ok:
-        bracket = ")" if high_open else "]"
-        raise _fail(key, value, f"must be in [{low}, {high}{bracket}")
+# the validators of spacl.schema, under their historical names
+_fail = fail
+_choice = choice
+_int_at_least = int_at_least
+_positive = positive
+_in_range = in_range
 
 
 def validate_optim(optim: Any, prefix: str = "optim") -> None:
@@ -411,10 +348,11 @@ def validate_config(cfg: DictConfig) -> None:
     """
     from spacl.data import DATASET_NAMES
     from spacl.engine.objectives import check_objective
+    from spacl.engine.optim import OPTIMIZERS
     from spacl.models import BACKBONES, HEAD_KINDS
 
     d, m, t, e = cfg.data, cfg.model, cfg.train, cfg.eval
-    _choice("data.name", d.name, DATASET_NAMES)
+    validate_shared(cfg, optim_names=OPTIMIZERS, data_names=DATASET_NAMES, min_batch_size=2)
     _choice("data.label_kind", d.label_kind, ("fine", "coarse"))
     _int_at_least("data.num_views", d.num_views, 1)
     _choice("data.augment", d.augment, AUGMENTS)
@@ -484,8 +422,6 @@ def validate_config(cfg: DictConfig) -> None:
     _choice("model.momentum_schedule", m.momentum_schedule, ("constant", "cosine"))
 
     validate_optim(cfg.optim)
-    _int_at_least("train.epochs", t.epochs, 1)
-    _int_at_least("train.batch_size", t.batch_size, 2)
     if t.max_steps is not None:
         _int_at_least("train.max_steps", t.max_steps, 1)
     _int_at_least("train.checkpoint_every", t.checkpoint_every, 0)
@@ -493,10 +429,7 @@ def validate_config(cfg: DictConfig) -> None:
     _choice("train.precision", t.precision, PRECISIONS)
     if t.num_threads is not None:
         _int_at_least("train.num_threads", t.num_threads, 1)
-    dev = t.device
-    if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
-        raise _fail("train.device", dev, "must be auto, cpu, cuda or cuda:N")
-    if t.precision in ("bf16", "fp16") and dev == "cpu":
+    if t.precision in ("bf16", "fp16") and t.device == "cpu":
         raise _fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
 
     _int_at_least("eval.every_epochs", e.every_epochs, 0)
@@ -507,7 +440,6 @@ def validate_config(cfg: DictConfig) -> None:
     _int_at_least("eval.probe_max_iter", e.probe_max_iter, 1)
     if e.max_train_samples is not None:
         _int_at_least("eval.max_train_samples", e.max_train_samples, 1)
-    _int_at_least("eval.batch_size", e.batch_size, 1)
 
     if cfg.log.tensorboard:
         try:

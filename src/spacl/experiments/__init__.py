@@ -1,13 +1,14 @@
 """Experiments: end-to-end studies and tasks beyond the image engine.
 
 ==========================================  ================================================
-``spacl.experiments.kg.train_kg(cfg)``       link prediction (``configs/kg/*.yaml``)
-``spacl.experiments.text.train_ood(cfg)``    open-intent detection (``configs/text/*.yaml``)
+``spacl.experiments.kg.train_kg(cfg)``       link prediction (recipes ``kg/*``)
+``spacl.experiments.text.train_ood(cfg)``    open-intent detection (recipes ``text/*``)
 ``run_task_recipe(path, overrides, out)``    dispatch a ``task:`` recipe (``spacl train`` hook)
 ==========================================  ================================================
 
 The task entry points take the OmegaConf config of a recipe (``task: kg`` /
-``task: text``), validate it against their own schema (unknown keys are named), and
+``task: text``), validate it against their schema (:mod:`spacl.schema`: the sections
+data / optim / train / eval are shared with the image engine; unknown keys are named), and
 return a summary dict.  Submodules are imported lazily: importing this package loads
 nothing heavy.
 """
@@ -28,19 +29,22 @@ TASKS = {
 
 
 def recipe_task(path: str | Path) -> str | None:
-    """The top-level ``task:`` of a YAML recipe, or ``None`` (an image-engine recipe)."""
-    from omegaconf import DictConfig, OmegaConf
+    """The top-level ``task:`` of a recipe (a YAML path or built-in name, ``base:`` chain
+    included), or ``None`` for an image-engine recipe or a path that is not a file."""
+    from spacl.recipes import find_recipe
+    from spacl.schema import read_recipe
+    from spacl.schema import recipe_task as task_of
 
     source = Path(path)
     if not source.is_file():
-        return None
-    raw = OmegaConf.load(source)
-    if not isinstance(raw, DictConfig) or "task" not in raw:
-        return None
-    task = raw.get("task")
-    if task not in TASKS:
+        found = find_recipe(str(path))
+        if found is None:
+            return None
+        source = found
+    task = task_of(read_recipe(source))
+    if task != "image" and task not in TASKS:
         raise ValueError(f"config key 'task' must be one of {sorted(TASKS)}, got {task!r}")
-    return str(task)
+    return None if task == "image" else task
 
 
 def run_task_recipe(

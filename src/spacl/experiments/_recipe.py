@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
+
+from spacl.schema import merge_structured, parse_overrides
 
 
 def merge_recipe(schema: type, cfg: Any, overrides: Sequence[str], task: str) -> DictConfig:
-    """Merge ``cfg`` (a mapping, DictConfig or YAML path) and dot-list ``overrides`` onto the
-    dataclass ``schema``; an unknown key or a wrong type raises ``ValueError`` naming it
-    (``"<task> config key 'model.dimm': ..."``)."""
-    try:
-        if isinstance(cfg, (str, Path)):
-            cfg = OmegaConf.load(Path(cfg))
-        merged = OmegaConf.merge(
-            OmegaConf.structured(schema), cfg or {}, OmegaConf.from_dotlist(list(overrides))
-        )
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None)
-        first = str(getattr(err, "msg", None) or err).splitlines()[0]
-        raise ValueError(
-            f"{task} config key {key!r}: {first}" if key else f"{task} config: {first}"
-        ) from err
-    assert isinstance(merged, DictConfig)
-    return merged
+    """Merge ``cfg`` (a mapping, DictConfig, YAML path or built-in recipe name, ``base:``
+    chains included) and dot-list ``overrides`` onto the dataclass ``schema`` with
+    :func:`spacl.schema.merge_structured`: an unknown key or a wrong type raises
+    ``ValueError`` naming it (``"unknown config key 'model.dimm' (did you mean
+    'model.dim'?)"``).  ``task`` is the recipe's task (kept for callers' messages)."""
+    del task
+    return merge_structured(schema, [cfg, parse_overrides(list(overrides))])

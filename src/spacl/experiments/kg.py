@@ -40,6 +40,17 @@ from spacl.experiments.kg_objectives import (
     top_share_cut,
 )
 from spacl.models.kg import KG_INTERACTIONS, LinkPredictor
+from spacl.schema import (
+    DataSection,
+    EvalSection,
+    OptimSection,
+    TrainSection,
+    choice,
+    in_range,
+    int_at_least,
+    positive,
+    validate_shared,
+)
 
 __all__ = [
     "KG_OBJECTIVES",
@@ -58,9 +69,9 @@ __all__ = [
 
 
 @dataclass
-class KGDataConfig:
+class KGDataConfig(DataSection):
     name: str = "fb15k-237"
-    root: str | None = None  # default: spacl.data.default_data_root()
+    root: str | None = None  # default: the data roots of spacl.data.sources
     unseen: str = "include"  # error | include | drop (valid/test names absent from train)
 
 
@@ -81,7 +92,7 @@ class KGObjectiveConfig:
 
 
 @dataclass
-class KGOptimConfig:
+class KGOptimConfig(OptimSection):
     name: str = "adagrad"  # adagrad | adam
     lr: float = 0.1
     n3: float = 0.0  # weight of the N3 regulariser, mean over the step's triples (h, r, t)
@@ -89,7 +100,7 @@ class KGOptimConfig:
 
 
 @dataclass
-class KGTrainConfig:
+class KGTrainConfig(TrainSection):
     epochs: int = 100
     minutes: float | None = None  # training-time budget (evaluation excluded)
     batch_size: int = 1000  # queries (or triples, unit=triple) per step
@@ -105,7 +116,7 @@ class KGTrainConfig:
 
 
 @dataclass
-class KGEvalConfig:
+class KGEvalConfig(EvalSection):
     every_epochs: int = 1  # validation (model selection); 0: only at the end
     batch_size: int = 1000
     ties: str = "mean"
@@ -136,27 +147,27 @@ def kg_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
 
 
 def _validate(cfg: DictConfig) -> None:
-    def choice(key: str, value: Any, options: Sequence[str]) -> None:
-        if value not in options:
-            raise ValueError(f"config key {key!r} must be one of {list(options)}, got {value!r}")
-
+    """The shared sections (:func:`spacl.schema.validate_shared`), then the KG keys."""
     choice("task", cfg.task, ["kg"])
+    validate_shared(cfg, optim_names=["adagrad", "adam"])
     choice("data.unseen", cfg.data.unseen, UNSEEN_POLICIES)
     choice("model.kind", cfg.model.kind, KG_INTERACTIONS)
     choice("objective.name", cfg.objective.name, KG_OBJECTIVES)
-    choice("optim.name", cfg.optim.name, ["adagrad", "adam"])
     choice("eval.ties", cfg.eval.ties, TIE_POLICIES)
     choice("train.unit", cfg.train.unit, ["query", "triple"])
-    for key in ("optim.lr", "objective.temperature", "model.init_scale"):
-        if not float(OmegaConf.select(cfg, key)) > 0:
-            raise ValueError(f"config key {key!r} must be > 0, got {OmegaConf.select(cfg, key)}")
-    for key in ("model.dim", "train.batch_size", "eval.batch_size"):
-        if int(OmegaConf.select(cfg, key)) < 1:
-            raise ValueError(f"config key {key!r} must be >= 1, got {OmegaConf.select(cfg, key)}")
-    if cfg.train.minutes is not None and not float(cfg.train.minutes) > 0:
-        raise ValueError(f"config key 'train.minutes' must be > 0, got {cfg.train.minutes}")
-    if float(cfg.optim.n3) < 0:
-        raise ValueError(f"config key 'optim.n3' must be >= 0, got {cfg.optim.n3}")
+    positive("objective.temperature", cfg.objective.temperature)
+    positive("model.init_scale", cfg.model.init_scale)
+    in_range("model.dropout", cfg.model.dropout, 0.0, 1.0, high_open=True)
+    int_at_least("model.dim", cfg.model.dim, 1)
+    int_at_least("eval.every_epochs", cfg.eval.every_epochs, 0)
+    int_at_least("train.log_every", cfg.train.log_every, 0)
+    if cfg.eval.valid_subset is not None:
+        int_at_least("eval.valid_subset", cfg.eval.valid_subset, 1)
+    if cfg.train.threads is not None:
+        int_at_least("train.threads", cfg.train.threads, 1)
+    if cfg.train.minutes is not None:
+        positive("train.minutes", cfg.train.minutes)
+    in_range("optim.n3", cfg.optim.n3, 0.0, float("inf"), high_open=True)
 
 
 def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:

@@ -67,6 +67,18 @@ from spacl.models.text import (
     ResidualHead,
     TextEncoder,
 )
+from spacl.schema import (
+    DataSection,
+    EvalSection,
+    OptimSection,
+    TrainSection,
+    check_device,
+    choice,
+    in_range,
+    int_at_least,
+    positive,
+    validate_shared,
+)
 
 __all__ = [
     "OOD_OBJECTIVES",
@@ -80,9 +92,9 @@ OOD_OBJECTIVES = ("spacl", "supcon", "cross_entropy", "frozen")
 
 
 @dataclass
-class OODDataConfig:
+class OODDataConfig(DataSection):
     name: str = "stackoverflow"
-    root: str | None = None  # default: spacl.data.default_data_root()
+    root: str | None = None  # default: the data roots of spacl.data.sources
     known_ratio: float = 0.25
     split_seed: int = 0  # seed of the choice of known classes
 
@@ -117,19 +129,24 @@ class OODObjectiveConfig:
 
 
 @dataclass
-class OODOptimConfig:
+class OODOptimConfig(OptimSection):
     name: str = "adam"  # adam | adamw | sgd
     lr: float = 1e-3
     weight_decay: float = 0.0
 
 
 @dataclass
-class OODTrainConfig:
+class OODTrainConfig(TrainSection):
     epochs: int = 10
     batch_size: int = 256
     seed: int = 0
     device: str = "cpu"
     threads: int | None = None
+
+
+@dataclass
+class OODEvalConfig(EvalSection):
+    batch_size: int = 4096  # rows per forward pass when projecting the embeddings
 
 
 @dataclass
@@ -156,6 +173,7 @@ class OODConfig:
     objective: OODObjectiveConfig = field(default_factory=OODObjectiveConfig)
     optim: OODOptimConfig = field(default_factory=OODOptimConfig)
     train: OODTrainConfig = field(default_factory=OODTrainConfig)
+    eval: OODEvalConfig = field(default_factory=OODEvalConfig)
     ood: OODDecisionConfig = field(default_factory=OODDecisionConfig)
 
 
@@ -167,18 +185,16 @@ def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
 
 
 def _validate(cfg: DictConfig) -> None:
-    def choice(key: str, options: Sequence[str]) -> None:
-        value = OmegaConf.select(cfg, key)
-        if value not in options:
-            raise ValueError(f"config key {key!r} must be one of {list(options)}, got {value!r}")
-
-    choice("task", ["text"])
-    choice("encoder.name", ["minilm"])
-    choice("model.head", ["residual", "identity", "linear", "mlp"])
-    choice("objective.name", OOD_OBJECTIVES)
-    choice("optim.name", ["adam", "adamw", "sgd"])
-    choice("ood.scope", THRESHOLD_SCOPES)
-    choice("ood.method", ("select", "held_out_classes", *THRESHOLD_METHODS))
+    """The shared sections (:func:`spacl.schema.validate_shared`), then the text keys."""
+    choice("task", cfg.task, ["text"])
+    validate_shared(cfg, optim_names=["adam", "adamw", "sgd"], min_batch_size=2)
+    choice("encoder.name", cfg.encoder.name, ["minilm"])
+    check_device("encoder.device", cfg.encoder.device)
+    int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
+    choice("model.head", cfg.model.head, ["residual", "identity", "linear", "mlp"])
+    choice("objective.name", cfg.objective.name, OOD_OBJECTIVES)
+    choice("ood.scope", cfg.ood.scope, THRESHOLD_SCOPES)
+    choice("ood.method", cfg.ood.method, ("select", "held_out_classes", *THRESHOLD_METHODS))
     if not 0.0 < float(cfg.ood.held_out_fraction) < 1.0:
         raise ValueError(
             f"config key 'ood.held_out_fraction' must be in (0, 1), got {cfg.ood.held_out_fraction}"
@@ -186,14 +202,14 @@ def _validate(cfg: DictConfig) -> None:
     ratio = float(cfg.data.known_ratio)
     if not 0.0 < ratio <= 1.0:
         raise ValueError(f"config key 'data.known_ratio' must be in (0, 1], got {ratio}")
-    for key in ("optim.lr", "objective.temperature"):
-        if not float(OmegaConf.select(cfg, key)) > 0:
-            raise ValueError(f"config key {key!r} must be > 0, got {OmegaConf.select(cfg, key)}")
-    for key in ("train.batch_size", "views.num_views", "model.proj_dim", "model.hidden_dim"):
-        if int(OmegaConf.select(cfg, key)) < 1:
-            raise ValueError(f"config key {key!r} must be >= 1, got {OmegaConf.select(cfg, key)}")
-    if not 0.0 <= float(cfg.ood.quantile) <= 1.0:
-        raise ValueError(f"config key 'ood.quantile' must be in [0, 1], got {cfg.ood.quantile}")
+    positive("objective.temperature", cfg.objective.temperature)
+    for key in ("views.num_views", "model.proj_dim", "model.hidden_dim"):
+        int_at_least(key, OmegaConf.select(cfg, key), 1)
+    in_range("views.dropout", cfg.views.dropout, 0.0, 1.0, high_open=True)
+    in_range("views.sigma", cfg.views.sigma, 0.0, float("inf"), high_open=True)
+    in_range("ood.quantile", cfg.ood.quantile, 0.0, 1.0)
+    if cfg.train.threads is not None:
+        int_at_least("train.threads", cfg.train.threads, 1)
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError("config key 'views.num_views' must be >= 2 for spacl")
 
@@ -317,8 +333,9 @@ def _train_head(
 
 
 @torch.no_grad()
-def _project(head: nn.Module, x: Tensor, device: torch.device) -> Tensor:
-    out = torch.cat([head(x[i : i + 4096].to(device)).cpu() for i in range(0, x.shape[0], 4096)])
+def _project(head: nn.Module, x: Tensor, device: torch.device, batch_size: int = 4096) -> Tensor:
+    n = batch_size
+    out = torch.cat([head(x[i : i + n].to(device)).cpu() for i in range(0, x.shape[0], n)])
     return out.double()
 
 
@@ -452,7 +469,8 @@ def train_ood(
     device = torch.device(str(cfg.train.device))
     k = split.num_known
     head, losses = _train_head(cfg, train_x, split.train_labels, k, device)
-    train_z, dev_z, test_z = (_project(head, x, device) for x in (train_x, dev_x, test_x))
+    rows = int(cfg.eval.batch_size)
+    train_z, dev_z, test_z = (_project(head, x, device, rows) for x in (train_x, dev_x, test_x))
     extra: dict[str, Any] = {}
     if cfg.ood.method == "select":
         clf, extra = _select_rule(cfg, split, (train_x, dev_x), (train_z, dev_z, test_z), device)

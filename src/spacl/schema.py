@@ -1,0 +1,360 @@
+"""The recipe schema: one loader, one override syntax and one validator for every task.
+
+A recipe is a YAML file (or a built-in name, :mod:`spacl.recipes`) with an optional
+top-level ``task:`` (``image``, the default; ``kg``; ``text``) and an optional
+``base:`` (a path or list of paths relative to the recipe, merged first).  Every task
+is a tree of dataclasses given to ``OmegaConf.structured``, and the three share their
+common sections, defined here:
+
+=========  ================================================  =============================
+section    shared keys (:class:`DataSection`...)             task-specific keys, e.g.
+=========  ================================================  =============================
+data       ``name``, ``root``                                views (image), ``unseen`` (kg)
+optim      ``name``, ``lr``, ``weight_decay``                LARS (image), ``n3`` (kg)
+train      ``epochs``, ``batch_size``, ``seed``, ``device``,  ``precision`` (image),
+           ``progress``                                      ``minutes`` (kg)
+eval       ``batch_size``                                    kNN (image), ``ties`` (kg)
+=========  ================================================  =============================
+
+The task schemas are :class:`spacl.engine.config.Config` (image),
+:class:`spacl.experiments.kg.KGConfig` and :class:`spacl.experiments.text.OODConfig`.
+:func:`load_recipe` reads any recipe, applies dot-list overrides (``train.epochs=5``,
+:func:`parse_overrides`) and validates it; :func:`validate_shared` checks the shared
+sections identically for every task, then the task's own checks run.  Every error is
+a ``ValueError`` naming the key, the value and the allowed values
+(``config key 'optim.name' must be one of ['adagrad', 'adam'], got 'sgd'``); an unknown
+key names the closest valid one (``unknown config key 'data.nmae' (did you mean
+'data.name'?)``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+__all__ = [
+    "TASKS",
+    "DataSection",
+    "EvalSection",
+    "LoadedRecipe",
+    "OptimSection",
+    "TrainSection",
+    "check_device",
+    "choice",
+    "fail",
+    "format_error",
+    "in_range",
+    "int_at_least",
+    "load_recipe",
+    "merge_structured",
+    "parse_overrides",
+    "positive",
+    "read_recipe",
+    "recipe_task",
+    "validate_shared",
+]
+
+#: recipe ``task:`` values (``image`` is the default when a recipe has no ``task:``)
+TASKS = ("image", "kg", "text")
+
+
+# --------------------------------------------------------------- shared sections
+
+
+@dataclass
+class DataSection:
+    """Keys every task's ``data`` section has."""
+
+    name: str = ""
+    root: str | None = None  # data root (default: the search of spacl.data.sources)
+
+
+@dataclass
+class OptimSection:
+    """Keys every task's ``optim`` section has."""
+
+    name: str = ""
+    lr: float = 0.1
+    weight_decay: float = 0.0
+
+
+@dataclass
+class TrainSection:
+    """Keys every task's ``train`` section has."""
+
+    epochs: int = 10
+    batch_size: int = 256
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    progress: bool | None = None  # tqdm bars; None: only when stderr is a terminal
+
+
+@dataclass
+class EvalSection:
+    """Keys every task's ``eval`` section has."""
+
+    batch_size: int = 512
+
+
+# -------------------------------------------------------------------- validators
+
+
+def fail(key: str, value: Any, need: str) -> ValueError:
+    """``ValueError("config key 'key' <need>, got <value>")``."""
+    return ValueError(f"config key {key!r} {need}, got {value!r}")
+
+
+def choice(key: str, value: Any, options: Sequence[Any]) -> None:
+    """``value`` must be one of ``options``."""
+    if value not in options:
+        raise fail(key, value, f"must be one of {list(options)}")
+
+
+def int_at_least(key: str, value: Any, low: int) -> None:
+    """``value`` must be an integer (not a bool) ``>= low``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise fail(key, value, f"must be an integer >= {low}")
+
+
+def positive(key: str, value: Any) -> None:
+    """``value`` must be a finite number ``> 0``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not value > 0:
+        raise fail(key, value, "must be a finite number > 0")
+
+
+def in_range(key: str, value: Any, low: float, high: float, *, high_open: bool = False) -> None:
+    """``low <= value <= high`` (``< high`` when ``high_open``)."""
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and low <= value
+        and (value < high if high_open else value <= high)
+    )
+    if not ok:
+        bracket = ")" if high_open else "]"
+        raise fail(key, value, f"must be in [{low}, {high}{bracket}")
+
+
+def check_device(key: str, value: Any) -> None:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
+    ok = isinstance(value, str) and (
+        value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit())
+    )
+    if not ok:
+        raise fail(key, value, "must be auto, cpu, cuda or cuda:N")
+
+
+def validate_shared(
+    cfg: Any,
+    *,
+    optim_names: Sequence[str],
+    data_names: Sequence[str] | None = None,
+    min_batch_size: int = 1,
+) -> None:
+    """Check the shared sections (``data``, ``optim``, ``train``, ``eval``) of any task.
+
+    ``data_names``: the allowed ``data.name`` values (``None``: any non-empty name, e.g.
+    a dataset directory); ``min_batch_size``: the smallest ``train.batch_size``.
+    """
+    d, o, t, e = cfg.data, cfg.optim, cfg.train, cfg.eval
+    if data_names is not None:
+        choice("data.name", d.name, data_names)
+    elif not d.name:
+        raise fail("data.name", d.name, "must name a dataset")
+    choice("optim.name", o.name, optim_names)
+    positive("optim.lr", o.lr)
+    in_range("optim.weight_decay", o.weight_decay, 0.0, math.inf, high_open=True)
+    int_at_least("train.epochs", t.epochs, 1)
+    int_at_least("train.batch_size", t.batch_size, min_batch_size)
+    int_at_least("train.seed", t.seed, 0)
+    check_device("train.device", t.device)
+    int_at_least("eval.batch_size", e.batch_size, 1)
+
+
+# ----------------------------------------------------------------------- loading
+
+
+def _schema_keys(schema: type, dotted: str, list_items: Mapping[str, type]) -> list[str] | None:
+    """The valid keys of the section ``dotted`` of ``schema`` (``None``: not a section).
+
+    ``list_items`` gives the schema of list elements (``arms[0].objective``, ``arms.0``).
+    """
+
+    def keys_of(cls: type) -> Any:
+        return OmegaConf.to_container(OmegaConf.structured(cls))
+
+    node: Any = keys_of(schema)
+    last = ""
+    for part in [p for p in dotted.split(".") if p]:
+        head = part.split("[")[0]
+        if part.isdigit() and last in list_items:
+            node = keys_of(list_items[last])
+            continue
+        if "[" in part and head in list_items:
+            node, last = keys_of(list_items[head]), head
+            continue
+        if not isinstance(node, dict) or head not in node:
+            return None
+        node, last = node[head], head
+    return sorted(node) if isinstance(node, dict) else None
+
+
+def format_error(
+    err: OmegaConfBaseException,
+    schema: type | None = None,
+    prefix: str = "",
+    list_items: Mapping[str, type] | None = None,
+) -> ValueError:
+    """The ``ValueError`` of an OmegaConf merge error: the full key, and for an unknown
+    key the closest valid one of ``schema`` (``list_items``: schemas of list elements,
+    e.g. ``{"arms": ArmConfig}``)."""
+    key = prefix + (str(err.full_key) if getattr(err, "full_key", None) else "")
+    first = str(getattr(err, "msg", None) or err).splitlines()[0]
+    if isinstance(err, ConfigKeyError) and key:
+        parent_key, _, leaf = key.rpartition(".")
+        valid = _schema_keys(schema, parent_key, list_items or {}) if schema else None
+        hint = ""
+        if valid:
+            close = difflib.get_close_matches(leaf, valid, n=1)
+            if close:
+                full = f"{parent_key}.{close[0]}" if parent_key else close[0]
+                hint = f" (did you mean {full!r}?)"
+            else:
+                hint = f" (valid keys: {', '.join(valid)})"
+        return ValueError(f"unknown config key {key!r}{hint}")
+    return ValueError(f"config key {key!r}: {first}" if key else f"invalid config: {first}")
+
+
+def read_recipe(path: str | Path, seen: tuple[Path, ...] = ()) -> DictConfig:
+    """Read a recipe file and merge its ``base:`` chain (paths relative to the recipe).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for invalid YAML,
+    a non-mapping or a ``base`` cycle.
+    """
+    path = Path(path).expanduser().resolve()
+    if path in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise ValueError(f"config 'base' cycle: {chain}")
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        raw = OmegaConf.load(path)
+    except Exception as err:
+        raise ValueError(f"config file {path} is not valid YAML: {err}") from err
+    if not isinstance(raw, DictConfig):
+        raise ValueError(f"config file {path} must hold a mapping, got a {type(raw).__name__}")
+    bases = raw.pop("base", None)
+    if bases is None:
+        return raw
+    if isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, (list, ListConfig)):
+        raise ValueError(f"{path}: 'base' must be a path or a list of paths, got {bases!r}")
+    merged: Any = OmegaConf.create({})
+    for base in bases:
+        merged = OmegaConf.merge(merged, read_recipe(path.parent / str(base), (*seen, path)))
+    out = OmegaConf.merge(merged, raw)
+    assert isinstance(out, DictConfig)
+    return out
+
+
+def parse_overrides(overrides: Sequence[str]) -> DictConfig:
+    """Dot-list overrides (``["train.epochs=5", "optim.lr=0.1"]``) as a ``DictConfig``."""
+    if isinstance(overrides, str):
+        raise TypeError(f"overrides must be a list of key=value strings, got {overrides!r}")
+    for item in overrides:
+        if not isinstance(item, str) or "=" not in item or item.startswith("="):
+            raise ValueError(f"override {item!r} must look like key=value (e.g. train.epochs=5)")
+    try:
+        return OmegaConf.from_dotlist(list(overrides))
+    except OmegaConfBaseException as err:
+        raise format_error(err) from err
+
+
+def _as_layer(cfg: Any) -> DictConfig:
+    """A recipe source (mapping, DictConfig, YAML path or built-in name) as a DictConfig."""
+    if cfg is None:
+        return OmegaConf.create({})
+    if isinstance(cfg, DictConfig):
+        return cfg
+    if isinstance(cfg, Mapping):
+        return OmegaConf.create(dict(cfg))
+    if isinstance(cfg, (str, Path)):
+        from spacl.recipes import find_recipe
+
+        path = Path(cfg).expanduser()
+        if not path.is_file():
+            path = find_recipe(str(cfg)) or path
+        return read_recipe(path)
+    raise TypeError(
+        f"a recipe must be a mapping, a DictConfig or a YAML path, got {type(cfg).__name__}"
+    )
+
+
+def merge_structured(
+    schema: type,
+    layers: Sequence[Any],
+    *,
+    list_items: Mapping[str, type] | None = None,
+) -> DictConfig:
+    """Merge recipe ``layers`` (mappings, DictConfigs or YAML paths; later wins) onto the
+    structured ``schema``; an unknown key or a wrong type raises ``ValueError`` naming it."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), *[_as_layer(x) for x in layers])
+    except OmegaConfBaseException as err:
+        raise format_error(err, schema, list_items=list_items) from err
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
+def recipe_task(raw: Any) -> str:
+    """The ``task:`` of a recipe (a mapping or a YAML path); ``image`` when absent."""
+    layer = _as_layer(raw)
+    task = layer.get("task", None)
+    if task is None:
+        return "image"
+    if task not in TASKS:
+        raise fail("task", task, f"must be one of {list(TASKS)}")
+    return str(task)
+
+
+@dataclass(frozen=True)
+class LoadedRecipe:
+    """A validated recipe: its ``task`` and typed ``config``."""
+
+    task: str
+    config: DictConfig
+
+
+def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
+    """Read, override and validate any recipe (image, KG or text).
+
+    ``source``: a built-in recipe name (``mnist5k/spacl``), a YAML path, a mapping or a
+    ``DictConfig``.  The ``task:`` key (default ``image``) chooses the schema; the
+    shared sections are checked by :func:`validate_shared`, then the task's own rules.
+    """
+    layer = _as_layer(source)
+    extra = parse_overrides(overrides)
+    task = recipe_task(OmegaConf.merge(layer, extra))
+    if task == "kg":
+        from spacl.experiments.kg import kg_config
+
+        return LoadedRecipe(task, kg_config(layer, overrides))
+    if task == "text":
+        from spacl.experiments.text import ood_config
+
+        return LoadedRecipe(task, ood_config(layer, overrides))
+    from spacl.engine.config import load_config
+
+    if "task" in layer:
+        layer = layer.copy()
+        layer.pop("task")
+    return LoadedRecipe(task, load_config(None, overrides, base=layer))
