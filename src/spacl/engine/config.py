@@ -127,6 +127,7 @@ class ObjectiveConfig:
     normalize: str | None = None  # sphere | ball | none; None: the objective's default
     use_labels: bool | None = None  # None: the objective's default
     params: dict[str, Any] = field(default_factory=dict)  # other constructor arguments
+    queue_size: int = 0  # MoCo-style queue of past targets as extra negatives (0: none)
 
 
 @dataclass
