@@ -12,7 +12,7 @@ import torch
 
 from spacl.cli import main
 from spacl.experiments import alignment_study, hard_negatives, spacl_study
-from spacl.experiments.common import VERDICTS, train_shared
+from spacl.experiments.common import SMOKE, VERDICTS, train_shared
 
 STUDY_MODULES = {
     "hard-negatives": hard_negatives,
@@ -59,6 +59,7 @@ def test_quick_study_writes_every_promised_file_and_key(
     assert [c["key"] for c in results["claims"]] == list(module.CLAIM_KEYS)
     for claim in results["claims"]:
         assert claim["verdict"] in VERDICTS
+        assert claim["verdict"] == SMOKE  # a quick run is a smoke run: no verdict
         assert claim["claim"] and claim["paper"] and claim["measured"] and claim["rule"]
     assert set(module.METRIC_KEYS) <= set(results["metrics"])
     numbers = _numbers(results["metrics"]) + _numbers(results["runs"])
