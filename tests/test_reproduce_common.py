@@ -316,3 +316,25 @@ def test_claim_table_runner(tmp_path) -> None:
         evaluate_claims(StudyReport("u", "U", tmp_path / "u", "cmd", {}, [0, 1, 2]), missing, {})
     with pytest.raises(ValueError, match="source must be one of"):
         ClaimSpec("d", "§", "d", "1", "blog", lambda m: "", lambda m: at_most([0.0], 1.0))
+
+
+def test_train_shared_stops_at_max_steps() -> None:
+    """Equal-step budgets (the batch-size claims): training stops after max_steps."""
+    from types import SimpleNamespace
+
+    from spacl.experiments.common import train_shared
+
+    class Stream:
+        def epoch_batches(self, epoch: int):
+            for i in range(4):
+                yield SimpleNamespace(views=(epoch, i), labels=None)
+
+    seen: list[tuple[int, int]] = []
+    arm = SimpleNamespace(train_step=lambda views, labels, step: seen.append(views))
+    epochs: list[int] = []
+    assert train_shared({"a": arm}, Stream(), 5, epochs.append, max_steps=6) == 6
+    assert seen == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
+    assert epochs == [0, 1, 2]
+    assert train_shared({"a": arm}, Stream(), 2) == 8
+    with pytest.raises(ValueError, match="max_steps"):
+        train_shared({"a": arm}, Stream(), 1, max_steps=0)

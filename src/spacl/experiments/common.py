@@ -163,6 +163,7 @@ def train_shared(
     epochs: int,
     on_epoch: Callable[[int], None] | None = None,
     label_fn: Callable[[Any], Tensor] | None = None,
+    max_steps: int | None = None,
 ) -> int:
     """Train every arm on the SAME batches (drawn once per step); return the step count.
 
@@ -172,12 +173,20 @@ def train_shared(
     (default: the fine labels).
 
     ``on_epoch(e)`` is called before training (``e = 0``) and after every epoch.
+    ``max_steps`` stops after that many steps (``epochs`` is then an upper bound; the
+    last, partial epoch still gets its ``on_epoch`` call).
     """
+    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
+        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if on_epoch is not None:
         on_epoch(0)
     step = 0
     for epoch in range(epochs):
+        if max_steps is not None and step >= max_steps:
+            break
         for batch in stream.epoch_batches(epoch):
+            if max_steps is not None and step >= max_steps:
+                break
             labels = batch.labels if label_fn is None else label_fn(batch)
             for arm in arms.values():
                 arm.train_step(batch.views, labels, step)
