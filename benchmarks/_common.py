@@ -16,14 +16,19 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def time_interleaved(
-    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2, desc: str = "timing"
 ) -> dict[str, float]:
-    """Median seconds of each callable, timed round-robin so machine noise hits all alike."""
+    """Median seconds of each callable, timed round-robin so machine noise hits all alike.
+
+    A tqdm bar over the rounds is shown when stderr is a terminal (``spacl._progress``).
+    """
+    from spacl._progress import iterate
+
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
+    for _ in iterate(range(repeats), desc=desc, unit="round"):
         for name, fn in fns.items():
             start = time.perf_counter()
             fn()

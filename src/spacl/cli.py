@@ -54,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
+    from spacl._progress import console_logging
+
+    # library messages (logging, logger "spacl") on stderr; --quiet: no messages, no bars
+    console_logging(quiet=bool(getattr(args, "quiet", False)))
     try:
         return int(func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError) as err:

@@ -51,7 +51,9 @@ def register(subparsers: Any) -> None:
         "--threads", type=int, default=1, help="torch CPU threads (default 1, see the report)"
     )
     parser.add_argument(
-        "--data-dir", default=None, help="data root with text/clinc (default $SPACL_DATA_DIR)"
+        "--data-dir",
+        default=None,
+        help="data root with text/clinc (default: the data roots listed by `spacl data`)",
     )
     parser.add_argument(
         "--cache-dir", default=None, help="embedding cache (default $SPACL_CACHE_DIR)"
@@ -109,12 +111,17 @@ def run_study(
 
 
 def run(args: argparse.Namespace) -> int:
+    from spacl._progress import progress
+
     out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
     started = time.time()
+    # a live bar (elapsed time, parts finished) while the study runs; --quiet: none
+    bar = progress(desc=f"reproduce {args.name}", unit="part", mode=False if args.quiet else None)
 
     def log(message: str) -> None:
         if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
+            bar.write(message, file=sys.stderr)
+        bar.update(1)
 
     log(f"spacl reproduce {args.name}{' (quick)' if args.quick else ''} -> {out}")
     results = run_study(
@@ -128,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(args),
         log=log,
     )
+    bar.close()
     width = max(len(c["key"]) for c in results["claims"])
     for claim in results["claims"]:
         print(f"{claim['key']:<{width}}  {claim['verdict']}")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register", "resolve_run", "run"]
+__all__ = ["format_task_summary", "register", "resolve_run", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -72,6 +72,19 @@ def resolve_run(
     return cfg, run_dir
 
 
+def format_task_summary(summary: dict[str, Any]) -> str:
+    """One line of a ``task: kg`` / ``task: text`` run: its name and test metrics."""
+    test = summary.get("test", {})
+    metrics = "  ".join(
+        f"{k} {v:.4f}" if isinstance(v, float) and abs(v) <= 1 else f"{k} {v:.2f}"
+        for k, v in test.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "count"
+    )
+    where = summary.get("config", {}).get("out_dir")
+    tail = f"\nsummary: {where}/summary.json" if where else ""
+    return f"{summary.get('name', 'run')} test: {metrics}{tail}"
+
+
 def run(args: argparse.Namespace) -> int:
     from spacl.engine import NonFiniteLossError, Trainer, init_from_env
     from spacl.engine.rundir import default_run_dir
@@ -83,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
         # `task: kg` / `task: text` recipes run their own task loop (docs/kg_and_text.md)
         recipe = resolve_recipe(args.config)
-        if run_task_recipe(recipe, list(args.overrides), out=args.out, quiet=args.quiet):
+        summary = run_task_recipe(recipe, list(args.overrides), out=args.out, quiet=args.quiet)
+        if summary is not None:
+            print(format_task_summary(summary))
             return 0
     cfg, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
     ctx = init_from_env(cfg.train.device)

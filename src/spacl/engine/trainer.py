@@ -18,8 +18,8 @@ Python RNG states; evaluation runs under ``fork_rng`` so it never moves them.
 
 from __future__ import annotations
 
+import logging
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from spacl._progress import progress_enabled
 from spacl.data import generator_for
 from spacl.engine.arm import Arm, NonFiniteLossError
 from spacl.engine.build import build_arms, resolve_precision
@@ -47,6 +48,8 @@ from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import write_summary
 from spacl.evaluate import evaluate_representation, extract_features
+
+_logger = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_FORMAT", "Progress", "TrainResult", "Trainer", "train"]
 
@@ -219,7 +222,7 @@ class Trainer:
 
     def _say(self, message: str) -> None:
         if self.ctx.is_main and not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+            _logger.info(message)
 
     @property
     def total_steps(self) -> int:
@@ -293,11 +296,7 @@ class Trainer:
 
     def _progress_bar(self, epoch: int, start: int) -> Any:
         mode = self.cfg.train.progress
-        show = (
-            self.ctx.is_main
-            and not self.quiet
-            and (bool(mode) if mode is not None else sys.stderr.isatty())
-        )
+        show = self.ctx.is_main and not self.quiet and progress_enabled(mode)
         return tqdm(
             total=self.steps_per_epoch,
             initial=start,

@@ -49,6 +49,7 @@ def filtered_ranks(
     batch_size: int = 512,
     ties: str = "mean",
     device: torch.device | str | None = None,
+    progress: bool | None = False,
 ) -> Tensor:
     """Filtered rank of the tail of each ``(h, r, t)`` of ``queries`` (float64 ``[N]``).
 
@@ -59,7 +60,10 @@ def filtered_ranks(
         batch_size: queries scored per call.
         ties: ``"mean"`` | ``"optimistic"`` | ``"pessimistic"`` (module docstring).
         device: where ids are sent before calling ``scorer`` (default: CPU).
+        progress: a tqdm bar over the batches (``None``: when stderr is a terminal).
     """
+    from spacl._progress import iterate
+
     if ties not in TIE_POLICIES:
         raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
     if not isinstance(queries, Tensor) or queries.ndim != 2 or queries.shape[1] != 3:
@@ -68,7 +72,8 @@ def filtered_ranks(
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     ranks = []
-    for start in range(0, queries.shape[0], batch_size):
+    starts = range(0, queries.shape[0], batch_size)
+    for start in iterate(starts, desc="ranking", mode=progress, unit="batch"):
         chunk = queries[start : start + batch_size]
         h, r, t = chunk[:, 0], chunk[:, 1], chunk[:, 2]
         dev = torch.device("cpu") if device is None else torch.device(device)
@@ -130,15 +135,23 @@ def evaluate_link_prediction(
     ties: str = "mean",
     ks: Sequence[int] = (1, 3, 10),
     device: torch.device | str | None = None,
+    progress: bool | None = False,
 ) -> dict[str, float]:
     """Filtered MRR / Hits@k over both directions of ``triples`` (``[N, 3]`` originals).
 
     ``num_relations`` is ``R`` (reciprocal of ``r`` is ``r + R``).  Returns the
-    metrics over all ``2N`` queries plus ``tail_mrr`` and ``head_mrr``.
+    metrics over all ``2N`` queries plus ``tail_mrr`` and ``head_mrr``.  ``progress``:
+    a tqdm bar over the scoring batches (``None``: when stderr is a terminal).
     """
     both = add_reciprocals(triples, num_relations)
     ranks = filtered_ranks(
-        scorer, both, filter_index, batch_size=batch_size, ties=ties, device=device
+        scorer,
+        both,
+        filter_index,
+        batch_size=batch_size,
+        ties=ties,
+        device=device,
+        progress=progress,
     )
     n = triples.shape[0]
     out = ranking_metrics(ranks, ks)

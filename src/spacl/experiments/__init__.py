@@ -56,11 +56,14 @@ def run_task_recipe(
 ) -> dict[str, Any] | None:
     """Run a ``task: kg`` / ``task: text`` recipe; ``None`` if ``path`` has no ``task:``.
 
-    ``out`` sets ``out_dir`` (``summary.json`` is written there).  This is the hook for
+    ``out`` sets ``out_dir`` (``summary.json`` is written there); ``quiet`` sets
+    ``train.progress=false``.  ``path`` may be a built-in recipe name.  This is the hook for
     ``spacl train``: call it first and fall back to the image engine when it returns
     ``None``.
     """
     import importlib
+
+    from spacl.recipes import find_recipe
 
     task = recipe_task(path)
     if task is None:
@@ -68,7 +71,9 @@ def run_task_recipe(
     module_name, _, func_name = TASKS[task].partition(":")
     func = getattr(importlib.import_module(module_name), func_name)
     extra = [f"out_dir={out}"] if out is not None else []
-    summary: dict[str, Any] = func(
-        str(path), overrides=[*overrides, *extra], log=None if quiet else print
-    )
+    if quiet:
+        extra.append("train.progress=false")
+    source = Path(path) if Path(path).is_file() else find_recipe(str(path))
+    # messages go to the task's logger (spacl.experiments.<task>); --quiet: no bars
+    summary: dict[str, Any] = func(str(source), overrides=[*overrides, *extra])
     return summary

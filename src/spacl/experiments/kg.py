@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
+from spacl._progress import progress
 from spacl.data.kg import UNSEEN_POLICIES, KnowledgeGraph, load_kg
 from spacl.evaluate.ranking import TIE_POLICIES, evaluate_link_prediction
 from spacl.experiments._recipe import merge_recipe
@@ -51,6 +53,8 @@ from spacl.schema import (
     positive,
     validate_shared,
 )
+
+_logger = logging.getLogger(__name__)
 
 __all__ = [
     "KG_OBJECTIVES",
@@ -217,6 +221,7 @@ def _evaluate(
         batch_size=int(cfg.eval.batch_size),
         ties=str(cfg.eval.ties),
         device=device,
+        progress=cfg.train.progress,
     )
     model.train()
     return metrics
@@ -226,7 +231,7 @@ def train_kg(
     config: Any,
     *,
     overrides: Sequence[str] = (),
-    log: Callable[[str], None] | None = print,
+    log: Callable[[str], None] | None = None,
     kg: KnowledgeGraph | None = None,
 ) -> dict[str, Any]:
     """Train a link predictor from a recipe and return its summary.
@@ -237,10 +242,13 @@ def train_kg(
 
     Returns a dict with ``test`` and ``valid`` metrics (``mrr``, ``hits@1/3/10``...),
     ``epochs``, ``seconds_per_epoch``, ``train_seconds``, ``best_epoch`` and
-    ``history`` (one record per validation).
+    ``history`` (one record per validation).  Progress lines go to ``log`` (default:
+    the ``spacl.experiments.kg`` logger, INFO); ``train.progress`` shows tqdm bars over
+    the epochs, the steps of an epoch and the ranking batches (``None``: when stderr is a
+    terminal).
     """
     cfg = kg_config(config, overrides)
-    say = log or (lambda _msg: None)
+    say = log or _logger.info
     if cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
     device = _device(str(cfg.train.device))
@@ -280,12 +288,15 @@ def train_kg(
     epochs_done = 0.0
     steps_per_epoch = math.ceil(len(items) / batch)
     every = int(cfg.eval.every_epochs)
+    mode = cfg.train.progress
+    epoch_bar = progress(total=int(cfg.train.epochs), desc="kg", mode=mode, unit="epoch")
     for epoch in range(1, int(cfg.train.epochs) + 1):
         start = time.perf_counter()
         perm = torch.randperm(len(items), generator=order_gen)
         total, steps = 0.0, 0
         diagnostics: dict[str, float] = {}
         out_of_time = False
+        step_bar = progress(total=steps_per_epoch, desc=f"epoch {epoch}", mode=mode, unit="step")
         for i in range(0, len(perm), batch):
             chunk = items[perm[i : i + batch]]
             if per_triple:  # 1-vs-all: the triple's own tail is the positive
@@ -306,6 +317,7 @@ def train_kg(
             optimizer.step()
             total += float(loss.detach())
             steps += 1
+            step_bar.update(1)
             last_step = getattr(objective, "last", None)
             if last_step is not None:
                 for key, value in last_step.log_dict().items():
@@ -319,6 +331,7 @@ def train_kg(
             if budget is not None and train_seconds + time.perf_counter() - start >= budget:
                 out_of_time = True
                 break
+        step_bar.close()
         seconds = time.perf_counter() - start
         train_seconds += seconds
         epochs_done += steps / steps_per_epoch
@@ -342,8 +355,11 @@ def train_kg(
         else:
             say(f"epoch {epoch}: loss {record['loss']:.4f}  {seconds:.1f}s")
         history.append(record)
+        epoch_bar.update(1)
+        epoch_bar.set_postfix(loss=f"{record['loss']:.4f}")
         if out_of_time:
             break
+    epoch_bar.close()
 
     assert best is not None
     model.load_state_dict(best[2])

@@ -35,6 +35,7 @@ one reported configuration: that choice used test data and is withdrawn.)
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
+from spacl._progress import progress
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import (
     THRESHOLD_METHODS,
@@ -79,6 +81,8 @@ from spacl.schema import (
     positive,
     validate_shared,
 )
+
+_logger = logging.getLogger(__name__)
 
 __all__ = [
     "OOD_OBJECTIVES",
@@ -300,6 +304,9 @@ def _train_head(
     losses: list[float] = []
     x, y = x.to(device), y.to(device)
     head.train()
+    bar = progress(
+        total=int(cfg.train.epochs), desc=f"{name} head", mode=cfg.train.progress, unit="epoch"
+    )
     for _epoch in range(int(cfg.train.epochs)):
         perm = torch.randperm(x.shape[0], generator=gen).to(device)
         total, steps = 0.0, 0
@@ -328,6 +335,9 @@ def _train_head(
             total += float(loss.detach())
             steps += 1
         losses.append(total / max(steps, 1))
+        bar.update(1)
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    bar.close()
     head.eval()
     return head, losses
 
@@ -442,7 +452,7 @@ def train_ood(
     overrides: Sequence[str] = (),
     encoder: TextEncoder | None = None,
     split: OpenIntentSplit | None = None,
-    log: Callable[[str], None] | None = print,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run one open-intent experiment from a recipe; return its summary.
 
@@ -452,10 +462,12 @@ def train_ood(
     OOD or only OOD examples), with ``ood.method=select`` the chosen ``rule``, every
     rule's dev ``selection`` score and ``rules_test`` (not used for selection),
     ``dev_accuracy`` (known classes, no rejection),
-    ``known_classes``, ``losses`` and ``seconds``.
+    ``known_classes``, ``losses`` and ``seconds``.  The result line goes to ``log``
+    (default: the ``spacl.experiments.text`` logger, INFO); ``train.progress`` shows tqdm
+    bars over the head's epochs and the encoding (``None``: when stderr is a terminal).
     """
     cfg = ood_config(config, overrides)
-    say = log or (lambda _msg: None)
+    say = log or _logger.info
     if cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
     start = time.perf_counter()
@@ -463,7 +475,7 @@ def train_ood(
         data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
         split = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
     if encoder is None:
-        encoder = MiniLMEncoder(device=str(cfg.encoder.device))
+        encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=cfg.train.progress)
     cache = EmbeddingCache(cfg.encoder.cache_dir)
     train_x, dev_x, test_x = embed_split(split, encoder, cache, int(cfg.encoder.batch_size))
     device = torch.device(str(cfg.train.device))

@@ -31,6 +31,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
+from spacl._progress import progress_enabled
+
 __all__ = [
     "EmbeddingCache",
     "FeatureViews",
@@ -106,15 +108,20 @@ class MiniLMEncoder:
     Args:
         device: ``"cpu"``, ``"cuda"``...; ``"auto"`` picks CUDA when available.
         normalize: L2-normalise the mean-pooled embeddings (the model's intended use).
+        progress: sentence-transformers' progress bar while encoding (``None``: when
+            stderr is a terminal and the CLI is not ``--quiet``; see :mod:`spacl._progress`).
     """
 
     dim = 384
 
-    def __init__(self, device: str = "auto", normalize: bool = True) -> None:
+    def __init__(
+        self, device: str = "auto", normalize: bool = True, progress: bool | None = None
+    ) -> None:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = device
         self.normalize = bool(normalize)
+        self.progress = progress
         self._model: Any = None
         try:
             from importlib.metadata import version
@@ -139,7 +146,7 @@ class MiniLMEncoder:
             batch_size=batch_size,
             convert_to_tensor=True,
             normalize_embeddings=self.normalize,
-            show_progress_bar=False,
+            show_progress_bar=progress_enabled(self.progress),
         )
         return out.detach().float().cpu()
 
