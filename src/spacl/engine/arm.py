@@ -27,6 +27,13 @@ Step kinds (see :mod:`spacl.engine.objectives`):
 
 Distributed: embeddings are gathered across ranks (the online ones with the
 differentiable gather), so the loss is the global-batch loss on every rank.
+
+Negative queue (``objective.queue_size > 0``): the loss also receives the queue's rows as
+``extra_negatives`` (``extra_negative_labels`` when it uses labels).  The step's
+candidates — the target's embeddings of every view (the online ones, detached, with a
+shared encoder), gathered over ranks, instance-major, with their labels — are pushed
+after the optimiser step, so every rank holds the same queue; it is part of the arm's
+checkpoint.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from torch import Tensor, nn
 
 from spacl.engine.distributed import all_gather_nograd, all_gather_with_grad, is_distributed
 from spacl.engine.objectives import ObjectiveSpec, accepts_targets
+from spacl.mining.queue import NegativeQueue
 
 __all__ = ["Arm", "NonFiniteLossError", "Precision"]
 
@@ -96,6 +104,7 @@ class Arm:
         grad_clip: max gradient norm, or ``None``.
         momentum_schedule: ``constant`` or ``cosine`` (BYOL) for the EMA momentum.
         total_steps: steps of the whole run (for the cosine momentum schedule).
+        queue: the arm's negative queue (``objective.queue_size``), or ``None``.
     """
 
     def __init__(
@@ -115,6 +124,7 @@ class Arm:
         grad_clip: float | None = None,
         momentum_schedule: str = "constant",
         total_steps: int = 1,
+        queue: NegativeQueue | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
@@ -130,6 +140,8 @@ class Arm:
         self.grad_clip = grad_clip
         self.momentum_schedule = momentum_schedule
         self.total_steps = max(1, int(total_steps))
+        self.queue = queue
+        self._to_push: tuple[Tensor, Tensor | None] | None = None
         self._use_targets = (
             (not target.shared) and spec.step == "views" and accepts_targets(objective)
         )
@@ -155,8 +167,21 @@ class Arm:
             with torch.no_grad(), self.precision.autocast():
                 t = self._project(self.target.module, flat).reshape(b, v, -1)
             kwargs["targets"] = all_gather_nograd(t)
-        loss: Tensor = self.objective(all_gather_with_grad(z), **kwargs)
+        online = all_gather_with_grad(z)
+        kwargs.update(self._queue_kwargs(kwargs.get("targets", online), y))
+        loss: Tensor = self.objective(online, **kwargs)
         return loss
+
+    def _queue_kwargs(self, candidates: Tensor, y: Tensor | None) -> dict[str, Any]:
+        """The queue's rows for the loss; remember this step's ``candidates [B, V, d]``
+        (global batch) to push after the optimiser step (module docstring)."""
+        if self.queue is None:
+            return {}
+        b, v = int(candidates.shape[0]), int(candidates.shape[1])
+        rows = candidates.detach().reshape(b * v, -1)
+        labels = None if y is None else y.repeat_interleave(v)
+        self._to_push = (rows, labels)
+        return self.queue.loss_kwargs(with_labels=y is not None)
 
     def _spacl_loss(self, views: Tensor, y: Tensor | None, step: int) -> Tensor:
         if getattr(self.objective, "online", "anchor_view") == "all_views":
@@ -175,7 +200,11 @@ class Arm:
             anchors = self._project(self.wrapped, anchor_views)
         _check_finite(anchors, "anchor embeddings", self.name, step)
         loss: Tensor = self.objective(
-            all_gather_with_grad(anchors), pool_all, labels=y, anchor_index=anchor_all
+            all_gather_with_grad(anchors),
+            pool_all,
+            labels=y,
+            anchor_index=anchor_all,
+            **self._queue_kwargs(pool_all, y),
         )
         return loss
 
@@ -194,7 +223,7 @@ class Arm:
                 t = self._project(self.target.module, flat).reshape(b, v, -1)
             _check_finite(t, "target embeddings", self.name, step)
             pool = all_gather_nograd(t)
-        loss: Tensor = self.objective(online, pool, labels=y)
+        loss: Tensor = self.objective(online, pool, labels=y, **self._queue_kwargs(pool, y))
         return loss
 
     # ----------------------------------------------------------------- training
@@ -225,6 +254,9 @@ class Arm:
         self.scaler.update()
         self.scheduler.step()
         self.target.update(self.momentum_at(step + 1))
+        if self.queue is not None and self._to_push is not None:
+            self.queue.push(*self._to_push)
+            self._to_push = None
         after = getattr(self.objective, "after_optimizer_step", None)
         if callable(after):
             after()
@@ -261,6 +293,7 @@ class Arm:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
+            **({} if self.queue is None else {"queue": self.queue.state_dict()}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -271,3 +304,10 @@ class Arm:
         self.scheduler.load_state_dict(state["scheduler"])
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
+        if self.queue is not None:
+            if "queue" not in state:
+                raise ValueError(
+                    f"arm {self.name!r}: the checkpoint has no negative queue but the config "
+                    "sets objective.queue_size"
+                )
+            self.queue.load_state_dict(state["queue"])

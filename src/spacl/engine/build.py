@@ -16,6 +16,7 @@ from spacl.engine.arm import Arm, Precision
 from spacl.engine.distributed import DistributedContext
 from spacl.engine.objectives import build_objective
 from spacl.engine.optim import WarmupCosine, build_optimizer, scaled_lr
+from spacl.mining.queue import NegativeQueue
 from spacl.models import ContrastiveModel, EMATarget, ProjectionHead, build_backbone, feature_dim_of
 
 __all__ = ["arm_configs", "build_arms", "build_base_model", "resolve_precision"]
@@ -151,6 +152,14 @@ def build_arms(
         )
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         scaler = torch.amp.GradScaler(ctx.device.type, enabled=precision.uses_scaler)
+        queue = None
+        if int(getattr(acfg.objective, "queue_size", 0)) > 0:
+            queue = NegativeQueue(
+                int(acfg.objective.queue_size),
+                int(getattr(base.head, "out_dim", cfg.model.proj_dim)),
+                dtype=precision.loss_dtype,
+                device=ctx.device,
+            )
         arms.append(
             Arm(
                 str(acfg.name),
@@ -167,6 +176,7 @@ def build_arms(
                 grad_clip=ocfg.grad_clip,
                 momentum_schedule=cfg.model.momentum_schedule,
                 total_steps=total_steps,
+                queue=queue,
             )
         )
     return arms

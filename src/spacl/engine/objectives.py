@@ -14,6 +14,9 @@ name               module                                labels    step
 ``sampled_hard``   ``SampledHardNegativeLoss``           default   views (HSCL; no labels: HUCL)
 ``spacl``          ``spacl.losses.spacl.SPACLLoss``      optional  spacl (anchor + pool)
 ``cross_entropy``  :class:`CrossEntropyObjective`        always    views, classifier head
+``barlow_twins``   ``BarlowTwinsLoss``                   never     views (no EMA target)
+``varcon``         ``VarConLoss``                        always    views
+``maskcon``        ``MaskConLoss``                       always    views (coarse labels, keys)
 =================  ====================================  ========  ==========================
 
 "views" objectives get every view's projection ``[B, V, d]`` (and ``targets=`` from the
@@ -24,6 +27,11 @@ online anchor ``[B, d]`` and the target pool ``[B, V, d]`` (see
 ``objective.normalize`` and ``objective.params``; unknown parameters are rejected by
 name before training.  A ``generator`` argument, when the loss takes one, is seeded
 from the run seed so resumed and distributed runs draw the same numbers.
+
+``objective.queue_size > 0`` gives the arm a :class:`~spacl.mining.NegativeQueue` of
+that many past target embeddings (every view of every instance, pushed after each
+optimiser step; labels too when the objective uses them), passed to the loss as
+``extra_negatives`` / ``extra_negative_labels``; the objective must accept them.
 """
 
 from __future__ import annotations
@@ -133,6 +141,9 @@ OBJECTIVES: dict[str, ObjectiveSpec] = {
             classifier_head=True,
             description="linear classifier on the backbone",
         ),
+        ObjectiveSpec("barlow_twins", f"{_L}:BarlowTwinsLoss", "never", description="Barlow Twins"),
+        ObjectiveSpec("varcon", f"{_L}:VarConLoss", "always", description="VarCon"),
+        ObjectiveSpec("maskcon", f"{_L}:MaskConLoss", "always", description="MaskCon"),
     )
 }
 
@@ -201,12 +212,18 @@ def check_objective(
     views = int(cfg.data.num_views)
     gen = torch.Generator().manual_seed(0)
     labels = torch.arange(4).repeat_interleave(2) if use_labels else None
+    queue = _check_queue_size(ocfg, spec, module, key)
+    extra: dict[str, Any] = {}
+    if queue:
+        extra["extra_negatives"] = torch.randn(3, d, generator=gen)
+        if use_labels:
+            extra["extra_negative_labels"] = torch.arange(3)
     with torch.random.fork_rng(devices=[]):
         try:
             if spec.step == "spacl":
                 pool = torch.randn(b, views, d, generator=gen)
                 idx = module.choose_anchor(pool)  # type: ignore[operator]
-                module(pool[torch.arange(b), idx], pool, labels=labels, anchor_index=idx)
+                module(pool[torch.arange(b), idx], pool, labels=labels, anchor_index=idx, **extra)
             elif spec.classifier_head:
                 module(torch.randn(b, views, 4, generator=gen), labels=labels)
             else:
@@ -214,12 +231,25 @@ def check_objective(
                 kwargs: dict[str, Any] = {"labels": labels}
                 if float(cfg.model.momentum if momentum is None else momentum) > 0:
                     kwargs["targets"] = torch.randn(b, views, d, generator=gen)
-                module(z, **kwargs)
+                module(z, **kwargs, **extra)
         except ValueError as err:
             raise ValueError(
                 f"config key '{key}' ({spec.name}): {err} (found on a dry run with "
                 f"data.num_views={views})"
             ) from err
+
+
+def _check_queue_size(ocfg: Any, spec: ObjectiveSpec, module: nn.Module, key: str) -> int:
+    """``objective.queue_size`` as an int ``>= 0``; a queue needs a loss that takes one."""
+    size = getattr(ocfg, "queue_size", 0)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"config key '{key}.queue_size' must be an integer >= 0, got {size!r}")
+    if size > 0 and (spec.classifier_head or not accepts_extra_negatives(module)):
+        raise ValueError(
+            f"config key '{key}.queue_size'={size}: objective {spec.name!r} takes no "
+            "extra_negatives (set it to 0)"
+        )
+    return size
 
 
 def build_objective(
@@ -282,6 +312,14 @@ def accepts_targets(module: nn.Module) -> bool:
     """Whether ``module.forward`` takes ``targets=`` (candidates from a target encoder)."""
     try:
         return "targets" in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def accepts_extra_negatives(module: nn.Module) -> bool:
+    """Whether ``module.forward`` takes ``extra_negatives=`` (a negative queue)."""
+    try:
+        return "extra_negatives" in inspect.signature(module.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
         return False
 
