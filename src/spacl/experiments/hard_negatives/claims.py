@@ -96,8 +96,6 @@ def _accuracy_claims(cfg: HardNegativesConfig, where: str) -> list[ClaimSpec]:
 
 
 def _geometry_claims(cfg: HardNegativesConfig, c1: int) -> list[ClaimSpec]:
-    sup = [f"beta={b:g}" for b in cfg.betas]
-
     def etf(m: Mapping[str, Any], part: str, key: str) -> list[float]:
         return v(m[part][key], "etf_deviation")
 
@@ -133,6 +131,16 @@ def _geometry_claims(cfg: HardNegativesConfig, c1: int) -> list[ClaimSpec]:
                 }
             ),
         ),
+    ]
+
+
+def _nc_claims(cfg: HardNegativesConfig) -> list[ClaimSpec]:
+    sup = [f"beta={b:g}" for b in cfg.betas]
+
+    def etf(m: Mapping[str, Any], part: str, key: str) -> list[float]:
+        return v(m[part][key], "etf_deviation")
+
+    return [
         ClaimSpec(
             "supervised_nc_improves_with_beta",
             "§2 NC metrics vs beta",
@@ -310,6 +318,7 @@ def claims(cfg: HardNegativesConfig, num_classes: int, source: str) -> list[Clai
     return [
         *_accuracy_claims(cfg, where),
         *_geometry_claims(cfg, num_classes - 1),
+        *_nc_claims(cfg),
         *_unsupervised_claims(cfg),
         _batch_claim(cfg),
         *_synthetic_and_init_claims(cfg),

@@ -46,6 +46,7 @@ HEADER = [
 def sections(
     report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any], data: StudyData
 ) -> None:
+    """Recipe, one table per part, timing."""
     c1 = data.num_classes - 1
     report.section(
         "Recipe",
@@ -67,6 +68,12 @@ def sections(
         "partly recovers the class structure the sentence encoder already provides.",
     )
     report.table(HEADER, [_row(k, v, c1) for k, v in m["supervised"].items()])
+    _other_sections(report, cfg, m, c1)
+
+
+def _other_sections(
+    report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any], c1: int
+) -> None:
     report.section("Unsupervised: UCL (beta = 0) vs HUCL (latent-class positives)")
     report.table(HEADER, [_row(k, v, c1) for k, v in m["unsupervised"].items()])
     report.section(f"Normalisation (HSCL beta = {cfg.norm_beta:g})")
@@ -116,6 +123,7 @@ def sections(
 
 
 def plots(report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any]) -> None:
+    """Accuracy vs beta, class-mean spectra, NC metrics over epochs."""
     betas = list(cfg.betas)
     x = np.arange(len(betas))
     fig, (ax,) = new_figure()
@@ -137,6 +145,12 @@ def plots(report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any]) -> N
         "accuracy_vs_beta.png", "NCC test accuracy vs hardness beta (mean ± std over seeds)", fig
     )
 
+    _spectra_plot(report, cfg, m)
+    _history_plot(report, m)
+
+
+def _spectra_plot(report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any]) -> None:
+    betas = list(cfg.betas)
     fig, axes = new_figure(ncols=3, size=(4.4, 3.6))
     for ax, prefix, keys, title in (
         (axes[0], "supervised", [f"beta={b:g}" for b in betas], "supervised (SCL/HSCL)"),
@@ -164,6 +178,8 @@ def plots(report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any]) -> N
         fig,
     )
 
+
+def _history_plot(report: StudyReport, m: dict[str, Any]) -> None:
     fig, axes = new_figure(ncols=4, size=(3.6, 3.2))
     metrics = (
         ("ncc", "NCC accuracy"),

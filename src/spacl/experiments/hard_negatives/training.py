@@ -59,6 +59,27 @@ def measure(model: nn.Module, data: StudyData, mode: str) -> tuple[dict[str, flo
     return scalars, spec
 
 
+def _stream(
+    data: StudyData,
+    cfg: HardNegativesConfig,
+    seed: int,
+    supervised: bool,
+    positives: str,
+    batch_size: int | None,
+) -> tuple[ViewStream, int]:
+    """The batches of one run and the number of views per instance."""
+    if supervised:
+        b = batch_size or cfg.batch_size
+        return ViewStream(data.train, min(b, len(data.train)), 1, None, seed=seed), 1
+    augment = (
+        SameClassViews(keep_original=True)
+        if positives == "label"
+        else NoiseViews(cfg.synthetic_noise_sigma, keep_original=True)
+    )
+    b = batch_size or cfg.unsup_batch_size
+    return ViewStream(data.train, min(b, len(data.train)), 2, augment, seed=seed), 2
+
+
 def train_encoder(
     data: StudyData,
     cfg: HardNegativesConfig,
@@ -84,9 +105,7 @@ def train_encoder(
     optimiser steps (the batch-size claim at equal steps); ``epochs`` is then an upper
     bound (``None``: as many epochs as the steps need).
     """
-    c = data.num_classes
-    in_dim = int(math.prod(data.train.input_shape))
-    model = _encoder(in_dim, cfg.hidden, c - 1, seed)
+    model = _encoder(int(math.prod(data.train.input_shape)), cfg.hidden, data.num_classes - 1, seed)
     if init is not None:
         model.load_state_dict(init.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
@@ -96,24 +115,12 @@ def train_encoder(
         normalize=mode,  # type: ignore[arg-type]
         generator=generator_for(seed, "hard-negatives", "negatives"),
     )
-    if supervised:
-        views, augment = 1, None
-        b = batch_size or cfg.batch_size
-    else:
-        views = 2
-        augment = (
-            SameClassViews(keep_original=True)
-            if positives == "label"
-            else NoiseViews(cfg.synthetic_noise_sigma, keep_original=True)
-        )
-        b = batch_size or cfg.unsup_batch_size
+    stream, views = _stream(data, cfg, seed, supervised, positives, batch_size)
     n_epochs = epochs if epochs is not None else (cfg.epochs if supervised else cfg.unsup_epochs)
-    stream = ViewStream(data.train, min(b, len(data.train)), views, augment, seed=seed)
     if max_steps is not None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        per_epoch = max(1, len(stream))
-        n_epochs = epochs if epochs is not None else -(-max_steps // per_epoch)
+        n_epochs = epochs if epochs is not None else -(-max_steps // max(1, len(stream)))
     steps = 0
     history = [measure(model, data, mode)[0]] if track else []
     for epoch in range(n_epochs):
