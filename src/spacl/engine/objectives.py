@@ -322,13 +322,3 @@ def accepts_extra_negatives(module: nn.Module) -> bool:
         return "extra_negatives" in inspect.signature(module.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
         return False
-
-
-def objective_generators(module: nn.Module) -> list[torch.Generator]:
-    """Every ``torch.Generator`` held as an attribute of ``module`` or its submodules."""
-    gens: list[torch.Generator] = []
-    for sub in module.modules():
-        for value in vars(sub).values():
-            if isinstance(value, torch.Generator) and all(value is not g for g in gens):
-                gens.append(value)
-    return gens
