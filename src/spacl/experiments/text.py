@@ -56,11 +56,10 @@ from spacl.evaluate.ood import (
     balanced_threshold,
     class_centres,
     fit_open_classifier,
-    ood_auroc,
     open_intent_metrics,
 )
 from spacl.experiments._recipe import merge_recipe
-from spacl.experiments.text_decision import SELECTION_CRITERION, choose_rule, held_out_head
+from spacl.experiments.text_decision import nearest_auroc, select_rule
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -388,14 +387,6 @@ def held_out_threshold(
     return balanced_threshold(nearest[inside], nearest[~inside])
 
 
-def _auroc(clf: OpenClassifier, z: Tensor, labels: Tensor, k: int) -> float | None:
-    """Threshold-free AUROC of the nearest-centre distance (``None``: one group is empty)."""
-    is_ood = labels == k
-    if bool(is_ood.all()) or not bool(is_ood.any()):
-        return None
-    return ood_auroc(clf.distances(z).min(1).values, is_ood)
-
-
 def _select_rule(
     cfg: DictConfig,
     split: OpenIntentSplit,
@@ -403,47 +394,17 @@ def _select_rule(
     features: tuple[Tensor, Tensor, Tensor],
     device: torch.device,
 ) -> tuple[OpenClassifier, dict[str, Any]]:
-    """``ood.method=select``: the rule chosen on train/dev (:mod:`.text_decision`).
-
-    Returns the classifier and the summary entries ``rule``, ``selection`` (dev score
-    of every rule), ``selection_criterion`` and ``rules_test`` (every rule on test,
-    not used for selection).
-    """
-    k, seed = split.num_known, int(cfg.train.seed)
-    train_x, dev_x = inputs
-    train_z, dev_z, test_z = features
-    aux = None
-    if k >= 4:
-        aux = held_out_head(
-            train_x,
-            split.train_labels,
-            dev_x,
-            k,
-            fraction=float(cfg.ood.held_out_fraction),
-            seed=seed,
-            train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
-            project=lambda head, x: _project(head, x, device),
-        )
-    choice = choose_rule(
-        train_z,
-        split.train_labels,
-        dev_z,
-        split.dev_labels,
-        k,
-        aux,
+    """``ood.method=select``: the rule chosen on train/dev (:func:`.text_decision.select_rule`)."""
+    return select_rule(
+        split,
+        inputs,
+        features,
+        fraction=float(cfg.ood.held_out_fraction),
         quantile=float(cfg.ood.quantile),
-        seed=seed,
+        seed=int(cfg.train.seed),
+        train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
+        project=lambda head, x: _project(head, x, device),
     )
-    rules_test = {}
-    for rule, rule_clf in choice.classifiers.items():
-        metrics = open_intent_metrics(split.test_labels, rule_clf.predict(test_z), k)
-        rules_test[rule] = {**metrics, "used_for_selection": False}
-    return choice.classifier, {
-        "rule": choice.rule,
-        "selection": choice.selection,
-        "selection_criterion": SELECTION_CRITERION,
-        "rules_test": rules_test,
-    }
 
 
 def train_ood(
@@ -507,7 +468,7 @@ def train_ood(
     test: dict[str, float | None] = {
         **open_intent_metrics(split.test_labels, clf.predict(test_z), k)
     }
-    test["auroc"] = _auroc(clf, test_z, split.test_labels, k)
+    test["auroc"] = nearest_auroc(clf, test_z, split.test_labels, k)
     summary: dict[str, Any] = {
         "name": f"{cfg.data.name}-frozen"
         if cfg.objective.name == "frozen"

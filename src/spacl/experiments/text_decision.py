@@ -32,16 +32,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.ood import (
     OpenClassifier,
     balanced_threshold,
     class_centres,
     fit_open_classifier,
+    ood_auroc,
     open_intent_metrics,
 )
 
@@ -54,6 +57,8 @@ __all__ = [
     "choose_rule",
     "fit_rule",
     "held_out_head",
+    "nearest_auroc",
+    "select_rule",
 ]
 
 DECISION_RULES = (
@@ -272,3 +277,69 @@ def choose_rule(
     scores = selection_scores(aux, dev_y, quantile=quantile, seed=seed)
     best = max(DECISION_RULES, key=lambda r: (scores[r], -DECISION_RULES.index(r)))
     return RuleChoice(best, classifiers[best], classifiers, scores)
+
+
+def nearest_auroc(clf: OpenClassifier, z: Tensor, labels: Tensor, k: int) -> float | None:
+    """Threshold-free AUROC of the nearest-centre distance (``None``: one group is empty)."""
+    is_ood = labels == k
+    if bool(is_ood.all()) or not bool(is_ood.any()):
+        return None
+    return ood_auroc(clf.distances(z).min(1).values, is_ood)
+
+
+def select_rule(
+    split: OpenIntentSplit,
+    inputs: tuple[Tensor, Tensor],
+    features: tuple[Tensor, Tensor, Tensor],
+    *,
+    fraction: float,
+    quantile: float,
+    seed: int,
+    train_head: TrainHead,
+    project: Project,
+) -> tuple[OpenClassifier, dict[str, Any]]:
+    """The rule of one run, chosen on train/dev; every rule also evaluated on test.
+
+    ``inputs`` are the encoder's ``(train, dev)`` embeddings (for the auxiliary head),
+    ``features`` the main head's ``(train, dev, test)`` features.  Returns the chosen
+    classifier and the summary entries ``rule``, ``selection`` (dev score of every
+    rule), ``selection_criterion`` and ``rules_test`` (every rule on test, marked
+    ``used_for_selection: False``).
+    """
+    k = split.num_known
+    train_z, dev_z, test_z = features
+    aux = None
+    if k >= 4:
+        aux = held_out_head(
+            inputs[0],
+            split.train_labels,
+            inputs[1],
+            k,
+            fraction=fraction,
+            seed=seed,
+            train_head=train_head,
+            project=project,
+        )
+    choice = choose_rule(
+        train_z,
+        split.train_labels,
+        dev_z,
+        split.dev_labels,
+        k,
+        aux,
+        quantile=quantile,
+        seed=seed,
+    )
+    rules_test = {
+        rule: {
+            **open_intent_metrics(split.test_labels, rule_clf.predict(test_z), k),
+            "used_for_selection": False,
+        }
+        for rule, rule_clf in choice.classifiers.items()
+    }
+    return choice.classifier, {
+        "rule": choice.rule,
+        "selection": choice.selection,
+        "selection_criterion": SELECTION_CRITERION,
+        "rules_test": rules_test,
+    }
