@@ -1,0 +1,481 @@
+"""A prepared check of spacl's CUDA paths, made to finish in under 8 minutes on one GPU.
+
+Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
+
+1. the shipped ``cifar100/spacl_supervised`` and ``cifar100/supcon`` recipes through the
+   real :class:`spacl.engine.Trainer` for ``--steps`` optimiser steps (default 300) on
+   synthetic 32x32 CIFAR-100-format data written to a temporary directory: the dataset
+   on the GPU, batched GPU augmentation, bf16 autocast (``train.precision=bf16``), the
+   encoder in channels-last memory format, checkpoints and the final evaluation;
+2. a 1-process ``nccl`` process group: the engine's differentiable all-gather and a
+   ``DistributedDataParallel`` step, compared with the plain step;
+3. the SPACL vs SimCLR training-step time ratio on the GPU (engine arms, CIFAR-stem
+   ResNet-18, batch 256, bf16), against the 1.4x target of ``benchmarks/train_step.py``;
+4. the loss benchmark on CUDA: forward + backward of spacl's NT-Xent, SupCon and SPACL
+   losses (and the peers when installed) as a ratio to the similarity matmul.
+
+Without CUDA it prints why and exits 0 (nothing is run).  ``--dry-run`` runs every
+section on the CPU at toy size (gloo instead of nccl), to check the script itself.
+
+    python benchmarks/gpu_check.py [--steps 300] [--out benchmarks/results/gpu.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import pickle
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS_DIR, header
+
+#: SPACL / SimCLR step-time target (benchmarks/train_step.py)
+TARGET_RATIO = 1.4
+SKIP_MESSAGE = "gpu_check: CUDA is not available here; skipping the GPU check (nothing was run)."
+
+
+@dataclass
+class Row:
+    check: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+@dataclass
+class Scale:
+    """Sizes of one run: the GPU defaults, or a toy CPU dry run."""
+
+    device: str
+    steps: int
+    batch: int
+    train_images: int
+    test_images: int
+    precision: str
+    backend: str
+    loss_batch: int
+    repeats: int
+    backbone_override: list[str]
+
+
+def gpu_scale(steps: int) -> Scale:
+    return Scale("cuda", steps, 256, 4096, 1024, "bf16", "nccl", 1024, 20, [])
+
+
+def dry_scale() -> Scale:
+    small = ["model.backbone=small_cnn", "model.channels=[8,16]", "model.feature_dim=16"]
+    small += ["model.head_hidden_dim=32", "model.proj_dim=16"]
+    return Scale("cpu", 2, 8, 200, 200, "fp32", "gloo", 64, 2, small)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+@contextlib.contextmanager
+def _timed(rows: list[Row], check: str) -> Iterator[dict[str, Any]]:
+    """Run a section; record a row (a failure is a row too, with its error)."""
+    start = time.perf_counter()
+    out: dict[str, Any] = {"ok": True, "detail": ""}
+    try:
+        yield out
+    except Exception as err:  # a check reports, it does not stop the others
+        out["ok"] = False
+        out["detail"] = f"FAILED: {type(err).__name__}: {err}".replace("\n", " ")[:300]
+        traceback.print_exc()
+    rows.append(Row(check, bool(out["ok"]), str(out["detail"]), time.perf_counter() - start))
+
+
+# ------------------------------------------------------------------ 1. recipes
+
+
+def write_synthetic_cifar100(root: Path, n_train: int, n_test: int, seed: int = 0) -> Path:
+    """Random CIFAR-100 "python version" pickles whose class shifts the mean colour."""
+    folder = root / "cifar-100-python"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    centres = rng.integers(40, 216, size=(100, 3, 1, 1))
+    for split, n in (("train", n_train), ("test", n_test)):
+        fine = rng.permutation(np.arange(n) % 100)  # balanced: geometry needs >= 2 per class
+        noise = rng.normal(0.0, 40.0, size=(n, 3, 32, 32))
+        imgs = np.clip(centres[fine] + noise, 0, 255).astype(np.uint8)
+        obj = {
+            "data": imgs.reshape(n, 3072),
+            "fine_labels": fine.tolist(),
+            "coarse_labels": (fine // 5).tolist(),
+        }
+        (folder / split).write_bytes(pickle.dumps(obj))
+    meta = {
+        "fine_label_names": [f"class{i}" for i in range(100)],
+        "coarse_label_names": [f"super{i}" for i in range(20)],
+    }
+    (folder / "meta").write_bytes(pickle.dumps(meta))
+    return root
+
+
+@contextlib.contextmanager
+def channels_last_models(enabled: bool) -> Iterator[None]:
+    """Build every engine encoder in channels-last memory format (the engine has no
+    option for it; the check wraps its model builder)."""
+    from spacl.engine import build
+
+    original = build.build_base_model
+
+    def wrapped(cfg: Any, input_shape: tuple[int, ...]) -> Any:
+        model = original(cfg, input_shape)
+        return model.to(memory_format=torch.channels_last) if enabled else model
+
+    build.build_base_model = wrapped  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        build.build_base_model = original  # type: ignore[assignment]
+
+
+def run_recipe(name: str, scale: Scale, work: Path) -> str:
+    """Train a shipped CIFAR-100 recipe on synthetic data; the row's detail."""
+    from spacl.engine import Trainer, load_config
+
+    steps_per_epoch = max(1, scale.train_images // scale.batch)
+    epochs = math.ceil(scale.steps / steps_per_epoch)
+    cfg = load_config(
+        name,
+        [
+            f"data.root={work}",
+            f"train.device={scale.device}",
+            f"train.precision={scale.precision}",
+            f"train.batch_size={scale.batch}",
+            f"train.epochs={epochs}",
+            f"train.max_steps={scale.steps}",
+            "train.checkpoint_every=0",
+            f"train.log_every={max(1, min(50, scale.steps // 4))}",
+            "train.progress=false",
+            "optim.warmup_epochs=1",
+            "eval.every_epochs=0",
+            f"eval.max_train_samples={scale.train_images}",
+            "log.tensorboard=false",
+            *scale.backbone_override,
+        ],
+    )
+    with channels_last_models(scale.device == "cuda"):
+        trainer = Trainer(cfg, work / name.replace("/", "-"), quiet=True, command="gpu_check")
+        first = trainer.arms[0].model
+        result = trainer.fit()
+    records = [
+        json.loads(line) for line in (result.run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+    losses = [r["loss"] for r in records if isinstance(r.get("loss"), float)]
+    loss = losses[-1] if losses else math.nan
+    if not math.isfinite(loss):
+        raise RuntimeError(f"last logged loss is {loss}")
+    if result.global_step != scale.steps:
+        raise RuntimeError(f"ran {result.global_step} steps, expected {scale.steps}")
+    layout = ""
+    conv = next((m for m in first.modules() if isinstance(m, torch.nn.Conv2d)), None)
+    if conv is not None:
+        cl = conv.weight.is_contiguous(memory_format=torch.channels_last)
+        layout = ", channels-last" if cl else ", contiguous"
+    knn = 100.0 * result.metrics["main"].get("knn_accuracy", math.nan)
+    return (
+        f"{result.global_step} steps at batch {scale.batch} ({scale.precision}{layout}): "
+        f"{result.global_step / max(result.seconds, 1e-9):.1f} steps/s incl. eval, "
+        f"last loss {loss:.3f}, kNN {knn:.1f}%"
+    )
+
+
+# ------------------------------------------------------------------ 2. nccl
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_process_group(scale: Scale) -> str:
+    """A 1-process group: all-gather with gradient and a DDP step equal the plain ones."""
+    import torch.distributed as dist
+
+    from spacl.engine.distributed import all_gather_with_grad
+
+    device = torch.device(scale.device if scale.device == "cpu" else "cuda:0")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        scale.backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1
+    )
+    try:
+        x = torch.randn(8, 4, device=device, requires_grad=True)
+        gathered = all_gather_with_grad(x)
+        (gathered * 3).sum().backward()
+        assert x.grad is not None
+        if not (
+            torch.equal(gathered.detach(), x.detach())
+            and torch.allclose(x.grad, 3 * torch.ones_like(x))
+        ):
+            raise RuntimeError("all_gather_with_grad differs from the identity on 1 process")
+        total = torch.tensor([2.0], device=device)
+        dist.all_reduce(total)
+        torch.manual_seed(0)
+        plain = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+        )
+        plain = plain.to(device)
+        ddp_model = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Sequential(*[m for m in _copy(plain)]),
+            device_ids=[0] if device.type == "cuda" else None,
+        )
+        inputs = torch.randn(32, 16, device=device)
+        for model in (plain, ddp_model):
+            model.zero_grad()
+            model(inputs).square().mean().backward()
+        diff = max(
+            float((a.grad - b.grad).abs().max())  # type: ignore[operator]
+            for a, b in zip(plain.parameters(), ddp_model.module.parameters(), strict=True)
+        )
+        if diff > 1e-6:
+            raise RuntimeError(f"DDP gradients differ from the plain step by {diff:.2e}")
+        return (
+            f"{scale.backend}, world 1: all_gather_with_grad exact, all_reduce {float(total):.0f}, "
+            f"DDP step = plain step (max grad diff {diff:.1e})"
+        )
+    finally:
+        dist.destroy_process_group()
+
+
+def _copy(model: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(model)
+
+
+# ------------------------------------------------------------------ 3. step ratio
+
+
+def _arm(name: str, scale: Scale) -> Any:
+    from spacl.engine import DistributedContext, load_config
+    from spacl.engine.build import build_arms, resolve_precision
+
+    if name == "simclr":
+        extra = ["objective.name=simclr", "objective.temperature=0.5", "data.num_views=2"]
+    else:
+        extra = [
+            "objective.name=spacl",
+            "objective.temperature=0.1",
+            "data.num_views=5",
+            "data.keep_original=true",
+            "model.momentum=0.99",
+        ]
+    backbone = ["model.backbone=resnet18", "model.cifar_stem=true"]
+    cfg = load_config(
+        None,
+        [
+            "data.name=synthetic",
+            *(backbone if scale.device == "cuda" else scale.backbone_override),
+            "model.head=mlp",
+            "model.proj_dim=128",
+            "optim.name=sgd",
+            "optim.lr=0.1",
+            f"train.batch_size={scale.batch}",
+            f"train.device={scale.device}",
+            f"train.precision={scale.precision}",
+            *extra,
+        ],
+    )
+    device = torch.device("cuda", 0) if scale.device == "cuda" else torch.device("cpu")
+    ctx = DistributedContext(device=device)
+    with channels_last_models(scale.device == "cuda"):
+        (arm,) = build_arms(
+            cfg,
+            input_shape=(3, 32, 32),
+            num_label_classes=10,
+            precision=resolve_precision(scale.precision, device),
+            ctx=ctx,
+            steps_per_epoch=1000,
+        )
+    return arm
+
+
+def run_step_ratio(scale: Scale) -> tuple[bool, str]:
+    b, device = scale.batch, ("cuda" if scale.device == "cuda" else "cpu")
+    gen = torch.Generator().manual_seed(0)
+    labels = (torch.arange(b) % 10).to(device)
+    arms = {"simclr": _arm("simclr", scale), "spacl": _arm("spacl", scale)}
+    views = {
+        n: torch.rand(b, v, 3, 32, 32, generator=gen).to(device)
+        for n, v in (("simclr", 2), ("spacl", 5))
+    }
+    counter = dict.fromkeys(arms, 0)
+
+    def step(name: str) -> Callable[[], None]:
+        def run() -> None:
+            arms[name].train_step(views[name], labels, counter[name])
+            counter[name] += 1
+
+        return run
+
+    fns = {n: step(n) for n in arms}
+    for fn in fns.values():  # warm-up: cuDNN autotuning, allocator
+        for _ in range(3):
+            fn()
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    names = list(fns)
+    for r in range(max(2, scale.repeats)):
+        for n in names if r % 2 == 0 else names[::-1]:
+            _sync(device)
+            start = time.perf_counter()
+            fns[n]()
+            _sync(device)
+            samples[n].append(time.perf_counter() - start)
+    med = {n: statistics.median(v) for n, v in samples.items()}
+    ratio = med["spacl"] / med["simclr"]
+    ok = ratio <= TARGET_RATIO or scale.device == "cpu"
+    net = "ResNet-18" if scale.device == "cuda" else "small CNN"
+    detail = (
+        f"{net} batch {b}: SimCLR {1000 * med['simclr']:.1f} ms, SPACL (M=4, EMA) "
+        f"{1000 * med['spacl']:.1f} ms per step: **{ratio:.2f}x** (target <= {TARGET_RATIO}x)"
+    )
+    return ok, detail
+
+
+# ------------------------------------------------------------------ 4. losses
+
+
+def run_losses(scale: Scale) -> str:
+    from spacl.losses import NTXentLoss, SupConLoss
+    from spacl.losses.spacl import SPACLLoss
+
+    device = "cuda" if scale.device == "cuda" else "cpu"
+    b, d = scale.loss_batch, 128
+    gen = torch.Generator().manual_seed(0)
+    z0 = torch.randn(b, d, generator=gen).to(device).requires_grad_(True)
+    z1 = torch.randn(b, d, generator=gen).to(device).requires_grad_(True)
+    pool = torch.randn(b, 5, d, generator=gen).to(device).requires_grad_(True)
+    labels = (torch.arange(b) % 10).to(device)
+    nt, sc = NTXentLoss(0.5), SupConLoss(0.1)
+    sp = SPACLLoss(temperature=0.1, num_positives=2, share=0.95, num_adversarial=1).to(device)
+    rows = torch.arange(b, device=device)
+
+    def spacl_step() -> torch.Tensor:  # as in README: anchor on the pool, online anchors
+        a = sp.choose_anchor(pool.detach())
+        return sp(pool[rows, a], pool, labels=None, anchor_index=a)
+
+    fns: dict[str, Callable[[], torch.Tensor]] = {
+        "matmul": lambda: (torch.cat([z0, z1]) @ torch.cat([z0, z1]).T).sum(),
+        "NT-Xent": lambda: nt(z0, z1),
+        "SupCon": lambda: sc(torch.stack([z0, z1], 1), labels),
+        "SPACL": lambda: spacl_step(),
+    }
+    with contextlib.suppress(ImportError):
+        from lightly.loss import NTXentLoss as LightlyNTXent
+
+        lightly_nt = LightlyNTXent(temperature=0.5)
+        fns["lightly NT-Xent"] = lambda: lightly_nt(z0, z1)
+    with contextlib.suppress(ImportError):
+        from pytorch_metric_learning.losses import SupConLoss as PmlSupCon
+
+        pml_sc, lab2 = PmlSupCon(temperature=0.1), labels.repeat(2)
+        fns["pml SupCon"] = lambda: pml_sc(torch.cat([z0, z1]), lab2)
+
+    def fwd_bwd(fn: Callable[[], torch.Tensor]) -> None:
+        for t in (z0, z1, pool):
+            t.grad = None
+        value = fn()
+        if not bool(torch.isfinite(value)):
+            raise RuntimeError("non-finite loss")
+        value.backward()
+
+    for fn in fns.values():
+        for _ in range(3):
+            fwd_bwd(fn)
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    for _ in range(scale.repeats):
+        for n, fn in fns.items():
+            _sync(device)
+            start = time.perf_counter()
+            fwd_bwd(fn)
+            _sync(device)
+            samples[n].append(time.perf_counter() - start)
+    med = {n: statistics.median(v) for n, v in samples.items()}
+    parts = [f"{n} {med[n] / med['matmul']:.1f}x" for n in fns if n != "matmul"]
+    return f"B={b}, d={d}, fwd+bwd vs matmul ({1e3 * med['matmul']:.2f} ms): " + ", ".join(parts)
+
+
+# ------------------------------------------------------------------ main
+
+
+def format_table(rows: list[Row], scale: Scale, total: float) -> str:
+    lines = [
+        "| check | result | detail | seconds |",
+        "|---|---|---|---:|",
+        *[
+            f"| {r.check} | {'ok' if r.ok else '**FAILED**'} | {r.detail} | {r.seconds:.1f} |"
+            for r in rows
+        ],
+    ]
+    device = torch.cuda.get_device_name(0) if scale.device == "cuda" else "CPU (dry run)"
+    return "\n".join(
+        [*lines, "", f"Device: {device}; total {total:.0f} s; {sum(r.ok for r in rows)}/"
+         f"{len(rows)} checks passed."]
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300, help="optimiser steps per recipe")
+    parser.add_argument(
+        "--out", default=None, help="markdown output (default: benchmarks/results/gpu.md)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="toy sizes on the CPU (checks the script only)"
+    )
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error(f"--steps must be >= 1, got {args.steps}")
+    if not args.dry_run and not torch.cuda.is_available():
+        print(SKIP_MESSAGE)
+        return 0
+    scale = dry_scale() if args.dry_run else gpu_scale(args.steps)
+    if scale.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+    rows: list[Row] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="spacl-gpu-check-") as tmp:
+        work = write_synthetic_cifar100(Path(tmp), scale.train_images, scale.test_images)
+        for recipe in ("cifar100/spacl_supervised", "cifar100/supcon"):
+            with _timed(rows, f"recipe {recipe}") as out:
+                out["detail"] = run_recipe(recipe, scale, work)
+    with _timed(rows, f"1-process {scale.backend}") as out:
+        out["detail"] = run_process_group(scale)
+    with _timed(rows, "SPACL / SimCLR step time") as out:
+        out["ok"], out["detail"] = run_step_ratio(scale)
+    with _timed(rows, "losses on " + scale.device) as out:
+        out["detail"] = run_losses(scale)
+    table = format_table(rows, scale, time.perf_counter() - started)
+    print(table)
+    if not args.dry_run or args.out:
+        path = Path(args.out) if args.out else RESULTS_DIR / "gpu.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header("GPU check (benchmarks/gpu_check.py)") + "\n" + table + "\n")
+        print(f"wrote {path}")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
