@@ -1,0 +1,187 @@
+"""The fair protocol of the SPACL study (issue 11) and its crash-safe run store.
+
+For every bench and setting, every method (baselines and SPACL choices alike):
+
+1. sees the same view stream (the original plus 4 augmentations, drawn once per step
+   and handed to every model: shared randomness), the same initial encoder per seed,
+   the same optimiser (Adam, the bench's learning rate) and the same number of steps;
+2. gets its temperature chosen from :data:`~.methods.TEMPERATURES` on the validation
+   split by the criterion fixed in advance — the linear-probe accuracy on ``val`` of a
+   probe fitted on ``train`` (seed 0; ties to the lower temperature);
+3. is then trained with further seeds at that temperature; ``test`` accuracies are
+   recorded for every run but never read by any choice.
+
+Every finished run is appended to ``runs.jsonl`` at once (one JSON object per line), and
+a rerun skips the runs already there: a crash loses at most the runs in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from spacl.engine import OBJECTIVES, Arm, Precision
+from spacl.experiments.common import probe_metrics
+from spacl.experiments.spacl_bench.benches import Bench
+from spacl.experiments.spacl_bench.methods import Method
+from spacl.models import EMATarget
+
+__all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_runs"]
+
+log = logging.getLogger(__name__)
+TRACE_EVERY = 10  # steps between kept-fraction samples
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """Identifies one trained model."""
+
+    bench: str
+    setting: str
+    method: str
+    tau: float
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bench": self.bench,
+            "setting": self.setting,
+            "method": self.method,
+            "tau": self.tau,
+            "seed": self.seed,
+        }
+
+
+class RunStore:
+    """Append-only store of finished runs (``runs.jsonl``); survives a crash."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.records: dict[RunKey, dict[str, Any]] = {}
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line.strip():
+                    rec = json.loads(line)
+                    self.records[self._key(rec)] = rec
+
+    @staticmethod
+    def _key(rec: dict[str, Any]) -> RunKey:
+        return RunKey(rec["bench"], rec["setting"], rec["method"], float(rec["tau"]), rec["seed"])
+
+    def __contains__(self, key: RunKey) -> bool:
+        return key in self.records
+
+    def get(self, key: RunKey) -> dict[str, Any]:
+        return self.records[key]
+
+    def add(self, key: RunKey, record: dict[str, Any]) -> None:
+        rec = {**key.as_dict(), **record}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(rec) + "\n")
+            handle.flush()
+        self.records[key] = rec
+
+    def select(self, **where: Any) -> list[dict[str, Any]]:
+        return [r for r in self.records.values() if all(r[k] == v for k, v in where.items())]
+
+
+def _arm(bench: Bench, method: Method, tau: float, seed: int) -> Arm:
+    model = bench.encoder(seed)
+    loss = method.build(tau, seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=bench.lr, weight_decay=1e-5)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+    return Arm(
+        method.name,
+        OBJECTIVES[method.objective],
+        loss,
+        method.uses_labels,
+        model,
+        model,
+        EMATarget(model, method.momentum),
+        opt,
+        schedule,
+        torch.amp.GradScaler("cpu", enabled=False),
+        Precision(),
+    )
+
+
+@torch.no_grad()
+def evaluate(bench: Bench, model: nn.Module | None) -> dict[str, dict[str, float]]:
+    """Linear probe, kNN and NCC of the frozen features: fitted on train, scored on val / test."""
+    ftr, ytr = bench.features(model, "train")
+    out = {}
+    for split in ("val", "test"):
+        f, y = bench.features(model, split)
+        with torch.enable_grad():
+            out[split] = probe_metrics(ftr, ytr, f, y)
+    return out
+
+
+def train_runs(
+    bench: Bench,
+    setting: str,
+    jobs: Sequence[tuple[Method, float]],
+    seed: int,
+    store: RunStore,
+) -> None:
+    """Train every ``(method, tau)`` not yet in ``store`` together on the seed's stream."""
+    todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
+    if not todo:
+        return
+    arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in todo}
+    traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
+    coarse = setting == "weak"
+    step = 0
+    for epoch in range(bench.epochs):
+        for batch in bench.stream(seed).epoch_batches(epoch):
+            labels = batch.coarse_labels if coarse else batch.labels
+            for key, arm in arms.items():
+                arm.train_step(batch.views, labels, step)
+                if step % TRACE_EVERY == 0:
+                    kept = arm.objective_stats().get("spacl/kept_fraction")
+                    if kept is not None:
+                        traces[key].append(kept)
+            step += 1
+    for (name, tau), arm in arms.items():
+        metrics = evaluate(bench, arm.model)
+        store.add(
+            RunKey(bench.name, setting, name, tau, seed),
+            {"steps": step, **metrics, "kept_fraction": traces[(name, tau)]},
+        )
+        log.info(
+            "%s/%s %s tau=%g seed=%d: val linear %.4f",
+            bench.name,
+            setting,
+            name,
+            tau,
+            seed,
+            metrics["val"]["linear"],
+        )
+
+
+def select_temperature(store: RunStore, bench: str, setting: str, method: Method) -> float:
+    """The temperature with the best validation linear-probe accuracy (seed 0; ties: lower)."""
+    best: tuple[float, float] | None = None
+    for tau in sorted(method.temperatures):
+        rec = store.get(RunKey(bench, setting, method.name, tau, 0))
+        score = float(rec["val"]["linear"])
+        if best is None or score > best[1]:
+            best = (tau, score)
+    assert best is not None
+    return best[0]
+
+
+def chosen(
+    store: RunStore, bench: str, setting: str, methods: Iterable[Method]
+) -> dict[str, float]:
+    """``{method name: chosen temperature}``."""
+    return {m.name: select_temperature(store, bench, setting, m) for m in methods}

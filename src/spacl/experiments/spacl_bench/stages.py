@@ -1,0 +1,145 @@
+"""The stages of the fair SPACL study on one bench and setting (issue 11).
+
+1. **tune**: every baseline and SPACL's base choice (:data:`~.methods.BASE`) on seed 0 at
+   every temperature of :data:`~.methods.TEMPERATURES`; each keeps its best validation
+   temperature (the same four-temperature budget for every method).
+2. **options**: every one-factor change of the base (:func:`~.methods.spacl_choices`)
+   and the paper's part-ablations, seed 0, at the base's temperature; the choice with
+   the best validation score is SPACL's **selected** setting.
+3. **retune**: the selected choice at every temperature (seed 0), if it is not the base.
+4. **seeds**: every baseline, the base and the selected choice at their temperatures
+   with seeds ``1..S-1`` (seed 0 is the tuning run).
+
+Only ``val`` scores enter a choice; ``test`` is read by the report only.  The frozen
+(untrained) encoder and the raw inputs are scored as the untrained baselines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from spacl.experiments.spacl_bench.benches import Bench
+from spacl.experiments.spacl_bench.methods import (
+    BASE,
+    Method,
+    SpaclChoice,
+    baselines,
+    spacl_choices,
+    spacl_method,
+)
+from spacl.experiments.spacl_bench.protocol import (
+    RunKey,
+    RunStore,
+    evaluate,
+    select_temperature,
+    train_runs,
+)
+
+__all__ = ["ABLATIONS", "SettingResult", "run_setting"]
+
+log = logging.getLogger(__name__)
+#: the paper's part-ablations not already a factor option (cut none = no selection,
+#: generator 0 = no adversarial)
+ABLATIONS: tuple[str, ...] = ("no_anchor", "no_hard_positive", "oaa")
+
+
+@dataclass
+class SettingResult:
+    """What the stages chose (the numbers live in the run store)."""
+
+    bench: str
+    setting: str
+    temperatures: dict[str, float]  # method name -> chosen tau
+    base: str  # SPACL base method name
+    selected: str  # SPACL selected method name
+    options: list[str]  # every SPACL option tried in stage 2 (base first)
+    criterion: str
+    seeds: list[int]
+
+
+def _score(store: RunStore, key: RunKey, criterion: str) -> float:
+    return float(store.get(key)["val"][criterion])
+
+
+def _options(setting: str) -> list[SpaclChoice]:
+    return spacl_choices(setting) + [replace(BASE, variant=v) for v in ABLATIONS]
+
+
+def run_setting(
+    bench: Bench,
+    setting: str,
+    store: RunStore,
+    seeds: Sequence[int],
+    proj_dim: int,
+    criterion: str = "linear",
+) -> SettingResult:
+    """Run the four stages (module docstring); resumable through ``store``."""
+    name = bench.name
+    frozen = RunKey(name, setting, "frozen encoder", 0.0, 0)
+    if frozen not in store:
+        store.add(frozen, {"steps": 0, **evaluate(bench, bench.encoder(0)), "kept_fraction": []})
+    raw = RunKey(name, setting, "raw inputs", 0.0, 0)
+    if raw not in store:
+        store.add(raw, {"steps": 0, **evaluate(bench, None), "kept_fraction": []})
+    bases = baselines(setting)
+    base = spacl_method(BASE, setting, proj_dim)
+    tuned: list[Method] = [*bases, base]
+    train_runs(bench, setting, [(m, t) for m in tuned for t in m.temperatures], 0, store)
+    temps = {m.name: _best_tau(store, name, setting, m, criterion) for m in tuned}
+
+    options = [spacl_method(c, setting, proj_dim) for c in _options(setting)]
+    tau0 = temps[base.name]
+    train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
+    scores = {
+        m.name: _score(store, RunKey(name, setting, m.name, tau0, 0), criterion) for m in options
+    }
+    # the ablations are reported, never selected
+    best = max(
+        (m for m in options if "no_" not in m.name and "oaa" not in m.name),
+        key=lambda m: (scores[m.name], m.name == base.name),
+    )
+    if best.name != base.name:
+        train_runs(bench, setting, [(best, t) for t in best.temperatures], 0, store)
+        temps[best.name] = _best_tau(store, name, setting, best, criterion)
+    final = [*bases, base] + ([best] if best.name != base.name else [])
+    for seed in seeds:
+        if seed != 0:
+            train_runs(bench, setting, [(m, temps[m.name]) for m in final], seed, store)
+    log.info("%s/%s: selected %s (tau %g)", name, setting, best.name, temps[best.name])
+    return SettingResult(
+        name,
+        setting,
+        temps,
+        base.name,
+        best.name,
+        [m.name for m in options],
+        criterion,
+        list(seeds),
+    )
+
+
+def _best_tau(store: RunStore, bench: str, setting: str, method: Method, criterion: str) -> float:
+    if criterion == "linear":
+        return select_temperature(store, bench, setting, method)
+    best: tuple[float, float] | None = None
+    for tau in sorted(method.temperatures):
+        s = _score(store, RunKey(bench, setting, method.name, tau, 0), criterion)
+        if best is None or s > best[1]:
+            best = (tau, s)
+    assert best is not None
+    return best[0]
+
+
+def summary(result: SettingResult) -> dict[str, Any]:
+    """The result as plain data (for ``results.json``)."""
+    return {
+        "temperatures": result.temperatures,
+        "base": result.base,
+        "selected": result.selected,
+        "options": result.options,
+        "criterion": result.criterion,
+        "seeds": result.seeds,
+    }
