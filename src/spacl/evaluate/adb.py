@@ -24,6 +24,7 @@ fix the ball-splitting and purity rules precisely enough to implement faithfully
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -42,8 +43,8 @@ class ADBModel:
     """Centroids, radii and the open label of a fitted ADB rule (module docstring).
 
     ``predict`` assigns the nearest centroid's class (Euclidean distance, as the
-    authors' code) when the input lies within that class's radius
-    (``d <= Delta``), else ``open_label``.
+    authors' code) when the input lies strictly inside that class's ball
+    (``d < Delta``; the code's ``d >= Delta`` is open), else ``open_label``.
     """
 
     centroids: Tensor  # [K, d]
@@ -70,7 +71,7 @@ class ADBModel:
         return torch.cdist(self._prepare(features), self.centroids)
 
     def open_score(self, features: Tensor) -> Tensor:
-        """``[N]`` distance to the nearest centroid minus its radius (``> 0``: open)."""
+        """``[N]`` distance to the nearest centroid minus its radius (``>= 0``: open)."""
         best, k = self.distances(features).min(dim=1)
         return best - self.radii[k]
 
@@ -78,7 +79,7 @@ class ADBModel:
         """``LongTensor[N]``: the nearest known class, or ``open_label`` outside its ball."""
         best, k = self.distances(features).min(dim=1)
         known = self.classes[k]
-        return torch.where(best <= self.radii[k], known, torch.full_like(known, self.open_label))
+        return torch.where(best < self.radii[k], known, torch.full_like(known, self.open_label))
 
 
 def adb_boundary_loss(features: Tensor, labels: Tensor, model: ADBModel) -> Tensor:
@@ -110,6 +111,8 @@ def fit_adb(
     epochs: int = 100,
     batch_size: int | None = None,
     seed: int = 0,
+    dev: tuple[Tensor, Tensor] | None = None,
+    patience: int = 10,
 ) -> ADBModel:
     """Fit ADB's centroids and radii on frozen known-class ``features[N, d]`` / ``labels[N]``.
 
@@ -127,6 +130,10 @@ def fit_adb(
             passes over the data, and minibatch size (``None``: full batch).  The
             paper stops early on dev accuracy; here the number of epochs is fixed.
         seed: the radii initialisation and minibatch order of the gradient solver.
+        dev, patience: the authors' early stopping for the gradient solver: after every
+            epoch the macro-F1 of :meth:`ADBModel.predict` on known-class
+            ``dev = (features, labels)`` is computed; the best radii are kept and
+            training stops after ``patience`` epochs without improvement.
 
     Returns:
         An :class:`ADBModel` (centroids: the class means of the (normalised) features).
@@ -152,10 +159,33 @@ def fit_adb(
     centroids = centroids / counts.unsqueeze(1)
     dist = (z - centroids[idx]).norm(dim=1)
     if solver == "median":
-        radii = _class_medians(dist, idx, k)
-    else:
-        radii = _gradient_radii(dist, idx, k, lr, epochs, batch_size, seed)
-    return ADBModel(centroids, radii, classes, open_label, normalize)
+        return ADBModel(centroids, _class_medians(dist, idx, k), classes, open_label, normalize)
+    model = ADBModel(centroids, torch.zeros(k, dtype=z.dtype), classes, open_label, normalize)
+    score = None
+    if dev is not None:
+        dev_z, dev_y = dev
+        check_tensor(dev_z, "dev features", ndim=2)
+        dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels")
+
+        def score(radii: Tensor) -> float:
+            model.radii = radii
+            return _macro_f1(dev_y.to(z.device), model.predict(dev_z), classes, open_label)
+
+    model.radii = _gradient_radii(dist, idx, k, lr, epochs, batch_size, seed, score, patience)
+    return model
+
+
+def _macro_f1(y: Tensor, pred: Tensor, classes: Tensor, open_label: int) -> float:
+    """Macro-F1 over the known classes and the open class (those present in ``y`` or ``pred``)."""
+    labels = torch.unique(torch.cat((classes, torch.tensor([open_label], device=y.device))))
+    f1s = []
+    for c in labels.tolist():
+        tp = int(((pred == c) & (y == c)).sum())
+        fp = int(((pred == c) & (y != c)).sum())
+        fn = int(((pred != c) & (y == c)).sum())
+        if tp + fp + fn:
+            f1s.append(2 * tp / (2 * tp + fp + fn))
+    return sum(f1s) / len(f1s)
 
 
 def _class_medians(dist: Tensor, idx: Tensor, k: int) -> Tensor:
@@ -170,13 +200,23 @@ def _class_medians(dist: Tensor, idx: Tensor, k: int) -> Tensor:
 
 
 def _gradient_radii(
-    dist: Tensor, idx: Tensor, k: int, lr: float, epochs: int, batch_size: int | None, seed: int
+    dist: Tensor,
+    idx: Tensor,
+    k: int,
+    lr: float,
+    epochs: int,
+    batch_size: int | None,
+    seed: int,
+    score: Callable[[Tensor], float] | None = None,
+    patience: int = 10,
 ) -> Tensor:
     gen = torch.Generator().manual_seed(seed)
     raw = torch.randn(k, generator=gen, dtype=dist.dtype).to(dist.device).requires_grad_(True)
     opt = torch.optim.Adam([raw], lr=lr)
     n = int(dist.shape[0])
     size = n if batch_size is None else min(batch_size, n)
+    best: tuple[float, Tensor] | None = None
+    wait = 0
     with torch.enable_grad():
         for _ in range(epochs):
             order = torch.randperm(n, generator=gen).to(dist.device) if size < n else None
@@ -189,4 +229,13 @@ def _gradient_radii(
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-    return F.softplus(raw).detach()
+            if score is not None:
+                radii = F.softplus(raw).detach()
+                value = score(radii)
+                if best is None or value > best[0]:
+                    best, wait = (value, radii.clone()), 0
+                else:
+                    wait += 1
+                    if wait >= patience:
+                        break
+    return F.softplus(raw).detach() if best is None else best[1]
