@@ -7,8 +7,9 @@
    and the paper's part-ablations, seed 0, at the base's temperature; the choice with
    the best validation score is SPACL's **selected** setting.
 3. **retune**: the selected choice at every temperature (seed 0), if it is not the base.
-4. **seeds**: every baseline, the base and the selected choice at their temperatures
-   with seeds ``1..S-1`` (seed 0 is the tuning run).
+4. **seeds**: every baseline, the base and the selected choice at their temperatures,
+   with seeds ``1..S-1`` (seed 0 is the tuning run), and the paper's ablations
+   (:func:`paper_ablations`) at the base's temperature with seeds 1 and 2.
 
 Only ``val`` scores enter a choice; ``test`` is read by the report only.  The frozen
 (untrained) encoder and the raw inputs are scored as the untrained baselines.
@@ -38,12 +39,14 @@ from spacl.experiments.spacl_bench.protocol import (
     train_runs,
 )
 
-__all__ = ["ABLATIONS", "SettingResult", "run_setting"]
+__all__ = ["ABLATIONS", "SettingResult", "paper_ablations", "run_setting"]
 
 log = logging.getLogger(__name__)
 #: the paper's part-ablations not already a factor option (cut none = no selection,
 #: generator 0 = no adversarial)
 ABLATIONS: tuple[str, ...] = ("no_anchor", "no_hard_positive", "oaa")
+#: the paper's ablations run with the first 3 seeds only (CPU budget)
+ABLATION_SEEDS = 3
 
 
 @dataclass
@@ -62,6 +65,17 @@ class SettingResult:
 
 def _score(store: RunStore, key: RunKey, criterion: str) -> float:
     return float(store.get(key)["val"][criterion])
+
+
+def paper_ablations() -> dict[str, SpaclChoice]:
+    """The paper's ablation rows (SPEC §1.6) as choices: w/o Anc, HP, AN, NS, and OAA."""
+    return {
+        "no_anchor": replace(BASE, variant="no_anchor"),
+        "no_hard_positive": replace(BASE, variant="no_hard_positive"),
+        "no_adversarial": replace(BASE, generator="0"),
+        "no_negative_selection": replace(BASE, cut="none"),
+        "oaa": replace(BASE, variant="oaa"),
+    }
 
 
 def _options(setting: str) -> list[SpaclChoice]:
@@ -105,9 +119,13 @@ def run_setting(
         train_runs(bench, setting, [(best, t) for t in best.temperatures], 0, store)
         temps[best.name] = _best_tau(store, name, setting, best, criterion)
     final = [*bases, base] + ([best] if best.name != base.name else [])
+    ablations = [spacl_method(c, setting, proj_dim) for c in paper_ablations().values()]
     for seed in seeds:
         if seed != 0:
-            train_runs(bench, setting, [(m, temps[m.name]) for m in final], seed, store)
+            jobs = [(m, temps[m.name]) for m in final]
+            if seed in seeds[:ABLATION_SEEDS]:
+                jobs += [(m, tau0) for m in ablations]
+            train_runs(bench, setting, jobs, seed, store)
     log.info("%s/%s: selected %s (tau %g)", name, setting, best.name, temps[best.name])
     return SettingResult(
         name,
