@@ -189,7 +189,7 @@ def _clinc150(root: Any = None, shots: int = 10) -> Bench:
         FeatureDropoutViews(0.2, 0.02),
         encoder,
         ("supervised", "self-supervised"),
-        epochs=40,
+        epochs=30,
         batch_size=250,
         lr=1e-3,
         description=(
