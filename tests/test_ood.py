@@ -289,7 +289,8 @@ def test_train_ood_end_to_end_with_a_fake_encoder(tmp_path: Path, objective: str
     assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"}
     assert all(0.0 <= v <= 100.0 for v in m.values())
     assert s["rule"] in DECISION_RULES and set(s["selection"]) == set(DECISION_RULES)
-    assert set(s["rules_test"]) == set(DECISION_RULES)
+    assert set(s["rules_test"]) == {*DECISION_RULES, "adb"}
+    assert 0.0 <= s["rules_test"]["adb"]["auroc"] <= 100.0
     assert not any(r["used_for_selection"] for r in s["rules_test"].values())
     assert m["macro_f1"] == s["rules_test"][s["rule"]]["macro_f1"]
     # disjoint vocabularies: known classes are recognised, most unknown ones rejected
@@ -316,7 +317,7 @@ def test_held_out_calibration_needs_three_classes(tmp_path: Path) -> None:
     # the default rule choice falls back to the stated default below 4 known classes
     s = train_ood({"objective": {"name": "frozen"}}, encoder=FakeEncoder(), split=split, log=None)
     assert s["rule"] == DEFAULT_RULE and s["selection"] == {}
-    assert "held_out_classes" not in s["rules_test"]
+    assert "held_out_classes" not in s["rules_test"] and "adb" in s["rules_test"]
 
 
 def test_ood_config_errors() -> None:

@@ -287,6 +287,27 @@ def nearest_auroc(clf: OpenClassifier, z: Tensor, labels: Tensor, k: int) -> flo
     return ood_auroc(clf.distances(z).min(1).values, is_ood)
 
 
+def adb_on_test(
+    train_z: Tensor, train_y: Tensor, test_z: Tensor, test_y: Tensor, k: int
+) -> dict[str, Any]:
+    """ADB's adaptive boundaries (:func:`spacl.evaluate.adb.fit_adb`) as one more rule.
+
+    Fitted on the training features only (median solver, unit-normalised features:
+    the space of every other rule here); outside the candidates of the dev selection
+    (they were fixed before ADB was available), reported on test beside them with the
+    AUROC of its open score (distance to the nearest centroid minus its radius).
+    """
+    from spacl.evaluate.adb import fit_adb
+
+    model = fit_adb(train_z, train_y, open_label=k, normalize=True)
+    metrics: dict[str, Any] = dict(open_intent_metrics(test_y, model.predict(test_z), k))
+    is_ood = test_y == k
+    both = bool(is_ood.any()) and not bool(is_ood.all())
+    metrics["auroc"] = ood_auroc(model.open_score(test_z), is_ood) if both else None
+    metrics["used_for_selection"] = False
+    return metrics
+
+
 def select_rule(
     split: OpenIntentSplit,
     inputs: tuple[Tensor, Tensor],
@@ -304,7 +325,7 @@ def select_rule(
     ``features`` the main head's ``(train, dev, test)`` features.  Returns the chosen
     classifier and the summary entries ``rule``, ``selection`` (dev score of every
     rule), ``selection_criterion`` and ``rules_test`` (every rule on test, marked
-    ``used_for_selection: False``).
+    ``used_for_selection: False``; ``"adb"`` is :func:`adb_on_test`).
     """
     k = split.num_known
     train_z, dev_z, test_z = features
@@ -337,6 +358,7 @@ def select_rule(
         }
         for rule, rule_clf in choice.classifiers.items()
     }
+    rules_test["adb"] = adb_on_test(train_z, split.train_labels, test_z, split.test_labels, k)
     return choice.classifier, {
         "rule": choice.rule,
         "selection": choice.selection,
