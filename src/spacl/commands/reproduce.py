@@ -142,13 +142,9 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(c["key"]) for c in results["claims"])
     for claim in results["claims"]:
         print(f"{claim['key']:<{width}}  {claim['verdict']}")
-    counts = {
-        v: sum(c["verdict"] == v for c in results["claims"])
-        for v in ("reproduced", "not reproduced at this scale", "opposite")
-    }
-    print(
-        f"\n{counts['reproduced']} reproduced, {counts['not reproduced at this scale']} not at "
-        f"this scale, {counts['opposite']} opposite; report: {out / 'report.md'} "
-        f"({time.time() - started:.0f} s)"
-    )
+    from spacl.experiments.verdicts import VERDICTS
+
+    counts = {v: sum(c["verdict"] == v for c in results["claims"]) for v in VERDICTS}
+    summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v == "reproduced")
+    print(f"\n{summary}; report: {out / 'report.md'} ({time.time() - started:.0f} s)")
     return 0
