@@ -128,7 +128,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     if args.render:
         runs = [r for path in args.render for r in json.loads(Path(path).read_text())]
-        meta = {"embed_seconds": None, "encoded": None}
+        meta: dict[str, Any] = {"embed_seconds": None, "encoded": None}
     else:
         encoder, cache = MiniLMEncoder(device="auto"), EmbeddingCache()
         start = time.perf_counter()
