@@ -241,3 +241,31 @@ def test_queue_feeds_a_loss():
     got = SupConLoss(0.2)(z, labels, **q.loss_kwargs(with_labels=True))
     ref = queue_ref(z, 0.2, queue, "supcon_out", labels, queue_labels)
     assert abs(float(got - ref)) < 1e-10
+
+
+def _gather_worker(rank: int, world: int, init_file: str, out: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        q = NegativeQueue(5, 2, gather_distributed=True)
+        for step in range(2):
+            rows = torch.full((2, 2), float(10 * step + rank))
+            q.push(rows, torch.tensor([rank, rank]))
+        torch.save({"rows": q.embeddings, "labels": q.labels}, f"{out}/q{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_gather_distributed_push_gives_every_rank_the_same_queue(tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gather_worker, args=(2, str(tmp_path / "init"), str(tmp_path)), nprocs=2, join=True)
+    ref = NegativeQueue(5, 2)
+    for step in range(2):
+        for rank in range(2):  # rank order
+            ref.push(torch.full((2, 2), float(10 * step + rank)), torch.tensor([rank, rank]))
+    for rank in range(2):
+        got = torch.load(tmp_path / f"q{rank}.pt", weights_only=True)
+        assert torch.equal(got["rows"], ref.embeddings)
+        assert torch.equal(got["labels"], ref.labels)

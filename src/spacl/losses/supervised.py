@@ -28,6 +28,10 @@ class SupConLoss(PairwiseContrastiveLoss):
     out of the mean — not counted as zero as in SupContrast's later fix, and never NaN.
     A batch in which *no* anchor has a positive raises ``ValueError`` (pytorch-metric-
     learning silently returns 0 there).  No ``tau / base_tau`` rescaling is applied.
+
+    With a negative queue (``extra_negatives`` + ``extra_negative_labels``, MoCo-SupCon)
+    every queue row joins the denominator and the rows of the anchor's class join
+    ``P_a`` (so they are positives of L_out / L_in, counted in ``|P_a|``).
     """
 
     def __init__(
