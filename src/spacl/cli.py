@@ -63,6 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, FileNotFoundError) as err:
         print(f"spacl {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `spacl recipes | head`: the reader left; not an error
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
