@@ -115,12 +115,20 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: schema keys added after checkpoints were written: absent from a saved config, they
+#: are not a difference while the current value is this default
+ADDED_KEYS: dict[str, Any] = {"objective.queue_size": 0}
+
+
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Keys whose values differ, except those listed in :data:`RESUMABLE_CHANGES`."""
+    """Keys whose values differ, except those listed in :data:`RESUMABLE_CHANGES`
+    (and :data:`ADDED_KEYS` missing from ``saved`` at their default)."""
     a, b = _flatten(saved), _flatten(current)
     diffs = []
     for key in sorted(set(a) | set(b)):
         if any(key == k or key.startswith(k + ".") for k in RESUMABLE_CHANGES):
+            continue
+        if key not in a and key in ADDED_KEYS and b.get(key) == ADDED_KEYS[key]:
             continue
         if a.get(key) != b.get(key):
             diffs.append(f"{key}: {a.get(key)!r} -> {b.get(key)!r}")
