@@ -127,6 +127,7 @@ def test_two_gloo_processes_equal_one_process_on_the_doubled_batch(tmp_path):
     for rank in range(2):
         got = torch.load(tmp_path / f"rank{rank}.pt", weights_only=True)
         assert abs(float(got["loss"] - loss.detach())) < 1e-10
-        # the engine's contract: rank r holds W * dL/dz_r (DDP then averages by 1/W)
+        # the engine's contract: rank r holds W * dL/dz_r (DDP then averages by 1/W); the
+        # peers' bug (PEERS.md): an all_reduce in the loss left gradients off by 1/W
         want = 2 * z.grad[rank * 4 : (rank + 1) * 4]
         assert float((got["grad"] - want).abs().max()) < 1e-10

@@ -269,3 +269,17 @@ def test_gather_distributed_push_gives_every_rank_the_same_queue(tmp_path):
         got = torch.load(tmp_path / f"q{rank}.pt", weights_only=True)
         assert torch.equal(got["rows"], ref.embeddings)
         assert torch.equal(got["labels"], ref.labels)
+
+
+def test_queue_rows_can_be_the_only_positives():
+    # one view, every label unique in the batch: without the queue SupCon has no positive
+    # pair (pytorch-metric-learning silently returns 0 there; spacl raises), with a
+    # labelled queue the same-class queue rows are the positives
+    z, queue, _, _ = _data(4, b=4, v=1)
+    labels = torch.arange(4)
+    queue_labels = torch.tensor([0, 1, 2, 3, 0, 1, 9])
+    with pytest.raises(ValueError, match="positive"):
+        SupConLoss(0.2)(z, labels)
+    got = SupConLoss(0.2)(z, labels, extra_negatives=queue, extra_negative_labels=queue_labels)
+    ref = queue_ref(z, 0.2, queue, "supcon_out", labels, queue_labels)
+    assert abs(float(got - ref)) < 1e-10
