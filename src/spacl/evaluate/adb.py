@@ -17,9 +17,13 @@ procedure (``solver="gradient"``: Adam, lr 0.05, ``Delta^ ~ N(0, 1)``).
 Not implemented: **DA-ADB** (Zhang et al. 2022) changes the *representation learning*
 (distance-aware, cosine-normalised features) before the same boundary step —
 ``normalize=True`` runs this boundary step on unit features, which is the part that
-belongs here, but the DA representation objective is not provided; **MOGB**
-(multi-granularity granular-ball boundaries): the description available here does not
-fix the ball-splitting and purity rules precisely enough to implement faithfully.
+belongs here, but the DA representation objective is not provided; **MOGB** (Li et
+al., AAAI 2025, multi-granularity granular-ball boundaries): its decision rule is this
+one over many balls per class (nearest ball centre, open when ``d >= `` that ball's
+radius), but the balls come from a purity-driven granular-ball splitting that the paper
+alternates with representation learning and states without its splitting, purity and
+radius rules (the authors' code spreads them over three variants, ``cluster*.py``), so
+it is not implemented here rather than guessed.
 """
 
 from __future__ import annotations
