@@ -7,6 +7,10 @@ dot-lists (``train.epochs=5 optim.lr=0.1``); the config is validated — unknown
 wrong types, impossible values, missing data paths — before anything is trained.
 Under ``torchrun --nproc_per_node=N`` the process group is initialised from the
 environment (gloo on the CPU, nccl on GPUs) and ``train.batch_size`` is the global batch.
+
+Measured on two CPU cores: ``spacl train mnist5k/spacl train.epochs=1`` takes about a
+minute (55-70 s), ``digits/*`` recipes seconds; ``cifar*`` / ``imagenet100`` recipes are
+for GPUs.  ``--quiet`` turns off the progress bars and messages (the result still prints).
 """
 
 from __future__ import annotations
