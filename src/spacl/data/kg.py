@@ -378,7 +378,10 @@ def load_kg(
     for split in KG_SPLITS:
         path = _split_file(directory, split)
         if path is None:
-            raise FileNotFoundError(f"{directory}: no {split}.txt (or .txt.gz) triple file")
+            raise FileNotFoundError(
+                f"{directory}: no {split}.txt (or .txt.gz) triple file "
+                "(`spacl data` lists each dataset's expected layout)"
+            )
         triples = read_triples(path)
         tensors[split], dropped[split] = _encode(
             triples, path, entities, relations, unseen, grow=(split == "train")

@@ -185,7 +185,10 @@ def load_intent_dataset(
     for split in INTENT_SPLITS:
         path = _split_file(directory, split)
         if path is None:
-            raise FileNotFoundError(f"{directory}: no {split}.tsv intent file")
+            raise FileNotFoundError(
+                f"{directory}: no {split}.tsv intent file "
+                "(`spacl data` lists each dataset's expected layout)"
+            )
         out[split] = read_intent_tsv(path)
     return out
 
