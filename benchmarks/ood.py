@@ -146,6 +146,7 @@ def main() -> int:
     path = write_result(
         "ood",
         header("Open-intent detection: StackOverflow, BANKING77, CLINC150-oos")
+        + "\n"
         + render(runs, meta),
     )
     log.info("wrote %s", path)
