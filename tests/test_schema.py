@@ -144,3 +144,14 @@ def test_task_specific_keys_still_validate():
         kg_config({}, ["train.unit=pair"])
     image = load_recipe({"data": {"name": "digits"}}, ["train.epochs=2"])
     assert image.task == "image" and image.config.train.epochs == 2
+
+
+def test_image_recipes_may_say_task_image(tmp_path):
+    from spacl.engine import load_config
+
+    path = tmp_path / "img.yaml"
+    path.write_text("task: image\ndata: {name: digits}\ntrain: {epochs: 2}\n")
+    assert load_config(path).train.epochs == 2
+    assert load_recipe(path).task == "image"
+    with pytest.raises(ValueError, match="config key 'task' must be 'image'"):
+        load_config(None, ["task=kg"])

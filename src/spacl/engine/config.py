@@ -262,6 +262,9 @@ def load_config(
         layers.append(_read_yaml(source))
     layers.append(_parse_overrides(overrides))
     user = OmegaConf.merge(*layers) if layers else OmegaConf.create({})
+    task = user.pop("task", None) if isinstance(user, DictConfig) else None
+    if task not in (None, "image"):  # kg / text recipes: spacl.schema.load_recipe
+        raise _fail("task", task, "must be 'image' (or absent) for the image engine")
     arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(Config), user)
