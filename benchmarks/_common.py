@@ -36,6 +36,18 @@ def time_interleaved(
     return {name: statistics.median(vals) for name, vals in samples.items()}
 
 
+def require_extra(*modules: str, extra: str = "bench") -> None:
+    """Exit with a message naming the extra to install when an optional module is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SystemExit(
+            f"{Path(sys.argv[0]).name}: needs {', '.join(missing)} (optional); install the "
+            f'\'{extra}\' extra: pip install -e ".[{extra}]"  (or pip install "spacl[{extra}]")'
+        )
+
+
 def header(title: str) -> str:
     """Markdown header with the command line and the environment of this run."""
     cmd = "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name, *sys.argv[1:]])

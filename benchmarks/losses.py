@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from _common import header, time_interleaved, write_result
+from _common import header, require_extra, time_interleaved, write_result
 from spacl.losses import BarlowTwinsLoss, NTXentLoss, SupConLoss
 
 
@@ -95,6 +95,7 @@ def bench_batch(b: int, args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
+    require_extra("lightly", "pytorch_metric_learning")  # the peers compared against
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--dim", type=int, default=128)

@@ -253,3 +253,15 @@ def test_missing_text_encoder_names_the_extra(monkeypatch):
     assert not text.minilm_available()
     with pytest.raises(ImportError, match=r"spacl\[text\]"):
         text.minilm_model_dir()
+
+
+def test_a_missing_benchmark_peer_names_the_bench_extra(monkeypatch):
+    import sys
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["losses.py"])
+    from _common import require_extra
+
+    with pytest.raises(SystemExit, match=r"needs no_such_peer.*'bench' extra.*spacl\[bench\]"):
+        require_extra("no_such_peer", "torch")
+    require_extra("torch")  # present: no error
