@@ -18,8 +18,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "spacl"
 
 @pytest.fixture(autouse=True)
 def _reset():
+    """Earlier tests may have run the CLI with --quiet (a process-wide switch)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
+    set_progress(None)
+    logging.getLogger("spacl").setLevel(logging.NOTSET)
     yield
     set_progress(None)
     logging.getLogger("spacl").setLevel(logging.NOTSET)
