@@ -265,3 +265,21 @@ def test_a_missing_benchmark_peer_names_the_bench_extra(monkeypatch):
     with pytest.raises(SystemExit, match=r"needs no_such_peer.*'bench' extra.*spacl\[bench\]"):
         require_extra("no_such_peer", "torch")
     require_extra("torch")  # present: no error
+
+
+def test_ci_runs_readme_commands_then_the_installed_package():
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    for command in ('pip install -e ".[dev]"', "python -m pytest -n 2"):
+        assert command in readme and command in ci
+    assert ci.index("python -m pytest -n 2") < ci.index(".ci/installed-package")
+    installed = (REPO / ".ci" / "installed-package").read_text()
+    for command in (
+        'pip" install "$repo"',
+        "spacl demo",
+        "spacl recipes",
+        "spacl train mnist5k/spacl train.epochs=1",
+    ):
+        assert command in installed
+    assert "-e" not in installed.split('pip" install')[1].split("\n")[0]  # not editable
+    assert os.access(REPO / ".ci" / "installed-package", os.X_OK)
