@@ -272,7 +272,7 @@ def test_ci_runs_readme_commands_then_the_installed_package():
     ci = (REPO / ".ci" / "run").read_text()
     for command in ('pip install -e ".[dev]"', "python -m pytest -n 2"):
         assert command in readme and command in ci
-    assert ci.index("python -m pytest -n 2") < ci.index(".ci/installed-package")
+    assert ci.index("\npython -m pytest -n 2\n") < ci.index('\n.ci/installed-package "$(pwd)"')
     installed = (REPO / ".ci" / "installed-package").read_text()
     for command in (
         'pip" install "$repo"',
