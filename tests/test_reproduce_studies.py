@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from spacl.cli import main
-from spacl.experiments import alignment_study, hard_negatives, spacl_study
+from spacl.experiments import alignment_study, hard_negatives, spacl_bench
 from spacl.experiments.common import SMOKE, VERDICTS, train_shared
 
 STUDY_MODULES = {
     "hard-negatives": hard_negatives,
     "alignment": alignment_study,
-    "spacl": spacl_study,
+    "spacl": spacl_bench,
 }
 
 
@@ -182,30 +182,18 @@ def test_alignment_snapshot_of_identical_arms_is_perfect() -> None:
 
 
 # ------------------------------------------------------------------------------------ spacl
-def test_spacl_study_coarse_labels_and_variants() -> None:
-    cfg = spacl_study.QUICK
-    train, _ = spacl_study.load_data(cfg)
-    assert train.coarse_labels is not None
-    torch.testing.assert_close(train.coarse_labels, train.labels // 2)
-    for setting in spacl_study.SETTINGS:
-        rows = spacl_study.variants_for(cfg, setting)
-        trained = spacl_study._variants_to_train(cfg, setting)
-        assert "ib_h" not in trained and "no_adversarial" in trained
-        assert set(rows) - set(trained) <= {"ib_h"}
-    assert set(spacl_study.variants_for(cfg, cfg.extra_setting)) == set(spacl_study.VARIANTS)
-    assert spacl_study.variants_for(cfg, "weak") == list(spacl_study.CORE_VARIANTS)
-
-
 def test_spacl_certificate_failure_is_undecided(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spacl.experiments.spacl_bench import diagnostics
+
     p = torch.tensor([1.0, 0.0], dtype=torch.float64)
     negatives = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)
     # the segment between (0, 1) and (0, -1) holds only 0 * p: certified (Corollary 2.2)
-    assert spacl_study._certified(p, negatives) is True
+    assert diagnostics.certified(p, negatives) is True
     shifted = torch.tensor([[1.0, 1.0], [1.0, -1.0]], dtype=torch.float64)
-    assert spacl_study._certified(p, shifted) is False  # (1, 0) = p lies in the hull
+    assert diagnostics.certified(p, shifted) is False  # (1, 0) = p lies in the hull
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("linear program failed (status 4)")
 
-    monkeypatch.setattr(spacl_study, "non_collapse_certificate", broken)
-    assert spacl_study._certified(p, negatives) is None
+    monkeypatch.setattr(diagnostics, "non_collapse_certificate", broken)
+    assert diagnostics.certified(p, negatives) is None

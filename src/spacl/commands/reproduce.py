@@ -3,16 +3,19 @@
 =====================  ====================================================================
 ``hard-negatives``     SCL vs HSCL, UCL vs HUCL: neural vs dimensional collapse (SPEC §2)
 ``alignment``          CL vs NSCL / SupCon / CE under shared randomness, CKA, RSA (SPEC §3)
-``spacl``              SPACL vs SimCLR / SupCon / HCL, the ablation table, diagnostics (§1)
+``spacl``              SPACL under one fair protocol vs SimCLR / SupCon / HCL / VarCon /
+                       Barlow Twins / MaskCon on MNIST-5k and CLINC150 10-shot: every
+                       option, the ablations, collapse diagnostics (§1)
 =====================  ====================================================================
 
 Each study writes ``report.md`` (the paper's claim, the paper's number and the number
 measured here side by side, with a verdict computed by a stated rule), PNG plots and
 ``results.json`` (every number, the config and the seeds) to ``--out`` (default
 ``runs/reproduce/NAME``; the committed results live in ``docs/results/NAME``).  A full
-study takes 5-8 minutes on two CPU cores (the committed reports' timing sections:
-alignment 312 s, spacl 371 s, hard-negatives 477 s with a cold embedding cache);
-``--quick`` a reduced version in 10-20 s (measured: 10 s, 14 s, 16 s; used by the tests).
+study's wall time is in its report's timing section (the SPACL study trains several
+hundred models and takes about an hour on two cores; finished runs are kept under
+``OUT/runs`` and reused by a rerun); ``--quick`` runs a reduced smoke version (used by
+the tests) whose report states no verdict.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = ["STUDIES", "register", "run", "run_study"]
 STUDIES: dict[str, str] = {
     "hard-negatives": "hard_negatives",
     "alignment": "alignment_study",
-    "spacl": "spacl_study",
+    "spacl": "spacl_bench",
 }
 
 

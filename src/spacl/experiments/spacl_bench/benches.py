@@ -36,7 +36,14 @@ from spacl.data.views import Params, ViewMaker, _num_views_from, _views_marker
 from spacl.evaluate import extract_features
 from spacl.models import build_model
 
-__all__ = ["BENCHES", "Bench", "FeatureDropoutViews", "load_bench"]
+__all__ = [
+    "BENCHES",
+    "QUICK_BENCHES",
+    "Bench",
+    "FeatureDropoutViews",
+    "few_shot_index",
+    "load_bench",
+]
 
 
 class FeatureDropoutViews(ViewMaker):
@@ -110,10 +117,12 @@ class Bench:
         return extract_features(model, data)
 
 
-def _mnist5k() -> Bench:
+def _mnist5k(limit: int | None = None) -> Bench:
     from spacl.data import load_mnist5k
 
     data = load_mnist5k()
+    if limit is not None:  # a stratified subset of ``limit`` digits (quick runs)
+        _, data = stratified_split(data, limit / len(data), seed=2)
     data = LabeledData(data.inputs, data.labels, data.labels // 2, 10, "mnist5k", data.class_names)
     train, test = stratified_split(data, 0.2, seed=0)
     train, val = stratified_split(train, 0.2, seed=1)
@@ -146,21 +155,21 @@ def _mnist5k() -> Bench:
     )
 
 
-def few_shot(data: LabeledData, shots: int, seed: int = 0) -> LabeledData:
-    """The first ``shots`` examples of every class after a seeded shuffle (order kept)."""
+def few_shot_index(labels: Tensor, num_classes: int, shots: int, seed: int = 0) -> Tensor:
+    """Indices of the first ``shots`` examples of every class after a seeded shuffle (sorted)."""
     g = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(data), generator=g)
-    labels = data.labels[order]
-    rank = torch.zeros_like(labels)
-    sorted_idx = torch.argsort(labels, stable=True)
-    counts = torch.bincount(labels, minlength=data.num_classes)
+    order = torch.randperm(len(labels), generator=g)
+    shuffled = labels[order]
+    rank = torch.zeros_like(shuffled)
+    sorted_idx = torch.argsort(shuffled, stable=True)
+    counts = torch.bincount(shuffled, minlength=num_classes)
     starts = torch.cumsum(counts, 0) - counts
-    rank[sorted_idx] = torch.arange(len(data)) - starts[labels[sorted_idx]]
-    keep = order[rank < shots].sort().values
-    return data[keep]
+    rank[sorted_idx] = torch.arange(len(labels)) - starts[shuffled[sorted_idx]]
+    return order[rank < shots].sort().values
 
 
-def _clinc150(root: Any = None, shots: int = 10) -> Bench:
+def _clinc150(root: Any = None, shots: int = 10, eval_shots: int | None = None) -> Bench:
+    """CLINC150 ``shots``-shot (``eval_shots`` per class of dev / test too, if given)."""
     from spacl.data.text import load_intent_dataset
     from spacl.models.text import EmbeddingCache, MiniLMEncoder
 
@@ -169,14 +178,18 @@ def _clinc150(root: Any = None, shots: int = 10) -> Bench:
     index = {n: i for i, n in enumerate(names)}
     encoder_model, cache = MiniLMEncoder(device="cpu"), EmbeddingCache()
 
-    def split(part: str) -> LabeledData:
+    def split(part: str, per_class: int | None) -> LabeledData:
         ex = ds[part]
-        x = cache.embed(encoder_model, list(ex.texts)).float()
         y = torch.tensor([index[label] for label in ex.labels])
-        return LabeledData(x, y, None, len(names), f"clinc150-{part}", tuple(names))
+        keep = (
+            torch.arange(len(y)) if per_class is None else few_shot_index(y, len(names), per_class)
+        )
+        # only the chosen texts are embedded (an empty cache embeds a few thousand)
+        x = cache.embed(encoder_model, [ex.texts[i] for i in keep.tolist()]).float()
+        return LabeledData(x, y[keep], None, len(names), f"clinc150-{part}", tuple(names))
 
-    train, val, test = split("train"), split("dev"), split("test")
-    train = few_shot(train, shots, seed=0)
+    train = split("train", shots)
+    val, test = split("dev", eval_shots), split("test", eval_shots)
 
     def encoder(seed: int) -> nn.Module:
         return build_model("mlp", "mlp", 128, in_dim=384, hidden_dims=(512,), out_dim=256)
@@ -194,17 +207,26 @@ def _clinc150(root: Any = None, shots: int = 10) -> Bench:
         lr=1e-3,
         description=(
             f"CLINC150 (150 intents), {shots}-shot, as frozen all-MiniLM-L6-v2 embeddings: "
-            f"{len(train)} train "
-            f"/ {len(val)} dev (validation) / {len(test)} test"
+            f"{len(train)} train / {len(val)} dev (validation) / {len(test)} test"
         ),
     )
 
 
+def _quick(bench: Bench, batch_size: int) -> Bench:
+    bench.epochs, bench.batch_size = 1, batch_size
+    return bench
+
+
 BENCHES: dict[str, Callable[[], Bench]] = {"mnist5k": _mnist5k, "clinc150": _clinc150}
+QUICK_BENCHES: dict[str, Callable[[], Bench]] = {
+    "mnist5k": lambda: _quick(_mnist5k(limit=600), 64),
+    "clinc150": lambda: _quick(_clinc150(shots=2, eval_shots=2), 100),
+}
 
 
-def load_bench(name: str) -> Bench:
-    """Build bench ``name`` (``ValueError`` naming the known benches otherwise)."""
-    if name not in BENCHES:
-        raise ValueError(f"bench must be one of {sorted(BENCHES)}, got {name!r}")
-    return BENCHES[name]()
+def load_bench(name: str, quick: bool = False) -> Bench:
+    """Build bench ``name`` (``quick``: a few hundred examples, one epoch: a smoke run)."""
+    table = QUICK_BENCHES if quick else BENCHES
+    if name not in table:
+        raise ValueError(f"bench must be one of {sorted(table)}, got {name!r}")
+    return table[name]()

@@ -9,6 +9,7 @@ the best baseline is also the one with the best *validation* score.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from spacl.experiments.verdicts import (
@@ -17,10 +18,13 @@ from spacl.experiments.verdicts import (
     REPRODUCED,
     ClaimSpec,
     Verdict,
+    at_most,
     combine,
     compare,
     fmt,
 )
+
+Metrics = Mapping[str, Any]
 
 __all__ = ["BENCH_SETTINGS", "CLAIM_KEYS", "claim_specs", "no_worse"]
 
@@ -84,11 +88,11 @@ def no_worse(candidate: list[float], reference: list[float], names: tuple[str, s
 
 
 def _main_claim(bench: str, setting: str) -> ClaimSpec:
-    def get(m: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    def get(m: Metrics) -> tuple[dict[str, Any], str, str]:
         g = m["benches"][bench][setting]
         return g, g["criterion"], g["best_baseline"]
 
-    def measured(m: dict[str, Any]) -> str:
+    def measured(m: Metrics) -> str:
         g, crit, best = get(m)
         others = ", ".join(
             f"{k} {fmt(_test(v, crit), digits=1)}" for k, v in g["baselines"].items()
@@ -99,7 +103,7 @@ def _main_claim(bench: str, setting: str) -> ClaimSpec:
             f"(on val) {best}; {others}"
         )
 
-    def rule(m: dict[str, Any]) -> Verdict:
+    def rule(m: Metrics) -> Verdict:
         g, crit, best = get(m)
         return compare(
             _test(g["spacl"]["selected"], crit),
@@ -120,7 +124,7 @@ def _main_claim(bench: str, setting: str) -> ClaimSpec:
 
 
 def _supcon_claim(bench: str) -> ClaimSpec:
-    def pair(m: dict[str, Any]) -> tuple[list[float], list[float]]:
+    def pair(m: Metrics) -> tuple[list[float], list[float]]:
         g = m["benches"][bench]["supervised"]
         crit = g["criterion"]
         return _test(g["spacl"]["selected"], crit), _test(g["baselines"]["SupCon"], crit)
@@ -139,7 +143,7 @@ def _supcon_claim(bench: str) -> ClaimSpec:
 def _ablation_claim(suffix: str, settings: tuple[tuple[str, str], ...]) -> ClaimSpec:
     part, quoted = PAPER_ABLATION[suffix]
 
-    def pairs(m: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
+    def pairs(m: Metrics) -> dict[str, tuple[list[float], list[float]]]:
         out = {}
         for bench, setting in settings:
             g = m["benches"][bench][setting]
@@ -166,12 +170,55 @@ def _ablation_claim(suffix: str, settings: tuple[tuple[str, str], ...]) -> Claim
     )
 
 
+def _diagnostic_claims() -> list[ClaimSpec]:
+    def vals(m: Metrics, who: str, key: str, scale: float = 1.0) -> list[float]:
+        return [scale * float(x) for x in m["diagnostics"][who][key]["values"]]
+
+    return [
+        ClaimSpec(
+            "lemma_2_4_gradient_bound",
+            "§1.1 Lemma 2.4",
+            "On the unit sphere the InfoNCE gradient norm is at most 2 (tau = 1), on trained "
+            "MNIST-5k encoders (self-supervised)",
+            "bound 2 asymptotically; 2 sigmoid(2) = 1.7616 with one positive and one negative",
+            "SPEC",
+            lambda m: (
+                f"max over anchors: SPACL "
+                f"{fmt(vals(m, 'SPACL', 'gradient_norm_max'), digits=3)}, SimCLR "
+                f"{fmt(vals(m, 'SimCLR', 'gradient_norm_max'), digits=3)}"
+            ),
+            lambda m: at_most(
+                vals(m, "SPACL", "gradient_norm_max") + vals(m, "SimCLR", "gradient_norm_max"), 2.0
+            ),
+        ),
+        ClaimSpec(
+            "hard_negatives_certify_non_collapse",
+            "§1.1 Corollary 2.2",
+            "Easy negatives invite collapse: with only the hard negatives kept by the cut, "
+            "Corollary 2.2 certifies non-collapse for more anchors than with all negatives",
+            "theory (no number)",
+            "none",
+            lambda m: (
+                "% anchors certified (SPACL, self-sup.): hard negatives "
+                f"{fmt(vals(m, 'SPACL', 'share_certified_hard_negatives', 100), digits=1)} vs all "
+                f"{fmt(vals(m, 'SPACL', 'share_certified_all_negatives', 100), digits=1)}"
+            ),
+            lambda m: compare(
+                vals(m, "SPACL", "share_certified_hard_negatives", 100),
+                vals(m, "SPACL", "share_certified_all_negatives", 100),
+                min_gap=1.0,
+                names=("hard", "all"),
+            ),
+        ),
+    ]
+
+
 def claim_specs(settings: tuple[tuple[str, str], ...] = BENCH_SETTINGS) -> list[ClaimSpec]:
     """The claims table for the benches and settings run."""
     specs = [_main_claim(b, s) for b, s in settings]
     specs += [_supcon_claim(b) for b, s in settings if s == "supervised"]
     specs += [_ablation_claim(k, settings) for k in PAPER_ABLATION]
-    return specs
+    return specs + _diagnostic_claims()
 
 
 CLAIM_KEYS = tuple(s.key for s in claim_specs())

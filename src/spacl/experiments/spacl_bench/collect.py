@@ -62,6 +62,7 @@ def collect_setting(
     for name in res.options:
         rec = store.get(RunKey(res.bench, res.setting, name, tau0, 0))
         options[name] = {
+            "change": option_change(name, res),
             "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
             "test": {k: 100.0 * float(rec["test"][k]) for k in METRICS},
             "kept_fraction": rec["kept_fraction"],
@@ -87,6 +88,24 @@ def collect_setting(
         "untrained": untrained,
         "tuning": {m.name: _tuning(store, res, m) for m in tuned},
     }
+
+
+def option_change(name: str, res: SettingResult) -> str:
+    """``"base"`` or the factor change (``"cut=exp"``, ``"variant=no_anchor"``) of an option."""
+    from dataclasses import fields
+
+    from spacl.experiments.spacl_bench.methods import BASE
+    from spacl.experiments.spacl_bench.stages import option_choices
+
+    for choice in option_choices(res.setting):
+        if spacl_method(choice, res.setting, 1).name == name:
+            diff = [
+                f"{f.name}={getattr(choice, f.name)}"
+                for f in fields(choice)
+                if getattr(choice, f.name) != getattr(BASE, f.name)
+            ]
+            return ", ".join(diff) or "base"
+    raise ValueError(f"option {name!r} is not an option of setting {res.setting!r}")
 
 
 def spacl_method_by_name(res: SettingResult, proj_dim: int) -> Method:

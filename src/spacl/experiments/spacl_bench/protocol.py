@@ -33,7 +33,7 @@ from spacl.experiments.spacl_bench.benches import Bench
 from spacl.experiments.spacl_bench.methods import Method
 from spacl.models import EMATarget
 
-__all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_runs"]
+__all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_models", "train_runs"]
 
 log = logging.getLogger(__name__)
 TRACE_EVERY = 10  # steps between kept-fraction samples
@@ -126,18 +126,12 @@ def evaluate(bench: Bench, model: nn.Module | None) -> dict[str, dict[str, float
     return out
 
 
-def train_runs(
-    bench: Bench,
-    setting: str,
-    jobs: Sequence[tuple[Method, float]],
-    seed: int,
-    store: RunStore,
-) -> None:
-    """Train every ``(method, tau)`` not yet in ``store`` together on the seed's stream."""
-    todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
-    if not todo:
-        return
-    arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in todo}
+def train_models(
+    bench: Bench, setting: str, jobs: Sequence[tuple[Method, float]], seed: int
+) -> tuple[dict[tuple[str, float], Arm], dict[tuple[str, float], list[float]], int]:
+    """Train ``jobs`` together on the seed's stream; return the arms, kept-fraction traces
+    (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count."""
+    arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in jobs}
     traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
     coarse = setting == "weak"
     step = 0
@@ -151,6 +145,21 @@ def train_runs(
                     if kept is not None:
                         traces[key].append(kept)
             step += 1
+    return arms, traces, step
+
+
+def train_runs(
+    bench: Bench,
+    setting: str,
+    jobs: Sequence[tuple[Method, float]],
+    seed: int,
+    store: RunStore,
+) -> None:
+    """Train every ``(method, tau)`` not yet in ``store`` together on the seed's stream."""
+    todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
+    if not todo:
+        return
+    arms, traces, step = train_models(bench, setting, todo, seed)
     for (name, tau), arm in arms.items():
         metrics = evaluate(bench, arm.model)
         store.add(

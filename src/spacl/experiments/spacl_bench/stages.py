@@ -78,7 +78,8 @@ def paper_ablations() -> dict[str, SpaclChoice]:
     }
 
 
-def _options(setting: str) -> list[SpaclChoice]:
+def option_choices(setting: str) -> list[SpaclChoice]:
+    """Stage 2's SPACL options: the base, its one-factor changes and three ablations."""
     return spacl_choices(setting) + [replace(BASE, variant=v) for v in ABLATIONS]
 
 
@@ -89,8 +90,14 @@ def run_setting(
     seeds: Sequence[int],
     proj_dim: int,
     criterion: str = "linear",
+    *,
+    quick: bool = False,
 ) -> SettingResult:
-    """Run the four stages (module docstring); resumable through ``store``."""
+    """Run the four stages (module docstring); resumable through ``store``.
+
+    ``quick``: every method tunes over two of its four values, and stage 2 tries only the
+    base, the paper's ablations and two other options (a smoke run).
+    """
     name = bench.name
     frozen = RunKey(name, setting, "frozen encoder", 0.0, 0)
     if frozen not in store:
@@ -98,13 +105,22 @@ def run_setting(
     raw = RunKey(name, setting, "raw inputs", 0.0, 0)
     if raw not in store:
         store.add(raw, {"steps": 0, **evaluate(bench, None), "kept_fraction": []})
-    bases = baselines(setting)
-    base = spacl_method(BASE, setting, proj_dim)
+    bases = [_thin(m, quick) for m in baselines(setting)]
+    base = _thin(spacl_method(BASE, setting, proj_dim), quick)
     tuned: list[Method] = [*bases, base]
     train_runs(bench, setting, [(m, t) for m in tuned for t in m.temperatures], 0, store)
     temps = {m.name: _best_tau(store, name, setting, m, criterion) for m in tuned}
 
-    options = [spacl_method(c, setting, proj_dim) for c in _options(setting)]
+    choices = option_choices(setting)
+    if quick:  # the base, the ablations the claims need, one change of two other factors
+        keep = [
+            BASE,
+            *paper_ablations().values(),
+            replace(BASE, cut="exp"),
+            replace(BASE, gradient="ema"),
+        ]
+        choices = [c for c in choices if c in keep]
+    options = [_thin(spacl_method(c, setting, proj_dim), quick) for c in choices]
     tau0 = temps[base.name]
     train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
     scores = {
@@ -137,6 +153,10 @@ def run_setting(
         criterion,
         list(seeds),
     )
+
+
+def _thin(method: Method, quick: bool) -> Method:
+    return replace(method, temperatures=method.temperatures[1::2]) if quick else method
 
 
 def _best_tau(store: RunStore, bench: str, setting: str, method: Method, criterion: str) -> float:
