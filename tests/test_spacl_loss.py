@@ -695,3 +695,27 @@ def test_new_options_reject_bad_input() -> None:
             extra_negatives=torch.randn(6, 3),
             extra_negative_labels=torch.tensor([0, 1]),
         )
+
+
+def test_every_view_anchor_set_is_the_mean_over_view_anchors() -> None:
+    b, v, d = 6, 4, 5
+    pool = random_pool(b, v, d, torch.float64, seed=50)
+    online = random_pool(b, v, d, torch.float64, seed=51)
+    labels = torch.tensor([0, 1, 2, 0, 1, 2])
+    every = SPACLLoss(
+        0.2, variant="no_adversarial", anchor_set="every_view", positive_pool="instance_class"
+    )
+    value = every(online, pool, labels)
+    one = SPACLLoss(0.2, variant="no_adversarial", positive_pool="instance_class")
+    per_view = [one(online, pool, labels, anchor_index=torch.full((b,), u)) for u in range(v)]
+    torch.testing.assert_close(value, torch.stack(per_view).mean(), rtol=1e-12, atol=1e-12)
+    assert every.last is not None and every.last.anchor.tolist() == [
+        u for u in range(v) for _ in range(b)
+    ]
+    assert every(online, pool, labels).shape == ()
+    with pytest.raises(ValueError, match="anchor_set must be one of"):
+        SPACLLoss(anchor_set="all")
+    with pytest.raises(ValueError, match="online='anchor_view' embeds one"):
+        SPACLLoss(anchor_set="every_view", online="anchor_view")
+    with pytest.raises(ValueError, match=r"needs the online embeddings of every view"):
+        every(online[:, 0], pool, labels)

@@ -134,6 +134,8 @@ POSITIVE_MODES: tuple[str, ...] = ("log_sum_exp", "mean")
 #: how the training engine feeds the loss (spacl.engine.arm): one online pass of every
 #: view, or the online encoder on the anchor view only (with the target on the pool)
 ONLINE_MODES: tuple[str, ...] = ("all_views", "anchor_view")
+#: one dynamic anchor per instance (the paper), or every view an anchor once
+ANCHOR_SETS: tuple[str, ...] = ("dynamic", "every_view")
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,21 @@ class SPACLStep:
     kept_generated: Tensor  #: ``[B]`` generated negatives kept by the cut
     d_loss: Tensor | None  #: discriminator loss of the round (training mode, K_adv > 0)
     g_loss: Tensor | None  #: generator loss of the round
+
+    @staticmethod
+    def concat(steps: list[SPACLStep]) -> SPACLStep:
+        """One step record of several anchor passes (anchors stacked; game losses averaged)."""
+        d = [s.d_loss for s in steps if s.d_loss is not None]
+        g = [s.g_loss for s in steps if s.g_loss is not None]
+        return SPACLStep(
+            anchor=torch.cat([s.anchor for s in steps]),
+            positives=torch.cat([s.positives for s in steps]),
+            candidate_negatives=torch.cat([s.candidate_negatives for s in steps]),
+            kept_negatives=torch.cat([s.kept_negatives for s in steps]),
+            kept_generated=torch.cat([s.kept_generated for s in steps]),
+            d_loss=torch.stack(d).mean() if d else None,
+            g_loss=torch.stack(g).mean() if g else None,
+        )
 
     def log_dict(self) -> dict[str, float]:
         """Scalar summaries as plain floats, keys prefixed ``spacl/``."""
@@ -209,6 +226,11 @@ class SPACLLoss(nn.Module):
             forward pass of every view; anchors ``[B, V, d]``) or ``"anchor_view"``
             (online encoder on the anchor views only, the target on the pool).  The
             loss itself accepts every form whatever this says.
+        anchor_set: ``"dynamic"`` (the paper: one anchor per instance, the hardest view)
+            or ``"every_view"``: each of the ``V`` views is an anchor once, with its own
+            farthest-point positives from the instance's pool (``B V`` anchors, as the
+            baselines have; needs ``anchors`` ``[B, V, d]`` or ``None``).  An explicit
+            ``anchor_index`` overrides it.
         normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
             works on the unit sphere.
         detach_candidates: treat the target (candidate) embeddings as constants.
@@ -240,6 +262,7 @@ class SPACLLoss(nn.Module):
         mass: str = "similarity",
         negatives: str = "all_views",
         online: str = "all_views",
+        anchor_set: str = "dynamic",
         normalize: NormalizeMode = "sphere",
         detach_candidates: bool = True,
         embedding_dim: int | None = None,
@@ -270,6 +293,13 @@ class SPACLLoss(nn.Module):
             raise ValueError(
                 f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}"
             )
+        if anchor_set not in ANCHOR_SETS:
+            raise ValueError(f"anchor_set must be one of {ANCHOR_SETS}, got {anchor_set!r}")
+        if anchor_set == "every_view" and online == "anchor_view":
+            raise ValueError(
+                "anchor_set='every_view' needs the online embeddings of every view; "
+                "online='anchor_view' embeds one: use online='all_views'"
+            )
         if online not in ONLINE_MODES:
             raise ValueError(f"online must be one of {ONLINE_MODES}, got {online!r}")
         if reduction not in ("mean", "sum", "none"):
@@ -285,6 +315,7 @@ class SPACLLoss(nn.Module):
         self.mass = mass
         self.negatives = negatives
         self.online = online
+        self.anchor_set = anchor_set
         self.normalize = check_normalize_mode(normalize)
         self.detach_candidates = bool(detach_candidates)
         self.reduction = reduction
@@ -467,6 +498,37 @@ class SPACLLoss(nn.Module):
         extra, extra_labels = self._check_extra(
             pool, labels, extra_negatives, extra_negative_labels
         )
+        if self.anchor_set == "dynamic" or anchor_index is not None:
+            per_anchor, self.last = self._one_anchor(
+                anchors, pool, labels, anchor_index, extra, extra_labels
+            )
+            return reduce_anchors(per_anchor, self.reduction)
+        if anchors is not None and anchors.ndim == 2:
+            raise ValueError(
+                "anchor_set='every_view' needs the online embeddings of every view: "
+                f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
+            )
+        # every view of every instance is an anchor once: V passes, one per view index
+        b, v = pool.shape[:2]
+        parts, steps = [], []
+        for u in range(v):
+            index = torch.full((b,), u, dtype=torch.long, device=pool.device)
+            loss_u, step_u = self._one_anchor(anchors, pool, labels, index, extra, extra_labels)
+            parts.append(loss_u)
+            steps.append(step_u)
+        self.last = SPACLStep.concat(steps)
+        return reduce_anchors(torch.cat(parts), self.reduction)
+
+    def _one_anchor(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None,
+        anchor_index: Tensor | None,
+        extra: Tensor | None,
+        extra_labels: Tensor | None,
+    ) -> tuple[Tensor, SPACLStep]:
+        """Per-anchor losses ``[B]`` with one anchor per instance, and what was chosen."""
         b = pool.shape[0]
         rows = torch.arange(b, device=pool.device)
         unit_pool, anchor, positives, flat_pos = self._mine(pool, labels, anchor_index)
@@ -524,7 +586,7 @@ class SPACLLoss(nn.Module):
         per_anchor = contrastive_kernel(logits, pos_mask, kept, positive_mode=mode)
 
         gen_cols = slice(n_cand + p, n_cand + p + k_adv)
-        self.last = SPACLStep(
+        step = SPACLStep(
             anchor=anchor.detach(),
             positives=positives.detach(),
             candidate_negatives=candidates.sum(1),
@@ -533,7 +595,7 @@ class SPACLLoss(nn.Module):
             d_loss=d_loss,
             g_loss=g_loss,
         )
-        return reduce_anchors(per_anchor, self.reduction)
+        return per_anchor, step
 
     def _check_extra(
         self,
