@@ -18,6 +18,8 @@ gradient       ``shared`` (one online pass of all views, candidates constant),
                SimCLR), ``ema`` (EMA target ``m = 0.99`` as the derived encoder, the
                online encoder on the anchor view)
 generator      ``K_adv`` in {0, 1, 8, 32}; ``cond1``: K_adv = 1 with a conditional D
+anchors        ``dynamic`` (one anchor per instance, the paper) or ``every_view``
+               (each of the V views an anchor once, as the baselines' anchors)
 =============  =================================================================
 """
 
@@ -78,13 +80,14 @@ class SpaclChoice:
     gradient: str = "shared"
     generator: str = "1"
     variant: str = "full"
+    anchors: str = "dynamic"
 
     def label(self, supervised: bool = True) -> str:
         """``cut=..., [sup=..., ]grad=..., gen=...[, variant]`` (``sup`` only with labels)."""
         sup = f"sup={self.supervision}, " if supervised else ""
-        return f"cut={self.cut}, {sup}grad={self.gradient}, gen={self.generator}" + (
-            "" if self.variant == "full" else f", {self.variant}"
-        )
+        variant = "" if self.variant == "full" else f", {self.variant}"
+        anchors = "" if self.anchors == "dynamic" else f", anchors={self.anchors}"
+        return f"cut={self.cut}, {sup}grad={self.gradient}, gen={self.generator}{variant}{anchors}"
 
 
 BASE = SpaclChoice()
@@ -93,6 +96,7 @@ FACTORS: dict[str, tuple[str, ...]] = {
     "supervision": ("instance_class", "instance", "instance_class_mean", "class"),
     "gradient": ("shared", "shared_full", "ema"),
     "generator": ("1", "0", "8", "32", "cond1"),
+    "anchors": ("dynamic", "every_view"),
 }
 
 
@@ -133,6 +137,7 @@ def spacl_method(choice: SpaclChoice, setting: str, proj_dim: int) -> Method:
             positive_mode=positive_mode,
             mass=mass,
             online="anchor_view" if choice.gradient == "ema" else "all_views",
+            anchor_set=choice.anchors,
             detach_candidates=choice.gradient != "shared_full",
             conditional_discriminator=choice.generator == "cond1",
             embedding_dim=proj_dim,
