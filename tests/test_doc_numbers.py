@@ -1,0 +1,87 @@
+"""Numbers quoted in README.md and benchmarks/RESULTS.md come from committed results files.
+
+Two mechanisms:
+
+- a row of the benchmarks/RESULTS.md index quotes numbers of the results file it links
+  (``[results/x.md](results/x.md)``): every decimal number of its headline cell must be
+  written in that file (rows listed in :data:`CHECKED_ROWS`);
+- a block of README.md between ``<!-- numbers from: FILE [FILE...] -->`` and
+  ``<!-- /numbers -->`` quotes numbers of those files: every decimal number in the block
+  must be written in one of them.
+
+A number counts as written when the same digits stand in the file as a number (``0.4``
+does not match inside ``10.45``).  Integers are not checked (counts, batch sizes, seeds).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_INDEX = ROOT / "benchmarks" / "RESULTS.md"
+README = ROOT / "README.md"
+#: RESULTS.md rows whose numbers this test checks (the others are checked by their owners)
+CHECKED_ROWS = ("results/losses.md", "results/geometry.md", "results/ood.md")
+DECIMAL = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")
+BLOCK = re.compile(r"<!-- numbers from: (?P<files>[^>]+?) -->(?P<body>.*?)<!-- /numbers -->", re.S)
+
+
+def decimals(text: str) -> list[str]:
+    """Every decimal number of ``text`` as written (``0.55``, ``92.4``)."""
+    return DECIMAL.findall(text)
+
+
+def missing(numbers: list[str], sources: list[str]) -> list[str]:
+    written = {n for text in sources for n in decimals(text)}
+    return sorted({n for n in numbers if n not in written})
+
+
+def test_decimal_matching_is_whole_numbers_only() -> None:
+    assert decimals("0.55 / 0.44x, 10.45%, v1.2.3 and 7") == ["0.55", "0.44", "10.45"]
+    assert missing(["0.4"], ["10.45 and 0.45"]) == ["0.4"]
+    assert missing(["0.45"], ["10.45 and 0.45"]) == []
+
+
+def _index_rows() -> dict[str, str]:
+    rows = {}
+    for line in RESULTS_INDEX.read_text().splitlines():
+        match = re.match(r"\| \[(results/[\w.]+)\]\(results/[\w.]+\) \|(.*)\|\s*$", line)
+        if match:
+            rows[match.group(1)] = match.group(2)
+    return rows
+
+
+@pytest.mark.parametrize("row", CHECKED_ROWS)
+def test_results_index_numbers_are_in_the_linked_file(row: str) -> None:
+    rows = _index_rows()
+    assert row in rows, f"benchmarks/RESULTS.md has no row linking {row}"
+    source = (ROOT / "benchmarks" / row).read_text()
+    bad = missing(decimals(rows[row]), [source])
+    assert not bad, f"RESULTS.md row {row} quotes {bad}, not written in benchmarks/{row}"
+
+
+def test_readme_number_blocks_come_from_their_files() -> None:
+    text = README.read_text()
+    blocks = list(BLOCK.finditer(text))
+    assert blocks, "README.md has no <!-- numbers from: ... --> block"
+    for block in blocks:
+        files = block.group("files").split()
+        sources = []
+        for name in files:
+            path = ROOT / name
+            assert path.is_file(), f"README.md cites {name}, which does not exist"
+            sources.append(path.read_text())
+        bad = missing(decimals(block.group("body")), sources)
+        assert not bad, f"README.md block from {files} quotes {bad}, in none of those files"
+
+
+def test_committed_reports_are_not_dirty() -> None:
+    """The committed study reports were produced from committed code."""
+    for name in ("hard-negatives", "alignment"):
+        report = (ROOT / "docs" / "results" / name / "report.md").read_text()
+        commit = re.search(r"- Commit: `([^`]+)`", report)
+        assert commit, f"docs/results/{name}/report.md has no commit line"
+        assert not commit.group(1).endswith("+dirty"), f"{name} report stamped {commit.group(1)}"
