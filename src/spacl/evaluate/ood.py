@@ -30,7 +30,7 @@ the OOD distances), while leave-own-class-out samples place the threshold betwee
 in-domain and out-of-domain distances using known classes only.  They are unbiased
 for a *frozen* representation; after training on the known classes they are not
 (trained classes are pushed apart), which is why the open-intent experiment
-(:func:`spacl.experiments.text.held_out_threshold`) calibrates on classes held out of
+(:func:`spacl.experiments.text_decision.held_out_threshold`) calibrates on classes held out of
 an auxiliary head's training and feeds :func:`balanced_threshold` itself.
 
 Metrics (TEXTOIR, Zhang et al. 2021), over the ``K + 1`` classes (``K`` known + OOD):

@@ -53,13 +53,12 @@ from spacl.evaluate.ood import (
     THRESHOLD_METHODS,
     THRESHOLD_SCOPES,
     OpenClassifier,
-    balanced_threshold,
     class_centres,
     fit_open_classifier,
     open_intent_metrics,
 )
 from spacl.experiments._recipe import merge_recipe
-from spacl.experiments.text_decision import nearest_auroc, select_rule
+from spacl.experiments.text_decision import held_out_threshold, nearest_auroc, select_rule
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -348,45 +347,6 @@ def _project(head: nn.Module, x: Tensor, device: torch.device, batch_size: int =
     return out.double()
 
 
-def held_out_threshold(
-    cfg: DictConfig,
-    train_x: Tensor,
-    train_y: Tensor,
-    dev_x: Tensor,
-    dev_y: Tensor,
-    num_known: int,
-    device: torch.device,
-) -> Tensor:
-    """OOD threshold calibrated on known classes held out of an auxiliary head's training.
-
-    A seeded ``held_out_fraction`` of the known classes (at least 1, at most ``K - 2``)
-    is hidden; an auxiliary head is trained by the same recipe on the other classes;
-    on its features, dev examples of the trained classes give in-domain nearest-centre
-    distances and dev examples of the hidden classes give *genuine* out-of-domain ones
-    (never seen in training, as test OOD inputs).  The threshold maximises the balanced
-    accuracy between the two (:func:`spacl.evaluate.ood.balanced_threshold`) and is then
-    used with the head trained on every known class.
-    """
-    if num_known < 3:
-        raise ValueError(
-            f"ood.method='held_out_classes' needs at least 3 known classes, got {num_known}"
-        )
-    gen = torch.Generator().manual_seed(int(cfg.train.seed) + 7919)
-    n_out = max(1, min(num_known - 2, round(float(cfg.ood.held_out_fraction) * num_known)))
-    order = torch.randperm(num_known, generator=gen)
-    kept = order[n_out:].sort().values
-    remap = torch.full((num_known,), -1, dtype=torch.long)
-    remap[kept] = torch.arange(len(kept))
-    rows = remap[train_y] >= 0
-    aux_y = remap[train_y[rows]]
-    aux_head, _ = _train_head(cfg, train_x[rows], aux_y, len(kept), device)
-    centres = class_centres(_project(aux_head, train_x[rows], device), aux_y, len(kept))
-    dev_z = _project(aux_head, dev_x, device)
-    nearest = (1.0 - F.normalize(dev_z, dim=1) @ centres.T).min(1).values
-    inside = remap[dev_y] >= 0
-    return balanced_threshold(nearest[inside], nearest[~inside])
-
-
 def _select_rule(
     cfg: DictConfig,
     split: OpenIntentSplit,
@@ -405,6 +365,48 @@ def _select_rule(
         train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
         project=lambda head, x: _project(head, x, device),
     )
+
+
+def _decide(
+    cfg: DictConfig,
+    split: OpenIntentSplit,
+    inputs: tuple[Tensor, Tensor],
+    features: tuple[Tensor, Tensor, Tensor],
+    device: torch.device,
+) -> tuple[OpenClassifier, dict[str, Any]]:
+    """The open classifier of ``ood.method`` and its summary entries (only ``select`` has any).
+
+    No test example is used: ``features[2]`` (test) only feeds the ``rules_test`` report.
+    """
+    k = split.num_known
+    (train_x, dev_x), (train_z, dev_z, _) = inputs, features
+    if cfg.ood.method == "select":
+        return _select_rule(cfg, split, inputs, features, device)
+    if cfg.ood.method == "held_out_classes":
+        centres = class_centres(train_z, split.train_labels, k)
+        threshold = held_out_threshold(
+            train_x,
+            split.train_labels,
+            dev_x,
+            split.dev_labels,
+            k,
+            fraction=float(cfg.ood.held_out_fraction),
+            seed=int(cfg.train.seed),
+            train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
+            project=lambda head, x: _project(head, x, device),
+        )
+        return OpenClassifier(centres, threshold.to(centres.dtype).expand(k).clone()), {}
+    clf = fit_open_classifier(
+        train_z,
+        split.train_labels,
+        dev_z,
+        split.dev_labels,
+        k,
+        method=str(cfg.ood.method),
+        scope=str(cfg.ood.scope),
+        quantile=float(cfg.ood.quantile),
+    )
+    return clf, {}
 
 
 def train_ood(
@@ -444,26 +446,7 @@ def train_ood(
     head, losses = _train_head(cfg, train_x, split.train_labels, k, device)
     rows = int(cfg.eval.batch_size)
     train_z, dev_z, test_z = (_project(head, x, device, rows) for x in (train_x, dev_x, test_x))
-    extra: dict[str, Any] = {}
-    if cfg.ood.method == "select":
-        clf, extra = _select_rule(cfg, split, (train_x, dev_x), (train_z, dev_z, test_z), device)
-    elif cfg.ood.method == "held_out_classes":
-        centres = class_centres(train_z, split.train_labels, k)
-        threshold = held_out_threshold(
-            cfg, train_x, split.train_labels, dev_x, split.dev_labels, k, device
-        )
-        clf = OpenClassifier(centres, threshold.to(centres.dtype).expand(k).clone())
-    else:
-        clf = fit_open_classifier(
-            train_z,
-            split.train_labels,
-            dev_z,
-            split.dev_labels,
-            k,
-            method=str(cfg.ood.method),
-            scope=str(cfg.ood.scope),
-            quantile=float(cfg.ood.quantile),
-        )
+    clf, extra = _decide(cfg, split, (train_x, dev_x), (train_z, dev_z, test_z), device)
     dev_closed = (clf.distances(dev_z).argmin(1) == split.dev_labels).double().mean()
     test: dict[str, float | None] = {
         **open_intent_metrics(split.test_labels, clf.predict(test_z), k)

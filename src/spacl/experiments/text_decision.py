@@ -57,6 +57,7 @@ __all__ = [
     "choose_rule",
     "fit_rule",
     "held_out_head",
+    "held_out_threshold",
     "nearest_auroc",
     "select_rule",
 ]
@@ -148,6 +149,47 @@ def held_out_head(
         hidden_fit=hidden[:half].sort().values,
         hidden_eval=hidden[half:].sort().values,
     )
+
+
+def held_out_threshold(
+    train_x: Tensor,
+    train_y: Tensor,
+    dev_x: Tensor,
+    dev_y: Tensor,
+    num_known: int,
+    *,
+    fraction: float,
+    seed: int,
+    train_head: TrainHead,
+    project: Project,
+) -> Tensor:
+    """The threshold of ``ood.method=held_out_classes`` used alone (no rule choice).
+
+    A seeded ``fraction`` of the known classes (at least 1, at most ``K - 2``) is hidden;
+    an auxiliary head is trained by the same recipe on the other classes; on its
+    features, dev examples of the trained classes give in-domain nearest-centre
+    distances and dev examples of the hidden classes out-of-domain ones (never seen in
+    training, as test OOD inputs).  The threshold maximises the balanced accuracy
+    between the two (:func:`spacl.evaluate.ood.balanced_threshold`) and is then used
+    with the head trained on every known class.
+    """
+    if num_known < 3:
+        raise ValueError(
+            f"ood.method='held_out_classes' needs at least 3 known classes, got {num_known}"
+        )
+    gen = torch.Generator().manual_seed(int(seed) + 7919)
+    n_out = max(1, min(num_known - 2, round(float(fraction) * num_known)))
+    order = torch.randperm(num_known, generator=gen)
+    kept = order[n_out:].sort().values
+    remap = torch.full((num_known,), -1, dtype=torch.long)
+    remap[kept] = torch.arange(len(kept))
+    rows = remap[train_y] >= 0
+    aux_y = remap[train_y[rows]]
+    aux_head = train_head(train_x[rows], aux_y, len(kept))
+    centres = class_centres(project(aux_head, train_x[rows]), aux_y, len(kept))
+    nearest = _nearest(project(aux_head, dev_x), centres)
+    inside = remap[dev_y] >= 0
+    return balanced_threshold(nearest[inside], nearest[~inside])
 
 
 def _nearest(z: Tensor, centres: Tensor) -> Tensor:
