@@ -174,8 +174,8 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     from scipy import stats
 
     t = (mx - my) / math.sqrt(se2)
-    vx, vy = sx * sx / len(x), sy * sy / len(y)
-    df = se2 * se2 / (vx * vx / (len(x) - 1) + vy * vy / (len(y) - 1))  # Welch-Satterthwaite
+    wx, wy = sx * sx / len(x) / se2, sy * sy / len(y) / se2  # shares of se2, no underflow
+    df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))  # Welch-Satterthwaite
     return t, float(2.0 * stats.t.sf(abs(t), df))
 
 
