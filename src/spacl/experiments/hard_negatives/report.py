@@ -57,8 +57,9 @@ def sections(
         f"{cfg.batch_size}, {cfg.epochs} epochs. Unsupervised: {cfg.unsup_batch_size} "
         f"instances x 2 views (positive = another sample of the latent class), "
         f"{cfg.unsup_epochs} epochs. NCC: test accuracy with training-set class centres; "
-        f"geometry on {cfg.track_per_class} training samples per class. Paper recipe for "
-        "comparison: ResNet on CIFAR-100, batch 512, 400 epochs.",
+        f"geometry on {cfg.track_per_class} training samples per class. The authors' "
+        "notebook recipe (SPEC §2) for comparison: ResNet on CIFAR-100, batch 512, 400 "
+        "epochs.",
     )
     init_ncc = m["history"]["beta=0"]["ncc"][0] * 100
     report.section(
@@ -135,7 +136,14 @@ def plots(report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any]) -> N
         stds = [m[part][f"beta={b:g}"]["ncc"]["std"] * 100 for b in betas]
         ax.errorbar(x, means, yerr=stds, marker=marker, capsize=3, label=f"{label}, measured")
     paper = [PAPER_NCC_CIFAR100.get(b, np.nan) for b in betas]
-    ax.plot(x, paper, "k--", marker="x", alpha=0.6, label="HSCL, paper (CIFAR-100)")
+    ax.plot(
+        x,
+        paper,
+        "k--",
+        marker="x",
+        alpha=0.6,
+        label="HSCL, authors' notebook (CIFAR-100, via SPEC)",
+    )
     ax.set_xticks(x, [f"{b:g}" for b in betas])
     ax.set_xlabel("hardness beta (0 = SCL / UCL)")
     ax.set_ylabel("nearest-class-centre accuracy (%)")
