@@ -32,9 +32,10 @@ LABELS = {
 
 ADB_SOURCE = (
     "ADB: Zhang, Xu & Lin, *Deep Open Intent Classification with Adaptive Decision "
-    "Boundary*, AAAI 2021, Tables 2-3 (overall accuracy / macro-F1; open / known F1), as "
-    "reproduced in the README of the official code, github.com/thuiar/Adaptive-Decision-"
-    "Boundary (commit 090ed79); BERT-base fine-tuned on the known classes, 100% labelled."
+    "Boundary*, AAAI 2021, its overall (accuracy, macro-F1) and fine-grained (open / known "
+    "F1) result tables as reproduced in the README of the official code, "
+    "github.com/thuiar/Adaptive-Decision-Boundary (commit 090ed79); BERT-base fine-tuned "
+    "on the known classes, 100% labelled."
 )
 TEXTOIR_SOURCE = (
     "DA-ADB (Zhang et al., *Learning Discriminative Representations and Decision "
