@@ -38,8 +38,8 @@ ADB_SOURCE = (
     "on the known classes, 100% labelled."
 )
 TEXTOIR_SOURCE = (
-    "DA-ADB (Zhang et al., *Learning Discriminative Representations and Decision "
-    "Boundaries for Open Intent Detection*, IEEE/ACM TASLP 2023) and ADB as re-run in "
+    "DA-ADB (Zhang, Xu, Zhao & Zhou, *Learning Discriminative Representations and Decision "
+    "Boundaries for Open Intent Detection*, arXiv 2203.05823) and ADB as re-run in "
     "TEXTOIR: github.com/thuiar/TEXTOIR, open_intent_detection/results/results.md "
     "(commit 6bdf74c), rows with labelled ratio 1.0; BERT-base fine-tuned."
 )
