@@ -10,6 +10,8 @@ Timed interleaved in one run (median of ``--repeats`` rounds), forward + backwar
   mining, one round of the generator game, the cut and the loss;
 - ``SPACL (EMA)``: the engine's form ``loss(online[B, d], target[B, V, d],
   anchor_index=a)`` with ``a = loss.choose_anchor(target)`` included;
+- ``SPACL (every view an anchor)``: ``anchor_set="every_view"`` (``B V`` anchors, as
+  NT-Xent has); ``SPACL (exp cut)``: the default with ``mass="exp"``;
 
 and the parts on their own: mining (dynamic anchor + farthest-point positives), the
 game (one ``D`` step + one ``G`` step, which also yields the negatives), the
@@ -39,6 +41,8 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
     ntxent = NTXentLoss(0.1)
     spacl = SPACLLoss(0.1, embedding_dim=d)
     spacl_ema = SPACLLoss(0.1, embedding_dim=d)
+    spacl_every = SPACLLoss(0.1, embedding_dim=d, anchor_set="every_view")
+    spacl_exp = SPACLLoss(0.1, embedding_dim=d, mass="exp")
     adversarial = spacl.adversarial
     assert adversarial is not None
 
@@ -47,6 +51,12 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
 
     def run_spacl() -> None:
         spacl(None, z.detach().requires_grad_(True)).backward()
+
+    def run_spacl_every() -> None:
+        spacl_every(None, z.detach().requires_grad_(True)).backward()
+
+    def run_spacl_exp() -> None:
+        spacl_exp(None, z.detach().requires_grad_(True)).backward()
 
     def run_spacl_ema() -> None:
         target = z.detach()
@@ -87,6 +97,8 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         "NT-Xent": run_ntxent,
         "SPACL (shared)": run_spacl,
         "SPACL (EMA)": run_spacl_ema,
+        "SPACL (every view an anchor)": run_spacl_every,
+        "SPACL (exp cut)": run_spacl_exp,
         "mining": run_mining,
         "game": run_game,
         "cut": run_cut,
@@ -113,7 +125,16 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         "",
         "| objective | time (ms) | vs NT-Xent |",
         "|---|---|---|",
-        *(row(n, times[n]) for n in ("NT-Xent", "SPACL (shared)", "SPACL (EMA)")),
+        *(
+            row(n, times[n])
+            for n in (
+                "NT-Xent",
+                "SPACL (shared)",
+                "SPACL (EMA)",
+                "SPACL (every view an anchor)",
+                "SPACL (exp cut)",
+            )
+        ),
         "",
         "Breakdown of SPACL (shared), each part timed on its own:",
         "",

@@ -4,12 +4,12 @@ Both arms are built by :func:`spacl.engine.build.build_arms` from the same confi
 start from the same CIFAR-stem ResNet-18; each step is the engine's real
 ``Arm.train_step`` (forward, loss, backward, SGD step, LR schedule, EMA update):
 
-* SimCLR: 2 augmented views, NT-Xent, shared encoder — one forward + backward of
-  ``2B`` images.
-* SPACL: ``M = 4`` (pool of ``1 + M = 5`` views), EMA target (momentum 0.99): the target
-  embeds all ``5B`` views without gradient, the online encoder embeds only the ``B``
-  anchor views (forward + backward), then the loss with farthest-point positives,
-  adversarial negatives (the game's D/G steps included) and the relative cut.
+* SimCLR with 2 and with 5 views (NT-Xent over all views), shared encoder;
+* SPACL's default (``online="all_views"``: one forward + backward of all ``5B`` views,
+  shared encoder, the loss with farthest-point positives, adversarial negatives — the
+  game's D/G steps included — and the relative cut), with every view an anchor
+  (``anchor_set="every_view"``), and with an EMA target (``5B`` target views without
+  gradient, the ``B`` anchor views online).
 
 Inputs are fixed random ``[B, V, 3, 32, 32]`` tensors (augmentation excluded, it is the
 same data pipeline for both); timing is interleaved (order alternating every round),
@@ -38,18 +38,37 @@ from spacl.engine.build import build_arms, resolve_precision
 TARGET_RATIO = 1.4
 
 
+#: name -> (label, views per instance, config overrides)
+ARMS: dict[str, tuple[str, int, list[str]]] = {
+    "simclr2": ("SimCLR, 2 views (shared encoder)", 2, ["objective.name=simclr"]),
+    "simclr5": ("SimCLR, 5 views (the fair protocol's baseline)", 5, ["objective.name=simclr"]),
+    "spacl": (
+        "SPACL default: 5 views, one online pass (online=all_views, shared)",
+        5,
+        ["objective.name=spacl"],
+    ),
+    "spacl_every": (
+        "SPACL, every view an anchor (anchor_set=every_view)",
+        5,
+        ["objective.name=spacl", "objective.params.anchor_set=every_view"],
+    ),
+    "spacl_ema": (
+        "SPACL, EMA target on the pool + online anchor view (online=anchor_view)",
+        5,
+        ["objective.name=spacl", "objective.params.online=anchor_view", "model.momentum=0.99"],
+    ),
+}
+
+
 def build(name: str, batch: int) -> Arm:
     """One engine arm on a CIFAR-stem ResNet-18 (same seed, hence the same init)."""
-    if name == "simclr":
-        overrides = ["objective.name=simclr", "objective.temperature=0.5", "data.num_views=2"]
-    else:
-        overrides = [
-            "objective.name=spacl",
-            "objective.temperature=0.1",
-            "data.num_views=5",
-            "data.keep_original=true",
-            "model.momentum=0.99",
-        ]
+    _, views, extra = ARMS[name]
+    overrides = [
+        "objective.temperature=0.2",
+        f"data.num_views={views}",
+        f"data.keep_original={'true' if name.startswith('spacl') else 'false'}",
+        *extra,
+    ]
     cfg = load_config(
         None,
         [
@@ -108,14 +127,11 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     b = args.batch
     labels = torch.arange(b) % 10
-    arms = {"simclr": build("simclr", b), "spacl": build("spacl", b)}
-    views = {
-        "simclr": torch.rand(b, 2, 3, 32, 32, generator=gen),
-        "spacl": torch.rand(b, 5, 3, 32, 32, generator=gen),
-    }
-    counter = {"simclr": 0, "spacl": 0}
+    arms = {n: build(n, b) for n in ARMS}
+    views = {n: torch.rand(b, ARMS[n][1], 3, 32, 32, generator=gen) for n in ARMS}
+    counter = dict.fromkeys(ARMS, 0)
 
-    def stepper(name: str):
+    def stepper(name: str) -> Callable[[], None]:
         def step() -> None:
             arms[name].train_step(views[name], labels, counter[name])
             counter[name] += 1
@@ -125,20 +141,15 @@ def main() -> None:
     started = time.time()
     samples = time_steps({n: stepper(n) for n in arms}, repeats=args.steps, warmup=2)
     med = {n: statistics.median(v) for n, v in samples.items()}
-    low = {n: min(v) for n, v in samples.items()}
-    ratio = med["spacl"] / med["simclr"]
-    ratio_min = low["spacl"] / low["simclr"]
     rows = [
-        "| method | views through the encoder per step | median ms / step | steps / s "
-        "| vs SimCLR (median) | vs SimCLR (fastest step) |",
-        "|---|---|---:|---:|---:|---:|",
-        f"| SimCLR (2 views, shared encoder) | {2 * b} fwd+bwd | {1000 * med['simclr']:.0f} | "
-        f"{1 / med['simclr']:.3f} | 1.00x | 1.00x |",
-        f"| SPACL (M=4, EMA target) | {5 * b} target fwd (no grad) + {b} fwd+bwd | "
-        f"{1000 * med['spacl']:.0f} | {1 / med['spacl']:.3f} | **{ratio:.2f}x** | "
-        f"{ratio_min:.2f}x |",
+        "| method | median ms / step | vs SimCLR 2 views | vs SimCLR 5 views |",
+        "|---|---:|---:|---:|",
     ]
-    verdict = "meets" if ratio <= TARGET_RATIO else "misses"
+    for n, (label, _, _) in ARMS.items():
+        r2, r5 = med[n] / med["simclr2"], med[n] / med["simclr5"]
+        rows.append(f"| {label} | {1000 * med[n]:.0f} | {r2:.2f}x | {r5:.2f}x |")
+    fair = med["spacl"] / med["simclr5"]
+    verdict = "meets" if fair <= TARGET_RATIO else "misses"
     text = "\n".join(
         [
             header("Training step: SPACL vs SimCLR (engine, CPU ResNet-18, 32x32)"),
@@ -150,11 +161,10 @@ def main() -> None:
             "",
             *rows,
             "",
-            f"Target: SPACL step time <= {TARGET_RATIO}x SimCLR's — this run **{verdict}** it "
-            f"({ratio:.2f}x median).  A count of forward passes with backward = 2 forwards "
-            f"predicts ~{(5 + 3) / (2 * 3):.2f}x (SimCLR: {2 * b} images forward and backward; "
-            f"SPACL: {5 * b} forward without gradient, {b} forward and backward); a forward "
-            "pass without gradient costs less than one that records the graph.",
+            f"Target: the SPACL default step <= {TARGET_RATIO}x SimCLR's on the same 5 views "
+            f"(the fair protocol) — this run **{verdict}** it ({fair:.2f}x median).  Against "
+            "SimCLR on 2 views the cost is that of the 2.5x more images: the protocol gives "
+            "every method the same 5 views.",
             "",
         ]
     )
