@@ -1,0 +1,300 @@
+"""Fine-tuning the top layers of a BERT-style sentence encoder on cached bottom states.
+
+CPU-friendly fine-tuning for open-intent detection (issue 11, item 6b): the bottom
+``n_layers - L`` transformer layers stay frozen, so their token-level outputs (and the
+attention masks) are computed **once per text** (:func:`bottom_states`) and kept in
+memory; each training step runs only the top ``L`` trainable layers and the mean
+pooling (:class:`TopLayers`).  In eval mode ``TopLayers`` on the cached states gives
+the same embedding as the full model (tested against
+:class:`spacl.models.text.MiniLMEncoder`).
+
+Views (:func:`encode_views`): the same text passed ``V`` times through the trainable
+layers, view 0 in eval mode (the original embedding), views ``1..V-1`` with the
+layers' dropout on (SimCSE-style dropout views, Gao et al. 2021).  Dropout acts in the
+trainable layers only: the frozen bottom is computed once, without dropout.
+
+Objectives (:func:`finetune`), all on the same views, steps and initial weights:
+
+- ``spacl``: :class:`spacl.losses.SPACLLoss` supervised
+  (``positive_pool="instance_class"``, ``detach_candidates=False``, anchors from the
+  pool: gradient through every view), defaults otherwise;
+- ``supcon``: :class:`spacl.losses.SupConLoss`;
+- ``cross_entropy``: a linear classifier on the *unnormalised* mean-pooled embedding
+  of every view (as a BERT classifier reads its un-normalised output); the classifier
+  is trained with the same optimiser and discarded afterwards.
+
+Contrastive losses read the L2-normalised embeddings; no projection head is used, so
+the features of the open-set decision are the encoder's embeddings for every method.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "FINETUNE_OBJECTIVES",
+    "FinetuneSettings",
+    "TopLayers",
+    "bottom_states",
+    "embed_states",
+    "encode_views",
+    "finetune",
+    "pad_states",
+]
+
+FINETUNE_OBJECTIVES = ("spacl", "supcon", "cross_entropy")
+
+
+def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Right-pad ``[T_i, d]`` token states to ``([B, T, d] states, [B, T] bool mask)``."""
+    if not states:
+        raise ValueError("pad_states needs at least one text's states")
+    t = max(int(s.shape[0]) for s in states)
+    d = int(states[0].shape[1])
+    out = states[0].new_zeros(len(states), t, d)
+    mask = torch.zeros(len(states), t, dtype=torch.bool)
+    for i, s in enumerate(states):
+        out[i, : s.shape[0]] = s
+        mask[i, : s.shape[0]] = True
+    return out, mask
+
+
+@torch.no_grad()
+def bottom_states(
+    model: nn.Module,
+    tokenize: Callable[[list[str]], dict[str, Tensor]],
+    texts: Sequence[str],
+    num_frozen: int,
+    batch_size: int = 256,
+) -> list[Tensor]:
+    """Token states after the first ``num_frozen`` layers of ``model``, one per text.
+
+    ``model`` is a Hugging Face encoder (``BertModel``-like: called with ``input_ids``,
+    ``attention_mask``... and ``output_hidden_states=True``); ``tokenize`` maps texts
+    to its inputs.  Returns ``float32 [T_i, d]`` per text (padding removed; ``T_i``
+    counts the special tokens), in the order of ``texts``, computed in eval mode.
+    """
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
+    out: list[Tensor | None] = [None] * len(texts)
+    try:
+        for i in range(0, len(order), batch_size):
+            rows = order[i : i + batch_size]
+            feats = tokenize([texts[r] for r in rows])
+            inputs = {k: v for k, v in feats.items() if isinstance(v, Tensor)}
+            hidden = model(**inputs, output_hidden_states=True).hidden_states[num_frozen]
+            lengths = inputs["attention_mask"].sum(1).tolist()
+            for j, (r, n) in enumerate(zip(rows, lengths, strict=True)):
+                out[r] = hidden[j, : int(n)].float().clone()
+    finally:
+        model.train(was_training)
+    return [s for s in out if s is not None]
+
+
+class TopLayers(nn.Module):
+    """The top transformer layers of an encoder (copied) + mean pooling.
+
+    ``forward(states [B, T, d], mask [B, T]) -> [B, d]``: the layers run with an
+    additive attention mask (0 on tokens, the dtype's minimum on padding), then the
+    masked mean over tokens; L2-normalised when ``normalize`` (returned unnormalised
+    by :meth:`pooled`).
+
+    Args:
+        layers: the trainable layers (deep-copied, so the source model is untouched),
+            each called as ``layer(hidden, attention_mask=additive_mask)``.
+        normalize: L2-normalise the output (the sentence-transformer's last module).
+    """
+
+    def __init__(self, layers: Sequence[nn.Module], normalize: bool = True) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for layer in layers)
+        for p in self.layers.parameters():
+            p.requires_grad_(True)
+        self.normalize = bool(normalize)
+
+    def pooled(self, states: Tensor, mask: Tensor) -> Tensor:
+        """Mean-pooled output of the layers, not normalised: ``[B, d]``."""
+        if states.ndim != 3 or mask.shape != states.shape[:2]:
+            raise ValueError(
+                f"states must be [B, T, d] with mask [B, T], got {tuple(states.shape)} "
+                f"and {tuple(mask.shape)}"
+            )
+        m = mask.to(states.device)
+        additive = torch.zeros(m.shape, dtype=states.dtype, device=states.device)
+        additive = additive.masked_fill(~m, torch.finfo(states.dtype).min)[:, None, None, :]
+        h = states
+        for layer in self.layers:
+            out = layer(h, attention_mask=additive)
+            h = out[0] if isinstance(out, tuple) else out
+        w = m.to(h.dtype).unsqueeze(-1)
+        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+
+    def forward(self, states: Tensor, mask: Tensor) -> Tensor:
+        z = self.pooled(states, mask)
+        return F.normalize(z, dim=1) if self.normalize else z
+
+
+def encode_views(top: TopLayers, states: Tensor, mask: Tensor, num_views: int) -> Tensor:
+    """``[B, V, d]`` unnormalised views: view 0 in eval mode, ``1..V-1`` with dropout on.
+
+    Leaves ``top`` in train mode.
+    """
+    if num_views < 1:
+        raise ValueError(f"num_views must be >= 1, got {num_views}")
+    b, t, d = states.shape
+    top.eval()
+    first = top.pooled(states, mask).unsqueeze(1)
+    top.train()
+    if num_views == 1:
+        return first
+    m = num_views - 1
+    rep = states.unsqueeze(1).expand(b, m, t, d).reshape(b * m, t, d)
+    others = top.pooled(rep, mask.unsqueeze(1).expand(b, m, t).reshape(b * m, t))
+    return torch.cat((first, others.reshape(b, m, -1)), dim=1)
+
+
+@torch.no_grad()
+def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512) -> Tensor:
+    """``float32 [N, d]`` eval-mode embeddings of cached states (normalised as ``top``)."""
+    if not states:
+        raise ValueError("embed_states needs at least one text's states")
+    was_training = top.training
+    top.eval()
+    order = sorted(range(len(states)), key=lambda i: int(states[i].shape[0]))  # less padding
+    out: Tensor | None = None
+    try:
+        for i in range(0, len(order), batch_size):
+            rows = order[i : i + batch_size]
+            h, mask = pad_states([states[r] for r in rows])
+            z = top(h, mask).float()
+            if out is None:
+                out = z.new_zeros(len(states), z.shape[1])
+            out[torch.tensor(rows)] = z
+    finally:
+        top.train(was_training)
+    assert out is not None
+    return out
+
+
+@dataclass(frozen=True)
+class FinetuneSettings:
+    """One fine-tuning budget, identical across objectives."""
+
+    objective: str
+    epochs: int = 1
+    batch_size: int = 8  # instances per step (each with ``num_views`` views)
+    lr: float = 1e-5  # Adam, every trainable parameter (the SPACL paper's setting)
+    temperature: float = 0.1
+    num_views: int = 5
+    seed: int = 0
+    max_steps: int | None = None  # stop early (tests / smoke runs)
+
+    def __post_init__(self) -> None:
+        if self.objective not in FINETUNE_OBJECTIVES:
+            raise ValueError(
+                f"objective must be one of {FINETUNE_OBJECTIVES}, got {self.objective!r}"
+            )
+        if self.epochs < 1 or self.batch_size < 2 or self.num_views < 2:
+            raise ValueError(
+                "epochs must be >= 1, batch_size >= 2 and num_views >= 2, got "
+                f"{self.epochs}, {self.batch_size}, {self.num_views}"
+            )
+        if not self.lr > 0 or not self.temperature > 0:
+            raise ValueError(f"lr and temperature must be > 0, got {self.lr}, {self.temperature}")
+
+
+def _loss_fn(settings: FinetuneSettings) -> nn.Module | None:
+    if settings.objective == "spacl":
+        from spacl.losses import SPACLLoss
+
+        return SPACLLoss(
+            temperature=settings.temperature,
+            positive_pool="instance_class",
+            detach_candidates=False,
+            generator=torch.Generator().manual_seed(settings.seed),
+        )
+    if settings.objective == "supcon":
+        from spacl.losses import SupConLoss
+
+        return SupConLoss(temperature=settings.temperature)
+    return None
+
+
+def finetune(
+    initial: TopLayers,
+    states: Sequence[Tensor],
+    labels: Tensor,
+    num_classes: int,
+    settings: FinetuneSettings,
+    *,
+    on_step: Callable[[int, float], None] | None = None,
+) -> tuple[TopLayers, list[float]]:
+    """Fine-tune a copy of ``initial`` on cached ``states`` with ``labels``.
+
+    Every step draws ``settings.batch_size`` instances (a seeded permutation per epoch;
+    a last batch of one instance is skipped), makes their views (:func:`encode_views`)
+    and takes one Adam step on the objective.  ``initial`` is not modified.  Returns
+    the fine-tuned copy (eval mode) and the mean loss of every epoch.  ``on_step``
+    receives ``(step, loss)`` after every step.
+    """
+    if len(states) != labels.numel():
+        raise ValueError(f"{len(states)} texts' states but {labels.numel()} labels")
+    torch.manual_seed(settings.seed)
+    top = copy.deepcopy(initial)
+    top.train()
+    classifier: nn.Linear | None = None
+    params: list[nn.Parameter] = list(top.parameters())
+    if settings.objective == "cross_entropy":
+        dim = int(states[0].shape[1])
+        classifier = nn.Linear(dim, num_classes)
+        params += list(classifier.parameters())
+    loss_fn = _loss_fn(settings)
+    optimizer = torch.optim.Adam(params, lr=settings.lr)
+    gen = torch.Generator().manual_seed(settings.seed)
+    epoch_losses: list[float] = []
+    step = 0
+    for _epoch in range(settings.epochs):
+        perm = torch.randperm(len(states), generator=gen)
+        total, count = 0.0, 0
+        for i in range(0, len(states), settings.batch_size):
+            idx = perm[i : i + settings.batch_size]
+            if idx.numel() < 2:
+                continue
+            h, mask = pad_states([states[int(j)] for j in idx])
+            yb = labels[idx]
+            views = encode_views(top, h, mask, settings.num_views)  # [b, V, d]
+            loss: Any
+            if classifier is not None:
+                b, v, d = views.shape
+                logits = classifier(views.reshape(b * v, d))
+                loss = F.cross_entropy(logits, yb.repeat_interleave(v))
+            elif settings.objective == "spacl":
+                assert loss_fn is not None
+                loss = loss_fn(None, F.normalize(views, dim=-1), yb)
+            else:
+                assert loss_fn is not None
+                loss = loss_fn(F.normalize(views, dim=-1), labels=yb)
+            if not bool(torch.isfinite(loss)):
+                raise ValueError(f"non-finite {settings.objective} loss at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            value = float(loss.detach())
+            total, count, step = total + value, count + 1, step + 1
+            if on_step is not None:
+                on_step(step, value)
+            if settings.max_steps is not None and step >= settings.max_steps:
+                break
+        epoch_losses.append(total / max(count, 1))
+        if settings.max_steps is not None and step >= settings.max_steps:
+            break
+    top.eval()
+    return top, epoch_losses
