@@ -184,7 +184,7 @@ def _accepted(cls: Callable[..., nn.Module]) -> tuple[set[str], bool]:
 def _use_labels(ocfg: Any, spec: ObjectiveSpec, key: str) -> bool:
     use = ocfg.use_labels
     if use is None:
-        class_pool = (ocfg.params or {}).get("positive_pool") == "class"
+        class_pool = (ocfg.params or {}).get("positive_pool") in ("class", "instance_class")
         return spec.default_use_labels() or class_pool
     if use and spec.labels == "never":
         raise ValueError(f"config key '{key}.use_labels': objective {spec.name!r} takes no labels")
