@@ -23,6 +23,7 @@ def namespace() -> dict[str, object]:
     return {
         "torch": torch,
         "B": b,
+        "V": 5,
         "encoder": lin,
         "x0": torch.randn(b, 12, generator=g),
         "x1": torch.randn(b, 12, generator=g),
