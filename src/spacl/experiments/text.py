@@ -266,6 +266,43 @@ def _optimizer(cfg: DictConfig, params: list[nn.Parameter]) -> torch.optim.Optim
     return torch.optim.SGD(params, lr=lr, weight_decay=wd, momentum=0.9)
 
 
+def _build_head(
+    cfg: DictConfig, in_dim: int, num_known: int, device: torch.device
+) -> tuple[nn.Module, nn.Module | None]:
+    """The projection head of ``model.head`` and, for cross-entropy, its linear classifier."""
+    head: nn.Module
+    if cfg.model.head == "residual":
+        head = ResidualHead(in_dim, int(cfg.model.hidden_dim)).to(device)
+    else:
+        head = ProjectionHead(
+            in_dim, int(cfg.model.proj_dim), str(cfg.model.head), int(cfg.model.hidden_dim)
+        ).to(device)
+    name = str(cfg.objective.name)
+    classifier = (
+        nn.Linear(int(head.out_dim), num_known).to(device) if name == "cross_entropy" else None
+    )
+    return head, classifier
+
+
+def _batch_loss(
+    name: str,
+    head: nn.Module,
+    classifier: nn.Module | None,
+    loss_fn: nn.Module | None,
+    v: Tensor,
+    yb: Tensor,
+    smoothing: float,
+) -> Tensor:
+    """The objective's loss on one batch of views ``v[b, V, d_in]``."""
+    b, nv, d = v.shape
+    z = head(v.reshape(b * nv, d)).reshape(b, nv, -1)
+    if classifier is not None:
+        logits = classifier(z.reshape(b * nv, -1))
+        return F.cross_entropy(logits, yb.repeat_interleave(nv), label_smoothing=smoothing)
+    assert loss_fn is not None
+    return loss_fn(None, z, yb) if name == "spacl" else loss_fn(z, yb)
+
+
 def _train_head(
     cfg: DictConfig,
     x: Tensor,
@@ -278,16 +315,7 @@ def _train_head(
     name = str(cfg.objective.name)
     if name == "frozen":
         return nn.Identity(), []
-    head: nn.Module
-    if cfg.model.head == "residual":
-        head = ResidualHead(x.shape[1], int(cfg.model.hidden_dim)).to(device)
-    else:
-        head = ProjectionHead(
-            x.shape[1], int(cfg.model.proj_dim), str(cfg.model.head), int(cfg.model.hidden_dim)
-        ).to(device)
-    classifier = (
-        nn.Linear(int(head.out_dim), num_known).to(device) if name == "cross_entropy" else None
-    )
+    head, classifier = _build_head(cfg, int(x.shape[1]), num_known, device)
     loss_fn = _build_loss(cfg, seed)
     if loss_fn is not None:
         loss_fn.to(device)
@@ -312,19 +340,8 @@ def _train_head(
             idx = perm[i : i + batch]
             if idx.numel() < 2:
                 continue
-            xb, yb = x[idx], y[idx]
-            v = views(xb, gen)  # [b, V, d_in]
-            b, nv, d = v.shape
-            z = head(v.reshape(b * nv, d)).reshape(b, nv, -1)
-            if classifier is not None:
-                logits = classifier(z.reshape(b * nv, -1))
-                loss = F.cross_entropy(logits, yb.repeat_interleave(nv), label_smoothing=smoothing)
-            elif name == "spacl":
-                assert loss_fn is not None
-                loss = loss_fn(None, z, yb)
-            else:
-                assert loss_fn is not None
-                loss = loss_fn(z, yb)
+            v = views(x[idx], gen)  # [b, V, d_in]
+            loss = _batch_loss(name, head, classifier, loss_fn, v, y[idx], smoothing)
             if not bool(torch.isfinite(loss)):
                 raise ValueError(f"non-finite {name} loss at epoch {_epoch}, step {steps}")
             optimizer.zero_grad(set_to_none=True)
