@@ -234,8 +234,7 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "minute, else 3; each section states its seeds and the mean time of a trained "
         "run, measured on 2 CPU cores shared with other jobs.  The sections come from "
         "several invocations of the command (see the run files under "
-        "`benchmarks/results/ood_runs/`); `+ ADB boundary` rows exist for the "
-        "configurations run after ADB landed.",
+        "`benchmarks/results/ood_runs/`: the same numbers whatever the grouping, 1 thread).",
         "",
         "**Decision rule, chosen without test data**: nearest class centre (cosine) with a "
         "rejection threshold; the rule is chosen per run by a criterion fixed in advance "
