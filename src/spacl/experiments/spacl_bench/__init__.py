@@ -1,8 +1,10 @@
 """The fair SPACL study (issue 11): benches with headroom, one protocol for every method.
 
 ``python -m spacl.experiments.spacl_bench --bench clinc150 --out DIR`` trains every stage
-of :mod:`.stages` on one bench (resumable: finished runs live in ``DIR/runs.jsonl``) and
-writes ``DIR/choices-<bench>.json``; :mod:`.report` turns the runs into the report.
+of :mod:`.stages` on one bench (resumable: finished runs live in ``DIR/runs/<bench>.jsonl``,
+the same store ``spacl reproduce spacl --out DIR`` reads and completes) and writes
+``DIR/runs/choices-<bench>.json``; :func:`run` (``spacl reproduce spacl``) runs every
+bench and writes the report.
 """
 
 from __future__ import annotations
@@ -56,12 +58,12 @@ def run_bench(
     if smoke:
         bench.epochs, seeds = 1, (0, 1)
     out = Path(out_dir)
-    store = RunStore(out / "runs.jsonl")
+    store = RunStore(out / "runs" / f"{name}.jsonl")
     chosen: dict[str, Any] = {"_meta": {"commit": git_commit(), "smoke": smoke, "seeds": seeds}}
     for setting in settings or bench.settings:
         res = run_setting(bench, setting, store, seeds, PROJ_DIMS[name], CRITERIA[name])
         chosen[setting] = summary(res)
-        (out / f"choices-{name}.json").write_text(json.dumps(chosen, indent=2))
+        (out / "runs" / f"choices-{name}.json").write_text(json.dumps(chosen, indent=2))
     return chosen
 
 
@@ -147,7 +149,7 @@ def run(
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bench", choices=sorted(BENCHES), required=True)
-    parser.add_argument("--out", default="docs/results/spacl/runs")
+    parser.add_argument("--out", default="docs/results/spacl")
     parser.add_argument("--setting", action="append")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--smoke", action="store_true", help="1 epoch, 2 seeds: no verdict")
