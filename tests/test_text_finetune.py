@@ -129,3 +129,24 @@ def test_minilm_top_two_layers_match_the_frozen_encoder_and_train() -> None:
     tuned, losses = finetune(top, states, torch.arange(16) % 2, 2, settings)
     assert len(losses) == 1 and torch.isfinite(torch.tensor(losses[0]))
     assert embed_states(tuned, states).shape == (16, 384)
+
+
+def test_results_index_row_quotes_only_numbers_of_its_results_file() -> None:
+    """The RESULTS.md row of results/ood_finetune.md quotes numbers written in that file."""
+    import re
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    index, source = bench / "RESULTS.md", bench / "results" / "ood_finetune.md"
+    if not source.is_file():
+        pytest.skip("benchmarks/results/ood_finetune.md is not written yet")
+    rows = [
+        line
+        for line in index.read_text().splitlines()
+        if line.startswith("| [results/ood_finetune.md](results/ood_finetune.md) |")
+    ]
+    assert len(rows) == 1, "benchmarks/RESULTS.md needs one row linking results/ood_finetune.md"
+    decimal = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")
+    written = set(decimal.findall(source.read_text()))
+    quoted = decimal.findall(rows[0].split("|", 2)[2])
+    assert quoted and not sorted(set(quoted) - written)
