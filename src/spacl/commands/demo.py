@@ -5,7 +5,9 @@ split) with the same data stream, views (the original + 4 augmentations), initia
 and optimiser — SimCLR (NT-Xent over all views), SupCon (labels), SPACL self-supervised
 (dynamic anchor, farthest-point hard positives, adversarial negatives and the literal
 relative-threshold cut, one online pass of every view) and SPACL supervised
-(``positive_pool="instance_class"``) — then evaluates the frozen backbone
+(``positive_pool="instance_class"``, every view an anchor, SupCon's mean over the
+positives: the setting chosen on validation by ``spacl reproduce spacl``) — then
+evaluates the frozen backbone
 features: linear probe, weighted kNN (k=200, t=0.1), nearest class centre, and the
 geometry (effective rank, NC1) of the test features.  Each model gets a normal run
 directory under ``--out`` (default ``runs/demo-<time>``) with config, metrics,
@@ -37,9 +39,13 @@ DEMO_MODELS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "spacl_sup": (
         {
             "name": "spacl",
-            "temperature": 0.5,
+            "temperature": 0.1,
             "use_labels": True,
-            "params": {"positive_pool": "instance_class"},
+            "params": {
+                "positive_pool": "instance_class",
+                "positive_mode": "mean",
+                "anchor_set": "every_view",
+            },
         },
         _VIEWS,
     ),
