@@ -18,6 +18,8 @@ Objectives (:func:`finetune`), all on the same views, steps and initial weights:
 - ``spacl``: :class:`spacl.losses.SPACLLoss` supervised
   (``positive_pool="instance_class"``, ``detach_candidates=False``, anchors from the
   pool: gradient through every view), defaults otherwise;
+- ``spacl_selected``: the same with the supervised setting ``spacl reproduce spacl``
+  chose on validation (every view an anchor, SupCon's mean over the positives);
 - ``supcon``: :class:`spacl.losses.SupConLoss`;
 - ``cross_entropy``: a linear classifier on the *unnormalised* mean-pooled embedding
   of every view (as a BERT classifier reads its un-normalised output); the classifier
@@ -49,7 +51,7 @@ __all__ = [
     "pad_states",
 ]
 
-FINETUNE_OBJECTIVES = ("spacl", "supcon", "cross_entropy")
+FINETUNE_OBJECTIVES = ("spacl", "spacl_selected", "supcon", "cross_entropy")
 
 
 def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -212,6 +214,17 @@ class FinetuneSettings:
 
 
 def _loss_fn(settings: FinetuneSettings) -> nn.Module | None:
+    if settings.objective == "spacl_selected":
+        from spacl.losses import SPACLLoss
+
+        return SPACLLoss(
+            temperature=settings.temperature,
+            positive_pool="instance_class",
+            positive_mode="mean",
+            anchor_set="every_view",
+            detach_candidates=False,
+            generator=torch.Generator().manual_seed(settings.seed),
+        )
     if settings.objective == "spacl":
         from spacl.losses import SPACLLoss
 
@@ -276,7 +289,7 @@ def finetune(
                 b, v, d = views.shape
                 logits = classifier(views.reshape(b * v, d))
                 loss = F.cross_entropy(logits, yb.repeat_interleave(v))
-            elif settings.objective == "spacl":
+            elif settings.objective in ("spacl", "spacl_selected"):
                 assert loss_fn is not None
                 loss = loss_fn(None, F.normalize(views, dim=-1), yb)
             else:
