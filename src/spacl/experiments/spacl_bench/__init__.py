@@ -79,6 +79,45 @@ def _seeds_for(name: str, seeds: Sequence[int], quick: bool) -> list[int]:
     return seeds + [s for s in range(max(seeds) + 1, max(seeds) + 6)][: 5 - len(seeds)]
 
 
+def _config(seeds: Sequence[int], quick: bool) -> dict[str, Any]:
+    return {
+        "study": {
+            "criteria": CRITERIA,
+            "proj_dims": PROJ_DIMS,
+            "factors": FACTORS,
+            "base": asdict(BASE),
+            "temperatures": TEMPERATURES,
+            "barlow_lambdas": BARLOW_LAMBDAS,
+            "seeds": {n: _seeds_for(n, seeds, quick) for n in BENCHES},
+        }
+    }
+
+
+def _run_bench(
+    study: StudyRun, name: str, out: Path, seeds: Sequence[int], quick: bool
+) -> dict[str, Any]:
+    """Every setting of bench ``name`` (resumable through its run store); its metrics."""
+    bench = load_bench(name, quick)
+    study.report.data_notes.append(bench.description)
+    store = RunStore(out / "runs" / f"{name}.jsonl")
+    bench_seeds = _seeds_for(name, seeds, quick)
+    metrics: dict[str, Any] = {}
+    for setting in bench.settings:
+        res = run_setting(
+            bench, setting, store, bench_seeds, PROJ_DIMS[name], CRITERIA[name], quick=quick
+        )
+        metrics[setting] = collect_setting(store, res, PROJ_DIMS[name])
+        study.report.runs += [
+            {k: r[k] for k in ("bench", "setting", "method", "tau", "seed", "val", "test")}
+            for r in store.select(setting=setting)
+        ]
+    if name == "mnist5k":
+        temps = metrics["self-supervised"]["temperatures"]
+        cache = out / "runs" / "diagnostics.json"
+        metrics["_diagnostics"] = run_diagnostics(bench, temps, bench_seeds, PROJ_DIMS[name], cache)
+    return metrics
+
+
 def run(
     out_dir: str | Path,
     *,
@@ -91,58 +130,19 @@ def run(
 
     Finished runs are kept in ``out_dir/runs/<bench>.jsonl`` and reused by a rerun (a
     crash loses only the runs in flight).  ``quick``: a few hundred examples, one epoch,
-    two values per tuned hyper-parameter: a smoke run whose report states no verdict.
+    one value per tuned hyper-parameter: a smoke run whose report states no verdict.
     """
     out = Path(out_dir)
     study = StudyRun.start(
-        "spacl",
-        TITLE,
-        out,
-        command,
-        {
-            "study": {
-                "criteria": CRITERIA,
-                "proj_dims": PROJ_DIMS,
-                "factors": FACTORS,
-                "base": asdict(BASE),
-                "temperatures": TEMPERATURES,
-                "barlow_lambdas": BARLOW_LAMBDAS,
-                "seeds": {n: _seeds_for(n, seeds, quick) for n in BENCHES},
-            }
-        },
-        seeds,
-        quick,
-        log=log,
+        "spacl", TITLE, out, command, _config(seeds, quick), seeds, quick, log=log
     )
     metrics: dict[str, Any] = {"benches": {}}
     for name in BENCHES:
         with study.part(name):
-            bench = load_bench(name, quick)
-            study.report.data_notes.append(bench.description)
-            store = RunStore(out / "runs" / f"{name}.jsonl")
-            bench_seeds = _seeds_for(name, seeds, quick)
-            for setting in bench.settings:
-                res = run_setting(
-                    bench,
-                    setting,
-                    store,
-                    bench_seeds,
-                    PROJ_DIMS[name],
-                    CRITERIA[name],
-                    quick=quick,
-                )
-                metrics["benches"].setdefault(name, {})[setting] = collect_setting(
-                    store, res, PROJ_DIMS[name]
-                )
-                study.report.runs += [
-                    {k: r[k] for k in ("bench", "setting", "method", "tau", "seed", "val", "test")}
-                    for r in store.select(setting=setting)
-                ]
-            if name == "mnist5k":
-                temps = metrics["benches"][name]["self-supervised"]["temperatures"]
-                metrics["diagnostics"] = run_diagnostics(
-                    bench, temps, bench_seeds, PROJ_DIMS[name], out / "runs" / "diagnostics.json"
-                )
+            bench_metrics = _run_bench(study, name, out, seeds, quick)
+        if "_diagnostics" in bench_metrics:
+            metrics["diagnostics"] = bench_metrics.pop("_diagnostics")
+        metrics["benches"][name] = bench_metrics
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
 
 

@@ -135,7 +135,13 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
         for name, tune in m["benches"][b][s]["tuning"].items():
             rows.append([f"{b} {s}", name, ", ".join(f"{t}: {v:.1f}" for t, v in tune.items())])
     report.table(["bench", "method", "value per temperature"], rows)
-    report.section("Timing (seconds)", ", ".join(f"{k}: {v:.0f}" for k, v in m["timing"].items()))
+    report.section(
+        "Timing (seconds of this invocation)",
+        ", ".join(f"{k}: {v:.0f}" for k, v in m["timing"].items())
+        + ".  Runs already in the run store (`runs/<bench>.jsonl`) are reused, not retrained: "
+        "the store holds every run's record; training all of them from scratch takes about "
+        "an hour on two CPU cores.",
+    )
 
 
 def plots(report: StudyReport, m: dict[str, Any]) -> None:

@@ -108,33 +108,14 @@ def run_setting(
     the base, the paper's ablations and the EMA option (a smoke run).
     """
     name = bench.name
-    frozen = RunKey(name, setting, "frozen encoder", 0.0, 0)
-    if frozen not in store:
-        store.add(frozen, {"steps": 0, **evaluate(bench, bench.encoder(0)), "kept_fraction": []})
-    raw = RunKey(name, setting, "raw inputs", 0.0, 0)
-    if raw not in store:
-        store.add(raw, {"steps": 0, **evaluate(bench, None), "kept_fraction": []})
+    _untrained(bench, setting, store)
     bases = [_thin(m, quick) for m in baselines(setting)]
     base = _thin(spacl_method(BASE, setting, proj_dim), quick)
     tuned: list[Method] = [*bases, base]
     train_runs(bench, setting, [(m, t) for m in tuned for t in m.temperatures], 0, store)
     temps = {m.name: _best_tau(store, name, setting, m, criterion) for m in tuned}
-
-    choices = option_choices(setting)
-    if quick:  # the base, the ablations the claims need, one change of two other factors
-        keep = [BASE, *paper_ablations().values(), replace(BASE, gradient="ema")]
-        choices = [c for c in choices if c in keep]
-    options = [_thin(spacl_method(c, setting, proj_dim), quick) for c in choices]
     tau0 = temps[base.name]
-    train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
-    scores = {
-        m.name: _score(store, RunKey(name, setting, m.name, tau0, 0), criterion) for m in options
-    }
-    # the ablations are reported, never selected
-    best = max(
-        (m for m in options if "no_" not in m.name and "oaa" not in m.name),
-        key=lambda m: (scores[m.name], m.name == base.name),
-    )
+    options, best = _select_option(bench, setting, store, proj_dim, criterion, tau0, quick)
     if best.name != base.name:
         train_runs(bench, setting, [(best, t) for t in best.temperatures], 0, store)
         temps[best.name] = _best_tau(store, name, setting, best, criterion)
@@ -147,16 +128,49 @@ def run_setting(
                 jobs += [(m, tau0) for m in ablations]
             train_runs(bench, setting, jobs, seed, store)
     log.info("%s/%s: selected %s (tau %g)", name, setting, best.name, temps[best.name])
-    return SettingResult(
-        name,
-        setting,
-        temps,
-        base.name,
-        best.name,
-        [m.name for m in options],
-        criterion,
-        list(seeds),
+    names = [m.name for m in options]
+    return SettingResult(name, setting, temps, base.name, best.name, names, criterion, list(seeds))
+
+
+def _untrained(bench: Bench, setting: str, store: RunStore) -> None:
+    """Score the untrained rows once: the frozen initial encoder and the raw inputs."""
+    for label, model in (("frozen encoder", bench.encoder(0)), ("raw inputs", None)):
+        key = RunKey(bench.name, setting, label, 0.0, 0)
+        if key not in store:
+            store.add(key, {"steps": 0, **evaluate(bench, model), "kept_fraction": []})
+
+
+def _select_option(
+    bench: Bench,
+    setting: str,
+    store: RunStore,
+    proj_dim: int,
+    criterion: str,
+    tau0: float,
+    quick: bool,
+) -> tuple[list[Method], Method]:
+    """Stage 2: every option at the base's temperature, seed 0; the best on validation.
+
+    The paper's ablations are trained and reported, never selected; ties go to the base,
+    then to the earlier option.
+    """
+    choices = option_choices(setting)
+    if quick:  # the base, the ablations the claims need, and one other option
+        keep = [BASE, *paper_ablations().values(), replace(BASE, gradient="ema")]
+        choices = [c for c in choices if c in keep]
+    options = [_thin(spacl_method(c, setting, proj_dim), quick) for c in choices]
+    train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
+    base_name = spacl_method(BASE, setting, proj_dim).name
+    ablated = {spacl_method(c, setting, proj_dim).name for c in choices if c.variant != "full"}
+    scores = {
+        m.name: _score(store, RunKey(bench.name, setting, m.name, tau0, 0), criterion)
+        for m in options
+    }
+    best = max(
+        (m for m in options if m.name not in ablated),
+        key=lambda m: (scores[m.name], m.name == base_name),
     )
+    return options, best
 
 
 def _thin(method: Method, quick: bool) -> Method:
