@@ -454,6 +454,47 @@ class LinkSPACLLoss(nn.Module):
         hard[rows] = sub
         return hard
 
+    def _adversarial_logits(
+        self, query: Tensor, entities: Tensor, hard: Tensor
+    ) -> tuple[Tensor, float | None, float | None]:
+        """Logits ``[B, K_adv]`` of the generated negatives and the game's losses.
+
+        The game's real samples are each query's first ``num_positives`` hard tails (rows
+        with fewer repeat the first), on the unit sphere; the generated points are scaled
+        back to the mean norm of those tails.
+        """
+        b = hard.shape[0]
+        game = self._game(query.shape[1])
+        ents = entities.detach()
+        row, col = hard.nonzero(as_tuple=True)  # row-major: grouped by query
+        counts = torch.bincount(row, minlength=b)
+        starts = torch.cumsum(counts, 0) - counts
+        first = col[starts]  # every query has at least one hard positive
+        rank = torch.arange(len(row), device=row.device) - starts[row]
+        slots = torch.empty(b, self.num_positives, dtype=torch.long, device=hard.device)
+        slots[:] = first.unsqueeze(1)  # rows with fewer hard positives repeat the first
+        keep = rank < self.num_positives
+        slots[row[keep], rank[keep]] = col[keep]
+        real = ents[slots]  # [B, P, d]
+        scale = real.norm(dim=2).mean(1, keepdim=True)  # [B, 1]
+        unit_real = real / real.norm(dim=2, keepdim=True).clamp_min(1e-12)
+        anchors = query.detach()
+        unit_anchor = anchors / anchors.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        d_loss = g_loss = None
+        if self.training:
+            players = torch.arange(b, device=unit_anchor.device)
+            if self.game_batch is not None and b > self.game_batch:
+                players = torch.randperm(b, generator=self.rng)[: self.game_batch]
+                players = players.to(unit_anchor.device)
+            generated, dl, gl = game.play(unit_anchor[players], unit_real[players])
+            d_loss, g_loss = float(dl), float(gl)
+            if players.numel() < b:
+                generated = game.sample(unit_anchor)
+        else:
+            generated = game.sample(unit_anchor)
+        generated = generated.to(query.dtype) * scale.unsqueeze(2)
+        return torch.einsum("bd,bkd->bk", query, generated) / self.temperature, d_loss, g_loss
+
     def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
         _check_inputs(query, entities, positives)
         b = positives.shape[0]
@@ -463,35 +504,7 @@ class LinkSPACLLoss(nn.Module):
         adv_logits = None
         d_loss = g_loss = None
         if self.num_adversarial > 0:
-            game = self._game(query.shape[1])
-            ents = entities.detach()
-            row, col = hard.nonzero(as_tuple=True)  # row-major: grouped by query
-            counts = torch.bincount(row, minlength=b)
-            starts = torch.cumsum(counts, 0) - counts
-            first = col[starts]  # every query has at least one hard positive
-            rank = torch.arange(len(row), device=row.device) - starts[row]
-            slots = torch.empty(b, self.num_positives, dtype=torch.long, device=hard.device)
-            slots[:] = first.unsqueeze(1)  # rows with fewer hard positives repeat the first
-            keep = rank < self.num_positives
-            slots[row[keep], rank[keep]] = col[keep]
-            real = ents[slots]  # [B, P, d]
-            scale = real.norm(dim=2).mean(1, keepdim=True)  # [B, 1]
-            unit_real = real / real.norm(dim=2, keepdim=True).clamp_min(1e-12)
-            anchors = query.detach()
-            unit_anchor = anchors / anchors.norm(dim=1, keepdim=True).clamp_min(1e-12)
-            if self.training:
-                players = torch.arange(b, device=unit_anchor.device)
-                if self.game_batch is not None and b > self.game_batch:
-                    players = torch.randperm(b, generator=self.rng)[: self.game_batch]
-                    players = players.to(unit_anchor.device)
-                generated, dl, gl = game.play(unit_anchor[players], unit_real[players])
-                d_loss, g_loss = float(dl), float(gl)
-                if players.numel() < b:
-                    generated = game.sample(unit_anchor)
-            else:
-                generated = game.sample(unit_anchor)
-            generated = generated.to(query.dtype) * scale.unsqueeze(2)
-            adv_logits = torch.einsum("bd,bkd->bk", query, generated) / self.temperature
+            adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard)
 
         masked = logits.detach().masked_fill(positives, -math.inf)
         keep, keep_adv = top_share_cut(
