@@ -287,6 +287,8 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"method.  Temperature {meta['temperature']:g} for SPACL and SupCon, **not tuned**.  "
         "SPACL: `SPACLLoss(positive_pool='instance_class', detach_candidates=False)`, "
         "defaults otherwise (anchors from the pool: gradient through every view); "
+        "`spacl_selected`: the same with `positive_mode='mean', anchor_set='every_view'`, "
+        "the supervised setting `spacl reproduce spacl` chose on validation; "
         "cross-entropy: a linear classifier on the unnormalised mean-pooled embedding, "
         "discarded after training.  Features of the decision: the fine-tuned encoder's "
         "L2-normalised embeddings (no projection head).",
