@@ -469,6 +469,20 @@ def train_ood(
         **open_intent_metrics(split.test_labels, clf.predict(test_z), k)
     }
     test["auroc"] = nearest_auroc(clf, test_z, split.test_labels, k)
+    extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
+    return _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
+
+
+def _ood_summary(
+    cfg: DictConfig,
+    split: OpenIntentSplit,
+    test: dict[str, float | None],
+    dev_accuracy: float,
+    extra: dict[str, Any],
+    cache: EmbeddingCache,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The summary of :func:`train_ood` (logged, and written to ``out_dir`` if set)."""
     summary: dict[str, Any] = {
         "name": f"{cfg.data.name}-frozen"
         if cfg.objective.name == "frozen"
@@ -478,10 +492,8 @@ def train_ood(
         "split_seed": split.seed,
         "known_classes": split.known_classes,
         "test": test,
-        "dev_accuracy": 100.0 * float(dev_closed),
+        "dev_accuracy": dev_accuracy,
         **extra,
-        "losses": losses,
-        "seconds": time.perf_counter() - start,
         "encoded_texts": cache.encoded,
         "config": OmegaConf.to_container(cfg),
     }
