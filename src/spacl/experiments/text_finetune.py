@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -241,6 +240,27 @@ def _loss_fn(settings: FinetuneSettings) -> nn.Module | None:
     return None
 
 
+def _objective_loss(
+    settings: FinetuneSettings,
+    views: Tensor,
+    labels: Tensor,
+    classifier: nn.Linear | None,
+    loss_fn: nn.Module | None,
+) -> Tensor:
+    """The step's loss on ``views [b, V, d]``: CE of every view, or the contrastive loss."""
+    if classifier is not None:
+        b, v, d = views.shape
+        logits = classifier(views.reshape(b * v, d))
+        return F.cross_entropy(logits, labels.repeat_interleave(v))
+    assert loss_fn is not None
+    z = F.normalize(views, dim=-1)
+    if settings.objective in ("spacl", "spacl_selected"):
+        loss: Tensor = loss_fn(None, z, labels)
+    else:
+        loss = loss_fn(z, labels=labels)
+    return loss
+
+
 def finetune(
     initial: TopLayers,
     states: Sequence[Tensor],
@@ -284,17 +304,7 @@ def finetune(
             h, mask = pad_states([states[int(j)] for j in idx])
             yb = labels[idx]
             views = encode_views(top, h, mask, settings.num_views)  # [b, V, d]
-            loss: Any
-            if classifier is not None:
-                b, v, d = views.shape
-                logits = classifier(views.reshape(b * v, d))
-                loss = F.cross_entropy(logits, yb.repeat_interleave(v))
-            elif settings.objective in ("spacl", "spacl_selected"):
-                assert loss_fn is not None
-                loss = loss_fn(None, F.normalize(views, dim=-1), yb)
-            else:
-                assert loss_fn is not None
-                loss = loss_fn(F.normalize(views, dim=-1), labels=yb)
+            loss = _objective_loss(settings, views, yb, classifier, loss_fn)
             if not bool(torch.isfinite(loss)):
                 raise ValueError(f"non-finite {settings.objective} loss at step {step}")
             optimizer.zero_grad(set_to_none=True)
