@@ -119,8 +119,11 @@ def make_arm(
     momentum: float = 0.9,
     weight_decay: float = 0.0,
     lr_lambda: Callable[[int], float] | None = None,
+    target_momentum: float = 0.0,
 ) -> Any:
-    """A :class:`spacl.engine.Arm` (shared encoder target, fp32, CPU) for a study loop.
+    """A :class:`spacl.engine.Arm` (fp32, CPU) for a study loop.
+
+    The target is the shared encoder (``target_momentum=0``) or its EMA copy.
 
     ``objective`` names the engine's registry entry (``"spacl"`` selects the anchor +
     pool step, ``"cross_entropy"`` a classifier head the caller has put on ``model``);
@@ -149,7 +152,7 @@ def make_arm(
         use_labels,
         model,
         model,
-        EMATarget(model, 0.0),
+        EMATarget(model, target_momentum),
         opt,
         schedule,
         scaler,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spacl.experiments.spacl_bench.methods import Method, baselines, spacl_method
+from spacl.experiments.spacl_bench.methods import BASE, Method, baselines, spacl_method
 from spacl.experiments.spacl_bench.protocol import RunKey, RunStore
 from spacl.experiments.spacl_bench.stages import SettingResult, paper_ablations
 from spacl.experiments.verdicts import summarize
@@ -73,7 +73,7 @@ def collect_setting(
         untrained[name] = {
             s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
         }
-    tuned = [*bases, spacl_method_by_name(res, proj_dim)]
+    tuned = [*bases, spacl_method(BASE, res.setting, proj_dim)]
     return {
         "criterion": res.criterion,
         "seeds": res.seeds,
@@ -94,7 +94,6 @@ def option_change(name: str, res: SettingResult) -> str:
     """``"base"`` or the factor change (``"cut=exp"``, ``"variant=no_anchor"``) of an option."""
     from dataclasses import fields
 
-    from spacl.experiments.spacl_bench.methods import BASE
     from spacl.experiments.spacl_bench.stages import option_choices
 
     for choice in option_choices(res.setting):
@@ -106,12 +105,3 @@ def option_change(name: str, res: SettingResult) -> str:
             ]
             return ", ".join(diff) or "base"
     raise ValueError(f"option {name!r} is not an option of setting {res.setting!r}")
-
-
-def spacl_method_by_name(res: SettingResult, proj_dim: int) -> Method:
-    """The base SPACL method of a setting result."""
-    from spacl.experiments.spacl_bench.methods import BASE
-
-    method = spacl_method(BASE, res.setting, proj_dim)
-    assert method.name == res.base, (method.name, res.base)
-    return method

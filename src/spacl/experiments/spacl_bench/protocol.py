@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from spacl.engine import OBJECTIVES, Arm, Precision
-from spacl.experiments.common import probe_metrics
+from spacl.engine import Arm
+from spacl.experiments.common import make_arm, probe_metrics
 from spacl.experiments.spacl_bench.benches import Bench
 from spacl.experiments.spacl_bench.methods import Method
-from spacl.models import EMATarget
 
 __all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_models", "train_runs"]
 
@@ -94,24 +93,17 @@ class RunStore:
 
 
 def _arm(bench: Bench, method: Method, tau: float, seed: int) -> Arm:
-    model = bench.encoder(seed)
-    loss = method.build(tau, seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=bench.lr, weight_decay=1e-5)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
-    return Arm(
+    arm: Arm = make_arm(
         method.name,
-        OBJECTIVES[method.objective],
-        loss,
-        method.uses_labels,
-        model,
-        model,
-        EMATarget(model, method.momentum),
-        opt,
-        schedule,
-        torch.amp.GradScaler("cpu", enabled=False),
-        Precision(),
+        method.objective,
+        method.build(tau, seed),
+        bench.encoder(seed),
+        lr=bench.lr,
+        use_labels=method.uses_labels,
+        weight_decay=1e-5,
+        target_momentum=method.momentum,
     )
+    return arm
 
 
 @torch.no_grad()
@@ -177,20 +169,15 @@ def train_runs(
         )
 
 
-def select_temperature(store: RunStore, bench: str, setting: str, method: Method) -> float:
-    """The temperature with the best validation linear-probe accuracy (seed 0; ties: lower)."""
+def select_temperature(
+    store: RunStore, bench: str, setting: str, method: Method, criterion: str = "linear"
+) -> float:
+    """The temperature with the best validation ``criterion`` (seed 0; ties: the lower)."""
     best: tuple[float, float] | None = None
     for tau in sorted(method.temperatures):
         rec = store.get(RunKey(bench, setting, method.name, tau, 0))
-        score = float(rec["val"]["linear"])
+        score = float(rec["val"][criterion])
         if best is None or score > best[1]:
             best = (tau, score)
     assert best is not None
     return best[0]
-
-
-def chosen(
-    store: RunStore, bench: str, setting: str, methods: Iterable[Method]
-) -> dict[str, float]:
-    """``{method name: chosen temperature}``."""
-    return {m.name: select_temperature(store, bench, setting, m) for m in methods}

@@ -113,12 +113,12 @@ def run_setting(
     base = _thin(spacl_method(BASE, setting, proj_dim), quick)
     tuned: list[Method] = [*bases, base]
     train_runs(bench, setting, [(m, t) for m in tuned for t in m.temperatures], 0, store)
-    temps = {m.name: _best_tau(store, name, setting, m, criterion) for m in tuned}
+    temps = {m.name: select_temperature(store, name, setting, m, criterion) for m in tuned}
     tau0 = temps[base.name]
     options, best = _select_option(bench, setting, store, proj_dim, criterion, tau0, quick)
     if best.name != base.name:
         train_runs(bench, setting, [(best, t) for t in best.temperatures], 0, store)
-        temps[best.name] = _best_tau(store, name, setting, best, criterion)
+        temps[best.name] = select_temperature(store, name, setting, best, criterion)
     final = [*bases, base] + ([best] if best.name != base.name else [])
     ablations = [spacl_method(c, setting, proj_dim) for c in paper_ablations().values()]
     for seed in seeds:
@@ -175,18 +175,6 @@ def _select_option(
 
 def _thin(method: Method, quick: bool) -> Method:
     return replace(method, temperatures=method.temperatures[1:2]) if quick else method
-
-
-def _best_tau(store: RunStore, bench: str, setting: str, method: Method, criterion: str) -> float:
-    if criterion == "linear":
-        return select_temperature(store, bench, setting, method)
-    best: tuple[float, float] | None = None
-    for tau in sorted(method.temperatures):
-        s = _score(store, RunKey(bench, setting, method.name, tau, 0), criterion)
-        if best is None or s > best[1]:
-            best = (tau, s)
-    assert best is not None
-    return best[0]
 
 
 def summary(result: SettingResult) -> dict[str, Any]:
