@@ -147,6 +147,53 @@ def test_supcon_no_positive_anywhere_raises_instead_of_zero() -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", ["out", "in"])
+@pytest.mark.parametrize(("b", "v"), [(4, 2), (3, 3), (1, 4)])
+def test_supcon_single_class_batch_is_defined_and_matches_loop(
+    dtype: torch.dtype, variant: str, b: int, v: int
+) -> None:
+    # issue 18: SupCon's denominator holds the positives, so a one-class batch has a
+    # finite loss (SupContrast computes it); values and gradients equal Khosla's loop
+    x = views(b, v, 5, dtype, seed=3)
+    lab = torch.full((b,), 7)
+    a = x.clone().requires_grad_(True)
+    ref_in = x.double().clone().requires_grad_(True)
+    got = SupConLoss(0.2, variant)(a, lab)
+    want = supcon_ref(ref_in, lab, 0.2, variant)
+    close(got.detach(), want.detach(), dtype)
+    got.backward()
+    want.backward()
+    assert a.grad is not None and ref_in.grad is not None
+    tol = TOL[dtype] * max(1.0, float(ref_in.grad.abs().max()))
+    assert float((a.grad.double() - ref_in.grad).abs().max()) <= tol
+    if variant == "in":  # every positive is in the denominator: loss_a = log |P_a|
+        assert abs(float(got.detach()) - math.log(b * v - 1)) <= TOL[dtype] * 10
+
+
+def test_supcon_single_class_gradcheck_and_lower_bound() -> None:
+    x = views(3, 2, 4, torch.float64, seed=5).requires_grad_(True)
+    lab = torch.zeros(3, dtype=torch.long)
+    loss = SupConLoss(0.5)
+    assert torch.autograd.gradcheck(lambda t: loss(t, lab), (x,), eps=1e-6, atol=1e-7)
+    # Jensen: L_out >= log |P_a| = log 5, tight when all views coincide
+    assert float(loss(x, lab).detach()) > math.log(5)
+    same = torch.ones(3, 2, 4, dtype=torch.float64)
+    assert abs(float(loss(same, lab)) - math.log(5)) <= 1e-12
+
+
+def test_single_class_batch_still_raises_for_losses_that_need_negatives() -> None:
+    x = views(4, 2, 3, torch.float64)
+    lab = torch.zeros(4, dtype=torch.long)
+    for loss in (NSCLLoss(0.5), NSCLLoss(0.5, True), HardNegativeLoss(1.0, 0.0, 0.5)):
+        with pytest.raises(ValueError, match="negative"):
+            loss(x, lab)
+    with pytest.raises(ValueError, match="at least 2 instances"):
+        DecoupledContrastiveLoss(0.5)(x[:1])
+    with pytest.raises(ValueError, match="positive"):  # one instance, one view: undefined
+        SupConLoss(0.5)(x[:1, :1], lab[:1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("pos_in_den", [False, True])
 def test_nscl_matches_loop(dtype: torch.dtype, pos_in_den: bool) -> None:
     x, lab = views(8, 2, 5, dtype), labels_for(8, 3)

@@ -39,10 +39,17 @@ class PairwiseContrastiveLoss(nn.Module):
     debiasing).  Anchors that have no positive (or, for decoupled losses, no negative)
     are left out of the reduction; if *no* anchor is usable a ``ValueError`` says why
     (never NaN, never a silent zero).
+
+    ``needs_negative_pair`` (class attribute, default ``True``): whether the loss is
+    undefined on a batch without any negative pair (a single class).  Losses whose
+    denominator excludes the positives (decoupled, negatives-only) or that weight and
+    count the negatives (HCL, debiasing) need one; SupCon's denominator holds the
+    positives, so it sets ``False`` and is computed on a one-class batch.
     """
 
     positive_mode: PositiveMode = "mean"
     positive_in_denominator: bool = True
+    needs_negative_pair: bool = True
     supports_labels: bool = True
     requires_labels: bool = False
 
@@ -113,7 +120,7 @@ class PairwiseContrastiveLoss(nn.Module):
             raise ValueError(f"{name} is unsupervised and takes no labels")
         if batch.labels is None and self.requires_labels:
             raise ValueError(f"{name} needs labels: call loss(features, labels)")
-        if batch.num_instances < 2:
+        if batch.num_instances < 2 and self.needs_negative_pair:
             raise ValueError(
                 f"{name}: a batch needs at least 2 instances to have a negative, got "
                 f"features of shape {tuple(batch.views.shape)}"
@@ -200,11 +207,12 @@ class PairwiseContrastiveLoss(nn.Module):
     ) -> Tensor | None:
         """Anchors with a positive (and, decoupled, a negative); ``None`` when all are.
 
-        Raises ``ValueError`` when the batch has no negative pair or no positive pair.
+        Raises ``ValueError`` when the batch has no positive pair, or no negative pair
+        for a loss that needs one (``needs_negative_pair``).
         """
         has_pos = pos_count > 0
         has_neg = negatives.any(1) if negatives is not None else pos_count < num_cand - 1
-        if not bool(has_neg.any()):
+        if self.needs_negative_pair and not bool(has_neg.any()):
             raise ValueError(
                 f"{name}: the batch has no negative pair (a single class?): "
                 f"{num_anchors} anchors x {num_cand} candidates"

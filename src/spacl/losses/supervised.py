@@ -29,10 +29,20 @@ class SupConLoss(PairwiseContrastiveLoss):
     A batch in which *no* anchor has a positive raises ``ValueError`` (pytorch-metric-
     learning silently returns 0 there).  No ``tau / base_tau`` rescaling is applied.
 
+    **One-class batches** (every sample of the same class, or one instance with
+    ``V >= 2`` views) are *defined*: the denominator ``sum_{k != a} e^{l_ak}`` is then
+    the positives alone, so ``loss_a = log sum_{k != a} e^{l_ak} - 1/|P_a| sum_p l_ap``
+    (L_out), finite and ``>= log |P_a|`` with equality iff all positives tie; SupContrast's
+    ``SupConLoss`` computes the same value (``needs_negative_pair = False``).  The only
+    undefined case is the one above: no anchor has a positive.  The decoupled losses
+    (NSCL, DCL), whose denominator excludes the positives, still raise there.
+
     With a negative queue (``extra_negatives`` + ``extra_negative_labels``, MoCo-SupCon)
     every queue row joins the denominator and the rows of the anchor's class join
     ``P_a`` (so they are positives of L_out / L_in, counted in ``|P_a|``).
     """
+
+    needs_negative_pair = False
 
     def __init__(
         self,
