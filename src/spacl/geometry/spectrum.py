@@ -2,8 +2,27 @@
 
 All spectra come from one float64 Gram matrix (``d x d`` when ``d <= N``, else ``N x N``)
 accumulated chunk by chunk with Chan merges (:mod:`spacl.geometry._state`), then ``eigh``.
-Singular values are ``sqrt`` of its eigenvalues, so values below about ``1e-8 * sigma_max``
-are rounding noise (negative rounding is set to 0).
+Singular values are ``sqrt`` of its eigenvalues.
+
+**Rank-deficient input.**  An eigenvalue that is zero in exact arithmetic (``N < d``
+leaves ``d - N + 1`` of them in the centred ``d x d`` Gram and one in the centred
+``N x N`` Gram; low-rank features leave more) comes back from the Gram and ``eigh`` as
+rounding noise of either sign, of size about ``eps * lambda_max`` times a small multiple
+of the matrix size: forming ``X^T X`` adds an error of at most about
+``N * eps * ||X||_2^2`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
+section 3.5) and a backward-stable symmetric eigensolver adds ``O(m * eps * ||G||_2)``
+for an ``m x m`` Gram.  Its square root, about ``1e-8 * sigma_max``, would enter every
+entropy and make the effective rank depend on the BLAS kernel.  So every eigenvalue at or
+below
+
+    tol = max(N, d) * eps_float64 * lambda_max
+
+is set to exactly 0 (:func:`clip_rounding`): the numpy ``matrix_rank`` convention applied
+to the Gram.  Singular values below ``sqrt(tol) * sigma_max`` (about ``1.5e-7 *
+sigma_max`` at ``max(N, d) = 100``) cannot be told from rounding by any Gram-based
+method; a spectrum that holds them is reported as rank-deficient there.  Every consumer
+(``spectrum``, ``effective_rank``, ``rankme``, ``geometry_report``, the streaming
+``GeometryAccumulator``) takes its eigenvalues from here.
 """
 
 from __future__ import annotations
@@ -47,18 +66,31 @@ def feature_spectra(x: Tensor) -> FeatureSpectra:
         return spectra_from_gram(state.scatter, state.mean, n)
     xd = x.to(F64)  # N < d: the N x N Gram is the smaller one
     xc = xd - xd.mean(0)
-    return FeatureSpectra(_eigvals_desc(xc @ xc.T), _eigvals_desc(xd @ xd.T), n)
+    return FeatureSpectra(_eigvals_desc(xc @ xc.T, d), _eigvals_desc(xd @ xd.T, d), n)
 
 
 def spectra_from_gram(centred_gram: Tensor, mean: Tensor, n: int) -> FeatureSpectra:
     """Spectra from the centred Gram ``X~^T X~`` and the mean: ``X^T X = X~^T X~ + n m m^T``."""
     uncentred = centred_gram + n * torch.outer(mean, mean)
-    return FeatureSpectra(_eigvals_desc(centred_gram), _eigvals_desc(uncentred), n)
+    return FeatureSpectra(_eigvals_desc(centred_gram, n), _eigvals_desc(uncentred, n), n)
 
 
-def _eigvals_desc(gram: Tensor) -> Tensor:
+def clip_rounding(values: Tensor, summed: int, size: int) -> Tensor:
+    """Set the rounding noise of a PSD Gram's eigenvalues to exactly 0.
+
+    ``values`` are the eigenvalues of an ``size x size`` Gram built by summing ``summed``
+    outer products (any order).  Every value ``<= max(summed, size) * eps * max(values)``
+    (``eps`` of ``values``' dtype) is indistinguishable from an exact zero (module
+    docstring) and becomes ``0``; negative values, impossible for a PSD Gram, too.
+    """
+    top = values.max() if values.numel() else values.new_zeros(())
+    tol = max(summed, size) * torch.finfo(values.dtype).eps * top.clamp_min(0.0)
+    return torch.where(values > tol, values, torch.zeros_like(values))
+
+
+def _eigvals_desc(gram: Tensor, summed: int) -> Tensor:
     values = torch.linalg.eigvalsh(gram).flip(0)
-    return values.clamp_min(0.0)  # a PSD Gram: negative eigenvalues are rounding
+    return clip_rounding(values, summed, gram.shape[0])
 
 
 def log_ratio(values: Tensor) -> list[float]:
