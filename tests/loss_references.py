@@ -7,6 +7,7 @@ term by term, so that it shares no code path with the vectorised kernel.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -201,3 +202,168 @@ def queue_ref(
         else:
             total.append(sum(-torch.log(e[p] / den) for p in poss) / len(poss))
     return sum(total) / len(total)
+
+
+# -- SPACL (SPEC §1): miners, the cut and the every-view loop -------------------------------
+def unit_rows(x: Tensor) -> Tensor:
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+def dot(u: Tensor, v: Tensor) -> float:
+    return sum(float(a) * float(b) for a, b in zip(u, v, strict=True))
+
+
+def anchor_loop(pool: Tensor) -> list[int]:
+    """The dynamic anchor ``argmax_u h(u)`` of every instance, ties to the lowest view."""
+    out = []
+    for i in range(pool.shape[0]):
+        z = unit_rows(pool[i].double())
+        v = z.shape[0]
+        h = [sum(1 - dot(z[u], z[w]) for w in range(v) if w != u) / (v - 1) for u in range(v)]
+        out.append(max(range(v), key=lambda u: (h[u], -u)))
+    return out
+
+
+def farthest_loop(cands: Tensor, allowed: list[int], start: int, k: int) -> list[int]:
+    """Greedy farthest-point selection of ``k`` of ``allowed`` from ``start``, ties lowest."""
+    z = unit_rows(cands.double())
+    chosen, out = [start], []
+    for _ in range(k):
+        best = max(
+            (u for u in allowed if u not in chosen),
+            key=lambda u: (min(1 - dot(z[u], z[s]) for s in chosen), -u),
+        )
+        chosen.append(best)
+        out.append(best)
+    return out
+
+
+def cut_loop(
+    logits: list[float], share: float, tau: float = 1.0, mass: str = "similarity"
+) -> list[bool]:
+    """The relative-threshold cut of one anchor, by a stable sort (SPEC §1.4).
+
+    Weights: ``"similarity"`` the raw similarities ``tau * logit``; ``"exp"``
+    ``exp(logit)``; ``"linear"`` ``max((1 + tau * logit) / 2, 0)``.  Keep the shortest
+    prefix of the candidates in (logit desc, index asc) order whose running weight
+    reaches ``share * total`` — the hardest one alone when it never does (a total
+    ``<= 0`` of signed similarities); ``share = 1`` or a zero total weight keeps all.
+    """
+    order = sorted(range(len(logits)), key=lambda j: -logits[j])  # stable: ties by index
+    if mass == "similarity":
+        w = [x * tau for x in logits]
+    elif mass == "exp":
+        top = max(logits)
+        w = [math.exp(x - top) for x in logits]
+    else:
+        w = [max((1.0 + x * tau) / 2.0, 0.0) for x in logits]
+    total = sum(w)
+    if share >= 1.0 or (mass != "similarity" and total == 0.0):
+        return [True] * len(logits)
+    keep = [False] * len(logits)
+    acc = 0.0
+    for j in order:
+        keep[j] = True
+        acc += w[j]
+        if acc >= share * total:
+            break
+    if acc < share * total:  # never reached (total < 0): the hardest alone
+        keep = [j == order[0] for j in range(len(logits))]
+    return keep
+
+
+def _spacl_embed(z: Tensor, mode: str) -> Tensor:
+    """``normalize`` of spacl.losses.normalize: sphere, ball (norm clamped at 1) or none."""
+    return unit(z, mode)
+
+
+def spacl_every_view_ref(
+    loss: Any,
+    anchors: Tensor | None,
+    pool: Tensor,
+    labels: Tensor | None = None,
+    extra: Tensor | None = None,
+    extra_labels: Tensor | None = None,
+    generated: Tensor | None = None,
+    positives: list[list[int]] | None = None,
+) -> tuple[Tensor, list[int], list[list[int]]]:
+    """SPACL with every view an anchor, one view and one anchor at a time (the old loop).
+
+    For ``u`` in ``0..V-1`` and every instance ``i`` the anchor is view ``u`` of ``i``;
+    everything is written term by term.  ``loss`` supplies the options (a
+    :class:`spacl.losses.SPACLLoss`); ``generated[BV, K, d]`` are the generated
+    negatives of each anchor row (fixed by the caller, who replays the game);
+    ``positives`` the flat pool rows of each anchor row's positives (for random
+    positives; default: farthest-point selection from the anchor view).  Returns the
+    per-anchor losses ``[B V]`` (row ``i V + u``), the kept negatives per row and the
+    positives used.
+    """
+    b, v, d = pool.shape
+    tau = loss.temperature
+    mode = loss.normalize
+    online_src = (pool if anchors is None else anchors).double()
+    target_src = pool.detach() if loss.detach_candidates else pool
+    t = _spacl_embed(target_src.double(), mode).reshape(b * v, d)
+    flat_pool = pool.detach().double().reshape(b * v, d)
+    queue = None if extra is None else _spacl_embed(extra.detach().double(), mode)
+    share = loss.effective_share
+    per_anchor: dict[int, Tensor] = {}
+    kept_count: dict[int, int] = {}
+    used: dict[int, list[int]] = {}
+
+    def label(r: int) -> int:
+        assert labels is not None
+        return int(labels[r // v])
+
+    for u in range(v):
+        for i in range(b):
+            r = i * v + u
+            if positives is not None:
+                pos_rows = positives[r]
+            elif loss.positive_pool == "class":
+                same = [c for c in range(b * v) if label(c) == int(labels[i])]  # type: ignore[index]
+                pos_rows = farthest_loop(flat_pool, same, r, loss.num_positives)
+            else:
+                pos_rows = [
+                    i * v + p for p in farthest_loop(pool[i], list(range(v)), u, loss.num_positives)
+                ]
+            used[r] = pos_rows
+            f = _spacl_embed(online_src[i, u], mode) / tau
+            pos = [f @ t[c] for c in pos_rows]
+            cols = range(b * v) if loss.negatives == "all_views" else [j * v + u for j in range(b)]
+            cand = []
+            for c in cols:
+                if c // v == i:
+                    continue
+                if labels is not None and label(c) == int(labels[i]):
+                    if loss.positive_pool == "instance_class":
+                        pos.append(f @ t[c])
+                    continue
+                cand.append(f @ t[c])
+            if generated is not None:
+                cand += [f @ generated[r, k].double() for k in range(generated.shape[1])]
+            if queue is not None:
+                for k in range(queue.shape[0]):
+                    same_class = (
+                        labels is not None
+                        and extra_labels is not None
+                        and int(extra_labels[k]) == int(labels[i])
+                    )
+                    if not same_class:
+                        cand.append(f @ queue[k])
+                    elif loss.positive_pool == "instance_class":
+                        pos.append(f @ queue[k])
+            keep = cut_loop([float(x.detach()) for x in cand], share, tau, loss.mass)
+            kept = [x for x, k in zip(cand, keep, strict=True) if k]
+            kept_count[r] = len(kept)
+            den = torch.logsumexp(torch.stack(pos + kept), 0)
+            if loss.positive_mode == "log_sum_exp":
+                per_anchor[r] = den - torch.logsumexp(torch.stack(pos), 0)
+            else:
+                per_anchor[r] = torch.stack([den - x for x in pos]).mean()
+    rows = range(b * v)
+    return (
+        torch.stack([per_anchor[r] for r in rows]),
+        [kept_count[r] for r in rows],
+        [used[r] for r in rows],
+    )

@@ -9,71 +9,21 @@ import math
 import pytest
 import torch
 
+from loss_references import (
+    anchor_loop,
+    cut_loop,
+    dot,
+    farthest_loop,
+    spacl_every_view_ref,
+    unit_rows,
+)
 from spacl.losses import NTXentLoss, SPACLLoss
-from spacl.losses.spacl import VARIANTS
+from spacl.losses.spacl import VARIANT_PARTS, VARIANTS
 
 DTYPES = (torch.float32, torch.float64)
 
 
-# -- slow reference ------------------------------------------------------------------------
-def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True)
-
-
-def dot(u: torch.Tensor, v: torch.Tensor) -> float:
-    return sum(float(a) * float(b) for a, b in zip(u, v, strict=True))
-
-
-def anchor_loop(pool: torch.Tensor) -> list[int]:
-    out = []
-    for i in range(pool.shape[0]):
-        z = unit_rows(pool[i].double())
-        v = z.shape[0]
-        h = [sum(1 - dot(z[u], z[w]) for w in range(v) if w != u) / (v - 1) for u in range(v)]
-        out.append(max(range(v), key=lambda u: (h[u], -u)))
-    return out
-
-
-def farthest_loop(cands: torch.Tensor, allowed: list[int], start: int, k: int) -> list[int]:
-    z = unit_rows(cands.double())
-    chosen, out = [start], []
-    for _ in range(k):
-        best = max(
-            (u for u in allowed if u not in chosen),
-            key=lambda u: (min(1 - dot(z[u], z[s]) for s in chosen), -u),
-        )
-        chosen.append(best)
-        out.append(best)
-    return out
-
-
-def cut_loop(
-    logits: list[float], share: float, tau: float = 1.0, mass: str = "similarity"
-) -> list[bool]:
-    """The relative-threshold cut of one anchor, by a stable sort (SPEC §1.4).
-
-    ``"similarity"``: running sum of the raw similarities ``tau * logit`` up to
-    ``share * total`` (at least the hardest one); ``"exp"``: of ``exp(logit)``.
-    """
-    order = sorted(range(len(logits)), key=lambda j: -logits[j])  # stable
-    if mass == "similarity":
-        w = [x * tau for x in logits]
-    else:
-        top = max(logits)
-        w = [math.exp(x - top) for x in logits]
-    total = sum(w)
-    keep = [False] * len(logits)
-    acc = 0.0
-    for j in order:
-        keep[j] = True
-        acc += w[j]
-        if share < 1.0 and acc >= share * total:
-            break
-    if share < 1.0 and acc < share * total:  # never reached (total < 0): the hardest alone
-        keep = [j == order[0] for j in range(len(logits))]
-    return keep
-
-
+# -- slow reference (the miners' and the cut's loops live in loss_references) -------------
 def spacl_loop(
     online: torch.Tensor,
     pool: torch.Tensor,
@@ -710,12 +660,198 @@ def test_every_view_anchor_set_is_the_mean_over_view_anchors() -> None:
     per_view = [one(online, pool, labels, anchor_index=torch.full((b,), u)) for u in range(v)]
     torch.testing.assert_close(value, torch.stack(per_view).mean(), rtol=1e-12, atol=1e-12)
     assert every.last is not None and every.last.anchor.tolist() == [
-        u for u in range(v) for _ in range(b)
+        u for _ in range(b) for u in range(v)
     ]
     assert every(online, pool, labels).shape == ()
+    every.reduction = "none"  # instance-major rows: i V + u
+    per_row = every(online, pool, labels).reshape(b, v)
+    one.reduction = "none"
+    for u in range(v):
+        index = torch.full((b,), u)
+        torch.testing.assert_close(
+            per_row[:, u], one(online, pool, labels, anchor_index=index), rtol=1e-12, atol=1e-12
+        )
     with pytest.raises(ValueError, match="anchor_set must be one of"):
         SPACLLoss(anchor_set="all")
     with pytest.raises(ValueError, match="online='anchor_view' embeds one"):
         SPACLLoss(anchor_set="every_view", online="anchor_view")
     with pytest.raises(ValueError, match=r"needs the online embeddings of every view"):
         every(online[:, 0], pool, labels)
+
+
+# -- every view an anchor: the fused path against the view-by-view loop (issue 19) ---------
+#: (positive_pool, labels, queue) settings of the every-view comparison
+EVERY_VIEW_SETTINGS = {
+    "unsupervised": ("instance", False, False),
+    "unsupervised_queue": ("instance", False, True),
+    "weak_labels": ("instance", True, False),
+    "instance_class_queue": ("instance_class", True, True),
+    "class": ("class", True, False),
+}
+
+
+def replay_every_view_game(
+    twin: SPACLLoss, pool: torch.Tensor, positives: list[list[int]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The every-view game with its randomness and state fixed: one round, then one draw.
+
+    ``twin`` is a copy of the loss taken before its forward pass.  The round is played on
+    each instance's dynamic anchor (view 0 without one) and that row's positives, then the
+    updated generator draws the negatives of all ``B V`` rows.
+    """
+    from spacl.mining._common import unit
+
+    b, v, d = pool.shape
+    flat = unit(pool.detach()).reshape(b * v, d)
+    anchor = anchor_loop(pool) if twin.parts.dynamic_anchor else [0] * b
+    rows = [i * v + anchor[i] for i in range(b)]
+    assert twin.adversarial is not None
+    d_loss, g_loss = twin.adversarial.step(
+        flat[rows], flat[torch.tensor([positives[r] for r in rows])]
+    )
+    return twin.adversarial.sample(flat), d_loss, g_loss
+
+
+def every_view_case(
+    variant: str, setting: str, k_adv: int, dtype: torch.dtype, **options: object
+) -> None:
+    """Fused every-view loss == the view loop, values, kept counts, positives and gradients."""
+    b, v, d, tau = 6, 4, 5, 0.2
+    pool_kind, with_labels, with_queue = EVERY_VIEW_SETTINGS[setting]
+    pool = random_pool(b, v, d, dtype, seed=60)
+    online = random_pool(b, v, d, dtype, seed=61).requires_grad_(True)
+    labels = torch.tensor([0, 1, 2, 0, 1, 2]) if with_labels else None
+    g = torch.Generator().manual_seed(62)
+    queue = torch.randn(9, d, generator=g, dtype=torch.float64).to(dtype) if with_queue else None
+    queue_labels = torch.randint(0, 4, (9,), generator=g) if with_queue and with_labels else None
+    loss = SPACLLoss(
+        tau,
+        num_positives=2,
+        share=0.8,
+        num_adversarial=k_adv,
+        variant=variant,
+        positive_pool=pool_kind,
+        anchor_set="every_view",
+        embedding_dim=d,
+        reduction="none",
+        **options,  # type: ignore[arg-type]
+    )
+    twin = copy.deepcopy(loss)
+    value = loss(online, pool, labels, extra_negatives=queue, extra_negative_labels=queue_labels)
+    assert value.shape == (b * v,)
+    (grad,) = torch.autograd.grad(value.mean(), online)
+    step = loss.last
+    assert step is not None
+
+    given = None
+    if not loss.parts.hard_positives:  # random positives: check them, then use them
+        flat = step.positives
+        if pool_kind != "class":
+            assert not bool((step.positives == step.anchor.unsqueeze(1)).any())
+            flat = step.positives + (torch.arange(b * v) // v * v).unsqueeze(1)
+        given = flat.tolist()
+        assert all(len(set(row)) == 2 and r not in row for r, row in enumerate(given))
+    ref_online = online.detach().double().requires_grad_(True)
+    _, _, positives = spacl_every_view_ref(loss, ref_online, pool, labels, positives=given)
+    if given is None:
+        want_pos = (
+            positives if pool_kind == "class" else [[p % v for p in row] for row in positives]
+        )
+        assert step.positives.tolist() == want_pos
+    generated = None
+    if loss.effective_adversarial > 0:
+        generated, d_loss, g_loss = replay_every_view_game(twin, pool, positives)
+        assert step.d_loss is not None and step.g_loss is not None
+        torch.testing.assert_close(step.d_loss, d_loss, **tol(dtype))
+        torch.testing.assert_close(step.g_loss, g_loss, **tol(dtype))
+    else:
+        assert step.d_loss is None and loss.adversarial is None
+    want, kept, _ = spacl_every_view_ref(
+        loss, ref_online, pool, labels, queue, queue_labels, generated, positives
+    )
+    (want_grad,) = torch.autograd.grad(want.mean(), ref_online)
+    torch.testing.assert_close(value.double(), want.detach(), **tol(dtype))
+    torch.testing.assert_close(grad.double(), want_grad, **tol(dtype))
+    assert step.kept_negatives.tolist() == kept
+    assert step.anchor.tolist() == [u for _ in range(b) for u in range(v)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k_adv", [0, 1, 8])
+@pytest.mark.parametrize("setting", list(EVERY_VIEW_SETTINGS))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_view_fused_matches_the_view_loop(
+    variant: str, setting: str, k_adv: int, dtype: torch.dtype
+) -> None:
+    if k_adv != 1 and not VARIANT_PARTS[variant].adversarial:
+        pytest.skip("K_adv is not used by this variant")
+    every_view_case(variant, setting, k_adv, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"negatives": "anchor_views"},
+        {"positive_mode": "mean"},
+        {"mass": "exp"},
+        {"mass": "linear"},
+        {"normalize": "ball", "detach_candidates": False},
+        {"negatives": "anchor_views", "mass": "exp", "positive_mode": "mean"},
+    ],
+    ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()),
+)
+@pytest.mark.parametrize("setting", ["unsupervised_queue", "instance_class_queue"])
+def test_every_view_fused_options_match_the_view_loop(
+    options: dict[str, object], setting: str, dtype: torch.dtype
+) -> None:
+    every_view_case("full", setting, 2, dtype, **options)
+
+
+def test_every_view_pool_as_anchors_matches_the_view_loop() -> None:
+    """``anchors=None``: the gradient reaches the pool through its anchor views."""
+    b, v, d = 5, 3, 4
+    pool = random_pool(b, v, d, torch.float64, seed=63).requires_grad_(True)
+    loss = SPACLLoss(0.3, share=0.9, variant="ib_h", anchor_set="every_view", reduction="none")
+    value = loss(None, pool)
+    (grad,) = torch.autograd.grad(value.mean(), pool)
+    want, kept, _ = spacl_every_view_ref(loss, None, pool)
+    (want_grad,) = torch.autograd.grad(want.mean(), pool)
+    torch.testing.assert_close(value, want, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(grad, want_grad, rtol=1e-10, atol=1e-10)
+    assert loss.last is not None and loss.last.kept_negatives.tolist() == kept
+
+
+def adam_steps(optimizer: torch.optim.Optimizer) -> list[int]:
+    return [int(state["step"]) for state in optimizer.state.values()]
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "dynamic_views", "anchor_index", "every_view"])
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if VARIANT_PARTS[v].adversarial])
+def test_one_forward_plays_exactly_one_game_round(mode: str, variant: str) -> None:
+    """The game is played once per forward pass in every anchor mode (issue 19)."""
+    b, v, d = 6, 4, 5
+    pool = random_pool(b, v, d, torch.float32, seed=64)
+    loss = SPACLLoss(
+        0.2,
+        num_adversarial=3,
+        variant=variant,
+        embedding_dim=d,
+        anchor_set="every_view" if mode == "every_view" else "dynamic",
+    )
+    adversarial = loss.adversarial
+    assert adversarial is not None
+    for round_ in (1, 2):
+        if mode == "anchor_index":
+            a = loss.choose_anchor(pool)
+            loss(pool[torch.arange(b), a], pool, anchor_index=a)
+        elif mode == "dynamic":
+            loss(None, pool)
+        else:
+            loss(random_pool(b, v, d, torch.float32, seed=65), pool)
+        # one D step and one G step: every parameter of each player stepped once per call
+        assert adam_steps(adversarial.opt_g) == [round_] * 4
+        assert adam_steps(adversarial.opt_d) == [round_] * 4
+    loss.eval()
+    loss(None, pool)
+    assert adam_steps(adversarial.opt_g) == [2] * 4

@@ -63,10 +63,21 @@ How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
 - Candidate (target) embeddings are constants (``detach_candidates=True``), as SPEC §1.5
   says of ``g``, also when ``g`` is ``f``; ``detach_candidates=False`` lets the gradient
   through them (the SimCLR convention).
-- The game is played once per forward pass in training mode (``loss.train()``) on the
-  target anchor embeddings ``g(a_i)`` and the hard positives; its draw of generated
-  negatives is the one the loss uses.  In eval mode nothing is updated and fresh
-  negatives are sampled.
+- The game is played **once per forward pass** in training mode (``loss.train()``),
+  whatever the anchor set: one ``D`` step and one ``G`` step on the target embeddings
+  ``g(a_i)`` of each instance's anchor (the dynamic anchor, view 0 for ``no_anchor`` /
+  ``oaa``, or ``anchor_index``) and their hard positives.  With one anchor per instance
+  the round's draw of generated negatives is the one the loss uses.  With
+  ``anchor_set="every_view"`` the round is the same one (the rows the dynamic form
+  would play), then one draw of the updated generator gives ``K_adv`` negatives to
+  each of the ``B V`` anchor rows: the every-view option adds anchors, not generator
+  steps.  In eval mode nothing is updated and fresh negatives are sampled.
+- ``anchor_set="every_view"`` is computed fused, with no loop over views: the pool is
+  normalised and its ``[B, V, V]`` dissimilarities computed once, farthest-point
+  selection runs once for the ``B V`` rows (row ``r`` = instance ``r // V`` with view
+  ``r % V`` as anchor, instance-major), then one ``[B V] x [B V (+ K_adv + Q)]`` logit
+  matrix with masks from instance ids, one cut and one kernel call.  It equals the
+  view-by-view loop (tests/loss_references.py) to rounding.
 - Ablations are one argument, ``variant`` (SPEC §1.6):
 
   ========================  =====================  ==================  ========  =========
@@ -113,6 +124,7 @@ from spacl.mining.positives import (
     class_pool_members,
     farthest_point_flat,
     farthest_point_from_dissimilarity,
+    farthest_point_rows,
     pool_dissimilarity,
     random_positives,
 )
@@ -162,30 +174,19 @@ VARIANT_PARTS: dict[str, SPACLParts] = {
 
 @dataclass(frozen=True)
 class SPACLStep:
-    """What SPACL chose in its last forward pass (detached tensors), for logging."""
+    """What SPACL chose in its last forward pass (detached tensors), for logging.
 
-    anchor: Tensor  #: ``[B]`` view index of each anchor
-    positives: Tensor  #: ``[B, P]`` view indices (instance pool) / flat indices (class pool)
-    candidate_negatives: Tensor  #: ``[B]`` negatives before the cut (in-batch + generated)
-    kept_negatives: Tensor  #: ``[B]`` negatives kept by the cut
-    kept_generated: Tensor  #: ``[B]`` generated negatives kept by the cut
+    One row per anchor: ``A = B`` (one anchor per instance) or ``A = B V``
+    (``anchor_set="every_view"``, row ``r`` = instance ``r // V``, view ``r % V``).
+    """
+
+    anchor: Tensor  #: ``[A]`` view index of each anchor row (``A = B``, or ``B V`` every view)
+    positives: Tensor  #: ``[A, P]`` view indices (instance pool) / flat indices (class pool)
+    candidate_negatives: Tensor  #: ``[A]`` negatives before the cut (in-batch + generated)
+    kept_negatives: Tensor  #: ``[A]`` negatives kept by the cut
+    kept_generated: Tensor  #: ``[A]`` generated negatives kept by the cut
     d_loss: Tensor | None  #: discriminator loss of the round (training mode, K_adv > 0)
     g_loss: Tensor | None  #: generator loss of the round
-
-    @staticmethod
-    def concat(steps: list[SPACLStep]) -> SPACLStep:
-        """One step record of several anchor passes (anchors stacked; game losses averaged)."""
-        d = [s.d_loss for s in steps if s.d_loss is not None]
-        g = [s.g_loss for s in steps if s.g_loss is not None]
-        return SPACLStep(
-            anchor=torch.cat([s.anchor for s in steps]),
-            positives=torch.cat([s.positives for s in steps]),
-            candidate_negatives=torch.cat([s.candidate_negatives for s in steps]),
-            kept_negatives=torch.cat([s.kept_negatives for s in steps]),
-            kept_generated=torch.cat([s.kept_generated for s in steps]),
-            d_loss=torch.stack(d).mean() if d else None,
-            g_loss=torch.stack(g).mean() if g else None,
-        )
 
     def log_dict(self) -> dict[str, float]:
         """Scalar summaries as plain floats, keys prefixed ``spacl/``."""
@@ -229,8 +230,9 @@ class SPACLLoss(nn.Module):
         anchor_set: ``"dynamic"`` (the paper: one anchor per instance, the hardest view)
             or ``"every_view"``: each of the ``V`` views is an anchor once, with its own
             farthest-point positives from the instance's pool (``B V`` anchors, as the
-            baselines have; needs ``anchors`` ``[B, V, d]`` or ``None``).  An explicit
-            ``anchor_index`` overrides it.
+            baselines have; needs ``anchors`` ``[B, V, d]`` or ``None``), computed in
+            one fused pass with one game round; per-anchor rows (``reduction="none"``,
+            :attr:`last`) are instance-major.  An explicit ``anchor_index`` overrides it.
         normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
             works on the unit sphere.
         detach_candidates: treat the target (candidate) embeddings as constants.
@@ -508,16 +510,8 @@ class SPACLLoss(nn.Module):
                 "anchor_set='every_view' needs the online embeddings of every view: "
                 f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
             )
-        # every view of every instance is an anchor once: V passes, one per view index
-        b, v = pool.shape[:2]
-        parts, steps = [], []
-        for u in range(v):
-            index = torch.full((b,), u, dtype=torch.long, device=pool.device)
-            loss_u, step_u = self._one_anchor(anchors, pool, labels, index, extra, extra_labels)
-            parts.append(loss_u)
-            steps.append(step_u)
-        self.last = SPACLStep.concat(steps)
-        return reduce_anchors(torch.cat(parts), self.reduction)
+        per_anchor, self.last = self._every_view(anchors, pool, labels, extra, extra_labels)
+        return reduce_anchors(per_anchor, self.reduction)
 
     def _one_anchor(
         self,
@@ -540,62 +534,142 @@ class SPACLLoss(nn.Module):
         else:
             online = anchors
         online = normalize(online, self.normalize) / self.temperature  # logits = online @ g
-        if self.detach_candidates and self.normalize == "sphere":
-            target = unit_pool
-        else:
-            target = normalize(pool.detach() if self.detach_candidates else pool, self.normalize)
-
+        target = self._target(pool, unit_pool)
         cand_logits, pos_logits, other, same = self._in_batch(
             online, target, anchor, flat_pos, labels
         )
-        k_adv = self.effective_adversarial
-        p = self.num_positives
-        n_cand = cand_logits.shape[1]
-        false = torch.zeros(b, 0, dtype=torch.bool, device=pool.device)
-        pieces, neg_blocks, pos_blocks = [cand_logits, pos_logits], [other], [same]
-        neg_blocks.append(false.new_zeros(b, p))
-        pos_blocks.append(false.new_ones(b, p))
-        d_loss = g_loss = None
-        if k_adv > 0:
+        gen_logits = d_loss = g_loss = None
+        if self.effective_adversarial > 0:
             gen_logits, d_loss, g_loss = self._generated(online, unit_pool, anchor, flat_pos)
-            pieces.append(gen_logits)
-            neg_blocks.append(false.new_ones(b, k_adv))
-            pos_blocks.append(false.new_zeros(b, k_adv))
-        if extra is not None:
-            queue = normalize(extra.detach(), self.normalize).to(online.dtype)
-            pieces.append(online @ queue.T)
-            q_neg, q_pos = self._extra_masks(labels, extra_labels, b, extra.shape[0])
-            neg_blocks.append(q_neg)
-            pos_blocks.append(q_pos)
-        candidates = torch.cat(neg_blocks, dim=1)
-        if not bool(candidates.any()):
-            raise ValueError(
-                f"SPACL: no anchor has a negative (batch of {b} instance(s), "
-                f"K_adv={k_adv}"
-                + (", labels leave no other class" if labels is not None else "")
-                + ")"
-            )
-        logits = torch.cat(pieces, dim=1)
-        kept = self.cut.select(logits.detach(), candidates)
-        if self.positive_pool == "instance_class" or extra_labels is not None:
-            pos_mask: Tensor = torch.cat(pos_blocks, dim=1)
-        else:  # the common case: the P positive columns
-            pos_mask = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
-            pos_mask[:, n_cand : n_cand + p] = True
-        mode: PositiveMode = "log_sum_exp" if self.positive_mode == "log_sum_exp" else "mean"
-        per_anchor = contrastive_kernel(logits, pos_mask, kept, positive_mode=mode)
-
-        gen_cols = slice(n_cand + p, n_cand + p + k_adv)
+        per_anchor, candidates, kept, kept_gen = self._objective(
+            online, cand_logits, pos_logits, other, same, gen_logits, labels, extra, extra_labels
+        )
         step = SPACLStep(
             anchor=anchor.detach(),
             positives=positives.detach(),
             candidate_negatives=candidates.sum(1),
             kept_negatives=kept.sum(1),
-            kept_generated=kept[:, gen_cols].sum(1),
+            kept_generated=kept_gen,
             d_loss=d_loss,
             g_loss=g_loss,
         )
         return per_anchor, step
+
+    def _every_view(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None,
+        extra: Tensor | None,
+        extra_labels: Tensor | None,
+    ) -> tuple[Tensor, SPACLStep]:
+        """Per-anchor losses ``[B V]`` with every view an anchor, fused (no loop over views).
+
+        Row ``r`` is instance ``r // V`` with view ``r % V`` as its anchor (instance-major,
+        as :mod:`spacl.losses._batch` lays out rows).  The pool is normalised and its
+        ``[B, V, V]`` dissimilarities computed once; farthest-point selection runs once
+        for all ``B V`` rows; one ``[B V] x [B V]`` logit matmul (one batched
+        ``[B] x [B]`` per view for ``negatives="anchor_views"``), one game round, one cut
+        and one kernel call over every row.
+        """
+        b, v, d = pool.shape
+        n = b * v
+        unit_pool, positives, flat_pos, game_anchor = self._mine_every(pool, labels)
+        online = pool if anchors is None else anchors
+        online = normalize(online.reshape(n, d), self.normalize) / self.temperature
+        target = self._target(pool, unit_pool)
+        row_labels = None if labels is None else labels.repeat_interleave(v)
+        cand_logits, pos_logits, other, same = self._in_batch_every(
+            online, target, flat_pos, labels, row_labels
+        )
+        gen_logits = d_loss = g_loss = None
+        if self.effective_adversarial > 0:
+            gen_logits, d_loss, g_loss = self._generated_every(
+                online, unit_pool, game_anchor, flat_pos
+            )
+        per_anchor, candidates, kept, kept_gen = self._objective(
+            online,
+            cand_logits,
+            pos_logits,
+            other,
+            same,
+            gen_logits,
+            row_labels,
+            extra,
+            extra_labels,
+        )
+        step = SPACLStep(
+            anchor=torch.arange(v, device=pool.device).repeat(b),
+            positives=positives.detach(),
+            candidate_negatives=candidates.sum(1),
+            kept_negatives=kept.sum(1),
+            kept_generated=kept_gen,
+            d_loss=d_loss,
+            g_loss=g_loss,
+        )
+        return per_anchor, step
+
+    def _target(self, pool: Tensor, unit_pool: Tensor) -> Tensor:
+        """The candidate (target) embeddings ``g`` the logits are taken against."""
+        if self.detach_candidates and self.normalize == "sphere":
+            return unit_pool
+        return normalize(pool.detach() if self.detach_candidates else pool, self.normalize)
+
+    def _objective(
+        self,
+        online: Tensor,
+        cand_logits: Tensor,
+        pos_logits: Tensor,
+        other: Tensor,
+        same: Tensor,
+        gen_logits: Tensor | None,
+        labels: Tensor | None,
+        extra: Tensor | None,
+        extra_labels: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Assemble every anchor row's candidates, cut once, and call the kernel once.
+
+        Columns: the in-batch candidates, the ``P`` hard positives, the ``K_adv``
+        generated negatives, the queue.  ``labels`` are those of the anchor rows.
+        Returns the per-anchor losses, the candidate and kept masks, and the number of
+        generated negatives kept per row.
+        """
+        a = online.shape[0]
+        device = online.device
+        k_adv = 0 if gen_logits is None else gen_logits.shape[1]
+        p = pos_logits.shape[1]
+        n_cand = cand_logits.shape[1]
+        pieces, neg_blocks, pos_blocks = [cand_logits, pos_logits], [other], [same]
+        neg_blocks.append(torch.zeros(a, p, dtype=torch.bool, device=device))
+        pos_blocks.append(torch.ones(a, p, dtype=torch.bool, device=device))
+        if gen_logits is not None:
+            pieces.append(gen_logits)
+            neg_blocks.append(torch.ones(a, k_adv, dtype=torch.bool, device=device))
+            pos_blocks.append(torch.zeros(a, k_adv, dtype=torch.bool, device=device))
+        if extra is not None:
+            queue = normalize(extra.detach(), self.normalize).to(online.dtype)
+            pieces.append(online @ queue.T)
+            q_neg, q_pos = self._extra_masks(labels, extra_labels, a, extra.shape[0], device)
+            neg_blocks.append(q_neg)
+            pos_blocks.append(q_pos)
+        candidates = torch.cat(neg_blocks, dim=1)
+        if not bool(candidates.any()):
+            raise ValueError(
+                f"SPACL: no anchor has a negative ({a} anchor(s), K_adv={k_adv}"
+                + (", labels leave no other class" if labels is not None else "")
+                + ")"
+            )
+        logits = torch.cat(pieces, dim=1)
+        kept = self.cut.select(logits.detach(), candidates)
+        positives: Tensor
+        if self.positive_pool == "instance_class" or extra_labels is not None:
+            positives = torch.cat(pos_blocks, dim=1)
+        else:  # the common case: the P positive columns, as an index (no [A, K] mask)
+            positives = torch.arange(n_cand, n_cand + p, device=device).expand(a, p)
+        mode: PositiveMode = "log_sum_exp" if self.positive_mode == "log_sum_exp" else "mean"
+        per_anchor = contrastive_kernel(logits, positives, kept, positive_mode=mode)
+        kept_gen = kept[:, n_cand + p : n_cand + p + k_adv].sum(1)
+        return per_anchor, candidates, kept, kept_gen
 
     def _check_extra(
         self,
@@ -630,10 +704,14 @@ class SPACLLoss(nn.Module):
         return extra.to(pool.device), extra_labels if labels is not None else None
 
     def _extra_masks(
-        self, labels: Tensor | None, extra_labels: Tensor | None, b: int, q: int
+        self,
+        labels: Tensor | None,
+        extra_labels: Tensor | None,
+        b: int,
+        q: int,
+        device: torch.device,
     ) -> tuple[Tensor, Tensor]:
         """``(negative, positive)`` masks ``[B, Q]`` of the queue rows."""
-        device = labels.device if labels is not None else None
         if labels is None or extra_labels is None:
             ones = torch.ones(b, q, dtype=torch.bool, device=device)
             return ones, ~ones
@@ -655,6 +733,122 @@ class SPACLLoss(nn.Module):
             anchor = self._anchor(unit_pool, dissimilarity)
         positives, flat_pos = self._positives(unit_pool, anchor, labels, dissimilarity)
         return unit_pool, anchor, positives, flat_pos
+
+    @torch.no_grad()
+    def _mine_every(
+        self, pool: Tensor, labels: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Mining of the every-view rows, once for all ``B V`` anchors, no gradient.
+
+        Returns ``(unit_pool, positives[BV, P], flat_positives[BV, P], game_anchor[B])``:
+        row ``r`` has view ``r % V`` as its anchor and flat pool index ``r``;
+        ``game_anchor`` is the anchor the dynamic form would use (the dynamic anchor, or
+        view 0 for ``no_anchor`` / ``oaa``), the rows the game round is played on.
+        """
+        b, v, d = pool.shape
+        n = b * v
+        device = pool.device
+        unit_pool = unit(pool.detach())
+        dissimilarity = None
+        if self.parts.dynamic_anchor or self.parts.hard_positives:
+            dissimilarity = pool_dissimilarity(unit_pool)  # [B, V, V], once
+        game_anchor = self._anchor(unit_pool, dissimilarity)
+        start = torch.arange(n, device=device)  # row r starts at its own view
+        if self.positive_pool == "class":
+            assert labels is not None
+            row_labels = labels.repeat_interleave(v)
+            member = row_labels.unsqueeze(1) == row_labels.unsqueeze(0)
+            member.fill_diagonal_(False)  # row r's anchor is view r itself
+            flat_unit = unit_pool.reshape(n, d)
+            if self.parts.hard_positives:
+                # every row of the [BV, BV] Gram matrix is some row's start: one matmul
+                dist = 1.0 - flat_unit @ flat_unit.T
+                flat = farthest_point_rows(dist, member, self.num_positives)
+            else:
+                flat = random_positives(member, self.num_positives, self.rng)
+            return unit_pool, flat, flat, game_anchor
+        view = start % v
+        if self.parts.hard_positives:
+            assert dissimilarity is not None
+            per_row = dissimilarity.repeat_interleave(v, dim=0)  # [BV, V, V], small
+            views = farthest_point_from_dissimilarity(per_row, view, self.num_positives)
+        else:
+            member = torch.ones(n, v, dtype=torch.bool, device=device)
+            member[start, view] = False
+            views = random_positives(member, self.num_positives, self.rng)
+        return unit_pool, views, (start - view).unsqueeze(1) + views, game_anchor
+
+    def _in_batch_every(
+        self,
+        online: Tensor,
+        target: Tensor,
+        flat_pos: Tensor,
+        labels: Tensor | None,
+        row_labels: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """:meth:`_in_batch` for the ``B V`` every-view rows (masks from instance ids).
+
+        ``online[BV, d]`` (already divided by the temperature), ``target[B, V, d]``.
+        ``"all_views"``: one ``[BV, BV]`` matmul; ``"anchor_views"``: row ``(i, u)``'s
+        candidates are view ``u`` of every instance, one batched ``[B, B]`` matmul per
+        view index.
+        """
+        b, v, d = target.shape
+        n = b * v
+        device = target.device
+        target_flat = target.reshape(n, d)
+        row_inst = torch.arange(b, device=device).repeat_interleave(v)
+        if self.negatives == "all_views":
+            cand_logits = online @ target_flat.T
+            pos_logits = cand_logits.gather(1, flat_pos)
+            cand_inst, cand_labels = row_inst, row_labels
+        else:
+            by_view = torch.bmm(online.view(b, v, d).transpose(0, 1), target.permute(1, 2, 0))
+            cand_logits = by_view.transpose(0, 1).reshape(n, b)  # [V, B, B] -> rows (i, u)
+            pos_logits = torch.einsum("ad,apd->ap", online, target_flat[flat_pos])
+            cand_inst, cand_labels = torch.arange(b, device=device), labels
+        other = cand_inst.unsqueeze(0) != row_inst.unsqueeze(1)
+        same = torch.zeros_like(other)
+        if row_labels is not None and cand_labels is not None:
+            same_class = cand_labels.unsqueeze(0) == row_labels.unsqueeze(1)
+            if self.positive_pool == "instance_class":
+                same = other & same_class
+            other &= ~same_class
+        return cand_logits, pos_logits, other, same
+
+    def _players(self, d: int) -> AdversarialNegatives:
+        """The game's players, built at the first use (``d`` checked against them)."""
+        adversarial = self.adversarial
+        if adversarial is None:
+            return self._build_adversarial(d)
+        if adversarial.dim != d:
+            raise ValueError(
+                f"pool has embedding dimension d={d} but the generator was built for "
+                f"embedding_dim={adversarial.dim}"
+            )
+        return adversarial
+
+    def _generated_every(
+        self, online: Tensor, unit_pool: Tensor, game_anchor: Tensor, flat_pos: Tensor
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Logits ``[BV, K_adv]`` of the generated negatives of every row, and the game's losses.
+
+        Training mode: **one** round of the game per forward pass, played on the rows
+        the dynamic form plays it on (each instance's ``game_anchor`` view and its hard
+        positives), so the generator takes the same steps whatever the anchor set; then
+        one draw of the updated generator gives ``K_adv`` negatives to every one of the
+        ``B V`` anchor rows.  Eval mode: the draw only.
+        """
+        b, v, d = unit_pool.shape
+        adversarial = self._players(d)
+        flat_unit = unit_pool.reshape(b * v, d)
+        d_loss = g_loss = None
+        if self.training:
+            rows = torch.arange(b, device=unit_pool.device) * v + game_anchor
+            d_loss, g_loss = adversarial.step(flat_unit[rows], flat_unit[flat_pos[rows]])
+        generated = adversarial.sample(flat_unit)
+        logits = torch.einsum("ad,akd->ak", online, generated.to(online.dtype))
+        return logits, d_loss, g_loss
 
     def _in_batch(
         self,
@@ -702,14 +896,7 @@ class SPACLLoss(nn.Module):
         ``g(a_i)`` and the hard positives, and its draw is used; in eval mode a fresh draw.
         """
         b, v, d = unit_pool.shape
-        adversarial = self.adversarial
-        if adversarial is None:
-            adversarial = self._build_adversarial(d)
-        elif adversarial.dim != d:
-            raise ValueError(
-                f"pool has embedding dimension d={d} but the generator was built for "
-                f"embedding_dim={adversarial.dim}"
-            )
+        adversarial = self._players(d)
         gen_anchor = unit_pool[torch.arange(b, device=unit_pool.device), anchor]
         d_loss = g_loss = None
         if self.training:

@@ -137,6 +137,33 @@ def farthest_point_flat(
     return torch.stack(chosen, dim=1)
 
 
+def farthest_point_rows(dissimilarity: Tensor, member: Tensor, num_positives: int) -> Tensor:
+    """:func:`farthest_point_flat` when row ``r``'s anchor is candidate ``r`` itself.
+
+    Args:
+        dissimilarity: ``[N, N]`` dissimilarities ``1 - <u, v>`` of the flat candidates;
+            row ``r`` is also the anchor row ``r`` (every view an anchor).
+        member: ``[N, N]`` bool, the candidates row ``r`` may choose from (``r`` itself
+            excluded).
+        num_positives: how many to choose.
+
+    Returns:
+        ``[N, num_positives]`` flat indices, ties to the lowest index.  Every step
+        gathers rows of ``dissimilarity`` instead of multiplying embeddings again.
+    """
+    min_dist = dissimilarity.clone()
+    taken = ~member
+    taken.fill_diagonal_(True)
+    rows = torch.arange(dissimilarity.shape[0], device=dissimilarity.device)
+    chosen = []
+    for _ in range(num_positives):
+        idx = min_dist.masked_fill(taken, -math.inf).argmax(-1)
+        chosen.append(idx)
+        taken[rows, idx] = True
+        min_dist = torch.minimum(min_dist, dissimilarity[idx])
+    return torch.stack(chosen, dim=1)
+
+
 def check_positive_pool(positive_pool: str) -> str:
     """``"instance"``: the instance's own views; ``"class"``: all views of its class."""
     if positive_pool not in POSITIVE_POOLS:
