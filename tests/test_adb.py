@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+from fractions import Fraction
+
 import pytest
 import torch
 
@@ -118,3 +122,90 @@ def test_bad_input():
     model = fit_adb(x, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(x[:, :2])
+
+
+# ---- issue 18: radii that accept a stated share of known inputs ----------------------------
+
+
+def _conformal_rank(n: int, q: float) -> int:
+    return max(1, min(n, math.ceil(Fraction(str(q)) * (n + 1))))
+
+
+def _draws(per, spread, seed, d=4):
+    """Train and dev draws (same centres, fresh noise) of classes 0..len(per)-1."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(len(per), d, dtype=F64, generator=g) * 4
+
+    def draw(counts):
+        ys = torch.cat([torch.full((n,), c) for c, n in enumerate(counts)])
+        return centres[ys] + spread * torch.randn(len(ys), d, dtype=F64, generator=g), ys
+
+    return draw([20] * len(per)), draw(per)
+
+
+def test_median_radii_reject_half_of_the_training_examples_by_construction():
+    # the reason for solver="quantile": a median accepts floor(n / 2) of its own n examples
+    x, y = _clusters(6, per=(10, 12, 14), spread=0.3)  # even: no example on a boundary
+    model = fit_adb(x, y, open_label=-1)
+    accepted = model.predict(x) != -1
+    for k, c in enumerate(model.classes.tolist()):
+        n = int((y == c).sum())
+        assert int(accepted[y == c].sum()) == n // 2, k
+
+
+@pytest.mark.parametrize(("per", "min_count"), [((30, 40, 50), 35), ((30, 40, 50), 1)])
+@pytest.mark.parametrize("q", [0.95, 0.8])
+def test_quantile_radii_accept_the_stated_share_of_dev_examples(per, min_count, q):
+    (x, y), (dev_x, dev_y) = _draws(per, 2.0, seed=7)
+    model = fit_adb(
+        x, y, open_label=-1, solver="quantile", dev=(dev_x, dev_y), quantile=q,
+        min_class_count=min_count,
+    )  # fmt: skip
+    # loop reference: nearest-centroid distance, grouped by the class it assigns
+    groups: dict[int, list[float]] = {k: [] for k in range(3)}
+    for i in range(dev_x.shape[0]):
+        dists = [float((dev_x[i] - c).norm()) for c in model.centroids]
+        k = min(range(3), key=dists.__getitem__)
+        groups[k].append(dists[k])
+    assert all(groups.values())  # every class assigned some dev examples
+    assert bool((model.distances(dev_x).argmin(1) != dev_y).any())  # misassigned dev
+    small = [v for k in range(3) if len(groups[k]) < min_count for v in groups[k]]
+    pooled = small if len(small) >= min_count else [v for k in range(3) for v in groups[k]]
+    accepted = model.predict(dev_x) != -1
+    assigned = model.distances(dev_x).argmin(1)
+    for k in range(3):
+        values = groups[k] if len(groups[k]) >= min_count else pooled
+        want = sorted(values)[_conformal_rank(len(values), q) - 1]
+        assert float(model.radii[k]) == pytest.approx(want, abs=1e-12)
+        if len(groups[k]) >= min_count:  # d < Delta accepts exactly the j smallest
+            n = len(groups[k])
+            assert int(accepted[assigned == k].sum()) == _conformal_rank(n, q)
+    if min_count == 1:  # every class its own radius: the overall share is the sum of ranks
+        total = sum(_conformal_rank(len(groups[k]), q) for k in range(3))
+        assert int(accepted.sum()) == total
+
+
+def test_quantile_radii_accept_the_stated_share_of_fresh_known_inputs():
+    # split conformal: E[accepted share of new known inputs] = j / (n + 1) = 49 / 51
+    x, y = _clusters(8, per=(20, 20, 20), spread=1.0)
+    shares = []
+    for r in range(200):
+        g = torch.Generator().manual_seed(100 + r)
+        pick = torch.randint(0, 60, (50,), generator=g)
+        dev_x = x[pick] + 1.0 * torch.randn(50, x.shape[1], dtype=F64, generator=g)
+        new_x = x[pick] + 1.0 * torch.randn(50, x.shape[1], dtype=F64, generator=g)
+        model = fit_adb(x, y, solver="quantile", dev=(dev_x, y[pick]), min_class_count=100)
+        shares.append(float((model.predict(new_x) != -1).double().mean()))
+    assert statistics.fmean(shares) == pytest.approx(_conformal_rank(50, 0.95) / 51, abs=0.01)
+
+
+def test_quantile_solver_bad_input():
+    x, y = _clusters()
+    with pytest.raises(ValueError, match="solver='quantile' fits the radii on known-class dev"):
+        fit_adb(x, y, solver="quantile")
+    with pytest.raises(ValueError, match="labels hold a class the model does not know: 99"):
+        fit_adb(x, y, solver="quantile", dev=(x, torch.full_like(y, 99)))
+    with pytest.raises(ValueError, match="quantile must be in"):
+        fit_adb(x, y, solver="quantile", dev=(x, y), quantile=1.5)
+    with pytest.raises(ValueError, match="min_class_count must be an integer >= 1, got 0"):
+        fit_adb(x, y, solver="quantile", dev=(x, y), min_class_count=0)

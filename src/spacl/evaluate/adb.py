@@ -10,9 +10,29 @@ intent.  The radii minimise the boundary loss
 
 which pulls a radius out while known examples lie outside it and in while the ball is
 larger than they need (the open-space risk).  ``L_b = 1/N sum_i |d_i - Delta_{y_i}|``
-exactly, so the optimal radius of class ``k`` is a **median** of its distances: this
-module offers that closed form (``solver="median"``, default) and the paper's gradient
-procedure (``solver="gradient"``: Adam, lr 0.05, ``Delta^ ~ N(0, 1)``).
+exactly (TEXTOIR's ``pos_loss.mean() + neg_loss.mean()``), so the optimal radius of
+class ``k`` is a **median** of its distances: this module offers that closed form
+(``solver="median"``) and the paper's gradient procedure (``solver="gradient"``: Adam,
+lr 0.05, ``Delta^ ~ N(0, 1)``).
+
+**Which distances** (issue 18).  A median rejects half of the examples it is fitted on
+by construction.  ADB (TEXTOIR's ``ADBManager.train``) fits it on the *training*
+examples in training mode — dropout on — so the distances are inflated by dropout
+noise and the median of the noisy distances covers more than half of clean inputs,
+by an amount set by the dropout rate and the encoder, not by any stated target.  On
+frozen, clean features (this module's input) the median rejects half of the known
+training examples, and more of unseen known ones, whose distances to the train
+centroids are larger.  Hence ``solver="quantile"`` (recommended): centroids from the
+training features as in ADB, radii from **known-class dev features** — the
+split-conformal ``q``-quantile (0.95) of the distance of each dev example to its
+*nearest* centroid (the score :meth:`ADBModel.predict` compares), per assigned class
+with at least ``min_class_count`` (100) dev examples, pooled for the others
+(:func:`spacl.evaluate.ood.conformal_thresholds`).  Dev examples are unseen by the
+centroids, so their distances are distributed as those of known test inputs: the
+radii accept a share ``j / (n + 1) >= q`` of them in expectation (``j = ceil(q (n +
+1))``), whatever the representation.  To run ADB as published instead, pass
+training-mode (dropout) features of the training examples with ``solver="gradient"``
+(or ``"median"``, its exact minimiser).
 
 Not implemented: **DA-ADB** (Zhang et al. 2022) changes the *representation learning*
 (distance-aware, cosine-normalised features) before the same boundary step —
@@ -35,11 +55,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from spacl._validation import check_labels, check_positive, check_tensor
+from spacl._validation import check_in_range, check_labels, check_positive, check_tensor
+from spacl.evaluate.ood import MIN_CLASS_COUNT, conformal_thresholds
 
-__all__ = ["ADBModel", "adb_boundary_loss", "fit_adb"]
+__all__ = ["SOLVERS", "ADBModel", "adb_boundary_loss", "fit_adb"]
 
-SOLVERS = ("median", "gradient")
+SOLVERS = ("median", "gradient", "quantile")
 
 
 @dataclass
@@ -117,6 +138,8 @@ def fit_adb(
     seed: int = 0,
     dev: tuple[Tensor, Tensor] | None = None,
     patience: int = 10,
+    quantile: float = 0.95,
+    min_class_count: int = MIN_CLASS_COUNT,
 ) -> ADBModel:
     """Fit ADB's centroids and radii on frozen known-class ``features[N, d]`` / ``labels[N]``.
 
@@ -128,7 +151,11 @@ def fit_adb(
         solver: ``"median"`` — the exact minimiser of ``L_b``, the median distance per
             class (the mean of the two middle values for an even count: ``L_b`` is flat
             between them); ``"gradient"`` — the paper's Adam on ``Delta^`` with
-            ``Delta = softplus(Delta^)``, ``Delta^ ~ N(0, 1)`` from ``seed``.
+            ``Delta = softplus(Delta^)``, ``Delta^ ~ N(0, 1)`` from ``seed``;
+            ``"quantile"`` — radii from ``dev`` (module docstring): the split-conformal
+            ``quantile`` of the dev examples' nearest-centroid distances, per assigned
+            class, raised to the next float so that ``d < Delta`` accepts exactly the
+            dev examples at or below the quantile.
         normalize: L2-normalise the features first (the boundary step of DA-ADB).
         lr, epochs, batch_size: the gradient solver's Adam learning rate (paper 0.05),
             passes over the data, and minibatch size (``None``: full batch).  The
@@ -137,7 +164,11 @@ def fit_adb(
         dev, patience: the authors' early stopping for the gradient solver: after every
             epoch the macro-F1 of :meth:`ADBModel.predict` on known-class
             ``dev = (features, labels)`` is computed; the best radii are kept and
-            training stops after ``patience`` epochs without improvement.
+            training stops after ``patience`` epochs without improvement.  With
+            ``solver="quantile"`` (required there): the known-class dev set the radii
+            are fitted on.
+        quantile, min_class_count: ``q`` and the fewest dev examples assigned to a class
+            for its own radius, of ``solver="quantile"``.
 
     Returns:
         An :class:`ADBModel` (centroids: the class means of the (normalised) features).
@@ -152,6 +183,8 @@ def fit_adb(
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     check_positive(lr, "lr")
+    if solver == "quantile":
+        check_in_range(quantile, "quantile", 0.0, 1.0)
     z = features.detach()
     z = F.normalize(z, dim=1) if normalize else z
     classes, idx = torch.unique(labels, return_inverse=True)
@@ -165,6 +198,14 @@ def fit_adb(
     if solver == "median":
         return ADBModel(centroids, _class_medians(dist, idx, k), classes, open_label, normalize)
     model = ADBModel(centroids, torch.zeros(k, dtype=z.dtype), classes, open_label, normalize)
+    if solver == "quantile":
+        if dev is None:
+            raise ValueError(
+                "solver='quantile' fits the radii on known-class dev features: pass "
+                "dev=(features, labels), or use solver='median' / 'gradient'"
+            )
+        model.radii = _dev_quantile_radii(model, dev, quantile, min_class_count)
+        return model
     score = None
     if dev is not None:
         dev_z, dev_y = dev
@@ -177,6 +218,20 @@ def fit_adb(
 
     model.radii = _gradient_radii(dist, idx, k, lr, epochs, batch_size, seed, score, patience)
     return model
+
+
+def _dev_quantile_radii(
+    model: ADBModel, dev: tuple[Tensor, Tensor], q: float, min_class_count: int
+) -> Tensor:
+    """Radii of ``solver="quantile"``: per-assigned-class conformal quantiles of the dev
+    examples' nearest-centroid distances, raised to the next float (``predict`` is strict)."""
+    dev_z, dev_y = dev
+    check_tensor(dev_z, "dev features", ndim=2)
+    dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels")
+    _class_index(dev_y.to(model.classes.device), model.classes)  # known classes only
+    best, assigned = model.distances(dev_z).min(dim=1)
+    radii = conformal_thresholds(best, assigned, model.num_known, q, min_class_count)
+    return torch.nextafter(radii, torch.full_like(radii, torch.inf))
 
 
 def _macro_f1(y: Tensor, pred: Tensor, classes: Tensor, open_label: int) -> float:

@@ -89,6 +89,7 @@ __all__ = [
     "balanced_threshold",
     "class_centres",
     "conformal_quantile",
+    "conformal_thresholds",
     "fit_open_classifier",
     "fpr_at_tpr",
     "ood_auroc",
@@ -206,12 +207,7 @@ def fit_open_classifier(
     check_in_range(quantile, "quantile", 0.0, 1.0)
     if scope not in THRESHOLD_SCOPES:
         raise ValueError(f"scope must be one of {THRESHOLD_SCOPES}, got {scope!r}")
-    if (
-        not isinstance(min_class_count, int)
-        or isinstance(min_class_count, bool)
-        or min_class_count < 1
-    ):
-        raise ValueError(f"min_class_count must be an integer >= 1, got {min_class_count!r}")
+    _check_min_count(min_class_count)
     centres = class_centres(train_z, train_y, num_known)
     check_tensor(dev_z, "dev_z", ndim=2)
     check_labels(dev_y, dev_z.shape[0], "dev_y")
@@ -232,8 +228,17 @@ def fit_open_classifier(
             centres, conformal_quantile(score, quantile).expand(num_known).clone()
         )
     return OpenClassifier(
-        centres, _mondrian_thresholds(score, assigned, num_known, quantile, min_class_count)
+        centres, conformal_thresholds(score, assigned, num_known, quantile, min_class_count)
     )
+
+
+def _check_min_count(min_class_count: object) -> None:
+    if (
+        not isinstance(min_class_count, int)
+        or isinstance(min_class_count, bool)
+        or min_class_count < 1
+    ):
+        raise ValueError(f"min_class_count must be an integer >= 1, got {min_class_count!r}")
 
 
 def _conformal_rank(n: Tensor, q: float) -> Tensor:
@@ -259,20 +264,42 @@ def conformal_quantile(scores: Tensor, q: float) -> Tensor:
     return scores.sort().values[j - 1]
 
 
-def _mondrian_thresholds(
-    score: Tensor, assigned: Tensor, num_known: int, q: float, min_count: int
+def conformal_thresholds(
+    scores: Tensor,
+    assigned: Tensor,
+    num_classes: int,
+    q: float,
+    min_class_count: int = MIN_CLASS_COUNT,
 ) -> Tensor:
-    """Per-assigned-class conformal quantiles; classes under ``min_count`` share a pooled one."""
-    counts = torch.bincount(assigned, minlength=num_known)
-    own = counts >= min_count
+    """``[C]`` per-assigned-class split-conformal ``q``-quantiles of ``scores`` (Mondrian).
+
+    Class ``k`` with at least ``min_class_count`` entries of ``assigned == k`` gets the
+    :func:`conformal_quantile` of its own scores; the classes below the count share the
+    quantile of their pooled scores, or of all scores when that pool is below the count
+    too (module docstring).  Also the radii of ADB's ``solver="quantile"``.
+
+    Raises:
+        ValueError: shapes differ, ``assigned`` outside ``[0, C)``, ``q`` outside ``[0, 1]``
+            or ``min_class_count < 1``.
+    """
+    check_tensor(scores, "scores", ndim=1)
+    check_labels(assigned, scores.shape[0], "assigned")
+    check_in_range(q, "q", 0.0, 1.0)
+    _check_min_count(min_class_count)
+    if scores.numel() and (int(assigned.min()) < 0 or int(assigned.max()) >= num_classes):
+        raise ValueError(f"assigned must hold classes in [0, {num_classes})")
+    counts = torch.bincount(assigned, minlength=num_classes)
+    own = counts >= min_class_count
     small_rows = ~own[assigned]
-    pool = score[small_rows] if int(small_rows.sum()) >= min_count else score
-    thresholds = conformal_quantile(pool, q).expand(num_known).clone()
+    pool = scores[small_rows] if int(small_rows.sum()) >= min_class_count else scores
+    thresholds = conformal_quantile(pool, q).expand(num_classes).clone()
     if bool(own.any()):  # sort by (class, score) once, index each class's rank
-        order = torch.argsort(assigned.double() * 4.0 + score.double())  # scores lie in [0, 2]
+        lo, hi = float(scores.min()), float(scores.max())
+        key = assigned.double() * (hi - lo + 1.0) + (scores.double() - lo)
+        sorted_scores = scores[torch.argsort(key)]
         starts = torch.cumsum(counts, 0) - counts
         ranks = _conformal_rank(counts.clamp_min(1), q)
-        per_class = score[order][(starts + ranks - 1).clamp_max(score.numel() - 1)]
+        per_class = sorted_scores[(starts + ranks - 1).clamp_max(scores.numel() - 1)]
         thresholds = torch.where(own, per_class, thresholds)
     return thresholds
 
