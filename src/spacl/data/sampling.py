@@ -15,7 +15,11 @@ Two samplers, both deterministic in ``(seed, epoch, step)``:
   small classes cycle. When ``B/m < C`` the classes are a random subset drawn from
   ``generator_for(seed, "classes", epoch, k)``. The batch order is then shuffled by
   ``generator_for(seed, "shuffle", epoch, k)`` so every rank's slice mixes classes.
-  Epoch length is ``N // B``.
+  Epoch length is ``N // B``.  Every balanced batch therefore holds ``B/m`` distinct
+  classes, and ``B/m >= min_classes`` (default 2) is required: a contrastive batch of
+  one class has no negative pair for most losses (issue 18: at batch 8, a one-class
+  batch stopped about 1 fine-tuned run in 4).  For batch 8 over ``C >= 4``
+  classes, ``samples_per_class=2`` gives 4 classes of 2.
 
 Distributed contract: the GLOBAL batch is drawn identically on every rank, and rank
 ``r`` takes the contiguous rows ``[r*b, (r+1)*b)``. Concatenating the ranks' batches
@@ -48,6 +52,8 @@ class BatchPlan:
         labels: ``LongTensor[N]``, required when ``balanced=True``.
         balanced: class-balanced batches (see module docstring).
         samples_per_class: ``m`` for balanced batches (default ``B / C``).
+        min_classes: fewest distinct classes in a balanced batch (``B / m``); a plan that
+            would hold fewer raises ``ValueError``.
         drop_last: drop the last incomplete batch (uniform sampler). Must be ``True``
             when ``world_size > 1`` so that every rank gets ``b`` rows.
         rank, world_size: this process's rank and the number of processes.
@@ -62,6 +68,7 @@ class BatchPlan:
         labels: Tensor | None = None,
         balanced: bool = False,
         samples_per_class: int | None = None,
+        min_classes: int = 2,
         drop_last: bool = True,
         rank: int = 0,
         world_size: int = 1,
@@ -91,6 +98,7 @@ class BatchPlan:
         self._perm_epoch: int | None = None
         self._perm: Tensor | None = None
         self.samples_per_class: int | None = None
+        self.min_classes = _check_int(min_classes, "min_classes", 1)
         if self.balanced:
             self._setup_balanced(labels, samples_per_class)
 
@@ -164,6 +172,13 @@ class BatchPlan:
                     f"samples_per_class={m} must divide batch_size * world_size = {big} "
                     f"into at most {n_classes} classes"
                 )
+        if big // m < self.min_classes:
+            raise ValueError(
+                f"balanced batches of {big} with samples_per_class={m} hold {big // m} "
+                f"class(es), fewer than min_classes={self.min_classes}: lower "
+                "samples_per_class"
+                + ("" if n_classes >= self.min_classes else f" (the labels hold {n_classes})")
+            )
         smallest = int(counts[self._classes].min())
         if m > smallest:
             raise ValueError(f"samples_per_class={m} exceeds the smallest class size {smallest}")
