@@ -24,6 +24,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eval",
     "reproduce",
     "geometry",
+    "embed",
+    "predict",
 )
 
 

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = trainer.final_evaluation()
     if not args.no_write:
         rd.write_json(rd.eval_json, metrics)
+        trainer.write_centres()
     if args.json:
         print(json.dumps(metrics, indent=2, sort_keys=True))
     else:

@@ -71,6 +71,10 @@ class LoaderStream:
         yield from self.loader
 
 
+#: per-channel ``(mean, std)`` of a normalisation
+Normalization = tuple[tuple[float, ...], tuple[float, ...]]
+
+
 @dataclass
 class RunData:
     """Everything data-related a run needs."""
@@ -82,6 +86,8 @@ class RunData:
     num_classes: int
     input_shape: tuple[int, ...]
     name: str
+    #: per-channel ``(mean, std)`` of the evaluation normalisation (tensor datasets), or None
+    normalization: Normalization | None = None
 
 
 def _dataset_kwargs(cfg: Any) -> dict[str, Any]:
@@ -131,7 +137,8 @@ def _normalizer(mean: tuple[float, ...], std: tuple[float, ...]) -> Callable[[Te
 
 def _view_maker(
     cfg: Any, train: LabeledData
-) -> tuple[ViewMaker, Callable[[Tensor], Tensor] | None]:
+) -> tuple[ViewMaker, Callable[[Tensor], Tensor] | None, Normalization | None]:
+    """The view maker, the evaluation transform and its ``(mean, std)`` (or None)."""
     d = cfg.data
     is_image = train.inputs.ndim == 4
     kind = d.augment if d.augment != "auto" else ("image" if is_image else "noise")
@@ -157,17 +164,17 @@ def _view_maker(
             std=std,
             keep_original=d.keep_original,
         )
-        return maker, transform
+        return maker, transform, None if mean is None or std is None else (mean, std)
     if transform is not None:
         raise ValueError(
             f"config key 'data.augment'={kind!r} does not normalise images; use augment=image "
             "or set data.normalize=false"
         )
     if kind == "noise":
-        return NoiseViews(d.noise_sigma, keep_original=d.keep_original), None
+        return NoiseViews(d.noise_sigma, keep_original=d.keep_original), None, None
     if kind == "same_class":
-        return SameClassViews(keep_original=d.keep_original), None
-    return IdentityViews(), None
+        return SameClassViews(keep_original=d.keep_original), None, None
+    return IdentityViews(), None, None
 
 
 def _check_labels(cfg: Any, train: LabeledData) -> LabeledData:
@@ -202,7 +209,7 @@ def build_run_data(
     )
     if d.on_device and device.type != "cpu":
         train, test = train.to(device), test.to(device)
-    maker, transform = _view_maker(cfg, train)
+    maker, transform, stats = _view_maker(cfg, train)
     try:
         stream = ViewStream(
             train,
@@ -219,7 +226,14 @@ def build_run_data(
     except ValueError as err:
         raise ValueError(f"config key 'train.batch_size' / 'data': {err}") from err
     return RunData(
-        stream, train, test, transform, train.num_classes, tuple(train.inputs.shape[1:]), train.name
+        stream,
+        train,
+        test,
+        transform,
+        train.num_classes,
+        tuple(train.inputs.shape[1:]),
+        train.name,
+        stats,
     )
 
 

@@ -7,6 +7,7 @@ Layout::
       metrics.jsonl        one JSON object per line: {"kind": "train"|"epoch"|"eval", ...}
       checkpoints/last.pt  the latest checkpoint (atomic; see spacl.engine.checkpoint)
       eval.json            final evaluation per arm
+      centres.pt           each arm's nearest-class-centre classifier (spacl predict)
       summary.md           a short human-readable report
       tensorboard/         event files, when TensorBoard is installed and enabled
 """
@@ -67,6 +68,10 @@ class RunDirectory:
     @property
     def eval_json(self) -> Path:
         return self.path / "eval.json"
+
+    @property
+    def centres(self) -> Path:
+        return self.path / "centres.pt"
 
     @property
     def summary(self) -> Path:

@@ -48,6 +48,7 @@ from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import write_summary
 from spacl.evaluate import evaluate_representation, extract_features
+from spacl.evaluate.ncc import class_centres
 
 _logger = logging.getLogger(__name__)
 
@@ -246,9 +247,25 @@ class Trainer:
             "config": config_to_dict(self.cfg),
             "progress": self.progress.as_dict(),
             "arms": {arm.name: arm.state_dict() for arm in self.arms},
+            "model_info": self.model_info(),
             "rng": capture_rng_state(),
             "world_size": self.ctx.world_size,
             "torch_version": str(torch.__version__),
+        }
+
+    def model_info(self) -> dict[str, Any]:
+        """What :func:`spacl.load` needs besides the weights to use the encoder without data.
+
+        ``input_shape`` (one input, no batch), ``num_classes`` and the evaluation
+        normalisation (``mean`` / ``std`` per channel, or None).
+        """
+        norm = self.data.normalization
+        return {
+            "input_shape": list(self.data.input_shape),
+            "num_classes": int(self.data.num_classes),
+            "normalization": None
+            if norm is None
+            else {"mean": list(norm[0]), "std": list(norm[1])},
         }
 
     def save(self) -> Path | None:
@@ -338,6 +355,7 @@ class Trainer:
         seconds = time.time() - self.started
         if self.ctx.is_main:
             self.run.write_json(self.run.eval_json, metrics)
+            self.write_centres()
             write_summary(self, metrics, seconds)
         self.logger.close()
         self.ctx.barrier()
@@ -478,13 +496,25 @@ class Trainer:
         self.ctx.barrier()
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
-        """Linear probe, kNN, NCC and geometry of every arm (main process)."""
+        """Linear probe, kNN, NCC and geometry of every arm (main process).
+
+        Also keeps each arm's nearest-class-centre classifier (the float64 training
+        means of ``eval.features``) in :attr:`centres`, which :meth:`write_centres`
+        stores for ``spacl predict``.
+        """
         results: dict[str, dict[str, float]] = {}
+        self.centres: dict[str, dict[str, Any]] = {}
         if self.ctx.is_main:
             e = self.cfg.eval
             for arm in self.arms:
                 with torch.random.fork_rng(devices=[]):
                     tr_f, tr_y, te_f, te_y = self.features(arm)
+                    classes, centres = class_centres(tr_f, tr_y)
+                    self.centres[arm.name] = {
+                        "classes": classes.cpu(),
+                        "centres": centres.cpu(),
+                        "features": str(e.features),
+                    }
                     metrics = evaluate_representation(
                         tr_f,
                         tr_y,
@@ -510,6 +540,10 @@ class Trainer:
                 )
         self.ctx.barrier()
         return results
+
+    def write_centres(self) -> Path:
+        """Write :attr:`centres` (after :meth:`final_evaluation`) to ``RUN_DIR/centres.pt``."""
+        return save_checkpoint({"format": 1, "arms": self.centres}, self.run.centres)
 
 
 def _seed_everything(seed: int) -> None:

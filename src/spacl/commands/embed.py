@@ -1,0 +1,154 @@
+"""``spacl embed`` and ``spacl export``: a trained run's encoder outside its run directory.
+
+``spacl embed RUN_DIR --out FILE [--split train|test] [--features backbone|projections]
+[--data IMAGE_FOLDER] [--arm NAME]`` writes ``features [N, d]`` (float32) and ``labels
+[N]`` of a data set to ``FILE`` (``.npz`` or ``.pt``), which ``spacl geometry FILE`` and
+``spacl align`` read as they are.  Features are written batch by batch into a memory map
+next to ``FILE`` (then packed), so the memory used is one batch plus the labels.
+
+``spacl export RUN_DIR --out FILE [--arm NAME]`` writes the encoder as a ``torch.export``
+program: ``torch.export.load(FILE).module()`` runs it without spacl installed (see
+:func:`spacl.trained.export_encoder` for its input and its metadata).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = ["embed_batches", "register", "write_features"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``embed`` and ``export`` sub-commands."""
+    embed = subparsers.add_parser(
+        "embed",
+        help="write the features of a data set under a trained run's encoder",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    embed.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
+    embed.add_argument("--out", type=Path, required=True, help="output file (.npz or .pt)")
+    embed.add_argument("--split", choices=("train", "test"), default="test", help="data split")
+    embed.add_argument(
+        "--features", choices=("backbone", "projections"), default="backbone", help="which output"
+    )
+    embed.add_argument(
+        "--data", type=Path, help="an image folder (one sub-folder per class) instead of the run's"
+    )
+    embed.add_argument("--arm", help="the arm to use (default: the run's first)")
+    embed.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
+    embed.add_argument("--quiet", action="store_true", help="no progress bar")
+    embed.set_defaults(func=run_embed)
+
+    export = subparsers.add_parser(
+        "export",
+        help="write a trained run's encoder as a torch.export program (runs without spacl)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
+    export.add_argument("--out", type=Path, required=True, help="output file (.pt2)")
+    export.add_argument("--arm", help="the arm to export (default: the run's first)")
+    export.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from spacl.trained import export_encoder, load
+
+    model = load(args.run_dir, args.arm)
+    path = export_encoder(model, args.out)
+    print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
+    return 0
+
+
+def run_embed(args: argparse.Namespace) -> int:
+    from spacl._progress import progress
+    from spacl.trained import load
+
+    if args.out.suffix not in (".npz", ".pt"):
+        raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
+    model = load(args.run_dir, args.arm)
+    total, batches = embed_batches(model, args.split, args.data, args.features, args.batch_size)
+    bar = progress(total=total, desc="embed", unit="row", mode=False if args.quiet else None)
+    with bar:
+        n = write_features(args.out, total, batches, on_rows=bar.update)
+    print(f"wrote {args.out}: {n} rows (arm {model.arm}, {args.features})", file=sys.stderr)
+    return 0
+
+
+def embed_batches(
+    model: Any, split: str, folder: Path | None, features: str, batch_size: int
+) -> tuple[int, Iterator[tuple[Tensor, Tensor]]]:
+    """``(row count, iterator of (features, labels) batches)`` of the chosen data."""
+    if batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+    cfg = model.config
+    if folder is not None or cfg.data.name == "imagefolder":
+        from torch.utils.data import DataLoader
+
+        from spacl.data import load_imagefolder
+        from spacl.data.transforms import eval_transform
+        from spacl.engine.config import data_root
+
+        size = int(model.input_shape[-1])
+        root, sub = (folder, None) if folder is not None else (data_root(cfg), split)
+        dataset = load_imagefolder(root, sub, transform=eval_transform(size, mean=None, std=None))
+        loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
+        rows = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
+        return len(dataset), rows
+    from spacl.engine.data import build_run_data
+
+    data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
+    labelled = data.train_eval if split == "train" else data.test_eval
+
+    def rows_of() -> Iterator[tuple[Tensor, Tensor]]:
+        for start in range(0, len(labelled), batch_size):
+            x = labelled.inputs[start : start + batch_size]
+            yield model.embed(x, features=features), labelled.labels[start : start + batch_size]
+
+    return len(labelled), rows_of()
+
+
+def write_features(
+    path: Path, total: int, batches: Iterator[tuple[Tensor, Tensor]], on_rows: Any = None
+) -> int:
+    """Write ``features`` / ``labels`` to ``path`` (.npz or .pt) through an on-disk memory map."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".features.npy")
+    labels = np.zeros(total, dtype=np.int64)
+    feats: Any = None
+    n = 0
+    try:
+        for f, y in batches:
+            if feats is None:
+                feats = np.lib.format.open_memmap(
+                    scratch, mode="w+", dtype=np.float32, shape=(total, f.shape[1])
+                )
+            feats[n : n + len(f)] = f.numpy()
+            labels[n : n + len(f)] = y.numpy()
+            n += len(f)
+            if on_rows is not None:
+                on_rows(len(f))
+        if feats is None:
+            raise ValueError("the data set is empty: nothing to embed")
+        feats.flush()
+        tmp = path.with_name(path.name + ".tmp" + path.suffix)
+        if path.suffix == ".npz":
+            np.savez(tmp, features=feats[:n], labels=labels[:n])
+        else:
+            payload = {"features": torch.from_numpy(np.array(feats[:n])), "labels": labels[:n]}
+            payload["labels"] = torch.from_numpy(labels[:n])
+            torch.save(payload, tmp)
+        tmp.replace(path)
+    finally:
+        del feats
+        scratch.unlink(missing_ok=True)
+    return n

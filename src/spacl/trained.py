@@ -1,0 +1,260 @@
+"""Use what you trained: :func:`load` a run directory's encoder, embed, export.
+
+``spacl.load(run_dir)`` returns a :class:`TrainedModel`: the trained backbone
+(``.encoder``, eval mode), the projection head (``.head``), the run's resolved config
+(``.config``), the evaluation preprocessing (``.transform``) and ``.embed(inputs)``.
+
+Everything comes from the run directory alone (``config.yaml`` and
+``checkpoints/last.pt``, loaded with ``weights_only=True``): checkpoints written since
+the ``model_info`` entry existed carry the input shape and the evaluation normalisation,
+so no dataset is read.  Older checkpoints fall back to loading the recipe's training data
+once to recompute the normalisation (as ``spacl eval`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl.engine.checkpoint import load_checkpoint
+from spacl.engine.rundir import RunDirectory
+
+__all__ = ["TrainedModel", "export_encoder", "load"]
+
+Transform = Callable[[Tensor], Tensor]
+
+
+@dataclass
+class TrainedModel:
+    """The trained parts of one arm of a run (module docstring).
+
+    Attributes:
+        encoder: the backbone ``f`` (features for probes, kNN, NCC), in eval mode.
+        head: the projection head ``g`` (``projections = g(f(x))``), in eval mode.
+        config: the run's resolved config (an ``omegaconf.DictConfig``).
+        transform: the evaluation preprocessing of a float image batch in ``[0, 1]``
+            (``[N, C, H, W]``; the identity for vector data).
+        arm: the arm's name.
+        input_shape: the shape of one input the encoder takes.
+        task: ``"image"`` (the tasks with run directories of this layout).
+    """
+
+    encoder: nn.Module
+    head: nn.Module
+    config: Any
+    transform: Transform
+    arm: str
+    input_shape: tuple[int, ...]
+    task: str = "image"
+
+    @torch.no_grad()
+    def embed(
+        self,
+        inputs: Tensor | Sequence[str | Path],
+        *,
+        features: str = "backbone",
+        batch_size: int = 256,
+    ) -> Tensor:
+        """Embeddings ``[N, d]`` (float32, CPU) of a tensor batch or of image files.
+
+        ``inputs``: a float tensor ``[N, *input_shape]`` with values as the training data
+        had them (images in ``[0, 1]``) or a list of image paths (read with PIL, converted
+        to the run's channel count and size).  ``features``: ``"backbone"`` (``f(x)``,
+        what ``spacl eval`` probes by default) or ``"projections"`` (``g(f(x))``).
+        """
+        if features not in ("backbone", "projections"):
+            raise ValueError(f"features must be 'backbone' or 'projections', got {features!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        x = self._as_tensor(inputs)
+        device = next(iter(self.encoder.parameters())).device
+        dtype = next(iter(self.encoder.parameters())).dtype
+        out = []
+        for start in range(0, x.shape[0], batch_size):
+            chunk = self.transform(x[start : start + batch_size].to(device, dtype))
+            f = self.encoder(chunk)
+            out.append((self.head(f) if features == "projections" else f).float().cpu())
+        return torch.cat(out) if out else torch.zeros(0, 0)
+
+    def _as_tensor(self, inputs: Tensor | Sequence[str | Path]) -> Tensor:
+        if isinstance(inputs, Tensor):
+            if tuple(inputs.shape[1:]) != self.input_shape:
+                raise ValueError(
+                    f"inputs must have shape [N, {', '.join(map(str, self.input_shape))}], "
+                    f"got {tuple(inputs.shape)}"
+                )
+            return inputs
+        if isinstance(inputs, (str, Path)):
+            inputs = [inputs]
+        if len(self.input_shape) != 3:
+            raise TypeError(
+                f"this encoder takes vectors of shape {self.input_shape}: pass a tensor, "
+                "not image paths"
+            )
+        crop = self.config.data.name == "imagefolder"
+        return torch.stack([read_image(p, self.input_shape, centre_crop=crop) for p in inputs])
+
+
+def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = False) -> Tensor:
+    """One image file as a float tensor ``[C, H, W]`` in ``[0, 1]`` of the given shape.
+
+    ``centre_crop``: resize the short side to ``H / 0.875`` and centre-crop ``H x W`` (the
+    ImageFolder evaluation transform, :func:`spacl.data.transforms.eval_transform`);
+    otherwise resize to ``H x W``.  Raises ``ValueError`` naming the file when it cannot
+    be read as an image.
+    """
+    from PIL import Image, UnidentifiedImageError
+    from torchvision.transforms.v2 import functional as TF
+
+    from spacl.data.transforms import eval_transform
+
+    channels, height, width = shape
+    try:
+        with Image.open(path) as img:
+            img = img.convert("L" if channels == 1 else "RGB")
+            if centre_crop:
+                tensor = eval_transform(height, mean=None, std=None)(img)
+            else:
+                tensor = TF.to_dtype(TF.to_image(img), torch.float32, scale=True)
+    except (UnidentifiedImageError, OSError) as err:
+        raise ValueError(f"cannot read image {str(path)!r}: {err}") from None
+    if tuple(tensor.shape[1:]) != (height, width):
+        tensor = TF.resize(tensor, [height, width], antialias=True)
+    return torch.as_tensor(tensor)
+
+
+def load(
+    run_dir: str | Path,
+    arm: str | None = None,
+    *,
+    checkpoint: str | Path | None = None,
+    device: str | torch.device = "cpu",
+) -> TrainedModel:
+    """The trained model of ``arm`` (default: the run's first arm) in ``run_dir``.
+
+    Raises ``FileNotFoundError`` for a directory with no ``config.yaml`` or no
+    checkpoint, and ``ValueError`` for a checkpoint of another task or an unknown arm.
+    """
+    rd = RunDirectory(run_dir)
+    raw = rd.read_config_dict()
+    task = str(raw.get("task", "image"))
+    if task != "image" or "arms" not in raw:
+        raise ValueError(
+            f"{rd.path} is a run of task {task!r}; spacl.load reads image runs "
+            "(written by spacl train with an image recipe)"
+        )
+    ckpt = Path(checkpoint) if checkpoint is not None else rd.last_checkpoint
+    if not ckpt.is_file():
+        raise FileNotFoundError(f"{rd.path} has no checkpoint: {ckpt} is missing")
+    state = load_checkpoint(ckpt, map_location="cpu")
+    if "arms" not in state or "config" not in state:
+        raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
+    from spacl.engine.config import load_config
+
+    cfg = load_config(rd.config)
+    names = list(state["arms"])
+    name = names[0] if arm is None else arm
+    if name not in state["arms"]:
+        raise ValueError(f"arm must be one of {names}, got {arm!r}")
+    info = state.get("model_info") or _model_info_from_data(cfg)
+    shape = tuple(int(v) for v in info["input_shape"])
+    model = _build_model(cfg, shape, state["arms"][name]["model"])
+    model.to(device).eval()
+    return TrainedModel(
+        model.backbone, model.head, cfg, _transform(cfg, info), name, shape, task="image"
+    )
+
+
+def _build_model(cfg: Any, shape: tuple[int, ...], weights: dict[str, Tensor]) -> Any:
+    from spacl.engine.build import build_base_model
+
+    with torch.random.fork_rng(devices=[]):
+        model = build_base_model(cfg, shape)
+    head_keys = {k for k in weights if k.startswith("head.")}
+    if head_keys == {"head.weight", "head.bias"} and weights["head.weight"].ndim == 2:
+        out_dim, in_dim = weights["head.weight"].shape  # the cross-entropy arm's classifier
+        model.head = nn.Linear(int(in_dim), int(out_dim))
+    model.to(next(iter(weights.values())).dtype)
+    model.load_state_dict(weights)
+    return model
+
+
+def _model_info_from_data(cfg: Any) -> dict[str, Any]:
+    from spacl.engine.data import build_run_data
+
+    data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
+    norm = data.normalization
+    return {
+        "input_shape": list(data.input_shape),
+        "num_classes": int(data.num_classes),
+        "normalization": None if norm is None else {"mean": list(norm[0]), "std": list(norm[1])},
+    }
+
+
+def _transform(cfg: Any, info: dict[str, Any]) -> Transform:
+    norm = info.get("normalization")
+    if cfg.data.name == "imagefolder":  # the folder's evaluation transform normalises
+        from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+
+        norm = {"mean": list(IMAGENET_MEAN), "std": list(IMAGENET_STD)}
+    if norm is None:
+        return _identity
+    return ChannelNormalize(norm["mean"], norm["std"])
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+class ChannelNormalize(nn.Module):
+    """``(x - mean_c) / std_c`` per channel of ``[N, C, ...]`` (an exportable module)."""
+
+    mean: Tensor
+    std: Tensor
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(list(mean), dtype=torch.float32))
+        self.register_buffer("std", torch.tensor(list(std), dtype=torch.float32))
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        return (x - self.mean.to(x).view(shape)) / self.std.to(x).view(shape)
+
+
+def export_encoder(model: TrainedModel, path: str | Path) -> Path:
+    """Save ``model.encoder`` as a ``torch.export`` program that plain torch runs.
+
+    ``torch.export.load(path).module()`` maps preprocessed inputs ``[N, *input_shape]``
+    (``model.transform`` applied; any ``N >= 1``) to backbone features, exactly as
+    ``model.encoder``; spacl need not be installed.  The file also carries
+    ``spacl.json`` (input shape, normalisation, arm):
+    ``torch.export.load(path, extra_files={"spacl.json": ""})`` fills that dict.
+    """
+    import json
+
+    path = Path(path)
+    param = next(model.encoder.parameters())
+    example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
+    batch = torch.export.Dim("batch", min=1, max=1 << 30)
+    with torch.no_grad():
+        program = torch.export.export(model.encoder, (example,), dynamic_shapes=({0: batch},))
+    norm = model.transform
+    meta = {
+        "arm": model.arm,
+        "input_shape": list(model.input_shape),
+        "normalization": (
+            {"mean": norm.mean.tolist(), "std": norm.std.tolist()}
+            if isinstance(norm, ChannelNormalize)
+            else None
+        ),
+        "output": "backbone features",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.export.save(program, str(path), extra_files={"spacl.json": json.dumps(meta)})
+    return path

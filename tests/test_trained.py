@@ -1,0 +1,171 @@
+"""Use what you trained: spacl.load, spacl embed / export / predict on an image run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import spacl
+from spacl.cli import main
+from spacl.engine.config import load_config
+from spacl.engine.data import build_run_data
+from spacl.evaluate import linear_probe
+from spacl.evaluate.ncc import nearest_centre_predict
+
+FAST = [
+    "train.epochs=1",
+    "train.batch_size=128",
+    "train.progress=false",
+    "model.backbone=small_cnn",
+    "model.channels=[8,16]",
+    "log.tensorboard=false",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("trained") / "run"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert main(["train", "digits/simclr", *FAST, "--out", str(out), "--quiet"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def run_data(run: Path):  # type: ignore[no-untyped-def]
+    cfg = load_config(run / "config.yaml")
+    return cfg, build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
+
+
+def test_load_gives_the_trained_encoder_in_eval_mode(run_dir: Path) -> None:
+    model = spacl.load(run_dir)
+    assert model.arm == "main" and model.task == "image"
+    assert model.input_shape == (1, 8, 8)
+    assert not model.encoder.training and not model.head.training
+    cfg, data = run_data(run_dir)
+    x = data.test_eval.inputs[:5]
+    ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
+    weights = ckpt["arms"]["main"]["model"]
+    first = next(k for k in weights if k.startswith("backbone."))
+    loaded = model.encoder.state_dict()[first.removeprefix("backbone.")]
+    torch.testing.assert_close(loaded, weights[first], rtol=0, atol=0)
+    assert data.eval_transform is not None
+    with torch.no_grad():
+        torch.testing.assert_close(model.transform(x), data.eval_transform(x))
+        expected = model.encoder(data.eval_transform(x))
+    torch.testing.assert_close(model.embed(x), expected)
+    projections = model.embed(x, features="projections")
+    assert projections.shape == (5, int(cfg.model.proj_dim))
+
+
+def test_embed_writes_what_geometry_reads_and_reproduces_the_probe(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    cfg, data = run_data(run_dir)
+    test_file, train_file = tmp_path / "test.npz", tmp_path / "train.pt"
+    assert main(["embed", str(run_dir), "--split", "test", "--out", str(test_file)]) == 0
+    assert main(["embed", str(run_dir), "--split", "train", "--out", str(train_file)]) == 0
+    stored = np.load(test_file)
+    assert stored["features"].shape == (len(data.test_eval), 128)
+    np.testing.assert_array_equal(stored["labels"], data.test_eval.labels.numpy())
+    assert not list(tmp_path.glob("*.npy")), "the scratch memory map is removed"
+    assert main(["geometry", str(test_file), "--no-plot"]) == 0
+    train = torch.load(train_file, weights_only=True)
+    probe = linear_probe(
+        train["features"],
+        train["labels"],
+        torch.from_numpy(stored["features"]),
+        torch.from_numpy(stored["labels"]),
+        num_classes=10,
+        weight_decay=float(cfg.eval.probe_weight_decay),
+        max_iter=int(cfg.eval.probe_max_iter),
+    )
+    reported = json.loads((run_dir / "eval.json").read_text())["main"]["linear_accuracy"]
+    assert 100 * probe.test_accuracy == pytest.approx(100 * reported, abs=0.1)
+
+
+def test_export_runs_in_a_process_that_never_imports_spacl(run_dir: Path, tmp_path: Path) -> None:
+    program = tmp_path / "encoder.pt2"
+    assert main(["export", str(run_dir), "--out", str(program)]) == 0
+    _, data = run_data(run_dir)
+    model = spacl.load(run_dir)
+    x = model.transform(data.test_eval.inputs[:17])
+    torch.save(x, tmp_path / "x.pt")
+    script = f"""
+import sys, json, torch
+extra = {{"spacl.json": ""}}
+encoder = torch.export.load({str(program)!r}, extra_files=extra).module()
+x = torch.load({str(tmp_path / "x.pt")!r})
+torch.save(encoder(x), {str(tmp_path / "y.pt")!r})
+assert json.loads(extra["spacl.json"])["input_shape"] == [1, 8, 8]
+assert not any(name.split(".")[0] == "spacl" for name in sys.modules), "spacl was imported"
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with torch.no_grad():
+        expected = model.encoder(x)
+    torch.testing.assert_close(torch.load(tmp_path / "y.pt"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_predict_images_by_the_stored_class_centres(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from PIL import Image
+
+    _, data = run_data(run_dir)
+    x = data.test_eval.inputs[:6]
+    paths = []
+    for i, image in enumerate(x):
+        pixels = (image[0].numpy() * 255).round().astype(np.uint8)
+        Image.fromarray(pixels).save(tmp_path / f"{i}.png")
+        paths.append(str(tmp_path / f"{i}.png"))
+    capsys.readouterr()
+    assert main(["predict", str(run_dir), *paths, "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    model = spacl.load(run_dir)
+    # the PNG round trip rounds pixels to 1/255: embed what the files hold
+    read = torch.stack(
+        [torch.from_numpy(np.asarray(Image.open(p), np.float32) / 255) for p in paths]
+    )
+    train_f = model.embed(data.train_eval.inputs)
+    expected = nearest_centre_predict(train_f, data.train_eval.labels, model.embed(read[:, None]))
+    assert [line["class"] for line in lines] == expected.tolist()
+    assert [line["input"] for line in lines] == paths
+
+
+def test_bad_runs_and_inputs_get_one_line_errors(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match=r"arm must be one of \['main'\], got 'nope'"):
+        spacl.load(run_dir, "nope")
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        spacl.load(tmp_path)
+    empty = tmp_path / "no_checkpoint"
+    empty.mkdir()
+    (empty / "config.yaml").write_text((run_dir / "config.yaml").read_text())
+    with pytest.raises(FileNotFoundError, match="has no checkpoint"):
+        spacl.load(empty)
+    other = tmp_path / "kg_run"
+    other.mkdir()
+    (other / "config.yaml").write_text("task: kg\ndata:\n  name: fb15k237\n")
+    with pytest.raises(ValueError, match="run of task 'kg'"):
+        spacl.load(other)
+    bad = tmp_path / "corrupt.png"
+    bad.write_bytes(b"not an image")
+    capsys.readouterr()
+    assert main(["predict", str(run_dir), str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "corrupt.png" in err
+    with pytest.raises(ValueError, match=r"inputs must have shape \[N, 1, 8, 8\]"):
+        spacl.load(run_dir).embed(torch.zeros(2, 64))
+    assert main(["embed", str(run_dir), "--out", str(tmp_path / "f.csv")]) == 2
