@@ -305,3 +305,38 @@ def test_similarity_cut_is_adaptive() -> None:
     assert kept_spread < 0.5
     # the softmax-mass reading keeps about the same share of alike negatives at tau = 1
     assert RelativeThresholdNegatives(0.95, "exp")(alike).double().mean() > 0.9
+
+
+@pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
+@pytest.mark.parametrize("share", [0.3, 0.8, 0.95])
+def test_wide_rows_with_ties_match_the_stable_sort_loop(mass: str, share: float) -> None:
+    """Rows wide enough for the block fast path, with ties, against the loop (issue 19).
+
+    Keys are rounded to a coarse grid, so every row has many exact ties, also at the
+    threshold; some rows are settled by the fast path, the others by the exact path.
+    """
+    from loss_references import cut_loop
+
+    g = torch.Generator().manual_seed(7)
+    b, k, tau = 24, 700, 0.2
+    logits = (torch.randn(b, k, generator=g, dtype=torch.float64) * 8).round() / 8 / tau
+    logits[:4] += 3.0  # rows with a heavy top: settled among the top blocks
+    valid = torch.rand(b, k, generator=g) > 0.1
+    cut = RelativeThresholdNegatives(share, mass, tau)
+    kept = cut(logits, valid)
+    for i in range(b):
+        cols = valid[i].nonzero().squeeze(1).tolist()
+        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
+        got = [bool(kept[i, c]) for c in cols]
+        assert got == want, f"row {i}"
+        assert not bool(kept[i][~valid[i]].any())
+    # the fast path alone settles some rows here, and its answer is the exact one
+    from spacl.mining.negatives import _block_prefix
+
+    keys = logits.masked_fill(~valid, -math.inf)
+    row_max = keys.amax(1)
+    target = share * cut._total(logits, keys, valid, row_max)
+    fast, done = _block_prefix(keys, target, lambda z, r: cut._subset_weights(z, row_max[r]))
+    if mass == "similarity":
+        assert bool(done.any())
+    assert torch.equal(fast[done], kept[done])

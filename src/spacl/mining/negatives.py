@@ -29,23 +29,37 @@ is at least as similar to the anchor as every dropped one.
   to 0, and the negatively similar tail of ``"similarity"``): ``lambda_Q = 1`` is the
   paper's "no negative selection" ablation.  With ``"exp"`` / ``"linear"`` a row whose
   total weight is 0 keeps every candidate.
-- Weights and masses are computed in float64 whatever the input dtype.
+- Running weights are summed in float64 whatever the input dtype; the ``"exp"``
+  total is the float64 sum of weights exponentiated in the logits' dtype (a relative
+  error of a few ulps of that dtype, against a margin of ``(1 - share)`` of the total:
+  it can move the cut only where a running sum lies that close to the target).
+- This is the one implementation of the cut: :class:`SPACLLoss`,
+  :class:`RelativeThresholdNegatives` and the link-prediction objective all call
+  :meth:`RelativeThresholdNegatives.select`.
 
-Algorithm (no full sort of the ``K`` candidates): a radix-style selection on the key
-values.  Each level spreads the still-undecided candidates of a row over 512
-equal-width buckets of their key range (a monotone map: equal keys share a bucket),
-adds the weights per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps
-every bucket above the one where the cumulative weight crosses ``share * total`` and
-continues inside that bucket only.  Once at most 64 candidates are left per row (one
-level, in practice) a stable sort of those few finishes the prefix exactly; a bucket
-whose keys are all equal is finished by counting (the first ``ceil(rest / w)`` ties).
+Algorithm (no full sort of the ``K`` candidates).  Fast path, one pass over ``[B, K]``:
+the maxima of blocks of ``c`` columns pick the 32 blocks with the largest maxima;
+their ``32 c`` candidates are stable-sorted; every key strictly above ``M``, the
+smallest of those 32 maxima, is among them, so a row whose prefix ends at a key
+``> M`` is settled exactly (ties included).  Rows whose prefix reaches further (a
+large kept share, as ``"exp"`` and ``"linear"`` usually keep) take the exact
+radix-style selection on the key values.  Each level spreads the still-undecided
+candidates of a row over 512 equal-width buckets of their key range (a monotone map:
+equal keys share a bucket), adds the weights per bucket with one vectorised
+``scatter_add`` over ``[B, K]``, keeps every bucket above the one where the cumulative
+weight crosses ``share * total`` and continues inside that bucket only.  Once at most
+64 candidates are left per row (one level, in practice) a stable sort of those few
+finishes the prefix exactly; a bucket whose keys are all equal is finished by
+counting (the first ``ceil(rest / w)`` ties).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_in_range, check_positive, check_tensor
@@ -55,6 +69,7 @@ MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64
 _MAX_LEVELS = 8
+_FAST_BLOCKS = 32
 
 
 def check_share(share: float) -> float:
@@ -244,6 +259,47 @@ def _masked_cut(
     return torch.where((total > 0).unsqueeze(1), mask, valid)
 
 
+def _block_prefix(
+    keys: Tensor, target: Tensor, weights_of: Callable[[Tensor, Tensor], Tensor]
+) -> tuple[Tensor, Tensor]:
+    """Fast path of the cut: ``(keep[B, K], done[B])``, exact on the rows marked done.
+
+    The columns are split into blocks of ``c`` columns (``K // 256``, between 1 and 4);
+    the ``_FAST_BLOCKS`` blocks with the largest maxima are gathered (in column order) and
+    stable-sorted by decreasing key.  Every key strictly above ``M``, the smallest
+    maximum among the gathered blocks, is in the gathered set.  So where the running
+    weight of the sorted set reaches ``target`` at a key ``> M``, the prefix — ties
+    with its last key included — is exactly that of a stable sort of the whole row,
+    and the row is done; the other rows are left to the exact selection.
+
+    ``keys`` are ``-inf`` off the candidates; ``weights_of(keys_subset, rows)`` gives
+    their float64 weights (0 at ``-inf``, non-decreasing in the key).
+    """
+    b, k = keys.shape
+    width = min(max(k // 256, 1), 4)
+    nblocks = -(-k // width)
+    pad = nblocks * width - k
+    padded = F.pad(keys, (0, pad), value=-math.inf) if pad else keys
+    block_max = padded.view(b, nblocks, width).amax(2)
+    m = min(_FAST_BLOCKS, nblocks)
+    top = block_max.topk(m, dim=1)
+    smallest = top.values[:, -1]
+    first = top.indices.sort(dim=1).values * width  # chosen blocks in column order
+    cols = (first.unsqueeze(2) + torch.arange(width, device=keys.device)).reshape(b, m * width)
+    sub = padded.gather(1, cols)
+    order = sub.sort(dim=1, descending=True, stable=True).indices
+    sub_keys = sub.gather(1, order)
+    rows = torch.arange(b, device=keys.device)
+    reached = weights_of(sub_keys, rows).cumsum(1) >= target.unsqueeze(1)
+    last = reached.long().argmax(1, keepdim=True)  # first position reaching the target
+    done = reached.any(1) & (sub_keys.gather(1, last).squeeze(1) > smallest)
+    kept = (torch.arange(m * width, device=keys.device) <= last) & done.unsqueeze(1)
+    sorted_cols = cols.gather(1, order)
+    keep = torch.zeros(b, k + pad + 1, dtype=torch.bool, device=keys.device)
+    keep.scatter_(1, torch.where(kept, sorted_cols, k + pad), True)
+    return keep[:, :k], done
+
+
 class RelativeThresholdNegatives(nn.Module):
     """SPACL's relative-threshold negative selection (SPEC §1.4), a top-p cut.
 
@@ -296,13 +352,53 @@ class RelativeThresholdNegatives(nn.Module):
 
     @torch.no_grad()
     def select(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
-        """:meth:`forward` without the input checks (for callers that validated already)."""
+        """:meth:`forward` without the input checks (for callers that validated already).
+
+        The block fast path (module docstring) settles the rows whose prefix ends
+        among their top blocks; the exact radix selection finishes the others.
+        """
         if self.share >= 1.0:
             return valid_mask.clone()
         keys = logits.detach().masked_fill(~valid_mask, -math.inf)
+        row_max = keys.amax(1)
+        row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
+        total = self._total(logits.detach(), keys, valid_mask, row_max)
+        target = self.share * total
+        keep, done = _block_prefix(
+            keys, target, lambda k, rows: self._subset_weights(k, row_max[rows])
+        )
+        if self.mass != "similarity":
+            done &= total > 0  # a zero total keeps every candidate: the exact path
+        if bool(done.all()):
+            return keep
+        rest = (~done).nonzero().squeeze(1)
+        keep[rest] = self._exact(keys[rest], valid_mask[rest], row_max[rest])
+        return keep
+
+    def _total(self, logits: Tensor, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
+        """Float64 ``[B]`` total weight of the valid candidates (signed for "similarity")."""
+        if self.mass == "similarity":
+            s = torch.where(valid_mask, logits, 0.0).sum(1, dtype=torch.float64)
+            return s * self.temperature
+        if self.mass == "exp":
+            return (keys - row_max.unsqueeze(1)).exp().sum(1, dtype=torch.float64)
+        w = ((keys * self.temperature + 1.0) / 2.0).clamp_min(0.0)
+        return w.sum(1, dtype=torch.float64)
+
+    def _subset_weights(self, keys: Tensor, row_max: Tensor) -> Tensor:
+        """Float64 prefix weights of some keys (``-inf``: 0); "similarity" clamped at 0."""
+        k = keys.to(torch.float64)
+        if self.mass == "similarity":
+            return (k * self.temperature).clamp_min(0.0)
+        if self.mass == "exp":
+            return (k - row_max.to(torch.float64).unsqueeze(1)).exp()
+        return ((1.0 + k * self.temperature) / 2.0).clamp_min(0.0)
+
+    def _exact(self, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
+        """The exact radix selection of the rows the fast path left (module docstring)."""
         if self.mass == "similarity":
             return self._similarity_cut(keys, valid_mask)
-        weights, row_max = self._weights(keys)
+        weights = self._subset_weights(keys, row_max)
         lo = None
         if self.mass == "exp":
             # the last kept weight is >= (1 - share) * total / K >= (1 - share) / K
