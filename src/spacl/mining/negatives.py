@@ -29,10 +29,11 @@ is at least as similar to the anchor as every dropped one.
   to 0, and the negatively similar tail of ``"similarity"``): ``lambda_Q = 1`` is the
   paper's "no negative selection" ablation.  With ``"exp"`` / ``"linear"`` a row whose
   total weight is 0 keeps every candidate.
-- Running weights are summed in float64 whatever the input dtype; the ``"exp"``
-  total is the float64 sum of weights exponentiated in the logits' dtype (a relative
-  error of a few ulps of that dtype, against a margin of ``(1 - share)`` of the total:
-  it can move the cut only where a running sum lies that close to the target).
+- Running weights are summed in float64 whatever the input dtype; the total weight of
+  a row is summed in the logits' dtype (for ``"exp"`` from weights exponentiated in
+  it): a relative error of a few ulps of that dtype, against a margin of
+  ``(1 - share)`` of the total.  It can move the cut only where a running sum lies
+  that close to the target.
 - This is the one implementation of the cut: :class:`SPACLLoss`,
   :class:`RelativeThresholdNegatives` and the link-prediction objective all call
   :meth:`RelativeThresholdNegatives.select`.
@@ -280,11 +281,14 @@ def _block_prefix(
     nblocks = -(-k // width)
     pad = nblocks * width - k
     padded = F.pad(keys, (0, pad), value=-math.inf) if pad else keys
-    block_max = padded.view(b, nblocks, width).amax(2)
+    if width > 1:
+        block_max = F.max_pool1d(padded.unsqueeze(1), width).squeeze(1)
+    else:
+        block_max = padded
     m = min(_FAST_BLOCKS, nblocks)
-    top = block_max.topk(m, dim=1)
-    smallest = top.values[:, -1]
-    first = top.indices.sort(dim=1).values * width  # chosen blocks in column order
+    top_values, top_index = block_max.sort(dim=1, descending=True)
+    smallest = top_values[:, m - 1]
+    first = top_index[:, :m].sort(dim=1).values * width  # chosen blocks in column order
     cols = (first.unsqueeze(2) + torch.arange(width, device=keys.device)).reshape(b, m * width)
     sub = padded.gather(1, cols)
     order = sub.sort(dim=1, descending=True, stable=True).indices
@@ -377,13 +381,14 @@ class RelativeThresholdNegatives(nn.Module):
 
     def _total(self, logits: Tensor, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
         """Float64 ``[B]`` total weight of the valid candidates (signed for "similarity")."""
+        # summed in the logits' dtype (pairwise summation: a few ulps of the total)
         if self.mass == "similarity":
-            s = torch.where(valid_mask, logits, 0.0).sum(1, dtype=torch.float64)
+            s = torch.where(valid_mask, logits, 0.0).sum(1).to(torch.float64)
             return s * self.temperature
         if self.mass == "exp":
-            return (keys - row_max.unsqueeze(1)).exp().sum(1, dtype=torch.float64)
+            return (keys - row_max.unsqueeze(1)).exp().sum(1).to(torch.float64)
         w = ((keys * self.temperature + 1.0) / 2.0).clamp_min(0.0)
-        return w.sum(1, dtype=torch.float64)
+        return w.sum(1).to(torch.float64)
 
     def _subset_weights(self, keys: Tensor, row_max: Tensor) -> Tensor:
         """Float64 prefix weights of some keys (``-inf``: 0); "similarity" clamped at 0."""
