@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS_DIR, header, write_result
 from spacl.data.kg import load_kg
-from spacl.experiments.kg import kg_config, train_kg
+from spacl.tasks.kg import kg_config, train_kg
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = {

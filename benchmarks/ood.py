@@ -9,10 +9,10 @@ every input.  Configurations: StackOverflow and BANKING77 at 25/50/75% known cla
 heads.
 
 No choice reads test data: the decision rule of every run is chosen on a simulated open
-split of dev (``ood.method=select``, criterion in :mod:`spacl.experiments.text_decision`);
+split of dev (``ood.method=select``, criterion in :mod:`spacl.tasks.text_decision`);
 every rule's test numbers are shown too, marked "not used for selection".  Targets are
 margins over the frozen baseline, decided by Welch's t-test at 5%
-(:func:`spacl.experiments.common.compare`).
+(:func:`spacl.studies.common.compare`).
 
     python benchmarks/ood.py --json benchmarks/results/ood_runs.json   # every config
     python benchmarks/ood.py --configs banking:0.25 --seeds 0           # one config
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
 from ood_report import render
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.experiments.text import ood_config, train_ood
 from spacl.models.text import EmbeddingCache, MiniLMEncoder
+from spacl.tasks.text import ood_config, train_ood
 
 log = logging.getLogger("benchmarks.ood")
 

@@ -3,18 +3,18 @@
 Issue 11, item 6b: the SPACL paper fine-tunes the encoder (Adam, lr 1e-5, batch 8).  On
 a CPU only the top ``--trainable-layers`` transformer layers are fine-tuned: the
 frozen bottom layers' token states are computed once per text and cached in memory
-(:mod:`spacl.experiments.text_finetune`); each step runs only the trainable layers.
+(:mod:`spacl.tasks.text_finetune`); each step runs only the trainable layers.
 Views: the same text through the trainable layers ``V`` times, view 0 in eval mode,
 the others with dropout on (SimCSE-style); every method sees the same views, steps
 and initial weights.  Methods: SPACL (supervised, ``positive_pool="instance_class"``),
 SupCon, cross-entropy (linear classifier, discarded after training).
 
 The open-set decision is the frozen benchmark's (``benchmarks/ood.py``,
-:func:`spacl.experiments.text_decision.select_rule`): nearest class centre with a
+:func:`spacl.tasks.text_decision.select_rule`): nearest class centre with a
 rejection threshold, the rule chosen per run on a simulated open split of dev only;
 its auxiliary "head" is here an auxiliary fine-tune of the same budget on the kept
 classes.  Rows beside them: ``reject-all``, ``frozen`` (the encoder not fine-tuned,
-run here through :func:`spacl.experiments.text.train_ood`) and the frozen-encoder
+run here through :func:`spacl.tasks.text.train_ood`) and the frozen-encoder
 heads quoted from ``benchmarks/results/ood_runs/stackoverflow_25_50.json`` (same
 splits and seeds).
 
@@ -41,9 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import open_intent_metrics
-from spacl.experiments.text import ood_config, train_ood
-from spacl.experiments.text_decision import SELECTION_CRITERION, nearest_auroc, select_rule
-from spacl.experiments.text_finetune import (
+from spacl.models.text import MiniLMEncoder, _load_sentence_transformer
+from spacl.tasks.text import ood_config, train_ood
+from spacl.tasks.text_decision import SELECTION_CRITERION, nearest_auroc, select_rule
+from spacl.tasks.text_finetune import (
     FINETUNE_OBJECTIVES,
     FinetuneSettings,
     TopLayers,
@@ -51,7 +52,6 @@ from spacl.experiments.text_finetune import (
     embed_states,
     finetune,
 )
-from spacl.models.text import MiniLMEncoder, _load_sentence_transformer
 
 log = logging.getLogger("benchmarks.ood_finetune")
 
@@ -301,7 +301,7 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "nearest-centre distance.",
         "",
         "Rows: `reject-all` predicts OOD for every input; `frozen` = the raw (not "
-        "fine-tuned) embeddings, run here by `spacl.experiments.text.train_ood`; "
+        "fine-tuned) embeddings, run here by `spacl.tasks.text.train_ood`; "
         "`frozen encoder + X head` rows are quoted from "
         "`benchmarks/results/ood_runs/stackoverflow_25_50.json` (benchmarks/ood.py: a "
         "384-512-128 MLP head trained 10 epochs at Adam 1e-3, batch 256, on the frozen "

@@ -12,8 +12,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from spacl.experiments.common import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
-from spacl.experiments.text_decision import DECISION_RULES, SELECTION_CRITERION
+from spacl.studies.common import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
+from spacl.tasks.text_decision import DECISION_RULES, SELECTION_CRITERION
 
 #: a margin target's outcome from the comparison rule
 TARGET = {

@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from spacl.data.kg import load_kg
-from spacl.experiments.kg import (
+from spacl.mining.negatives import RelativeThresholdNegatives
+from spacl.models.kg import LinkPredictor
+from spacl.tasks.kg import (
     LinkInfoNCELoss,
     LinkSPACLLoss,
     kg_config,
     top_share_cut,
     train_kg,
 )
-from spacl.mining.negatives import RelativeThresholdNegatives
-from spacl.models.kg import LinkPredictor
 
 torch.set_default_dtype(torch.float32)
 
@@ -289,7 +289,7 @@ def test_cut_of_other_masses_equals_the_miner(mass: str) -> None:
 
 
 def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:
-    from spacl.experiments import recipe_task, run_task_recipe
+    from spacl.tasks import recipe_task, run_task_recipe
 
     root = cycle_graph(tmp_path / "toy")
     recipe = tmp_path / "toy.yaml"

@@ -25,9 +25,9 @@ from spacl.evaluate.ood import (
     open_intent_metrics,
     reject_all_metrics,
 )
-from spacl.experiments.text import ood_config, train_ood
-from spacl.experiments.text_decision import DECISION_RULES, DEFAULT_RULE
 from spacl.models.text import EmbeddingCache, FeatureViews, default_cache_dir, minilm_available
+from spacl.tasks.text import ood_config, train_ood
+from spacl.tasks.text_decision import DECISION_RULES, DEFAULT_RULE
 
 
 @pytest.fixture(autouse=True)
@@ -385,7 +385,7 @@ def test_rule_choice_never_reads_test_labels(tmp_path: Path) -> None:
 def test_selection_scores_follow_the_simulated_open_split() -> None:
     """Hand-built features: tight classes, hidden classes far away -> every rule rejects
     the held-out classes; a quantile of 0 rejects half the in-domain dev examples."""
-    from spacl.experiments.text_decision import HeldOutHead, selection_scores
+    from spacl.tasks.text_decision import HeldOutHead, selection_scores
 
     k = 6
     centres = torch.eye(8, dtype=torch.float64)[:k]

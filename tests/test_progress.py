@@ -73,12 +73,12 @@ def test_progress_switch_precedence(monkeypatch):
 
 
 def test_kg_training_logs_through_logging(tmp_path, caplog):
-    from spacl.experiments.kg import train_kg
+    from spacl.tasks.kg import train_kg
 
     root = _graph(tmp_path / "toy")
     with caplog.at_level(logging.INFO, logger="spacl"):
         summary = train_kg(_kg_recipe(root))
-    messages = [r.getMessage() for r in caplog.records if r.name == "spacl.experiments.kg"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "spacl.tasks.kg"]
     assert messages[0].startswith("kg: toy E=12 R=2")
     assert any(m.startswith("epoch 2: loss") for m in messages)
     assert messages[-1].startswith("test (best epoch")
@@ -86,7 +86,7 @@ def test_kg_training_logs_through_logging(tmp_path, caplog):
 
 
 def test_kg_progress_bars_follow_train_progress(tmp_path, capsys):
-    from spacl.experiments.kg import train_kg
+    from spacl.tasks.kg import train_kg
 
     root = _graph(tmp_path / "toy")
     train_kg(_kg_recipe(root), overrides=["train.progress=true"])

@@ -1,4 +1,4 @@
-"""Verdict rules, statistics and the report writer of ``spacl reproduce`` (experiments.common)."""
+"""Verdict rules, statistics and the report writer of ``spacl reproduce`` (studies.common)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacl.experiments.common import (
+from spacl.studies.common import (
     FEW_SEEDS,
     NOT_AT_SCALE,
     OPPOSITE,
@@ -322,7 +322,7 @@ def test_train_shared_stops_at_max_steps() -> None:
     """Equal-step budgets (the batch-size claims): training stops after max_steps."""
     from types import SimpleNamespace
 
-    from spacl.experiments.common import train_shared
+    from spacl.studies.common import train_shared
 
     class Stream:
         def epoch_batches(self, epoch: int):

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from spacl.cli import main
-from spacl.experiments import alignment_study, hard_negatives, spacl_bench
-from spacl.experiments.common import SMOKE, VERDICTS, train_shared
+from spacl.studies import alignment_study, hard_negatives, spacl_bench
+from spacl.studies.common import SMOKE, VERDICTS, train_shared
 
 STUDY_MODULES = {
     "hard-negatives": hard_negatives,
@@ -183,7 +183,7 @@ def test_alignment_snapshot_of_identical_arms_is_perfect() -> None:
 
 # ------------------------------------------------------------------------------------ spacl
 def test_spacl_certificate_failure_is_undecided(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spacl.experiments.spacl_bench import diagnostics
+    from spacl.studies.spacl_bench import diagnostics
 
     p = torch.tensor([1.0, 0.0], dtype=torch.float64)
     negatives = torch.tensor([[0.0, 1.0], [0.0, -1.0]], dtype=torch.float64)

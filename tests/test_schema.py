@@ -4,12 +4,12 @@ loads, the shared sections are the same classes, and one bad key per section is 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
 from spacl.engine.config import Config
-from spacl.experiments.kg import KGConfig, kg_config
-from spacl.experiments.text import OODConfig, ood_config
 from spacl.recipes import list_recipes
 from spacl.schema import (
     DataSection,
@@ -18,7 +18,11 @@ from spacl.schema import (
     TrainSection,
     load_recipe,
     parse_overrides,
+    register_task,
+    task_loader,
 )
+from spacl.tasks.kg_config import KGConfig, kg_config
+from spacl.tasks.text_config import OODConfig, ood_config
 
 RECIPES = list_recipes()
 SECTIONS = {"data": DataSection, "optim": OptimSection, "train": TrainSection, "eval": EvalSection}
@@ -155,3 +159,27 @@ def test_image_recipes_may_say_task_image(tmp_path):
     assert load_recipe(path).task == "image"
     with pytest.raises(ValueError, match="config key 'task' must be 'image'"):
         load_config(None, ["task=kg"])
+
+
+def test_task_registry_holds_the_schema_loaders():
+    """Each task's schema module registers its loader; the schema imports none of them."""
+    assert task_loader("kg") is kg_config and task_loader("text") is ood_config
+    assert task_loader("image").__module__ == "spacl.engine.config"
+    with pytest.raises(ValueError, match="already registered"):
+        register_task("kg")(ood_config)
+    register_task("kg")(kg_config)  # the same loader again: a no-op
+    with pytest.raises(ValueError, match="config key 'task' must be one of"):
+        register_task("audio")
+
+
+def test_load_recipe_finds_the_builtin_tasks_without_importing_them():
+    """A fresh interpreter: importing spacl.schema loads no task; load_recipe then finds
+    the built-in tasks by importing spacl.tasks once."""
+    code = (
+        "import sys\n"
+        "from spacl.schema import load_recipe\n"
+        "assert not any(m.startswith('spacl.tasks') for m in sys.modules), 'schema loaded a task'\n"
+        "assert load_recipe('kg/fb15k237_spacl').task == 'kg'\n"
+        "assert load_recipe('text/stackoverflow_spacl').task == 'text'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from spacl.data import LabeledData
-from spacl.experiments.spacl_bench.benches import FeatureDropoutViews, few_shot_index
-from spacl.experiments.spacl_bench.claims import no_worse
-from spacl.experiments.spacl_bench.methods import BASE, FACTORS, spacl_choices, spacl_method
-from spacl.experiments.spacl_bench.protocol import RunKey, RunStore
-from spacl.experiments.spacl_bench.stages import option_choices, paper_ablations
-from spacl.experiments.verdicts import NOT_AT_SCALE, OPPOSITE, REPRODUCED
 from spacl.losses import SPACLLoss
+from spacl.studies.spacl_bench.benches import FeatureDropoutViews, few_shot_index
+from spacl.studies.spacl_bench.claims import no_worse
+from spacl.studies.spacl_bench.methods import BASE, FACTORS, spacl_choices, spacl_method
+from spacl.studies.spacl_bench.protocol import RunKey, RunStore
+from spacl.studies.spacl_bench.stages import option_choices, paper_ablations
+from spacl.studies.verdicts import NOT_AT_SCALE, OPPOSITE, REPRODUCED
 
 
 def test_feature_views_keep_the_original_and_drop_coordinates() -> None:

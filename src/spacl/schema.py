@@ -17,7 +17,8 @@ eval       ``batch_size``                                    kNN (image), ``ties
 =========  ================================================  =============================
 
 The task schemas are :class:`spacl.engine.config.Config` (image),
-:class:`spacl.experiments.kg.KGConfig` and :class:`spacl.experiments.text.OODConfig`.
+:class:`spacl.tasks.kg_config.KGConfig` and :class:`spacl.tasks.text_config.OODConfig`; each
+registers its loader with :func:`register_task` (this module imports no task).
 :func:`load_recipe` reads any recipe, applies dot-list overrides (``train.epochs=5``,
 :func:`parse_overrides`) and validates it; :func:`validate_shared` checks the shared
 sections identically for every task, then the task's own checks run.  Every error is
@@ -30,11 +31,12 @@ key names the closest valid one (``unknown config key 'data.nmae' (did you mean
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
@@ -58,11 +60,26 @@ __all__ = [
     "positive",
     "read_recipe",
     "recipe_task",
+    "register_task",
+    "task_loader",
     "validate_shared",
 ]
 
 #: recipe ``task:`` values (``image`` is the default when a recipe has no ``task:``)
 TASKS = ("image", "kg", "text")
+
+#: a task's recipe loader: ``(recipe layer, dot-list overrides) -> validated DictConfig``
+TaskLoader = Callable[[DictConfig, Sequence[str]], DictConfig]
+
+_Loader = TypeVar("_Loader", bound=TaskLoader)
+
+#: task name -> its loader, filled by :func:`register_task` where each task's schema lives
+#: (``image``: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks`)
+_TASK_LOADERS: dict[str, TaskLoader] = {}
+
+#: the package whose import registers every built-in task (never imported by this module
+#: at its top: the schema sits below the tasks)
+BUILTIN_TASKS = "spacl.tasks"
 
 
 # --------------------------------------------------------------- shared sections
@@ -326,6 +343,37 @@ def recipe_task(raw: Any) -> str:
     return str(task)
 
 
+def register_task(name: str) -> Callable[[_Loader], _Loader]:
+    """Decorator: register ``loader`` as the recipe loader of ``task: name``.
+
+    The module holding a task's schema registers it (``@register_task("kg")`` on
+    :func:`spacl.tasks.kg_config.kg_config`), so this module imports no task.  Registering a
+    name twice with different loaders raises ``ValueError``.
+    """
+    if name not in TASKS:
+        raise fail("task", name, f"must be one of {list(TASKS)}")
+
+    def decorate(loader: _Loader) -> _Loader:
+        known = _TASK_LOADERS.get(name)
+        if known is not None and known is not loader:
+            raise ValueError(f"task {name!r} is already registered ({known.__qualname__})")
+        _TASK_LOADERS[name] = loader
+        return loader
+
+    return decorate
+
+
+def task_loader(name: str) -> TaskLoader:
+    """The registered loader of ``task: name``.  On a miss the built-in tasks are imported
+    once by name (:data:`BUILTIN_TASKS`: they register themselves), so the Python API works
+    without importing a task first."""
+    if name not in _TASK_LOADERS:
+        importlib.import_module(BUILTIN_TASKS)
+    if name not in _TASK_LOADERS:
+        raise fail("task", name, f"must be one of {sorted(_TASK_LOADERS)}")
+    return _TASK_LOADERS[name]
+
+
 @dataclass(frozen=True)
 class LoadedRecipe:
     """A validated recipe: its ``task`` and typed ``config``."""
@@ -344,17 +392,4 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
     layer = _as_layer(source)
     extra = parse_overrides(overrides)
     task = recipe_task(OmegaConf.merge(layer, extra))
-    if task == "kg":
-        from spacl.experiments.kg import kg_config
-
-        return LoadedRecipe(task, kg_config(layer, overrides))
-    if task == "text":
-        from spacl.experiments.text import ood_config
-
-        return LoadedRecipe(task, ood_config(layer, overrides))
-    from spacl.engine.config import load_config
-
-    if "task" in layer:
-        layer = layer.copy()
-        layer.pop("task")
-    return LoadedRecipe(task, load_config(None, overrides, base=layer))
+    return LoadedRecipe(task, task_loader(task)(layer, overrides))

@@ -28,7 +28,7 @@ from typing import Any
 
 __all__ = ["STUDIES", "register", "run", "run_study"]
 
-#: study name -> module under ``spacl.experiments``
+#: study name -> module under ``spacl.studies``
 STUDIES: dict[str, str] = {
     "hard-negatives": "hard_negatives",
     "alignment": "alignment_study",
@@ -97,12 +97,12 @@ def run_study(
     """Run study ``name`` (a key of :data:`STUDIES`) and return its results dict."""
     import importlib
 
-    from spacl.experiments.common import seed_list, study_threads
+    from spacl.studies.common import seed_list, study_threads
 
     if name not in STUDIES:
         raise ValueError(f"name must be one of {sorted(STUDIES)}, got {name!r}")
     seeds_ = seed_list(seeds if seeds is not None else (1 if quick else 3))
-    module = importlib.import_module(f"spacl.experiments.{STUDIES[name]}")
+    module = importlib.import_module(f"spacl.studies.{STUDIES[name]}")
     kwargs: dict[str, Any] = {
         "quick": quick,
         "seeds": seeds_,
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(c["key"]) for c in results["claims"])
     for claim in results["claims"]:
         print(f"{claim['key']:<{width}}  {claim['verdict']}")
-    from spacl.experiments.verdicts import VERDICTS
+    from spacl.studies.verdicts import VERDICTS
 
     counts = {v: sum(c["verdict"] == v for c in results["claims"]) for v in VERDICTS}
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v == "reproduced")

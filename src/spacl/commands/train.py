@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine.summary import format_results_table
 
     if not args.resume and not Path(args.config).is_dir():
-        from spacl.experiments import run_task_recipe
         from spacl.recipes import resolve_recipe
+        from spacl.tasks import run_task_recipe
 
         # `task: kg` / `task: text` recipes run their own task loop (docs/kg_and_text.md)
         recipe = resolve_recipe(args.config)

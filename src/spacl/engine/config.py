@@ -34,6 +34,7 @@ from spacl.schema import (
     parse_overrides,
     positive,
     read_recipe,
+    register_task,
     validate_shared,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "SyntheticConfig",
     "TrainConfig",
     "config_to_dict",
+    "image_config",
     "load_config",
     "validate_config",
 ]
@@ -95,6 +97,7 @@ class DataConfig(DataSection):
     split_seed: int = 0
     image_size: int = 224  # imagefolder only
     num_workers: int = 8  # imagefolder only (DataLoader workers)
+    bad_images: str = "error"  # imagefolder only: error | skip (files PIL cannot open)
     on_device: bool = True  # keep in-memory data on the training device
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
 
@@ -288,6 +291,13 @@ def load_config(
     return cfg
 
 
+@register_task("image")
+def image_config(recipe: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """The image task's entry in the recipe registry (:func:`spacl.schema.load_recipe`):
+    ``recipe`` (a read recipe, ``task: image`` or none) under ``overrides``, validated."""
+    return load_config(None, overrides, base=recipe)
+
+
 def config_to_dict(cfg: DictConfig) -> dict[str, Any]:
     """Plain nested ``dict`` of ``cfg`` (for checkpoints and ``config.yaml``)."""
     out = OmegaConf.to_container(cfg, resolve=True)
@@ -374,6 +384,7 @@ def validate_config(cfg: DictConfig) -> None:
         raise _fail("data.test_fraction", d.test_fraction, "must be > 0")
     _int_at_least("data.image_size", d.image_size, 1)
     _int_at_least("data.num_workers", d.num_workers, 0)
+    _choice("data.bad_images", d.bad_images, ("error", "skip"))
     if d.name == "synthetic":
         s = d.synthetic
         _int_at_least("data.synthetic.num_classes", s.num_classes, 2)
@@ -394,9 +405,12 @@ def validate_config(cfg: DictConfig) -> None:
                 "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable; "
                 "`spacl data` lists every dataset's source and layout)"
             )
-        if d.name == "imagefolder" and not (root / d.train_split).is_dir():
+        # an image folder: root/<train_split> (+ root/<test_split>), or root holding the
+        # class folders themselves (then split by data.test_fraction)
+        train_dir, test_dir = root / d.train_split, root / d.test_split
+        if d.name == "imagefolder" and test_dir.is_dir() and not train_dir.is_dir():
             raise ValueError(
-                f"config key 'data.train_split': {str(root / d.train_split)!r} is not a directory"
+                f"config key 'data.train_split': {str(train_dir)!r} is not a directory"
             )
     if d.label_kind == "coarse":
         has_coarse = d.name == "cifar100" or (

@@ -1,5 +1,0 @@
-"""``python -m spacl.experiments.spacl_bench``."""
-
-from spacl.experiments.spacl_bench import main
-
-main()

@@ -1,0 +1,423 @@
+"""Link-prediction objectives: filtered InfoNCE over all entities and SPACL (SPEC §1).
+
+Both score queries ``f(h, r)`` of a :class:`~spacl.models.kg.LinkPredictor` against its
+entity table ``g(e)`` (score ``<f(h, r), g(e)>``) and take ``positives[B, E]``: the known
+training tails ``P(h, r)`` of each query (K-vs-all) or the one tail of a training triple
+(``P(h, r) = {t}``, 1-vs-all); :func:`spacl.tasks.kg.train_kg` builds them.
+With ``l_e = <f(h, r), g(e)> / tau``:
+
+**Filtered InfoNCE** (:class:`LinkInfoNCELoss`), per training triple ``(h, r, t)``::
+
+    loss(h, r, t) = -log( e^{l_t} / (e^{l_t} + sum_{e not in P(h, r)} e^{l_e}) )
+
+the 1-N cross-entropy of Dettmers et al. (2018) with the other known tails of the query
+taken out of the denominator.  All tails of one query share one score row (the
+kernel's ``"pairwise"`` mode); the mean runs over triples (each query weighted by
+``|P(h, r)|``).  ``num_negatives=k`` scores only ``k`` uniformly sampled entities
+(shared by the batch) plus the batch's positives instead of every entity.
+
+**SPACL for link prediction** (:class:`LinkSPACLLoss`, SPEC §1.2-1.5)::
+
+    P^h   = farthest-point selection of lambda_P tails from P(h, r), starting at f(h, r)
+    Q     = {e not in P(h, r)}  U  K_adv generated negatives G(f(h, r), xi)
+    Q^h   = the heaviest prefix of Q holding lambda_Q of sum_q e^{l_q}
+    loss  = -log( sum_{p in P^h} e^{l_p} / (sum_{p in P^h} e^{l_p} + sum_{q in Q^h} e^{l_q}) )
+
+**Decisions** (the image recipe of SPEC §1 translated to triples):
+
+- the anchor is the query ``f(h, r)`` itself: there are no views, so there is no dynamic
+  anchor (``variant="no_anchor"`` is therefore the same as ``"full"`` and not offered);
+- the positive pool is the known training tails of ``(h, r)``; a query with at most
+  ``lambda_P`` of them uses them all; otherwise at most ``pool_size`` of them (chosen
+  uniformly at random, the analogue of the ``M`` augmented views) enter farthest-point
+  selection with the dissimilarity ``1 - cos`` and ``S = {f(h, r)}`` at the start;
+- known tails that are not selected are neither positives nor negatives;
+- the candidates ``g(e)`` are the trained entity table itself, **with** gradient: in
+  link prediction the tails are the same parameters as the heads and freezing that
+  side halves the training signal (SPEC §1.5's constant ``g`` is kept for images);
+- generated negatives (unit vectors from :class:`~spacl.mining.AdversarialNegatives`,
+  played on ``unit(f(h, r))`` against the unit hard positives) are rescaled by the mean
+  norm of the query's hard positives, so that they live where entities live; they are
+  constants;
+- the loss is the mean over queries (SPEC §1.5: mean over anchors); ``weighting=
+  "triple"`` weights each query by ``|P(h, r)|`` as the InfoNCE baseline does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from spacl._validation import check_in_range, check_positive
+from spacl.losses.kernel import masked_logsumexp
+from spacl.losses.kg_cut import top_share_cut
+from spacl.mining.adversarial import AdversarialNegatives
+from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
+from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
+
+__all__ = [
+    "KG_OBJECTIVES",
+    "KG_SPACL_VARIANTS",
+    "LinkInfoNCELoss",
+    "LinkSPACLLoss",
+    "LinkSPACLStep",
+    "top_share_cut",
+]
+
+KG_OBJECTIVES = ("infonce", "spacl")
+KG_SPACL_VARIANTS = ("full", "no_hard_positive", "no_adversarial", "no_negative_selection")
+WEIGHTINGS = ("query", "triple")
+
+
+def _per_query_mean(per_pair: Tensor, row: Tensor, b: int) -> Tensor:
+    """Mean of ``per_pair`` within each query (``row`` = query of each pair), ``[b]``."""
+    sums = per_pair.new_zeros(b).index_add(0, row, per_pair)
+    counts = torch.bincount(row, minlength=b).to(per_pair.dtype)
+    return sums / counts.clamp_min(1.0)
+
+
+def _reduce(per_pair: Tensor, row: Tensor, b: int, weighting: str) -> Tensor:
+    """``"triple"``: mean over pairs; ``"query"``: mean over queries of their pair means."""
+    if weighting == "triple":
+        return per_pair.mean()
+    return _per_query_mean(per_pair, row, b).mean()
+
+
+def _row_logsumexp(values: Tensor, row: Tensor, b: int) -> Tensor:
+    """``[b]``: ``log sum_{j: row_j = a} exp(values_j)`` (every row must have an entry)."""
+    shift = values.new_full((b,), -math.inf).scatter_reduce(
+        0, row, values.detach(), reduce="amax", include_self=True
+    )
+    sums = values.new_zeros(b).index_add(0, row, torch.exp(values - shift[row]))
+    return sums.log() + shift
+
+
+def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
+    if query.ndim != 2 or entities.ndim != 2 or query.shape[1] != entities.shape[1]:
+        raise ValueError(
+            f"query must be [B, d] and entities [E, d], got {tuple(query.shape)} and "
+            f"{tuple(entities.shape)}"
+        )
+    if positives.dtype != torch.bool or positives.shape != (query.shape[0], entities.shape[0]):
+        raise ValueError(
+            f"positives must be a bool [B, E] = [{query.shape[0]}, {entities.shape[0]}] mask, "
+            f"got {positives.dtype} {tuple(positives.shape)}"
+        )
+    if not bool(positives.any(1).all()):
+        raise ValueError("every query needs at least one positive (known tail)")
+
+
+class LinkInfoNCELoss(nn.Module):
+    """Filtered InfoNCE over all entities, or over sampled ones (module docstring).
+
+    Call: ``loss(query[B, d], entities[E, d], positives[B, E] bool) -> scalar``.
+    Computed as the kernel's ``"pairwise"`` mode without materialising it over ``[B, E]``:
+    one masked log-sum-exp of the negatives per query, then
+    ``log(e^{l_ap} + e^{neg_a}) - l_ap`` for the positive pairs only.
+
+    Args:
+        temperature: ``tau``.
+        num_negatives: ``None`` scores every entity; ``k`` scores ``k`` uniformly sampled
+            entities (shared by the batch, drawn from ``generator``) plus the positives.
+        weighting: ``"triple"`` (default: the mean over training triples) or ``"query"``.
+        generator: source of the sampled negatives.
+    """
+
+    def __init__(
+        self,
+        temperature: float = 1.0,
+        num_negatives: int | None = None,
+        weighting: str = "triple",
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.temperature = check_positive(temperature, "temperature")
+        if num_negatives is not None and (
+            not isinstance(num_negatives, int)
+            or isinstance(num_negatives, bool)
+            or num_negatives < 1
+        ):
+            raise ValueError(f"num_negatives must be None or an int >= 1, got {num_negatives!r}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        self.num_negatives = num_negatives
+        self.weighting = weighting
+        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
+
+    def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+        _check_inputs(query, entities, positives)
+        if self.num_negatives is not None:
+            sampled = torch.randint(
+                0, entities.shape[0], (self.num_negatives,), generator=self.rng
+            ).to(positives.device)
+            cols = torch.unique(torch.cat((positives.any(0).nonzero().squeeze(1), sampled)))
+            entities, positives = entities[cols], positives[:, cols]
+        logits = (query @ entities.T) / self.temperature
+        neg = masked_logsumexp(logits, ~positives)  # [B]
+        row, col = positives.nonzero(as_tuple=True)
+        pos = logits[row, col]
+        per_pair = torch.logaddexp(neg[row], pos) - pos  # -log(e^l / (e^l + e^neg))
+        return _reduce(per_pair, row, query.shape[0], self.weighting)
+
+    def extra_repr(self) -> str:
+        return (
+            f"temperature={self.temperature}, num_negatives={self.num_negatives}, "
+            f"weighting={self.weighting!r}"
+        )
+
+
+@dataclass
+class LinkSPACLStep:
+    """Diagnostics of the last :class:`LinkSPACLLoss` call (batch means)."""
+
+    positives: float
+    hard_positives: float
+    kept_negatives: float
+    kept_generated: float
+    d_loss: float | None = None
+    g_loss: float | None = None
+
+    def log_dict(self) -> dict[str, float]:
+        out = {
+            "spacl/positives": self.positives,
+            "spacl/hard_positives": self.hard_positives,
+            "spacl/kept_negatives": self.kept_negatives,
+            "spacl/kept_generated": self.kept_generated,
+        }
+        if self.d_loss is not None:
+            out["spacl/d_loss"] = self.d_loss
+        if self.g_loss is not None:
+            out["spacl/g_loss"] = self.g_loss
+        return out
+
+
+class LinkSPACLLoss(nn.Module):
+    """SPACL for link prediction: hard tails, adversarial and relative-threshold negatives.
+
+    Call: ``loss(query[B, d], entities[E, d], positives[B, E] bool) -> scalar``; after the
+    call :attr:`last` holds a :class:`LinkSPACLStep`.  Formula and **Decisions** in the
+    module docstring; the cut is :func:`top_share_cut`.
+
+    Args:
+        temperature: ``tau``.
+        num_positives: ``lambda_P``, hard positives per query (default 2).
+        share: ``lambda_Q``, kept share of the negative mass (default 0.95).
+        num_adversarial: ``K_adv`` generated negatives per query (default 1; 0: none).
+        variant: ``"full"``, ``"no_hard_positive"`` (random positives),
+            ``"no_adversarial"`` or ``"no_negative_selection"`` (SPEC §1.6).
+        pool_size: most known tails entering farthest-point selection per query.
+        mass: reading of the cut (SPEC §1.4): ``"exp"`` (default here: the measured KG
+            recipe; the histogram cut serves it), ``"similarity"`` (the paper's formula on
+            raw scores) or ``"linear"``; the last two take the miner's exact selection.
+        positive_mode: ``"log_sum_exp"`` (SPEC §1.5) or ``"pairwise"`` (each hard
+            positive against the kept negatives, InfoNCE-style).
+        weighting: ``"query"`` (SPEC: mean over anchors) or ``"triple"``.
+        adversarial_lr: Adam learning rate of the generator/discriminator game.
+        adversarial_hidden: hidden width of ``G`` and ``D`` (default ``2 d``, SPEC §1.3).
+        game_batch: the game's round is played on at most this many queries of the
+            batch, drawn at random (**Decision**: one ``D`` and one ``G`` step per
+            training step as in SPEC §1.3, on a sub-batch to bound its cost; ``None``:
+            all); the trained generator then draws the negatives of every query.
+        generator: source of random positives and of the game's seed.
+    """
+
+    def __init__(
+        self,
+        temperature: float = 1.0,
+        num_positives: int = 2,
+        share: float = 0.95,
+        num_adversarial: int = 1,
+        variant: str = "full",
+        *,
+        pool_size: int = 32,
+        mass: str = "exp",
+        positive_mode: str = "log_sum_exp",
+        weighting: str = "query",
+        adversarial_lr: float = 1e-3,
+        adversarial_hidden: int | None = None,
+        game_batch: int | None = 256,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if variant not in KG_SPACL_VARIANTS:
+            raise ValueError(f"variant must be one of {KG_SPACL_VARIANTS}, got {variant!r}")
+        for name, value, low in (
+            ("num_positives", num_positives, 1),
+            ("num_adversarial", num_adversarial, 0),
+            ("pool_size", pool_size, 1),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if pool_size < num_positives:
+            raise ValueError(f"pool_size ({pool_size}) must be >= num_positives ({num_positives})")
+        if positive_mode not in ("log_sum_exp", "pairwise"):
+            raise ValueError(
+                f"positive_mode must be 'log_sum_exp' or 'pairwise', got {positive_mode!r}"
+            )
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        if mass not in MASSES:
+            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
+        self.temperature = check_positive(temperature, "temperature")
+        self.num_positives = num_positives
+        self.share = float(share)
+        self.variant = variant
+        self.pool_size = pool_size
+        self.positive_mode = positive_mode
+        self.weighting = weighting
+        self.adversarial_lr = check_positive(adversarial_lr, "adversarial_lr")
+        if game_batch is not None and (not isinstance(game_batch, int) or game_batch < 1):
+            raise ValueError(f"game_batch must be None or an int >= 1, got {game_batch!r}")
+        self.adversarial_hidden = adversarial_hidden
+        self.game_batch = game_batch
+        self.num_adversarial = 0 if variant == "no_adversarial" else num_adversarial
+        effective_share = 1.0 if variant == "no_negative_selection" else self.share
+        self.cut = RelativeThresholdNegatives(effective_share, mass, self.temperature)
+        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.register_module("adversarial", None)
+        self.adversarial: AdversarialNegatives | None
+        self.last: LinkSPACLStep | None = None
+
+    def _game(self, dim: int) -> AdversarialNegatives:
+        if self.adversarial is None:
+            seed = int(torch.randint(0, 2**62, (1,), generator=self.rng))
+            self.adversarial = AdversarialNegatives(
+                dim,
+                self.num_adversarial,
+                hidden=self.adversarial_hidden,
+                lr=self.adversarial_lr,
+                generator=torch.Generator().manual_seed(seed),
+            )
+        return self.adversarial
+
+    @torch.no_grad()
+    def hard_positives(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+        """``BoolTensor[B, E]`` of the hard positives ``P^h`` (module docstring).
+
+        Queries with at most ``lambda_P`` known tails keep all of them; the others
+        choose ``lambda_P`` by farthest-point selection (or at random for
+        ``variant="no_hard_positive"``) among at most ``pool_size`` of their tails.
+        """
+        hard = positives.clone()
+        rows = (positives.sum(1) > self.num_positives).nonzero().squeeze(1)
+        if rows.numel() == 0:
+            return hard
+        members = positives[rows]
+        b = rows.numel()
+        k = int(min(self.pool_size, int(members.sum(1).max())))
+        pool = random_positives(members, k, self.rng)  # [b, k] a random subset of the tails
+        valid = members.gather(1, pool)
+        if self.variant == "no_hard_positive":
+            scores = torch.rand(pool.shape, generator=self.rng).to(pool.device)
+            order = scores.masked_fill(~valid, -1.0).topk(self.num_positives, 1).indices
+            chosen = pool.gather(1, order)
+        else:
+            units = torch.cat((query[rows].unsqueeze(1), entities[pool]), dim=1)
+            units = units / units.norm(dim=2, keepdim=True).clamp_min(1e-12)
+            dissimilarity = 1.0 - torch.bmm(units, units.transpose(1, 2))  # [b, 1+k, 1+k]
+            blocked = torch.cat(
+                (torch.zeros(b, 1, dtype=torch.bool, device=valid.device), ~valid), 1
+            )
+            dissimilarity = dissimilarity.masked_fill(blocked.unsqueeze(1), -math.inf)
+            start = torch.zeros(b, dtype=torch.long, device=query.device)
+            picks = farthest_point_from_dissimilarity(dissimilarity, start, self.num_positives)
+            chosen = pool.gather(1, picks - 1)  # these rows have > lambda_P valid members
+        sub = torch.zeros_like(members)
+        sub.scatter_(1, chosen, True)
+        hard[rows] = sub
+        return hard
+
+    def _adversarial_logits(
+        self, query: Tensor, entities: Tensor, hard: Tensor
+    ) -> tuple[Tensor, float | None, float | None]:
+        """Logits ``[B, K_adv]`` of the generated negatives and the game's losses.
+
+        The game's real samples are each query's first ``num_positives`` hard tails (rows
+        with fewer repeat the first), on the unit sphere; the generated points are scaled
+        back to the mean norm of those tails.
+        """
+        b = hard.shape[0]
+        game = self._game(query.shape[1])
+        ents = entities.detach()
+        row, col = hard.nonzero(as_tuple=True)  # row-major: grouped by query
+        counts = torch.bincount(row, minlength=b)
+        starts = torch.cumsum(counts, 0) - counts
+        first = col[starts]  # every query has at least one hard positive
+        rank = torch.arange(len(row), device=row.device) - starts[row]
+        slots = torch.empty(b, self.num_positives, dtype=torch.long, device=hard.device)
+        slots[:] = first.unsqueeze(1)  # rows with fewer hard positives repeat the first
+        keep = rank < self.num_positives
+        slots[row[keep], rank[keep]] = col[keep]
+        real = ents[slots]  # [B, P, d]
+        scale = real.norm(dim=2).mean(1, keepdim=True)  # [B, 1]
+        unit_real = real / real.norm(dim=2, keepdim=True).clamp_min(1e-12)
+        anchors = query.detach()
+        unit_anchor = anchors / anchors.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        d_loss = g_loss = None
+        if self.training:
+            players = torch.arange(b, device=unit_anchor.device)
+            if self.game_batch is not None and b > self.game_batch:
+                players = torch.randperm(b, generator=self.rng)[: self.game_batch]
+                players = players.to(unit_anchor.device)
+            generated, dl, gl = game.play(unit_anchor[players], unit_real[players])
+            d_loss, g_loss = float(dl), float(gl)
+            if players.numel() < b:
+                generated = game.sample(unit_anchor)
+        else:
+            generated = game.sample(unit_anchor)
+        generated = generated.to(query.dtype) * scale.unsqueeze(2)
+        return torch.einsum("bd,bkd->bk", query, generated) / self.temperature, d_loss, g_loss
+
+    def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+        _check_inputs(query, entities, positives)
+        b = positives.shape[0]
+        hard = self.hard_positives(query.detach(), entities.detach(), positives)
+        logits = (query @ entities.T) / self.temperature
+
+        adv_logits = None
+        d_loss = g_loss = None
+        if self.num_adversarial > 0:
+            adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard)
+
+        masked = logits.detach().masked_fill(positives, -math.inf)
+        keep, keep_adv = top_share_cut(
+            masked, None if adv_logits is None else adv_logits.detach(), self.cut
+        )
+        neg = masked_logsumexp(logits, keep)
+        if adv_logits is not None:
+            neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
+        if self.positive_mode == "log_sum_exp":
+            row, col = hard.nonzero(as_tuple=True)  # a handful per query: no [B, E] pass
+            pos = _row_logsumexp(logits[row, col], row, b)
+            per_query = torch.logaddexp(pos, neg) - pos
+            if self.weighting == "query":
+                loss = per_query.mean()
+            else:
+                w = positives.sum(1).to(per_query.dtype)
+                loss = (per_query * w).sum() / w.sum()
+        else:
+            row, col = hard.nonzero(as_tuple=True)
+            pos = logits[row, col]
+            per_pair = torch.logaddexp(neg[row], pos) - pos
+            loss = _reduce(per_pair, row, b, self.weighting)
+        self.last = LinkSPACLStep(
+            positives=float(positives.sum(1).float().mean()),
+            hard_positives=float(hard.sum(1).float().mean()),
+            kept_negatives=float(keep.sum(1).float().mean())
+            + (0.0 if keep_adv is None else float(keep_adv.sum(1).float().mean())),
+            kept_generated=0.0 if keep_adv is None else float(keep_adv.sum(1).float().mean()),
+            d_loss=d_loss,
+            g_loss=g_loss,
+        )
+        return loss
+
+    def extra_repr(self) -> str:
+        return (
+            f"temperature={self.temperature}, num_positives={self.num_positives}, "
+            f"share={self.share}, num_adversarial={self.num_adversarial}, "
+            f"variant={self.variant!r}, positive_mode={self.positive_mode!r}"
+        )

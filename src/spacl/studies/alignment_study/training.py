@@ -1,0 +1,243 @@
+"""One shared-randomness run of the alignment study: arms, snapshots, Theorem 1 entries."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl.alignment import (
+    alignment_bound,
+    kernel_drift,
+    linear_cka,
+    rdm,
+    rsa,
+    surrogate_bound_check,
+)
+from spacl.data import LabeledData, ViewStream, derive_seed
+from spacl.evaluate import extract_features
+from spacl.losses import DecoupledContrastiveLoss, NSCLLoss, SupConLoss
+from spacl.models import build_model
+from spacl.studies.alignment_study.config import ARMS, AlignmentConfig
+from spacl.studies.alignment_study.data import augment
+from spacl.studies.common import make_arm, probe_metrics, train_shared
+
+__all__ = [
+    "alignment_snapshot",
+    "backbone_vector",
+    "bound_entries",
+    "build_arms",
+    "reference_features",
+    "run_once",
+    "similarity_drift",
+]
+
+
+def build_arms(
+    cfg: AlignmentConfig,
+    names: Sequence[str],
+    *,
+    in_dim: int,
+    classes: int,
+    tau: float,
+    lr: float,
+    seed: int,
+) -> dict[str, Any]:
+    """One engine :class:`~spacl.engine.Arm` per name in :data:`ARMS`, from ONE initial encoder."""
+    from spacl.engine import CrossEntropyObjective
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, "alignment", "init"))
+        base = build_model(
+            "mlp",
+            "mlp",
+            cfg.proj_dim,
+            in_dim=in_dim,
+            hidden_dims=(cfg.hidden,),
+            out_dim=cfg.feature_dim,
+        )
+    arms = {}
+    for name in names:
+        model = copy.deepcopy(base)
+        loss: nn.Module
+        if name == "CL":
+            loss = DecoupledContrastiveLoss(tau)
+        elif name == "NSCL":
+            loss = NSCLLoss(tau)
+        elif name == "SCL":
+            loss = SupConLoss(tau)
+        elif name == "CE":
+            gen = torch.Generator().manual_seed(derive_seed(seed, "alignment", "classifier"))
+            head = nn.Linear(cfg.feature_dim, classes)
+            with torch.no_grad():
+                bound = 1.0 / math.sqrt(cfg.feature_dim)
+                head.weight.uniform_(-bound, bound, generator=gen)
+                head.bias.uniform_(-bound, bound, generator=gen)
+            model.head = head
+            loss = CrossEntropyObjective()
+        else:
+            raise ValueError(f"arm names must be among {list(ARMS)}, got {name!r}")
+        arms[name] = make_arm(
+            name,
+            ARMS[name],
+            loss,
+            model,
+            lr=lr,
+            use_labels=name != "CL",
+            optimizer="sgd",
+            momentum=cfg.momentum,
+            weight_decay=cfg.weight_decay,
+        )
+    return arms
+
+
+def backbone_vector(model: nn.Module) -> Tensor:
+    """All backbone parameters of a ContrastiveModel as one float64 vector."""
+    backbone = model.backbone
+    assert isinstance(backbone, nn.Module)
+    return torch.cat([p.detach().reshape(-1).double() for p in backbone.parameters()])
+
+
+@torch.no_grad()
+def reference_features(
+    arms: dict[str, Any], ref: LabeledData, which: str = "features"
+) -> dict[str, Tensor]:
+    """Float64 backbone ``features`` (or ``projections``) of every arm on ``ref``."""
+    return {n: extract_features(a.model, ref, which=which)[0].double() for n, a in arms.items()}
+
+
+def similarity_drift(a: Tensor, b: Tensor) -> float:
+    """``||A A^T - B B^T||_F`` (uncentred similarity matrices) in feature space, float64.
+
+    ``||AA^T - BB^T||_F^2 = ||A^T A||_F^2 + ||B^T B||_F^2 - 2 ||A^T B||_F^2``: no N x N matrix.
+    """
+    sq = (a.T @ a).pow(2).sum() + (b.T @ b).pow(2).sum() - 2 * (a.T @ b).pow(2).sum()
+    return math.sqrt(max(float(sq), 0.0))
+
+
+def _unit(x: Tensor) -> Tensor:
+    return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def alignment_snapshot(arms: dict[str, Any], ref: LabeledData) -> dict[str, float]:
+    """CKA / RSA of every arm vs CL on ``ref`` and the relative backbone weight distance."""
+    feats = reference_features(arms, ref)
+    cl = feats["CL"]
+    w_cl = backbone_vector(arms["CL"].model)
+    out: dict[str, float] = {}
+    for name, f in feats.items():
+        if name == "CL":
+            continue
+        out[f"cka_{name}"] = linear_cka(cl, f)
+        out[f"rsa_{name}"] = rsa(cl, f)
+        out[f"weight_distance_{name}"] = float(
+            (backbone_vector(arms[name].model) - w_cl).norm() / w_cl.norm()
+        )
+    return out
+
+
+def bound_entries(
+    cfg: AlignmentConfig,
+    arms: dict[str, Any],
+    ref: LabeledData,
+    *,
+    tau: float,
+    batch: int,
+    lr: float,
+    steps: int,
+    classes: int,
+) -> dict[str, Any]:
+    """Theorem 1 / Corollaries 1-2 for this run next to the measured drifts (CL vs NSCL).
+
+    Measured on what the losses see: the L2-normalised projections of the reference set,
+    ``Sigma = Z Z^T`` their cosine-similarity matrices (N x N, never formed).
+    """
+    feats = reference_features({k: arms[k] for k in ("CL", "NSCL")}, ref, which="projections")
+    a, b = _unit(feats["CL"]), _unit(feats["NSCL"])
+    ac = a - a.mean(0)
+    kernel_norm = float((ac.T @ ac).norm())
+    d = rdm(a)
+    rdm_scale = float((d - d.mean()).norm())
+    bound = alignment_bound(
+        tau,
+        batch,
+        lr,
+        1.0 / classes,
+        cfg.delta,
+        steps=steps,
+        kernel_norm=kernel_norm,
+        rdm_scale=rdm_scale,
+    )
+    drift = similarity_drift(a, b)
+    # vacuous: Delta = inf (pi_max + eps >= 1) or the bound overflows (small tau)
+    vacuous = bool(bound["vacuous"]) or not math.isfinite(bound["drift_bound"])
+    out: dict[str, Any] = {
+        "measured_drift": drift,
+        "drift_ratio": 0.0 if vacuous else drift / bound["drift_bound"],
+        "measured_rho": kernel_drift(a, b),
+        "measured_cka": linear_cka(a, b),
+        "measured_rsa": rsa(a, b),
+        "vacuous": 1.0 if vacuous else 0.0,
+        "cka_lower_bound": bound["cka_lower_bound"],
+        "rsa_lower_bound": bound["rsa_lower_bound"],
+        "epsilon": bound["epsilon"],
+        "total_step": bound["total_step"],
+    }
+    # the dynamics the theorem is proved for, with this run's tau, B, lr and C
+    surrogate = surrogate_bound_check(
+        tau, batch, lr, min(steps, cfg.surrogate_steps), classes, delta=cfg.delta
+    )
+    out["surrogate_ratio"] = surrogate["ratio"]
+    out["surrogate_vacuous"] = surrogate["vacuous"]
+    for key in ("drift_bound", "rho_bound", "Delta"):
+        value = bound[key]
+        out[f"log10_{key}"] = math.log10(value) if math.isfinite(value) and value > 0 else "inf"
+    return out
+
+
+# -------------------------------------------------------------------------------- one run
+def run_once(
+    cfg: AlignmentConfig,
+    *,
+    names: Sequence[str],
+    classes: int,
+    tau: float,
+    batch: int,
+    lr: float,
+    epochs: int,
+    seed: int,
+    track: bool,
+    data: tuple[LabeledData, LabeledData],
+    probes: bool = False,
+    max_steps: int | None = None,
+) -> dict[str, Any]:
+    """Train the arms under shared randomness; return snapshots, bound, accuracies.
+
+    ``max_steps``: stop after that many steps (the batch sweep at equal steps).
+    """
+    train, test = data
+    ref = test[torch.arange(min(cfg.reference_size, len(test)))]
+    in_dim = int(math.prod(train.input_shape))
+    arms = build_arms(cfg, names, in_dim=in_dim, classes=classes, tau=tau, lr=lr, seed=seed)
+    stream = ViewStream(train, batch, 2, augment(cfg), seed=seed, balanced=True)
+    history: list[dict[str, float]] = []
+    hook = (lambda e: history.append(alignment_snapshot(arms, ref))) if track else None
+    steps = train_shared(arms, stream, epochs, hook, max_steps=max_steps)
+    final = history[-1] if track else alignment_snapshot(arms, ref)
+    out: dict[str, Any] = {"final": final, "history": history, "steps": steps}
+    out["bound"] = bound_entries(
+        cfg, arms, ref, tau=tau, batch=batch, lr=lr, steps=max(steps, 1), classes=classes
+    )
+    if probes:
+        acc = {}
+        for name, arm in arms.items():
+            ftr, ytr = extract_features(arm.model, train)
+            fte, yte = extract_features(arm.model, test)
+            for k, v in probe_metrics(ftr, ytr, fte, yte).items():
+                acc[f"{k}_{name}"] = v
+        out["accuracy"] = acc
+    return out

@@ -1,0 +1,220 @@
+"""Shared machinery of ``spacl reproduce``: the verdict rules, the report, study arms.
+
+The verdict rules and the claim-table runner live in :mod:`spacl.studies.verdicts`,
+the report writer in :mod:`spacl.studies.report`; both are re-exported here (the
+studies import them from this module).  This module adds what the studies' training
+loops share: seeds, threads, the engine arm of a study and the same-batch loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from spacl.studies.report import Claim, StudyReport, git_commit, new_figure
+from spacl.studies.verdicts import (
+    ALPHA,
+    FEW_SEEDS,
+    MIN_SEEDS,
+    NOT_AT_SCALE,
+    OPPOSITE,
+    REPRODUCED,
+    SMOKE,
+    VERDICT_RULES,
+    VERDICTS,
+    ClaimSpec,
+    Verdict,
+    at_least,
+    at_most,
+    best_of,
+    combine,
+    compare,
+    evaluate_claims,
+    fmt,
+    mean_std,
+    pooled_std,
+    seeds_needed,
+    summarize,
+    trend,
+    welch,
+)
+
+__all__ = [
+    "ALPHA",
+    "FEW_SEEDS",
+    "MIN_SEEDS",
+    "NOT_AT_SCALE",
+    "OPPOSITE",
+    "REPRODUCED",
+    "SMOKE",
+    "VERDICTS",
+    "VERDICT_RULES",
+    "Claim",
+    "ClaimSpec",
+    "StudyReport",
+    "Verdict",
+    "at_least",
+    "at_most",
+    "best_of",
+    "combine",
+    "compare",
+    "evaluate_claims",
+    "fmt",
+    "git_commit",
+    "make_arm",
+    "mean_std",
+    "new_figure",
+    "pooled_std",
+    "probe_metrics",
+    "seed_list",
+    "seeds_needed",
+    "study_threads",
+    "summarize",
+    "train_shared",
+    "trend",
+    "welch",
+]
+
+
+def seed_list(n: int) -> list[int]:
+    """Seeds ``0 .. n-1`` (``ValueError`` unless ``n >= 1``)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"--seeds must be an integer >= 1, got {n!r}")
+    return list(range(n))
+
+
+@contextmanager
+def study_threads(threads: int | None) -> Iterator[None]:
+    """Run with ``torch.set_num_threads(threads)`` (``None``: unchanged), restored after.
+
+    **Decision**: the studies default to one thread - on a small machine shared with
+    other processes, oversubscribed BLAS threads made steps 10x slower in our
+    measurements, and one thread keeps the numbers bit-for-bit reproducible.
+    """
+    before = torch.get_num_threads()
+    if threads is not None:
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"--threads must be an integer >= 1, got {threads!r}")
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------ shared training
+def make_arm(
+    name: str,
+    objective: str,
+    loss: nn.Module,
+    model: nn.Module,
+    *,
+    lr: float,
+    use_labels: bool,
+    optimizer: str = "adam",
+    momentum: float = 0.9,
+    weight_decay: float = 0.0,
+    lr_lambda: Callable[[int], float] | None = None,
+    target_momentum: float = 0.0,
+) -> Any:
+    """A :class:`spacl.engine.Arm` (fp32, CPU) for a study loop.
+
+    The target is the shared encoder (``target_momentum=0``) or its EMA copy.
+
+    ``objective`` names the engine's registry entry (``"spacl"`` selects the anchor +
+    pool step, ``"cross_entropy"`` a classifier head the caller has put on ``model``);
+    ``optimizer`` is ``"adam"`` or ``"sgd"`` (with ``momentum``); ``lr_lambda`` an
+    optional per-step multiplier (constant by default).
+    """
+    from spacl.engine import OBJECTIVES, Arm, Precision
+    from spacl.models import EMATarget
+
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {sorted(OBJECTIVES)}, got {objective!r}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt: torch.optim.Optimizer
+    if optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    elif optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    else:
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda or (lambda step: 1.0))
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    return Arm(
+        name,
+        OBJECTIVES[objective],
+        loss,
+        use_labels,
+        model,
+        model,
+        EMATarget(model, target_momentum),
+        opt,
+        schedule,
+        scaler,
+        Precision(),
+    )
+
+
+def train_shared(
+    arms: Mapping[str, Any],
+    stream: Any,
+    epochs: int,
+    on_epoch: Callable[[int], None] | None = None,
+    label_fn: Callable[[Any], Tensor] | None = None,
+    max_steps: int | None = None,
+) -> int:
+    """Train every arm on the SAME batches (drawn once per step); return the step count.
+
+    Shared randomness (SPEC §3): each batch of ``stream`` (a :class:`spacl.data.ViewStream`:
+    instances and augmentation tensors) is drawn once and handed, as the same tensor, to
+    every arm's ``train_step(views, labels, step)``; ``labels`` is ``label_fn(batch)``
+    (default: the fine labels).
+
+    ``on_epoch(e)`` is called before training (``e = 0``) and after every epoch.
+    ``max_steps`` stops after that many steps (``epochs`` is then an upper bound; the
+    last, partial epoch still gets its ``on_epoch`` call).
+    """
+    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
+        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+    if on_epoch is not None:
+        on_epoch(0)
+    step = 0
+    for epoch in range(epochs):
+        if max_steps is not None and step >= max_steps:
+            break
+        for batch in stream.epoch_batches(epoch):
+            if max_steps is not None and step >= max_steps:
+                break
+            labels = batch.labels if label_fn is None else label_fn(batch)
+            for arm in arms.values():
+                arm.train_step(batch.views, labels, step)
+            step += 1
+        if on_epoch is not None:
+            on_epoch(epoch + 1)
+    return step
+
+
+def probe_metrics(
+    train_features: Tensor,
+    train_labels: Tensor,
+    test_features: Tensor,
+    test_labels: Tensor,
+    *,
+    knn_k: int = 20,
+) -> dict[str, float]:
+    """Top-1 test accuracies (in ``[0, 1]``) of the frozen-feature classifiers.
+
+    ``ncc`` nearest class centre (Euclidean), ``knn`` weighted kNN (cosine, ``t = 0.1``)
+    and ``linear`` the L-BFGS logistic-regression probe of :mod:`spacl.evaluate`.
+    """
+    from spacl.evaluate import knn_accuracy, linear_probe, nearest_centre_accuracy
+
+    ncc = nearest_centre_accuracy(train_features, train_labels, test_features, test_labels)
+    knn = knn_accuracy(train_features, train_labels, test_features, test_labels, k=knn_k)
+    probe = linear_probe(train_features, train_labels, test_features, test_labels, max_iter=200)
+    return {"ncc": ncc, "knn": knn, "linear": probe.test_accuracy}

@@ -1,0 +1,5 @@
+"""``python -m spacl.studies.spacl_bench``."""
+
+from spacl.studies.spacl_bench import main
+
+main()

@@ -1,0 +1,107 @@
+"""From the run store to the study's metrics (plain data for ``results.json``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from spacl.studies.spacl_bench.methods import BASE, Method, baselines, spacl_method
+from spacl.studies.spacl_bench.protocol import RunKey, RunStore
+from spacl.studies.spacl_bench.stages import SettingResult, paper_ablations
+from spacl.studies.verdicts import summarize
+
+__all__ = ["METRICS", "collect_setting"]
+
+METRICS = ("linear", "knn", "ncc")
+
+
+def _split_summary(records: Sequence[dict[str, Any]], split: str) -> dict[str, Any]:
+    return summarize([{k: 100.0 * float(r[split][k]) for k in METRICS} for r in records])
+
+
+def _over_seeds(store: RunStore, res: SettingResult, name: str, tau: float) -> dict[str, Any]:
+    recs = [
+        store.get(key)
+        for seed in res.seeds
+        if (key := RunKey(res.bench, res.setting, name, tau, seed)) in store
+    ]
+    return {
+        "tau": tau,
+        "seeds": [r["seed"] for r in recs],
+        "val": _split_summary(recs, "val"),
+        "test": _split_summary(recs, "test"),
+    }
+
+
+def _tuning(store: RunStore, res: SettingResult, method: Method) -> dict[str, float]:
+    out = {}
+    for tau in method.temperatures:
+        key = RunKey(res.bench, res.setting, method.name, tau, 0)
+        if key in store:
+            out[f"{tau:g}"] = 100.0 * float(store.get(key)["val"][res.criterion])
+    return out
+
+
+def collect_setting(
+    store: RunStore, res: SettingResult, proj_dim: int, methods: Sequence[Method] | None = None
+) -> dict[str, Any]:
+    """Everything the report shows of one bench and setting (accuracies in %)."""
+    bases = list(methods) if methods is not None else baselines(res.setting)
+    temps = res.temperatures
+    main = {m.name: _over_seeds(store, res, m.name, temps[m.name]) for m in bases}
+    # the best baseline is chosen on validation (mean over seeds of the criterion)
+    best = max(main, key=lambda n: main[n]["val"][res.criterion]["mean"])
+    tau0 = temps[res.base]
+    spacl = {"base": _over_seeds(store, res, res.base, tau0)}
+    spacl["selected"] = _over_seeds(store, res, res.selected, temps[res.selected])
+    ablations = {}
+    for short, choice in paper_ablations().items():
+        method = spacl_method(choice, res.setting, proj_dim)
+        ablations[short] = {"name": method.name, **_over_seeds(store, res, method.name, tau0)}
+    options = {}
+    for name in res.options:
+        rec = store.get(RunKey(res.bench, res.setting, name, tau0, 0))
+        options[name] = {
+            "change": option_change(name, res),
+            "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
+            "test": {k: 100.0 * float(rec["test"][k]) for k in METRICS},
+            "kept_fraction": rec["kept_fraction"],
+        }
+    untrained = {}
+    for name in ("frozen encoder", "raw inputs"):
+        rec = store.get(RunKey(res.bench, res.setting, name, 0.0, 0))
+        untrained[name] = {
+            s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
+        }
+    tuned = [*bases, spacl_method(BASE, res.setting, proj_dim)]
+    return {
+        "criterion": res.criterion,
+        "seeds": res.seeds,
+        "temperatures": temps,
+        "baselines": main,
+        "best_baseline": best,
+        "spacl": spacl,
+        "base_name": res.base,
+        "selected_name": res.selected,
+        "ablations": ablations,
+        "options": options,
+        "untrained": untrained,
+        "tuning": {m.name: _tuning(store, res, m) for m in tuned},
+    }
+
+
+def option_change(name: str, res: SettingResult) -> str:
+    """``"base"`` or the factor change (``"cut=exp"``, ``"variant=no_anchor"``) of an option."""
+    from dataclasses import fields
+
+    from spacl.studies.spacl_bench.stages import option_choices
+
+    for choice in option_choices(res.setting):
+        if spacl_method(choice, res.setting, 1).name == name:
+            diff = [
+                f"{f.name}={getattr(choice, f.name)}"
+                for f in fields(choice)
+                if getattr(choice, f.name) != getattr(BASE, f.name)
+            ]
+            return ", ".join(diff) or "base"
+    raise ValueError(f"option {name!r} is not an option of setting {res.setting!r}")

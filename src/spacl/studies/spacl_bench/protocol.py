@@ -1,0 +1,183 @@
+"""The fair protocol of the SPACL study (issue 11) and its crash-safe run store.
+
+For every bench and setting, every method (baselines and SPACL choices alike):
+
+1. sees the same view stream (the original plus 4 augmentations, drawn once per step
+   and handed to every model: shared randomness), the same initial encoder per seed,
+   the same optimiser (Adam, the bench's learning rate) and the same number of steps;
+2. gets its temperature chosen from :data:`~.methods.TEMPERATURES` on the validation
+   split by the criterion fixed in advance — the linear-probe accuracy on ``val`` of a
+   probe fitted on ``train`` (seed 0; ties to the lower temperature);
+3. is then trained with further seeds at that temperature; ``test`` accuracies are
+   recorded for every run but never read by any choice.
+
+Every finished run is appended to ``runs.jsonl`` at once (one JSON object per line), and
+a rerun skips the runs already there: a crash loses at most the runs in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from spacl.engine import Arm
+from spacl.studies.common import make_arm, probe_metrics
+from spacl.studies.spacl_bench.benches import Bench
+from spacl.studies.spacl_bench.methods import Method
+
+__all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_models", "train_runs"]
+
+log = logging.getLogger(__name__)
+TRACE_EVERY = 10  # steps between kept-fraction samples
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """Identifies one trained model."""
+
+    bench: str
+    setting: str
+    method: str
+    tau: float
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bench": self.bench,
+            "setting": self.setting,
+            "method": self.method,
+            "tau": self.tau,
+            "seed": self.seed,
+        }
+
+
+class RunStore:
+    """Append-only store of finished runs (``runs.jsonl``); survives a crash."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.records: dict[RunKey, dict[str, Any]] = {}
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line.strip():
+                    rec = json.loads(line)
+                    self.records[self._key(rec)] = rec
+
+    @staticmethod
+    def _key(rec: dict[str, Any]) -> RunKey:
+        return RunKey(rec["bench"], rec["setting"], rec["method"], float(rec["tau"]), rec["seed"])
+
+    def __contains__(self, key: RunKey) -> bool:
+        return key in self.records
+
+    def get(self, key: RunKey) -> dict[str, Any]:
+        return self.records[key]
+
+    def add(self, key: RunKey, record: dict[str, Any]) -> None:
+        rec = {**key.as_dict(), **record}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(rec) + "\n")
+            handle.flush()
+        self.records[key] = rec
+
+    def select(self, **where: Any) -> list[dict[str, Any]]:
+        return [r for r in self.records.values() if all(r[k] == v for k, v in where.items())]
+
+
+def _arm(bench: Bench, method: Method, tau: float, seed: int) -> Arm:
+    arm: Arm = make_arm(
+        method.name,
+        method.objective,
+        method.build(tau, seed),
+        bench.encoder(seed),
+        lr=bench.lr,
+        use_labels=method.uses_labels,
+        weight_decay=1e-5,
+        target_momentum=method.momentum,
+    )
+    return arm
+
+
+@torch.no_grad()
+def evaluate(bench: Bench, model: nn.Module | None) -> dict[str, dict[str, float]]:
+    """Linear probe, kNN and NCC of the frozen features: fitted on train, scored on val / test."""
+    ftr, ytr = bench.features(model, "train")
+    out = {}
+    for split in ("val", "test"):
+        f, y = bench.features(model, split)
+        with torch.enable_grad():
+            out[split] = probe_metrics(ftr, ytr, f, y)
+    return out
+
+
+def train_models(
+    bench: Bench, setting: str, jobs: Sequence[tuple[Method, float]], seed: int
+) -> tuple[dict[tuple[str, float], Arm], dict[tuple[str, float], list[float]], int]:
+    """Train ``jobs`` together on the seed's stream; return the arms, kept-fraction traces
+    (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count."""
+    arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in jobs}
+    traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
+    coarse = setting == "weak"
+    step = 0
+    for epoch in range(bench.epochs):
+        for batch in bench.stream(seed).epoch_batches(epoch):
+            labels = batch.coarse_labels if coarse else batch.labels
+            for key, arm in arms.items():
+                arm.train_step(batch.views, labels, step)
+                if step % TRACE_EVERY == 0:
+                    kept = arm.objective_stats().get("spacl/kept_fraction")
+                    if kept is not None:
+                        traces[key].append(kept)
+            step += 1
+    return arms, traces, step
+
+
+def train_runs(
+    bench: Bench,
+    setting: str,
+    jobs: Sequence[tuple[Method, float]],
+    seed: int,
+    store: RunStore,
+) -> None:
+    """Train every ``(method, tau)`` not yet in ``store`` together on the seed's stream."""
+    todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
+    if not todo:
+        return
+    arms, traces, step = train_models(bench, setting, todo, seed)
+    for (name, tau), arm in arms.items():
+        metrics = evaluate(bench, arm.model)
+        store.add(
+            RunKey(bench.name, setting, name, tau, seed),
+            {"steps": step, **metrics, "kept_fraction": traces[(name, tau)]},
+        )
+        log.info(
+            "%s/%s %s tau=%g seed=%d: val linear %.4f",
+            bench.name,
+            setting,
+            name,
+            tau,
+            seed,
+            metrics["val"]["linear"],
+        )
+
+
+def select_temperature(
+    store: RunStore, bench: str, setting: str, method: Method, criterion: str = "linear"
+) -> float:
+    """The temperature with the best validation ``criterion`` (seed 0; ties: the lower)."""
+    best: tuple[float, float] | None = None
+    for tau in sorted(method.temperatures):
+        rec = store.get(RunKey(bench, setting, method.name, tau, 0))
+        score = float(rec["val"][criterion])
+        if best is None or score > best[1]:
+            best = (tau, score)
+    assert best is not None
+    return best[0]

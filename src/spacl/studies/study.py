@@ -1,0 +1,122 @@
+"""The scaffolding every ``spacl reproduce`` study shares, written once.
+
+A study is data (its config and its claims table) plus three functions: the parts that
+train and measure, the report sections, the plots.  :class:`StudyRun` holds what the
+parts share (the report, the seeds, the timing, the log) and :func:`finish_study`
+evaluates the claims table and writes the report::
+
+    study = StudyRun.start("alignment", "Title", out_dir, command, config, seeds, quick)
+    with study.part("main"):
+        records = study.over_seeds("main", lambda seed: train_and_measure(seed), tau=0.5)
+    ...
+    return finish_study(study, metrics, claims, sections=..., plots=...)
+
+``over_seeds`` runs one configuration for every seed, records one row per trained
+model in ``results.json["runs"]`` (tagged with the part and the given settings) and
+returns the per-seed records; :func:`group` summarises them
+(:func:`spacl.studies.verdicts.summarize`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spacl.studies.report import StudyReport
+from spacl.studies.verdicts import ClaimSpec, evaluate_claims, summarize
+
+__all__ = ["StudyRun", "finish_study", "group", "values"]
+
+
+def values(group_: Mapping[str, Any], key: str, scale: float = 1.0) -> list[float]:
+    """Per-seed values of metric ``key`` in a :func:`group` (times ``scale``)."""
+    return [float(v) * scale for v in group_[key]["values"]]
+
+
+def group(records: Sequence[Mapping[str, float]], **extra: Any) -> dict[str, Any]:
+    """:func:`~spacl.studies.verdicts.summarize` of per-seed records, plus ``extra``."""
+    out: dict[str, Any] = summarize(records)
+    out.update(extra)
+    return out
+
+
+@dataclass
+class StudyRun:
+    """What a study's parts share while it runs (see the module docstring)."""
+
+    report: StudyReport
+    seeds: list[int]
+    say: Callable[[str], None]
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def start(
+        cls,
+        name: str,
+        title: str,
+        out_dir: str | Path,
+        command: str,
+        config: dict[str, Any],
+        seeds: Sequence[int],
+        quick: bool,
+        *,
+        notes: Sequence[str] = (),
+        started: float | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> StudyRun:
+        """A run with its :class:`~spacl.studies.report.StudyReport` (seeds checked)."""
+        seeds = [int(s) for s in seeds]
+        if not seeds:
+            raise ValueError("seeds must hold at least one seed, got none")
+        report = StudyReport(
+            name,
+            title,
+            Path(out_dir),
+            command,
+            config,
+            seeds,
+            quick,
+            data_notes=list(notes),
+            started=started if started is not None else time.time(),
+        )
+        return cls(report, seeds, log or (lambda _msg: None))
+
+    @contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Time a part of the study (``metrics["timing"][name]``) and log its duration."""
+        start = time.time()
+        yield
+        self.timing[name] = time.time() - start
+        self.say(f"  {name}: {self.timing[name]:.0f} s")
+
+    def over_seeds(
+        self, part: str, fn: Callable[[int], Mapping[str, float]], **tags: Any
+    ) -> list[dict[str, float]]:
+        """``fn(seed)`` for every seed; each record also goes to ``results.json["runs"]``."""
+        records = []
+        for seed in self.seeds:
+            record = dict(fn(seed))
+            self.report.runs.append({"part": part, **tags, "seed": seed, **record})
+            records.append(record)
+        return records
+
+
+def finish_study(
+    study: StudyRun,
+    metrics: dict[str, Any],
+    claims: Sequence[ClaimSpec],
+    *,
+    sections: Callable[[StudyReport, dict[str, Any]], None],
+    plots: Callable[[StudyReport, dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Evaluate the claims table, add the sections and plots, write the report files."""
+    metrics["timing"] = study.timing
+    study.report.metrics = metrics
+    evaluate_claims(study.report, claims, metrics)
+    sections(study.report, metrics)
+    plots(study.report, metrics)
+    return study.report.write()

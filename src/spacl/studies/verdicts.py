@@ -1,0 +1,418 @@
+"""Verdict rules of ``spacl reproduce`` and the one runner of declarative claim tables.
+
+Every study measures numbers over several seeds, then states each paper claim next to
+the paper's number and the number measured here, with a verdict computed by a rule
+below - never written by hand.  A rule can fail: each has a test with a counter-example.
+
+Statistics: ``mean`` and sample ``std`` (``ddof = 1``) over seeds.  **The comparison
+test is Welch's unequal-variance t-test, two-sided, at** ``ALPHA = 0.05`` (no
+correction for the several comparisons of a study: each claim is one test).
+
+* :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
+  min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
+  ``p < 0.05``; else **not reproduced at this scale** (a gap inside the noise, or fewer
+  than 2 values on a side: no test).  ``min_gap >= 0`` is a per-claim absolute
+  tolerance (a difference too small to matter even when significant).
+* :func:`best_of` - "option ``k`` is the best": reproduced if ``k`` beats every other
+  option by :func:`compare`; opposite if every other option beats ``k``.
+* :func:`trend` - "the metric rises (falls) along the sweep": **every step** between
+  neighbouring sweep points must be reproduced by :func:`compare` in the claimed
+  direction (a non-monotone sweep is not reproduced, whatever its endpoints); opposite
+  if every step goes the other way.  ``test="spearman"`` states a rank test instead:
+  Spearman's rank correlation of (sweep position, value) over every seed's value,
+  reproduced if ``rho`` has the claimed sign with ``p < 0.05``.
+* :func:`at_most` - "the values never exceed ``bound``": reproduced if ``max <= bound``,
+  opposite if ``min > bound``.
+* :func:`at_least` - "the value is high (``>= threshold``)": reproduced if ``mean - std
+  >= threshold``, opposite if ``mean + std < threshold``.
+* :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
+  every part is opposite.
+
+Budget (applied by :meth:`spacl.studies.report.StudyReport.claim`): a verdict needs
+the full budget and at least :data:`MIN_SEEDS` seeds.  A ``--quick`` run states
+**smoke run, no verdict**; fewer seeds state **no verdict (fewer than 3 seeds)**; the
+rule's numbers are still printed.  :func:`seeds_needed`: 5 seeds where one run takes
+under a minute, 3 elsewhere (the report says which).
+
+Claim tables: a study lists :class:`ClaimSpec` rows (claim, the paper's number with its
+source, the measured quantity, the rule), each a function of the study's metrics, and
+:func:`evaluate_claims` turns them into the report's claims.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torch import Tensor
+
+__all__ = [
+    "ALPHA",
+    "FEW_SEEDS",
+    "MIN_SEEDS",
+    "NOT_AT_SCALE",
+    "OPPOSITE",
+    "REPRODUCED",
+    "SMOKE",
+    "SOURCES",
+    "VERDICTS",
+    "VERDICT_RULES",
+    "ClaimSpec",
+    "Verdict",
+    "at_least",
+    "at_most",
+    "best_of",
+    "combine",
+    "compare",
+    "evaluate_claims",
+    "fmt",
+    "mean_std",
+    "pooled_std",
+    "seeds_needed",
+    "summarize",
+    "trend",
+    "welch",
+]
+
+REPRODUCED = "reproduced"
+NOT_AT_SCALE = "not reproduced at this scale"
+OPPOSITE = "opposite"
+SMOKE = "smoke run, no verdict"
+FEW_SEEDS = "no verdict (fewer than 3 seeds)"
+VERDICTS: tuple[str, ...] = (REPRODUCED, NOT_AT_SCALE, OPPOSITE, SMOKE, FEW_SEEDS)
+#: significance level of every test
+ALPHA = 0.05
+#: seeds a verdict needs
+MIN_SEEDS = 3
+#: where a quoted number comes from (``ClaimSpec.source``)
+SOURCES = ("paper", "SPEC", "authors' code", "none")
+
+#: the verdict rules as printed under every claims table
+VERDICT_RULES = (
+    "Verdicts are computed from the measured numbers (mean and sample std over seeds). "
+    "*Ordering claims* (`a > b`) use Welch's t-test, two-sided, at 5%: **reproduced** when "
+    "`mean_a - mean_b > min_gap` and p < 0.05, **opposite** when `mean_b - mean_a > "
+    "min_gap` and p < 0.05, otherwise **not reproduced at this scale**; *best-option "
+    "claims* need the option to beat every other (opposite: every other beats it); "
+    "*trend claims* need every step of the sweep to move in the claimed direction by "
+    "that test (a non-monotone sweep is not reproduced); *combined claims* need every "
+    "part to agree; *bound claims* are reproduced when every measured value is within "
+    "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
+    ">= threshold` (opposite: `mean + std < threshold`).  A verdict needs the full budget "
+    "and at least 3 seeds: `--quick` runs say *smoke run, no verdict*.  `min_gap` is "
+    'stated with each claim; "paper\'s number" cells name their source (paper table, '
+    "SPEC, authors' code)."
+)
+
+
+# ---------------------------------------------------------------------------- statistics
+def _values(values: Sequence[float] | Tensor, name: str = "values") -> list[float]:
+    out = [float(v) for v in (values.tolist() if isinstance(values, Tensor) else values)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value, got none")
+    return out
+
+
+def mean_std(values: Sequence[float] | Tensor) -> tuple[float, float]:
+    """``(mean, sample std)`` with ``ddof = 1``; the std of a single value is ``0``."""
+    v = _values(values)
+    m = math.fsum(v) / len(v)
+    if len(v) < 2:
+        return m, 0.0
+    return m, math.sqrt(math.fsum((x - m) ** 2 for x in v) / (len(v) - 1))
+
+
+def pooled_std(a: Sequence[float], b: Sequence[float]) -> float:
+    """``sqrt((std_a^2 + std_b^2) / 2)`` with sample standard deviations."""
+    return math.sqrt((mean_std(a)[1] ** 2 + mean_std(b)[1] ** 2) / 2.0)
+
+
+def fmt(values: Sequence[float] | float, scale: float = 1.0, digits: int = 2) -> str:
+    """``"mean ± std"`` of ``values * scale`` (a single number: just the number)."""
+    if isinstance(values, (int, float)):
+        return f"{float(values) * scale:.{digits}f}"
+    m, s = mean_std([float(v) * scale for v in values])
+    if len(values) < 2:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+def summarize(records: Sequence[Mapping[str, float]]) -> dict[str, dict[str, Any]]:
+    """Per-seed scalar records -> ``{metric: {"values": [...], "mean": m, "std": s}}``.
+
+    Every record must hold the same keys (one record per seed).
+    """
+    if not records:
+        raise ValueError("records must hold at least one per-seed record, got none")
+    keys = list(records[0])
+    for i, rec in enumerate(records):
+        if list(rec) != keys:
+            raise ValueError(f"record {i} has keys {sorted(rec)}, record 0 has {sorted(keys)}")
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        values = [float(r[key]) for r in records]
+        m, s = mean_std(values)
+        out[key] = {"values": values, "mean": m, "std": s}
+    return out
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """``(t, two-sided p)`` of Welch's t-test of ``E[a] = E[b]``; needs 2+ values each.
+
+    With no spread on either side the difference is exact: ``p = 0`` if the means
+    differ, ``1`` if not.
+    """
+    x, y = _values(a, "a"), _values(b, "b")
+    if len(x) < 2 or len(y) < 2:
+        raise ValueError(f"welch needs at least 2 values per side, got {len(x)} and {len(y)}")
+    (mx, sx), (my, sy) = mean_std(x), mean_std(y)
+    se2 = sx * sx / len(x) + sy * sy / len(y)
+    if se2 == 0.0:
+        return (math.copysign(math.inf, mx - my), 0.0) if mx != my else (0.0, 1.0)
+    from scipy import stats
+
+    t = (mx - my) / math.sqrt(se2)
+    wx, wy = sx * sx / len(x) / se2, sy * sy / len(y) / se2  # shares of se2, no underflow
+    df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))  # Welch-Satterthwaite
+    return t, float(2.0 * stats.t.sf(abs(t), df))
+
+
+def seeds_needed(run_seconds: float) -> int:
+    """Seeds a comparison needs: 5 where one run takes under a minute, else 3."""
+    if not math.isfinite(run_seconds) or run_seconds < 0:
+        raise ValueError(f"run_seconds must be a finite number >= 0, got {run_seconds!r}")
+    return 5 if run_seconds < 60.0 else 3
+
+
+# ------------------------------------------------------------------------------ verdicts
+@dataclass(frozen=True)
+class Verdict:
+    """A verdict (one of :data:`VERDICTS`) and the rule with the numbers that decided it."""
+
+    verdict: str
+    rule: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+def _check_gap(min_gap: float) -> float:
+    if not isinstance(min_gap, (int, float)) or not math.isfinite(min_gap) or min_gap < 0:
+        raise ValueError(f"min_gap must be a finite number >= 0, got {min_gap!r}")
+    return float(min_gap)
+
+
+def compare(
+    higher: Sequence[float],
+    lower: Sequence[float],
+    *,
+    min_gap: float = 0.0,
+    names: tuple[str, str] = ("a", "b"),
+) -> Verdict:
+    """Claim ``E[higher] > E[lower]`` by Welch's t-test (module docstring)."""
+    a, b = _values(higher, names[0]), _values(lower, names[1])
+    gap_min = _check_gap(min_gap)
+    gap = mean_std(a)[0] - mean_std(b)[0]
+    head = f"mean({names[0]}) - mean({names[1]}) = {gap:+.4g}"
+    if len(a) < 2 or len(b) < 2:
+        return Verdict(NOT_AT_SCALE, f"{head}; {len(a)} vs {len(b)} values: no test possible")
+    t, p = welch(a, b)
+    rule = (
+        f"{head}, Welch t = {t:+.3g}, p = {p:.3g} (n = {len(a)}, {len(b)}), min_gap = {gap_min:g}"
+    )
+    if p < ALPHA and gap > gap_min:
+        return Verdict(REPRODUCED, rule)
+    if p < ALPHA and -gap > gap_min:
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def best_of(
+    samples: Mapping[Any, Sequence[float]], claimed: Any, *, min_gap: float = 0.0
+) -> Verdict:
+    """Claim: option ``claimed`` has the largest expected value (module docstring)."""
+    if claimed not in samples or len(samples) < 2:
+        raise ValueError(
+            f"samples must hold the claimed option {claimed!r} and at least one other, "
+            f"got options {list(samples)}"
+        )
+    parts = {
+        str(key): compare(samples[claimed], other, min_gap=min_gap, names=(str(claimed), str(key)))
+        for key, other in samples.items()
+        if key != claimed
+    }
+    verdicts = [v.verdict for v in parts.values()]
+    rule = f"best-option claim for {claimed}: " + "; ".join(
+        f"vs {k}: {v.verdict} ({v.rule})" for k, v in parts.items()
+    )
+    if all(v == REPRODUCED for v in verdicts):
+        return Verdict(REPRODUCED, rule)
+    if all(v == OPPOSITE for v in verdicts):
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def _spearman_trend(
+    sweep: Sequence[Sequence[float]], increasing: bool, names: list[str]
+) -> Verdict:
+    from scipy import stats
+
+    xs = [i for i, point in enumerate(sweep) for _ in point]
+    ys = [float(v) for point in sweep for v in point]
+    if len(set(ys)) < 2:
+        return Verdict(NOT_AT_SCALE, "Spearman rank test: every value equal")
+    res = stats.spearmanr(xs, ys)
+    rho, p = float(res.statistic), float(res.pvalue)
+    rule = (
+        f"Spearman rank test over {names[0]}..{names[-1]} ({len(ys)} values): "
+        f"rho = {rho:+.3g}, p = {p:.3g}"
+    )
+    sign = 1.0 if increasing else -1.0
+    if p < ALPHA and sign * rho > 0:
+        return Verdict(REPRODUCED, rule)
+    if p < ALPHA and sign * rho < 0:
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def trend(
+    sweep: Sequence[Sequence[float]],
+    *,
+    increasing: bool = True,
+    min_gap: float = 0.0,
+    labels: Sequence[Any] | None = None,
+    test: str = "steps",
+) -> Verdict:
+    """Claim: the metric rises (``increasing``) or falls along the sweep (module docstring).
+
+    ``test="steps"`` (default): every neighbouring step by :func:`compare`;
+    ``test="spearman"``: one rank test over the whole sweep.
+    """
+    if len(sweep) < 2:
+        raise ValueError(f"sweep must hold at least 2 points, got {len(sweep)}")
+    if labels is not None and len(labels) != len(sweep):
+        raise ValueError(f"labels must name the {len(sweep)} sweep points, got {len(labels)}")
+    names = [str(x) for x in labels] if labels is not None else [f"#{i}" for i in range(len(sweep))]
+    direction = "rising" if increasing else "falling"
+    if test == "spearman":
+        v = _spearman_trend(sweep, increasing, names)
+        return Verdict(v.verdict, f"{direction}-trend claim: {v.rule}")
+    if test != "steps":
+        raise ValueError(f"test must be 'steps' or 'spearman', got {test!r}")
+    steps = []
+    for i in range(len(sweep) - 1):
+        lo, hi = (i, i + 1) if increasing else (i + 1, i)
+        steps.append(compare(sweep[hi], sweep[lo], min_gap=min_gap, names=(names[hi], names[lo])))
+    verdicts = [v.verdict for v in steps]
+    rule = f"{direction}-trend claim, every step: " + "; ".join(
+        f"[{names[i]} -> {names[i + 1]}] {v.verdict}: {v.rule}" for i, v in enumerate(steps)
+    )
+    if all(v == REPRODUCED for v in verdicts):
+        return Verdict(REPRODUCED, rule)
+    if all(v == OPPOSITE for v in verdicts):
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def combine(parts: Mapping[str, Verdict]) -> Verdict:
+    """All parts must agree (module docstring); the rule lists each part's verdict."""
+    if not parts:
+        raise ValueError("parts must hold at least one verdict, got none")
+    verdicts = [v.verdict for v in parts.values()]
+    rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
+    if all(v == REPRODUCED for v in verdicts):
+        return Verdict(REPRODUCED, rule)
+    if all(v == OPPOSITE for v in verdicts):
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def at_most(values: Sequence[float], bound: float) -> Verdict:
+    """Claim: every value is ``<= bound`` (module docstring)."""
+    v = _values(values)
+    inside = sum(x <= bound for x in v)
+    rule = (
+        f"max = {max(v):.4g}, min = {min(v):.4g}, bound = {bound:.4g}; "
+        f"{inside}/{len(v)} within the bound"
+    )
+    if max(v) <= bound:
+        return Verdict(REPRODUCED, rule)
+    if min(v) > bound:
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+def at_least(values: Sequence[float], threshold: float) -> Verdict:
+    """Claim: the expected value is ``>= threshold`` (module docstring)."""
+    m, s = mean_std(values)
+    rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g}"
+    if m - s >= threshold:
+        return Verdict(REPRODUCED, rule)
+    if m + s < threshold:
+        return Verdict(OPPOSITE, rule)
+    return Verdict(NOT_AT_SCALE, rule)
+
+
+# ------------------------------------------------------------------------- claim tables
+Metrics = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One row of a declarative claims table.
+
+    Args:
+        key: unique identifier (``results.json["claims"][i]["key"]``).
+        section: where the claim is made (``"§3 batch size"``).
+        claim: the claim, in words.
+        quoted: the number quoted for it (``"CKA 0.87"``, ``"figures (no table)"``).
+        source: where ``quoted`` comes from: ``"paper"`` (a paper's table, named in
+            ``quoted``), ``"SPEC"``, ``"authors' code"`` or ``"none"``.
+        measured: ``metrics -> str``, the measured quantity.
+        rule: ``metrics -> Verdict``, one of this module's rules.
+    """
+
+    key: str
+    section: str
+    claim: str
+    quoted: str
+    source: str
+    measured: Callable[[Metrics], str]
+    rule: Callable[[Metrics], Verdict]
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(
+                f"claim {self.key!r}: source must be one of {SOURCES}, got {self.source!r}"
+            )
+
+    @property
+    def paper(self) -> str:
+        """The "paper's number" cell, with its source named."""
+        if self.source == "none":
+            return self.quoted
+        return f"{self.quoted} ({self.source})" if self.source != "paper" else self.quoted
+
+
+def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -> list[Any]:
+    """Add every row of ``specs`` to ``report`` (a :class:`~spacl.studies.report.StudyReport`).
+
+    Each row's ``measured`` and ``rule`` are evaluated on ``metrics``; a missing metric
+    raises ``ValueError`` naming the claim.  Returns the report's new claims.
+    """
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"claim keys must be unique, got {keys}")
+    added = []
+    for spec in specs:
+        try:
+            measured, verdict = spec.measured(metrics), spec.rule(metrics)
+        except (KeyError, IndexError) as err:
+            raise ValueError(f"claim {spec.key!r}: metric missing: {err}") from err
+        added.append(
+            report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
+        )
+    return added

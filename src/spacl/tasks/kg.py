@@ -1,0 +1,331 @@
+"""Link prediction recipes (``task: kg``): training loop and evaluation.
+
+The schema (:class:`KGConfig`, :func:`kg_config`) is in :mod:`spacl.tasks.kg_config`.
+
+:func:`train_kg` trains a :class:`~spacl.models.kg.LinkPredictor` with one of the
+objectives of :mod:`spacl.losses.kg` (``objective.name``: ``infonce`` |
+``spacl``; formulas and decisions there), validates by filtered MRR every
+``eval.every_epochs`` epochs, restores the best epoch and reports filtered test MRR and
+Hits@1/3/10 (:func:`spacl.evaluate.ranking.evaluate_link_prediction`).
+
+``train.unit=query`` (default) iterates over the distinct training queries ``(h, r)``
+(reciprocal relations included), all known tails of a query positive in one score row
+(K-vs-all); ``train.unit=triple`` iterates over training triples, each with its own tail
+as the one positive (the unfiltered 1-vs-all cross-entropy of Lacroix et al. 2018).  The
+N3 regulariser (``optim.n3``) is the mean over the step's training triples of
+``|h|^3 + |r|^3 + |t|^3`` in either unit.  ``train.minutes`` bounds the training time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import Tensor, nn
+
+from spacl._progress import progress
+from spacl.data.kg import KnowledgeGraph, load_kg
+from spacl.evaluate.ranking import evaluate_link_prediction
+from spacl.losses.kg import (
+    KG_OBJECTIVES,
+    KG_SPACL_VARIANTS,
+    LinkInfoNCELoss,
+    LinkSPACLLoss,
+    top_share_cut,
+)
+from spacl.models.kg import LinkPredictor
+from spacl.tasks.kg_config import KGConfig, kg_config
+
+_logger = logging.getLogger(__name__)
+
+__all__ = [
+    "KG_OBJECTIVES",
+    "KG_SPACL_VARIANTS",
+    "KGConfig",
+    "LinkInfoNCELoss",
+    "LinkSPACLLoss",
+    "build_kg_objective",
+    "kg_config",
+    "top_share_cut",
+    "train_kg",
+]
+
+
+def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:
+    """The loss module of an ``objective`` section (``infonce`` | ``spacl``)."""
+    params = dict(ocfg.params or {})
+    gen = torch.Generator().manual_seed(seed)
+    cls: Callable[..., nn.Module] = LinkInfoNCELoss if ocfg.name == "infonce" else LinkSPACLLoss
+    try:
+        return cls(temperature=float(ocfg.temperature), generator=gen, **params)
+    except TypeError as err:
+        raise ValueError(f"config key 'objective.params' ({ocfg.name}): {err}") from err
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _optimizer(cfg: DictConfig, model: nn.Module) -> torch.optim.Optimizer:
+    lr, wd = float(cfg.optim.lr), float(cfg.optim.weight_decay)
+    if cfg.optim.name == "adagrad":
+        return torch.optim.Adagrad(model.parameters(), lr=lr, weight_decay=wd)
+    return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=wd)
+
+
+def _evaluate(
+    model: LinkPredictor,
+    kg: KnowledgeGraph,
+    split: str,
+    filter_index: Any,
+    cfg: DictConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    triples = kg.split(split)
+    if split == "valid" and cfg.eval.valid_subset is not None:
+        triples = triples[: int(cfg.eval.valid_subset)]
+    model.eval()
+    metrics = evaluate_link_prediction(
+        model,
+        triples,
+        kg.num_relations,
+        filter_index,
+        batch_size=int(cfg.eval.batch_size),
+        ties=str(cfg.eval.ties),
+        device=device,
+        progress=cfg.train.progress,
+    )
+    model.train()
+    return metrics
+
+
+@dataclass
+class _KGRun:
+    """What the epochs of :func:`train_kg` share."""
+
+    cfg: DictConfig
+    kg: KnowledgeGraph
+    model: LinkPredictor
+    objective: nn.Module
+    optimizer: torch.optim.Optimizer
+    items: Tensor
+    per_triple: bool
+    device: torch.device
+    say: Callable[[str], None]
+    budget: float | None
+    train_seconds: float = 0.0
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return math.ceil(len(self.items) / int(self.cfg.train.batch_size))
+
+
+def _kg_step(run: _KGRun, train_index: Any, chunk: Tensor, epoch: int, step: int) -> float:
+    """One optimiser step on a chunk of queries (or triples); the loss value."""
+    kg, device = run.kg, run.device
+    if run.per_triple:  # 1-vs-all: the triple's own tail is the positive
+        row, tail = torch.arange(len(chunk)), chunk[:, 2]
+    else:  # K-vs-all: every known tail of the query
+        row, tail = train_index.pairs(chunk[:, 0], chunk[:, 1])
+    positives = torch.zeros(len(chunk), kg.num_entities, dtype=torch.bool)
+    positives[row, tail] = True
+    chunk, row, tail = chunk.to(device), row.to(device), tail.to(device)
+    h, r = chunk[:, 0], chunk[:, 1]
+    loss = run.objective(run.model.query(h, r), run.model.entities(), positives.to(device))
+    n3 = float(run.cfg.optim.n3)
+    if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
+        loss = loss + n3 * run.model.n3(h[row], r[row], tail)
+    if not bool(torch.isfinite(loss)):
+        raise ValueError(f"non-finite training loss at epoch {epoch}, step {step}")
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    run.optimizer.step()
+    return float(loss.detach())
+
+
+def _kg_epoch(
+    run: _KGRun, train_index: Any, epoch: int, perm: Tensor
+) -> tuple[dict[str, Any], bool]:
+    """Train one epoch (or until the time budget); its record and whether time ran out."""
+    cfg, say = run.cfg, run.say
+    batch = int(cfg.train.batch_size)
+    start = time.perf_counter()
+    total, steps = 0.0, 0
+    diagnostics: dict[str, float] = {}
+    out_of_time = False
+    step_bar = progress(
+        total=run.steps_per_epoch, desc=f"epoch {epoch}", mode=cfg.train.progress, unit="step"
+    )
+    for i in range(0, len(perm), batch):
+        total += _kg_step(run, train_index, run.items[perm[i : i + batch]], epoch, steps)
+        steps += 1
+        step_bar.update(1)
+        last_step = getattr(run.objective, "last", None)
+        if last_step is not None:
+            for key, value in last_step.log_dict().items():
+                diagnostics[key] = diagnostics.get(key, 0.0) + value
+        log_every = int(cfg.train.log_every)
+        if log_every and steps % log_every == 0:
+            say(
+                f"  epoch {epoch} step {steps}/{run.steps_per_epoch}: loss {total / steps:.4f} "
+                f"{(time.perf_counter() - start) / steps:.2f}s/step"
+            )
+        elapsed = run.train_seconds + time.perf_counter() - start
+        if run.budget is not None and elapsed >= run.budget:
+            out_of_time = True
+            break
+    step_bar.close()
+    seconds = time.perf_counter() - start
+    run.train_seconds += seconds
+    record: dict[str, Any] = {
+        "epoch": epoch,
+        "steps": steps,
+        "loss": total / max(steps, 1),
+        "seconds": seconds,
+        **{k: v / max(steps, 1) for k, v in diagnostics.items()},
+    }
+    return record, out_of_time
+
+
+def _kg_setup(
+    cfg: DictConfig, kg: KnowledgeGraph, say: Callable[[str], None]
+) -> tuple[_KGRun, Any, Any]:
+    """Model, objective and optimiser of a recipe; ``(run, train_index, filter_index)``."""
+    device = _device(str(cfg.train.device))
+    seed = int(cfg.train.seed)
+    train_index = kg.train_index()
+    filter_index = kg.filter_index()
+    per_triple = str(cfg.train.unit) == "triple"
+    items = train_index.triples() if per_triple else train_index.query_pairs()
+    model = LinkPredictor(
+        kg.num_entities,
+        2 * kg.num_relations,
+        int(cfg.model.dim),
+        str(cfg.model.kind),
+        init_scale=float(cfg.model.init_scale),
+        dropout=float(cfg.model.dropout),
+        normalize=bool(cfg.model.normalize),
+    ).to(device)
+    objective = build_kg_objective(cfg.objective, seed).to(device)
+    optimizer = _optimizer(cfg, model)
+    budget = None if cfg.train.minutes is None else 60.0 * float(cfg.train.minutes)
+    say(
+        f"kg: {kg.name} E={kg.num_entities} R={kg.num_relations} "
+        f"train {'triples' if per_triple else 'queries'}={len(items)} "
+        f"objective={cfg.objective.name}"
+    )
+    run = _KGRun(cfg, kg, model, objective, optimizer, items, per_triple, device, say, budget)
+    return run, train_index, filter_index
+
+
+def train_kg(
+    config: Any,
+    *,
+    overrides: Sequence[str] = (),
+    log: Callable[[str], None] | None = None,
+    kg: KnowledgeGraph | None = None,
+) -> dict[str, Any]:
+    """Train a link predictor from a recipe and return its summary.
+
+    The best epoch on filtered validation MRR (evaluated every ``eval.every_epochs``) is
+    restored before the test evaluation.  ``train.minutes`` bounds the *training* time
+    (validation excluded; the epoch running when the budget is reached finishes).
+
+    Returns a dict with ``test`` and ``valid`` metrics (``mrr``, ``hits@1/3/10``...),
+    ``epochs``, ``seconds_per_epoch``, ``train_seconds``, ``best_epoch`` and
+    ``history`` (one record per validation).  Progress lines go to ``log`` (default:
+    the ``spacl.tasks.kg`` logger, INFO); ``train.progress`` shows tqdm bars over
+    the epochs, the steps of an epoch and the ranking batches (``None``: when stderr is a
+    terminal).
+    """
+    cfg = kg_config(config, overrides)
+    say = log or _logger.info
+    if cfg.train.threads:
+        torch.set_num_threads(int(cfg.train.threads))
+    seed = int(cfg.train.seed)
+    torch.manual_seed(seed)
+    if kg is None:
+        kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
+    run, train_index, filter_index = _kg_setup(cfg, kg, say)
+    order_gen = torch.Generator().manual_seed(seed)
+    history: list[dict[str, Any]] = []
+    best: tuple[float, int, dict[str, Tensor]] | None = None
+    epochs_done = 0.0
+    every = int(cfg.eval.every_epochs)
+    epoch_bar = progress(
+        total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
+    )
+    for epoch in range(1, int(cfg.train.epochs) + 1):
+        perm = torch.randperm(len(run.items), generator=order_gen)
+        record, out_of_time = _kg_epoch(run, train_index, epoch, perm)
+        epochs_done += record["steps"] / run.steps_per_epoch
+        if (every and epoch % every == 0) or epoch == int(cfg.train.epochs) or out_of_time:
+            valid = _evaluate(run.model, kg, "valid", filter_index, cfg, run.device)
+            record["valid"] = valid
+            if best is None or valid["mrr"] > best[0]:
+                best = (valid["mrr"], epoch, copy.deepcopy(run.model.state_dict()))
+            say(
+                f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s  "
+                f"valid MRR {valid['mrr']:.4f} H@10 {valid['hits@10']:.4f}"
+            )
+        else:
+            say(f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s")
+        history.append(record)
+        epoch_bar.update(1)
+        epoch_bar.set_postfix(loss=f"{record['loss']:.4f}")
+        if out_of_time:
+            break
+    epoch_bar.close()
+    assert best is not None
+    return _kg_summary(run, best, epochs_done, history, filter_index)
+
+
+def _kg_summary(
+    run: _KGRun,
+    best: tuple[float, int, dict[str, Tensor]],
+    epochs_done: float,
+    history: list[dict[str, Any]],
+    filter_index: Any,
+) -> dict[str, Any]:
+    """Restore the best epoch, evaluate on the full validation and test sets, write it."""
+    cfg, kg, model = run.cfg, run.kg, run.model
+    model.load_state_dict(best[2])
+    full_cfg = OmegaConf.merge(cfg, {"eval": {"valid_subset": None}})
+    assert isinstance(full_cfg, DictConfig)
+    valid_full = _evaluate(model, kg, "valid", filter_index, full_cfg, run.device)
+    test = _evaluate(model, kg, "test", filter_index, cfg, run.device)
+    summary: dict[str, Any] = {
+        "name": cfg.name or f"{kg.name}-{cfg.objective.name}",
+        "objective": str(cfg.objective.name),
+        "epochs": epochs_done,
+        "best_epoch": best[1],
+        "train_seconds": run.train_seconds,
+        "seconds_per_epoch": run.train_seconds / max(epochs_done, 1e-12),
+        "valid": valid_full,
+        "test": test,
+        "history": history,
+        "config": OmegaConf.to_container(cfg),
+    }
+    run.say(
+        f"test (best epoch {best[1]}): MRR {test['mrr']:.4f} H@1 {test['hits@1']:.4f} "
+        f"H@3 {test['hits@3']:.4f} H@10 {test['hits@10']:.4f}"
+    )
+    if cfg.out_dir:
+        out = Path(str(cfg.out_dir)).expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

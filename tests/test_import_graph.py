@@ -1,0 +1,197 @@
+"""The shape of the house: no import circle among ``spacl`` modules, small task / study files.
+
+Which imports count.  Every module under ``src/spacl`` is parsed with :mod:`ast` (nothing is
+imported).  An edge ``a -> b`` is an ``import spacl.b`` / ``from spacl.b import x`` (or a
+relative import resolving to ``spacl.b``) written **at module level** of ``a``, including
+inside module-level ``if`` / ``try`` blocks, but **not** inside an ``if TYPE_CHECKING:``
+block.  Imports inside a function or class body (lazy imports, run only when called) are
+allowed and not counted: a circle of module-level imports is what breaks an import (a
+partially initialised module), while a lazy import runs after every module has loaded.
+``from spacl.pkg import name`` points to the submodule ``spacl.pkg.name`` when that is a
+module, else to ``spacl.pkg``; importing a submodule does not count as an edge to its
+parent package (Python loads the parent first, whatever the parent imports).
+
+The size rule (issue 21) covers ``spacl.tasks`` and ``spacl.studies``: no file over
+500 lines, no function over 60 lines, its docstring excluded.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "src" / "spacl"
+MAX_FILE_LINES = 500
+MAX_FUNCTION_LINES = 60
+SIZE_RULED = ("tasks", "studies")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of the module in ``path`` (``spacl.a.b``; a package's ``__init__``
+    is the package)."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module under ``root``: dotted name -> file."""
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _module_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements run when the module is imported (no function / class bodies,
+    no ``if TYPE_CHECKING:`` branch; its ``else`` counts)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from _module_level_imports(node.body)
+            yield from _module_level_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from _module_level_imports(block)
+            for handler in node.handlers:
+                yield from _module_level_imports(handler.body)
+        elif isinstance(node, (ast.With, ast.For, ast.While)):
+            yield from _module_level_imports(node.body)
+
+
+def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
+    """The absolute module a ``from`` import names (relative levels resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    base = name.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(source: str, name: str, known: Mapping[str, object], is_package: bool) -> set[str]:
+    """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
+    level."""
+    found: set[str] = set()
+    for node in _module_level_imports(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = _resolve(node, name, is_package)
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the ``spacl`` modules it imports at module level."""
+    files = modules(root)
+    return {
+        name: imports_of(path.read_text(), name, files, path.name == "__init__.py")
+        for name, path in files.items()
+    }
+
+
+def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
+    """One import circle of ``graph`` as ``[a, b, ..., a]``, or ``None`` (depth-first
+    search, iterative; nodes visited in sorted order so the answer is stable)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        path = [start]
+        stack = [iter(sorted(graph.get(start, ())))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph.get(nxt, ()))))
+    return None
+
+
+def function_lengths(source: str) -> Iterator[tuple[str, int, int]]:
+    """``(name, first line, length)`` of every function and method, nested ones too; the
+    length counts the lines from ``def`` to the end of the body, without the docstring."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        end = node.end_lineno or node.lineno
+        length = end - node.lineno + 1
+        first = node.body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            length -= (first.end_lineno or first.lineno) - first.lineno + 1
+        yield node.name, node.lineno, length
+
+
+def test_finder_sees_a_synthetic_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_graph_reading_rules() -> None:
+    known = {"spacl.x": 0, "spacl.y": 0, "spacl.z": 0, "spacl.pkg": 0, "spacl.pkg.sub": 0}
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import spacl.x\n"
+        "from spacl.pkg import sub\n"
+        "if TYPE_CHECKING:\n    from spacl.y import Y\n"
+        "def f():\n    from spacl.z import Z\n"
+    )
+    assert imports_of(source, "spacl.w", known, False) == {"spacl.x", "spacl.pkg.sub"}
+    relative = "from . import sub\nfrom ..y import Y\n"
+    assert imports_of(relative, "spacl.pkg.other", known, False) == {"spacl.pkg.sub", "spacl.y"}
+
+
+def test_no_import_circle() -> None:
+    graph = import_graph()
+    assert "spacl.schema" in graph and len(graph) > 50
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def _size_ruled_files() -> list[Path]:
+    return sorted(p for floor in SIZE_RULED for p in (ROOT / floor).rglob("*.py"))
+
+
+def test_size_rule_reads_a_long_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(70))
+    (name, _, length) = next(function_lengths(f'def f():\n    """doc\n    more"""\n{body}'))
+    assert (name, length) == ("f", 71)
+
+
+@pytest.mark.parametrize("path", _size_ruled_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_task_and_study_files_are_small(path: Path) -> None:
+    source = path.read_text()
+    lines = len(source.splitlines())
+    assert lines <= MAX_FILE_LINES, f"{path.name}: {lines} lines > {MAX_FILE_LINES}"
+    long = [
+        f"{name} (line {line}): {length} lines"
+        for name, line, length in function_lengths(source)
+        if length > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
