@@ -42,7 +42,7 @@ from .cifar import load_cifar
 from .image_augment import ImageAugment, augment_images
 from .imagefolder import load_imagefolder, materialize
 from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
-from .labeled import LabeledData, stratified_split
+from .labeled import LabeledData, stratified_indices, stratified_split
 from .multiview import MultiViewDataset, PlanBatchSampler, collate_views
 from .registry import DATASET_NAMES, default_data_root, get_dataset
 from .sampling import BatchPlan
@@ -105,6 +105,7 @@ __all__ = [
     "read_intent_tsv",
     "read_triples",
     "simclr_transform",
+    "stratified_indices",
     "stratified_split",
     "synthetic_centers",
 ]

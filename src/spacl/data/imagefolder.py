@@ -19,7 +19,10 @@ from torchvision.transforms import v2
 
 from .labeled import LabeledData
 
-__all__ = ["load_imagefolder", "materialize"]
+__all__ = ["check_images", "load_imagefolder", "materialize", "subset"]
+
+#: what to do with a file that does not open as an image (config key ``data.bad_images``)
+BAD_IMAGE_POLICIES = ("error", "skip")
 
 
 def load_imagefolder(
@@ -41,6 +44,49 @@ def load_imagefolder(
             f"(`spacl data` lists every dataset's source and layout)"
         )
     return ImageFolder(str(path), transform=transform)
+
+
+def check_images(dataset: ImageFolder, policy: str = "error") -> int:
+    """Open every file's header once; an unreadable file stops or is left out.
+
+    ``policy="error"``: ``ValueError`` naming the first file that PIL cannot identify;
+    ``"skip"``: such files are removed from ``dataset`` (``samples``, ``imgs``,
+    ``targets``) and their count is returned.  Only headers are read (cheap on large
+    folders); a file whose header is sound but whose pixel data is truncated still fails
+    when it is decoded.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if policy not in BAD_IMAGE_POLICIES:
+        raise ValueError(f"bad_images must be one of {list(BAD_IMAGE_POLICIES)}, got {policy!r}")
+    keep = []
+    for path, label in dataset.samples:
+        try:
+            with Image.open(path):
+                pass
+        except (UnidentifiedImageError, OSError) as err:
+            if policy == "error":
+                raise ValueError(
+                    f"unreadable image {path} ({type(err).__name__}); remove it or set "
+                    "data.bad_images=skip"
+                ) from None
+            continue
+        keep.append((path, label))
+    skipped = len(dataset.samples) - len(keep)
+    dataset.samples = dataset.imgs = keep
+    dataset.targets = [label for _, label in keep]
+    return skipped
+
+
+def subset(dataset: ImageFolder, indices: Any, transform: Any = None) -> ImageFolder:
+    """A copy of ``dataset`` holding only the files at ``indices`` (same classes)."""
+    import copy
+
+    part = copy.copy(dataset)
+    part.samples = part.imgs = [dataset.samples[int(i)] for i in indices]
+    part.targets = [label for _, label in part.samples]
+    part.transform = transform
+    return part
 
 
 def materialize(

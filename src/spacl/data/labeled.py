@@ -10,7 +10,7 @@ from torch import Tensor
 from .._validation import check_in_range, check_tensor
 from .seeding import generator_for
 
-__all__ = ["LabeledData", "stratified_split"]
+__all__ = ["LabeledData", "stratified_indices", "stratified_split"]
 
 
 @dataclass(frozen=True)
@@ -137,31 +137,40 @@ def stratified_split(
 ) -> tuple[LabeledData, LabeledData]:
     """Split ``data`` into ``(train, test)`` with the same class proportions in both.
 
+    The indices of :func:`stratified_indices`; both parts keep the original order.
+    """
+    train_idx, test_idx = stratified_indices(data.labels, test_fraction, seed, data.num_classes)
+    return (
+        data[train_idx.to(data.device)].with_name(f"{data.name}-train"),
+        data[test_idx.to(data.device)].with_name(f"{data.name}-test"),
+    )
+
+
+def stratified_indices(
+    labels: Tensor, test_fraction: float = 0.2, seed: int = 0, num_classes: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(train indices, test indices)`` (CPU, increasing) of a stratified split of ``labels``.
+
     For each class with ``n_c`` samples, ``round(test_fraction * n_c)`` go to the test
     set, chosen by a permutation from ``generator_for(seed, "split")``; the rest train.
-    Deterministic in ``seed``; both parts keep the original relative order. Vectorised:
-    one random key per sample, a stable sort by ``(class, key)`` and a per-class rank.
+    Deterministic in ``seed``. Vectorised: one random key per sample, a stable sort by
+    ``(class, key)`` and a per-class rank.
     """
     check_in_range(
         test_fraction, "test_fraction", 0.0, 1.0, low_inclusive=False, high_inclusive=False
     )
     gen = generator_for(seed, "split")
-    n = len(data)
-    labels = data.labels.cpu()
+    labels = torch.as_tensor(labels).cpu().long()
+    n = labels.numel()
     keys = torch.rand(n, generator=gen, dtype=torch.float64)
     # Sort by class, then by random key: a random order inside each class.
     order = torch.argsort(keys)
     order = order[torch.argsort(labels[order], stable=True)]
-    counts = torch.bincount(labels, minlength=data.num_classes)
+    counts = torch.bincount(labels, minlength=num_classes or 0)
     starts = torch.cumsum(counts, 0) - counts
     rank_in_class = torch.arange(n) - starts[labels[order]]
     n_test = torch.round(counts.double() * test_fraction).long()
     is_test_sorted = rank_in_class < n_test[labels[order]]
     is_test = torch.zeros(n, dtype=torch.bool)
     is_test[order] = is_test_sorted
-    train_idx = torch.nonzero(~is_test).squeeze(1).to(data.device)
-    test_idx = torch.nonzero(is_test).squeeze(1).to(data.device)
-    return (
-        data[train_idx].with_name(f"{data.name}-train"),
-        data[test_idx].with_name(f"{data.name}-test"),
-    )
+    return torch.nonzero(~is_test).squeeze(1), torch.nonzero(is_test).squeeze(1)

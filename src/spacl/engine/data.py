@@ -16,6 +16,7 @@ normalisation; for image folders the centre crop), never augmentation.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,8 @@ class LoaderStream:
         self.sampler.set_epoch(epoch, start)
         yield from self.loader
 
+
+_logger = logging.getLogger(__name__)
 
 #: per-channel ``(mean, std)`` of a normalisation
 Normalization = tuple[tuple[float, ...], tuple[float, ...]]
@@ -245,12 +248,54 @@ class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
         yield from self.loader
 
 
+def _folder_splits(cfg: Any) -> tuple[Any, Any]:
+    """``(train, test)`` ImageFolders (PIL images) of ``data.root``, unreadable files handled.
+
+    ``root/<train_split>`` and ``root/<test_split>`` when both exist; a folder without
+    ``<test_split>`` (``root/<train_split>`` or, without it, ``root`` itself holding the
+    class folders) is split by ``data.test_fraction`` (stratified, ``data.split_seed``).
+    """
+    from spacl.data import load_imagefolder, stratified_indices
+    from spacl.data.imagefolder import check_images, subset
+
+    d = cfg.data
+    root = data_root(cfg)
+    has_train, has_test = (root / d.train_split).is_dir(), (root / d.test_split).is_dir()
+    try:
+        train = load_imagefolder(root, d.train_split if has_train or has_test else None)
+    except FileNotFoundError as err:
+        raise ValueError(f"config key 'data.root': {err}") from err
+    skipped = check_images(train, d.bad_images)
+    if has_test:
+        test = load_imagefolder(root, d.test_split)
+        skipped += check_images(test, d.bad_images)
+    else:
+        tr, te = stratified_indices(
+            torch.tensor(train.targets), d.test_fraction, d.split_seed, len(train.classes)
+        )
+        train, test = subset(train, tr.tolist()), subset(train, te.tolist())
+        _logger.info(
+            "%s has no %r folder: %d images held out as the test split (data.test_fraction=%s)",
+            root,
+            d.test_split,
+            len(test),
+            d.test_fraction,
+        )
+    if skipped:
+        _logger.warning("data.bad_images=skip: left out %d unreadable image(s)", skipped)
+    if not len(train) or not len(test):
+        raise ValueError(f"config key 'data.root': {root} gives an empty train or test split")
+    return train, test
+
+
 def _build_folder_data(
     cfg: Any, per_rank: int, rank: int, world_size: int, device: torch.device
 ) -> RunData:
+    from spacl.data.imagefolder import subset
+
     d, t = cfg.data, cfg.train
     root = data_root(cfg)
-    base = _load(cfg, d.train_split)
+    base, test = _folder_splits(cfg)
     size = int(d.image_size)
     original = eval_transform(size) if d.keep_original else None
     views = MultiViewDataset(
@@ -277,17 +322,12 @@ def _build_folder_data(
         world_size=world_size,
     )
     stream = LoaderStream(views, plan, d.num_workers, pin=device.type == "cuda")
-    from spacl.data import load_imagefolder
-
+    every = range(len(base))
     train_eval = _FolderEval(
-        load_imagefolder(root, d.train_split, transform=eval_transform(size)),
-        cfg.eval.batch_size,
-        d.num_workers,
+        subset(base, every, eval_transform(size)), cfg.eval.batch_size, d.num_workers
     )
     test_eval = _FolderEval(
-        load_imagefolder(root, d.test_split, transform=eval_transform(size)),
-        cfg.eval.batch_size,
-        d.num_workers,
+        subset(test, range(len(test)), eval_transform(size)), cfg.eval.batch_size, d.num_workers
     )
     num_classes = len(getattr(base, "classes", [])) or int(labels.max()) + 1
     return RunData(

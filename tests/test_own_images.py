@@ -1,0 +1,96 @@
+"""Own image folders without surprises: no test/ folder, unreadable files, spacl.load on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import spacl
+from spacl.cli import main
+from spacl.data import stratified_indices
+from spacl.engine import Trainer, load_config
+
+
+def write_folder(root: Path, per_class: int = 8, classes: int = 3, seed: int = 0) -> list[Path]:
+    from PIL import Image
+
+    gen = torch.Generator().manual_seed(seed)
+    paths = []
+    for c in range(classes):
+        folder = root / f"class{c}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = (torch.rand(20, 20, 3, generator=gen) * 80 + 80 * c).to(torch.uint8)
+            Image.fromarray(pixels.numpy()).save(folder / f"{i}.png")
+            paths.append(folder / f"{i}.png")
+    return paths
+
+
+def overrides(root: Path, *extra: str) -> list[str]:
+    return [
+        "data.name=imagefolder",
+        f"data.root={root}",
+        "data.image_size=16",
+        "data.num_workers=0",
+        "model.backbone=small_cnn",
+        "model.channels=[8]",
+        "model.feature_dim=8",
+        "model.proj_dim=8",
+        "objective.name=simclr",
+        "train.batch_size=6",
+        "train.epochs=1",
+        "train.progress=false",
+        "eval.knn_k=3",
+        "eval.geometry=false",
+        "log.tensorboard=false",
+        *extra,
+    ]
+
+
+def test_stratified_indices_keep_class_shares_and_follow_the_seed() -> None:
+    labels = torch.tensor([0] * 10 + [1] * 6 + [2] * 4)
+    train, test = stratified_indices(labels, 0.25, seed=3)
+    assert torch.bincount(labels[test], minlength=3).tolist() == [2, 2, 1]  # round(n_c / 4)
+    assert sorted(torch.cat([train, test]).tolist()) == list(range(20))
+    again, _ = stratified_indices(labels, 0.25, seed=3)
+    other, _ = stratified_indices(labels, 0.25, seed=4)
+    assert torch.equal(train, again) and not torch.equal(train, other)
+
+
+@pytest.mark.parametrize("layout", ["train_only", "classes_at_root"])
+def test_a_folder_without_test_is_split_by_test_fraction(tmp_path: Path, layout: str) -> None:
+    root = tmp_path / "folder"
+    write_folder(root / "train" if layout == "train_only" else root)
+    cfg = load_config(None, overrides(root, "data.test_fraction=0.25"))
+    trainer = Trainer(cfg, tmp_path / "run", quiet=True)
+    test_files = [p for p, _ in trainer.data.test_eval.loader.dataset.samples]
+    train_files = [p for p, _ in trainer.data.train_eval.loader.dataset.samples]
+    assert len(test_files) == 6 and len(train_files) == 18  # round(8 / 4) = 2 per class
+    assert not set(test_files) & set(train_files)
+    result = trainer.fit()
+    assert 0.0 <= result.metrics["main"]["knn_accuracy"] <= 1.0
+    model = spacl.load(tmp_path / "run")
+    assert model.embed([test_files[0], test_files[1]]).shape == (2, 8)
+
+
+def test_an_unreadable_image_is_named_in_one_line_or_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "folder"
+    write_folder(root / "train")
+    bad = root / "train" / "class1" / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n this is not a png")
+    capsys.readouterr()
+    out = tmp_path / "run"
+    code = main(["train", "digits/simclr", *overrides(root), "--out", str(out), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "data.bad_images=skip" in err
+    assert not (out / "checkpoints" / "last.pt").exists()
+    skip = [*overrides(root), "data.bad_images=skip"]
+    assert main(["train", "digits/simclr", *skip, "--out", str(out), "--quiet"]) == 0
+    assert (out / "checkpoints" / "last.pt").is_file()
+    with pytest.raises(ValueError, match=r"data\.bad_images"):
+        load_config(None, [*overrides(root), "data.bad_images=ignore"])
