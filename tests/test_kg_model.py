@@ -224,9 +224,8 @@ def test_train_kg_learns_a_tiny_graph(tmp_path: Path, objective: str, unit: str)
         "optim": {"name": "adam", "lr": 0.05, "n3": 1e-3},
         "train": {"epochs": 40, "batch_size": 128, "unit": unit},
         "eval": {"every_epochs": 10},
-        "out_dir": str(tmp_path / "run"),
     }
-    summary = train_kg(cfg, log=None)
+    summary = train_kg(cfg, log=None, run_dir=tmp_path / "run")
     # 24 entities: a random scorer has MRR ~ 0.16
     assert summary["valid"]["mrr"] > 0.6
     assert summary["test"]["hits@10"] > 0.6

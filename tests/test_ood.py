@@ -282,9 +282,9 @@ def test_train_ood_end_to_end_with_a_fake_encoder(tmp_path: Path, objective: str
         "encoder": {"cache_dir": str(tmp_path / "cache")},
         "model": {"hidden_dim": 32, "proj_dim": 16},
         "train": {"epochs": 4, "batch_size": 32},
-        "out_dir": str(tmp_path / "run"),
     }
-    s = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None)
+    run = tmp_path / "run"
+    s = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None, run_dir=run)
     m = s["test"]
     assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"}
     assert all(0.0 <= v <= 100.0 for v in m.values())

@@ -158,7 +158,10 @@ def test_bad_runs_and_inputs_get_one_line_errors(
     other = tmp_path / "kg_run"
     other.mkdir()
     (other / "config.yaml").write_text("task: kg\ndata:\n  name: fb15k237\n")
-    with pytest.raises(ValueError, match="run of task 'kg'"):
+    with pytest.raises(FileNotFoundError, match="has no checkpoint"):
+        spacl.load(other)
+    (other / "config.yaml").write_text("task: audio\n")
+    with pytest.raises(ValueError, match="run of task 'audio'"):
         spacl.load(other)
     bad = tmp_path / "corrupt.png"
     bad.write_bytes(b"not an image")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -24,7 +24,11 @@ from torch import Tensor, nn
 from spacl.engine.checkpoint import load_checkpoint
 from spacl.engine.rundir import RunDirectory
 
-__all__ = ["TrainedModel", "export_encoder", "load"]
+if TYPE_CHECKING:
+    from spacl.tasks.kg_run import LinkModel
+    from spacl.tasks.text_run import IntentDetector
+
+__all__ = ["TrainedModel", "export_encoder", "load", "load_image_run"]
 
 Transform = Callable[[Tensor], Tensor]
 
@@ -134,8 +138,14 @@ def load(
     *,
     checkpoint: str | Path | None = None,
     device: str | torch.device = "cpu",
-) -> TrainedModel:
-    """The trained model of ``arm`` (default: the run's first arm) in ``run_dir``.
+) -> TrainedModel | IntentDetector | LinkModel:
+    """The trained model in ``run_dir``: for image runs that of ``arm`` (default: the first).
+
+    Image runs give a :class:`TrainedModel`; text runs the open-intent detector
+    (:class:`spacl.tasks.text_run.IntentDetector`: ``.encoder``, ``.head``, ``.config``,
+    ``.embed(texts)``, ``.predict(texts)``); KG runs the link predictor
+    (:class:`spacl.tasks.kg_run.LinkModel`: ``.model``, ``.config``,
+    ``.embed(entities)``, ``.predict(relation, head=...)``).
 
     Raises ``FileNotFoundError`` for a directory with no ``config.yaml`` or no
     checkpoint, and ``ValueError`` for a checkpoint of another task or an unknown arm.
@@ -143,11 +153,35 @@ def load(
     rd = RunDirectory(run_dir)
     raw = rd.read_config_dict()
     task = str(raw.get("task", "image"))
+    if task in ("kg", "text") and arm is not None:
+        raise ValueError(f"arm must be None for a {task} run (it has one model), got {arm!r}")
+    if task == "kg":
+        from spacl.tasks.kg_run import load_link_model
+
+        return load_link_model(rd.path)
+    if task == "text":
+        from spacl.tasks.text_run import load_intent_detector
+
+        return load_intent_detector(rd.path)
     if task != "image" or "arms" not in raw:
         raise ValueError(
-            f"{rd.path} is a run of task {task!r}; spacl.load reads image runs "
-            "(written by spacl train with an image recipe)"
+            f"{rd.path} is a run of task {task!r}; spacl.load reads image, kg and text runs"
         )
+    return load_image_run(rd.path, arm, checkpoint=checkpoint, device=device)
+
+
+def load_image_run(
+    run_dir: str | Path,
+    arm: str | None = None,
+    *,
+    checkpoint: str | Path | None = None,
+    device: str | torch.device = "cpu",
+) -> TrainedModel:
+    """The :class:`TrainedModel` of ``arm`` (default: the first) of an image run."""
+    rd = RunDirectory(run_dir)
+    raw = rd.read_config_dict()
+    if str(raw.get("task", "image")) != "image":
+        raise ValueError(f"{rd.path} is a run of task {raw['task']!r}, not an image run")
     ckpt = Path(checkpoint) if checkpoint is not None else rd.last_checkpoint
     if not ckpt.is_file():
         raise FileNotFoundError(f"{rd.path} has no checkpoint: {ckpt} is missing")

@@ -61,9 +61,9 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from spacl.trained import export_encoder, load
+    from spacl.trained import export_encoder, load_image_run
 
-    model = load(args.run_dir, args.arm)
+    model = load_image_run(args.run_dir, args.arm)
     path = export_encoder(model, args.out)
     print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
     return 0
@@ -71,17 +71,58 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_embed(args: argparse.Namespace) -> int:
     from spacl._progress import progress
-    from spacl.trained import load
+    from spacl.tasks.rundir import run_config
+    from spacl.trained import load_image_run
 
     if args.out.suffix not in (".npz", ".pt"):
         raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
-    model = load(args.run_dir, args.arm)
-    total, batches = embed_batches(model, args.split, args.data, args.features, args.batch_size)
+    task = str(run_config(args.run_dir).get("task", "image"))
+    if task == "image":
+        model = load_image_run(args.run_dir, args.arm)
+        total, batches = embed_batches(model, args.split, args.data, args.features, args.batch_size)
+        what = f"arm {model.arm}, {args.features}"
+    else:
+        if args.data is not None or args.arm is not None:
+            raise ValueError(f"--data and --arm apply to image runs, not to a {task} run")
+        total, batches, what = _task_batches(args.run_dir, task, args.split)
     bar = progress(total=total, desc="embed", unit="row", mode=False if args.quiet else None)
     with bar:
         n = write_features(args.out, total, batches, on_rows=bar.update)
-    print(f"wrote {args.out}: {n} rows (arm {model.arm}, {args.features})", file=sys.stderr)
+    print(f"wrote {args.out}: {n} rows ({what})", file=sys.stderr)
     return 0
+
+
+def _task_batches(
+    run_dir: Path, task: str, split: str
+) -> tuple[int, Iterator[tuple[Tensor, Tensor]], str]:
+    """Text runs: head outputs of a split's texts (test OOD label = K); KG: every entity."""
+    if task == "kg":
+        from spacl.tasks.kg_run import load_link_model
+
+        link = load_link_model(run_dir)
+        ids = torch.arange(link.kg.num_entities)
+        rows = (
+            (link.embed(ids[i : i + 4096].tolist()), ids[i : i + 4096])
+            for i in range(0, len(ids), 4096)
+        )
+        return len(ids), rows, "entity embeddings; labels are entity ids"
+    from spacl.data.text import load_intent_dataset, open_intent_split
+    from spacl.tasks.text_run import load_intent_detector
+
+    det = load_intent_detector(run_dir)
+    cfg = det.config
+    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
+    parts = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+    texts, labels = {
+        "train": (parts.train_texts, parts.train_labels),
+        "test": (parts.test_texts, parts.test_labels),
+    }[split]
+    step = 256
+    rows = (
+        (det.embed(texts[i : i + step]).float(), labels[i : i + step])
+        for i in range(0, len(texts), step)
+    )
+    return len(texts), rows, "head outputs; test label K = open"
 
 
 def embed_batches(

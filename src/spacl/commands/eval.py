@@ -46,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"spacl eval accepts only eval.* overrides, got {item!r}")
     if not rd.config.is_file():
         raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
+    task = str(rd.read_config_dict().get("task", "image"))
+    if task in ("kg", "text"):
+        return run_task_eval(args, task)
     cfg = load_config(rd.config, list(args.overrides))
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
     if not ckpt.is_file():
@@ -64,4 +67,32 @@ def run(args: argparse.Namespace) -> int:
             f"kNN k={cfg.eval.knn_k} t={cfg.eval.knn_t}",
             file=sys.stderr,
         )
+    return 0
+
+
+def run_task_eval(args: argparse.Namespace, task: str) -> int:
+    """``spacl eval`` of a KG / text run: its checkpoint's test metrics, computed again."""
+    from spacl.engine.rundir import RunDirectory
+
+    if args.overrides or args.checkpoint:
+        raise ValueError(f"spacl eval of a {task} run takes no overrides and no --checkpoint")
+    rd = RunDirectory(args.run_dir)
+    if task == "kg":
+        from spacl.tasks.kg_run import evaluate_kg_run
+
+        metrics = evaluate_kg_run(rd.path)
+    else:
+        from spacl.tasks.text_run import evaluate_text_run
+
+        metrics = evaluate_text_run(rd.path)
+    if not args.no_write:
+        rd.write_json(rd.eval_json, metrics)
+    if args.json:
+        print(json.dumps(metrics, indent=2, sort_keys=True))
+        return 0
+    for name, values in metrics.items():
+        shown = "  ".join(
+            f"{k} {v:.4f}" for k, v in values.items() if isinstance(v, float) and k != "count"
+        )
+        print(f"{name}: {shown}")
     return 0

@@ -1,12 +1,17 @@
-"""``spacl predict RUN_DIR INPUT ... [--json] [--arm NAME]``: predictions of a trained run.
+"""``spacl predict RUN_DIR ...``: predictions of a trained run, per task.
 
-Image runs: each input is an image file; the prediction is the nearest class centre of
-the run's evaluation (``RUN_DIR/centres.pt``, the float64 training means of the features
-``spacl eval`` probes), with the distance to it.  One line per input::
+* **Image runs** (``spacl predict RUN IMAGE ...``): each image goes to the nearest class
+  centre of the run's evaluation (``RUN_DIR/centres.pt``, the float64 training means of
+  the features ``spacl eval`` probes).  One line per input: ``PATH<TAB>CLASS<TAB>DISTANCE``.
+* **Open intent** (``spacl predict RUN "sentence" ...`` or ``--file FILE``, one text per
+  line; a TSV's first column): the intent name, or ``open`` when the distance to the
+  nearest class centre exceeds that class's saved threshold.  One line per input:
+  ``INTENT<TAB>DISTANCE<TAB>TEXT`` (the distance is the score the rule thresholds).
+* **KG** (``spacl predict RUN --head H --relation R [--top 10] [--filter]``, or
+  ``--tail T --relation R`` for heads): ranked entities ``RANK<TAB>NAME<TAB>SCORE``;
+  ``--filter`` leaves out answers that complete a known training triple.  Names or ids.
 
-    PATH<TAB>CLASS<TAB>DISTANCE
-
-``--json`` prints one JSON object per input instead (``input``, ``class``, ``distance``).
+``--json`` prints one JSON object per line instead.
 """
 
 from __future__ import annotations
@@ -30,9 +35,15 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
-    parser.add_argument("inputs", nargs="+", help="image files")
-    parser.add_argument("--arm", help="the arm to use (default: the run's first)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per input")
+    parser.add_argument("inputs", nargs="*", help="image files (image runs) or texts (text)")
+    parser.add_argument("--file", type=Path, help="text runs: one text per line (TSV: column 1)")
+    parser.add_argument("--head", help="KG runs: the head entity (name or id)")
+    parser.add_argument("--tail", help="KG runs: the tail entity, to rank heads")
+    parser.add_argument("--relation", help="KG runs: the relation (name or id)")
+    parser.add_argument("--top", type=int, default=10, help="KG runs: answers to print")
+    parser.add_argument("--filter", action="store_true", help="KG runs: drop known train triples")
+    parser.add_argument("--arm", help="image runs: the arm to use (default: the run's first)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(func=run)
 
 
@@ -54,9 +65,66 @@ def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.trained import load
+    from spacl.tasks.rundir import run_config
 
-    model = load(args.run_dir, args.arm)
+    task = str(run_config(args.run_dir).get("task", "image"))
+    if task == "kg":
+        return _predict_kg(args)
+    if task == "text":
+        return _predict_text(args)
+    if task != "image":
+        raise ValueError(f"{args.run_dir} is a run of task {task!r}: nothing to predict with")
+    return _predict_images(args)
+
+
+def _predict_kg(args: argparse.Namespace) -> int:
+    from spacl.tasks.kg_run import load_link_model
+
+    if args.inputs or args.file:
+        raise ValueError("a KG run takes --head/--tail and --relation, not inputs")
+    if args.relation is None or (args.head is None) == (args.tail is None):
+        raise ValueError("give --relation and exactly one of --head and --tail")
+    link = load_link_model(args.run_dir)
+    answers = link.predict(
+        args.relation, head=args.head, tail=args.tail, top=args.top, filtered=args.filter
+    )
+    for rank, (name, ident, score) in enumerate(answers, 1):
+        if args.json:
+            print(json.dumps({"rank": rank, "entity": name, "id": ident, "score": score}))
+        else:
+            print(f"{rank}\t{name}\t{score:.6g}")
+    return 0
+
+
+def read_texts(path: Path) -> list[str]:
+    """The texts of a file: one per line, the first tab-separated column (a TSV's text)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"--file {path} does not exist")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t", 1)[0] for line in lines if line.strip()]
+
+
+def _predict_text(args: argparse.Namespace) -> int:
+    from spacl.tasks.text_run import load_intent_detector
+
+    texts = list(args.inputs) + (read_texts(args.file) if args.file else [])
+    if not texts:
+        raise ValueError("give texts to classify, or --file FILE")
+    detector = load_intent_detector(args.run_dir)
+    for text, (intent, distance) in zip(texts, detector.predict(texts), strict=True):
+        if args.json:
+            print(json.dumps({"input": text, "intent": intent, "distance": distance}))
+        else:
+            print(f"{intent}\t{distance:.6g}\t{text}")
+    return 0
+
+
+def _predict_images(args: argparse.Namespace) -> int:
+    from spacl.trained import load_image_run
+
+    if not args.inputs:
+        raise ValueError("give image files to classify")
+    model = load_image_run(args.run_dir, args.arm)
     classes, centres, kind = nearest_centres(args.run_dir, model.arm)
     which = "projections" if kind == "projections" else "backbone"
     feats = model.embed(list(args.inputs), features=which).to(torch.float64)

@@ -44,6 +44,7 @@ from spacl.losses.kg import (
 )
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg_config import KGConfig, kg_config
+from spacl.tasks.rundir import TaskRun
 
 _logger = logging.getLogger(__name__)
 
@@ -238,6 +239,8 @@ def train_kg(
     overrides: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
     kg: KnowledgeGraph | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train a link predictor from a recipe and return its summary.
 
@@ -251,6 +254,11 @@ def train_kg(
     the ``spacl.tasks.kg`` logger, INFO); ``train.progress`` shows tqdm bars over
     the epochs, the steps of an epoch and the ranking batches (``None``: when stderr is a
     terminal).
+
+    With ``run_dir`` (or ``out_dir`` in the recipe, as its parent) the run writes a run
+    directory (:mod:`spacl.tasks.rundir`) with a checkpoint after every epoch (the
+    latest state and the best weights); ``resume`` continues from it, and on a finished
+    run returns the stored summary.
     """
     cfg = kg_config(config, overrides)
     say = log or _logger.info
@@ -258,40 +266,106 @@ def train_kg(
         torch.set_num_threads(int(cfg.train.threads))
     seed = int(cfg.train.seed)
     torch.manual_seed(seed)
+    store = TaskRun.open(
+        cfg, "kg", str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}"), run_dir, resume
+    )
+    saved = store.checkpoint() if store is not None and resume else None
+    if store is not None and saved is not None and saved.get("finished"):
+        say(f"{store.path}: finished; its stored summary")
+        return dict(json.loads((store.path / "summary.json").read_text()))
+    if store is not None and saved is None:
+        store.reset_metrics()
     if kg is None:
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
     run, train_index, filter_index = _kg_setup(cfg, kg, say)
-    order_gen = torch.Generator().manual_seed(seed)
-    history: list[dict[str, Any]] = []
-    best: tuple[float, int, dict[str, Tensor]] | None = None
-    epochs_done = 0.0
-    every = int(cfg.eval.every_epochs)
-    epoch_bar = progress(
-        total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
-    )
-    for epoch in range(1, int(cfg.train.epochs) + 1):
-        perm = torch.randperm(len(run.items), generator=order_gen)
-        record, out_of_time = _kg_epoch(run, train_index, epoch, perm)
-        epochs_done += record["steps"] / run.steps_per_epoch
-        if (every and epoch % every == 0) or epoch == int(cfg.train.epochs) or out_of_time:
-            valid = _evaluate(run.model, kg, "valid", filter_index, cfg, run.device)
-            record["valid"] = valid
-            if best is None or valid["mrr"] > best[0]:
-                best = (valid["mrr"], epoch, copy.deepcopy(run.model.state_dict()))
-            say(
-                f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s  "
-                f"valid MRR {valid['mrr']:.4f} H@10 {valid['hits@10']:.4f}"
-            )
-        else:
-            say(f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s")
-        history.append(record)
-        epoch_bar.update(1)
-        epoch_bar.set_postfix(loss=f"{record['loss']:.4f}")
-        if out_of_time:
-            break
-    epoch_bar.close()
-    assert best is not None
-    return _kg_summary(run, best, epochs_done, history, filter_index)
+    loop = _KGLoop(run, store, torch.Generator().manual_seed(seed))
+    if saved is not None:
+        loop.restore(saved)
+        say(f"resuming after epoch {loop.epoch}")
+    loop.train(train_index, filter_index)
+    assert loop.best is not None
+    summary = _kg_summary(run, loop.best, loop.epochs_done, loop.history, filter_index)
+    if store is not None:
+        store.save({**loop.state(), "model": loop.best[2], "finished": True})
+        evaluation = {"test": summary["test"], "valid": summary["valid"]}
+        store.log({"kind": "final", **evaluation})
+        store.finish(evaluation, summary)
+    return summary
+
+
+class _KGLoop:
+    """The epochs of :func:`train_kg`, with the state a checkpoint keeps."""
+
+    def __init__(self, run: _KGRun, store: TaskRun | None, order_gen: torch.Generator) -> None:
+        self.run, self.store, self.order_gen = run, store, order_gen
+        self.history: list[dict[str, Any]] = []
+        self.best: tuple[float, int, dict[str, Tensor]] | None = None
+        self.epochs_done = 0.0
+        self.epoch = 0
+
+    def state(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "epoch": self.epoch,
+            "epochs_done": self.epochs_done,
+            "train_seconds": self.run.train_seconds,
+            "model": self.run.model.state_dict(),
+            "optimizer": self.run.optimizer.state_dict(),
+            "objective": self.run.objective.state_dict(),
+            "best": None if best is None else {"mrr": best[0], "epoch": best[1], "model": best[2]},
+            "history": json.dumps(self.history),
+            "order_gen": self.order_gen.get_state(),
+            "rng": torch.get_rng_state(),
+            "finished": False,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        self.epoch, self.epochs_done = int(saved["epoch"]), float(saved["epochs_done"])
+        self.run.train_seconds = float(saved["train_seconds"])
+        self.run.model.load_state_dict(saved["model"])
+        self.run.optimizer.load_state_dict(saved["optimizer"])
+        self.run.objective.load_state_dict(saved["objective"])
+        best = saved["best"]
+        if best is not None:
+            self.best = (float(best["mrr"]), int(best["epoch"]), best["model"])
+        self.history = list(json.loads(saved["history"]))
+        self.order_gen.set_state(saved["order_gen"])
+        torch.set_rng_state(saved["rng"])
+
+    def train(self, train_index: Any, filter_index: Any) -> None:
+        run, cfg = self.run, self.run.cfg
+        every, epochs = int(cfg.eval.every_epochs), int(cfg.train.epochs)
+        bar = progress(total=epochs, desc="kg", mode=cfg.train.progress, unit="epoch")
+        bar.update(self.epoch)
+        for epoch in range(self.epoch + 1, epochs + 1):
+            perm = torch.randperm(len(run.items), generator=self.order_gen)
+            record, out_of_time = _kg_epoch(run, train_index, epoch, perm)
+            self.epochs_done += record["steps"] / run.steps_per_epoch
+            if (every and epoch % every == 0) or epoch == epochs or out_of_time:
+                self._validate(record, epoch, filter_index)
+            else:
+                run.say(f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s")
+            self.history.append(record)
+            self.epoch = epoch
+            if self.store is not None:
+                self.store.log({"kind": "epoch", **record})
+                self.store.save(self.state())
+            bar.update(1)
+            bar.set_postfix(loss=f"{record['loss']:.4f}")
+            if out_of_time:
+                break
+        bar.close()
+
+    def _validate(self, record: dict[str, Any], epoch: int, filter_index: Any) -> None:
+        run = self.run
+        valid = _evaluate(run.model, run.kg, "valid", filter_index, run.cfg, run.device)
+        record["valid"] = valid
+        if self.best is None or valid["mrr"] > self.best[0]:
+            self.best = (valid["mrr"], epoch, copy.deepcopy(run.model.state_dict()))
+        run.say(
+            f"epoch {epoch}: loss {record['loss']:.4f}  {record['seconds']:.1f}s  "
+            f"valid MRR {valid['mrr']:.4f} H@10 {valid['hits@10']:.4f}"
+        )
 
 
 def _kg_summary(
@@ -324,8 +398,4 @@ def _kg_summary(
         f"test (best epoch {best[1]}): MRR {test['mrr']:.4f} H@1 {test['hits@1']:.4f} "
         f"H@3 {test['hits@3']:.4f} H@10 {test['hits@10']:.4f}"
     )
-    if cfg.out_dir:
-        out = Path(str(cfg.out_dir)).expanduser()
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

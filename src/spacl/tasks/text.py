@@ -55,6 +55,7 @@ from spacl.evaluate.ood import (
     class_centres,
     fit_open_classifier,
     open_intent_metrics,
+    reject_all_metrics,
 )
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
@@ -64,6 +65,7 @@ from spacl.models.text import (
     ResidualHead,
     TextEncoder,
 )
+from spacl.tasks.rundir import TaskRun
 from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text_decision import held_out_threshold, nearest_auroc, select_rule
 
@@ -295,8 +297,15 @@ def train_ood(
     encoder: TextEncoder | None = None,
     split: OpenIntentSplit | None = None,
     log: Callable[[str], None] | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run one open-intent experiment from a recipe; return its summary.
+
+    With ``run_dir`` (or ``out_dir`` in the recipe, as its parent) the run writes a run
+    directory (:mod:`spacl.tasks.rundir`): the head and the detector (class centres,
+    thresholds, class names) in ``checkpoints/last.pt``, for ``spacl eval`` and
+    ``spacl predict``; ``resume`` on a finished run returns its stored summary.
 
     ``encoder`` replaces the configured one (tests pass a tiny fake encoder); ``split``
     replaces reading the data.  Returns ``test`` metrics (``accuracy``, ``macro_f1``,
@@ -310,6 +319,14 @@ def train_ood(
     """
     cfg = ood_config(config, overrides)
     say = log or _logger.info
+    run = TaskRun.open(cfg, "text", _run_name(cfg), run_dir, resume)
+    if run is not None and resume:
+        state = run.checkpoint()
+        if state is not None and state.get("finished"):
+            say(f"{run.path}: finished; its stored summary")
+            return dict(json.loads((run.path / "summary.json").read_text()))
+    if run is not None:
+        run.reset_metrics()
     if cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
     start = time.perf_counter()
@@ -332,7 +349,49 @@ def train_ood(
     }
     test["auroc"] = nearest_auroc(clf, test_z, split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
-    return _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
+    extra["reject_all"] = reject_all_metrics(split.test_labels, k)
+    summary = _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
+    if run is not None:
+        _write_run(run, head, clf, split, int(train_x.shape[1]), summary)
+    return summary
+
+
+def _run_name(cfg: DictConfig) -> str:
+    if cfg.objective.name == "frozen":
+        return f"{cfg.data.name}-frozen"
+    return str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
+
+
+def _write_run(
+    run: TaskRun,
+    head: nn.Module,
+    clf: OpenClassifier,
+    split: OpenIntentSplit,
+    in_dim: int,
+    summary: dict[str, Any],
+) -> None:
+    """The run directory's checkpoint (head + detector), metrics, ``eval.json``, summary."""
+    for epoch, loss in enumerate(summary["losses"]):
+        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
+    run.save(
+        {
+            "head": {k: v.cpu() for k, v in head.state_dict().items()},
+            "in_dim": in_dim,
+            "detector": {
+                "centres": clf.centres.cpu(),
+                "thresholds": clf.thresholds.cpu(),
+                "class_names": list(split.known_classes),
+            },
+            "finished": True,
+        }
+    )
+    evaluation = {
+        "test": summary["test"],
+        "reject_all": summary["reject_all"],
+        "dev_accuracy": summary["dev_accuracy"],
+    }
+    run.log({"kind": "final", **evaluation})
+    run.finish(evaluation, summary)
 
 
 def _ood_summary(
@@ -346,9 +405,7 @@ def _ood_summary(
 ) -> dict[str, Any]:
     """The summary of :func:`train_ood` (logged, and written to ``out_dir`` if set)."""
     summary: dict[str, Any] = {
-        "name": f"{cfg.data.name}-frozen"
-        if cfg.objective.name == "frozen"
-        else (cfg.name or f"{cfg.data.name}-{cfg.objective.name}"),
+        "name": _run_name(cfg),
         "objective": str(cfg.objective.name),
         "known_ratio": split.known_ratio,
         "split_seed": split.seed,
@@ -359,13 +416,12 @@ def _ood_summary(
         "encoded_texts": cache.encoded,
         "config": OmegaConf.to_container(cfg),
     }
+    floor = extra["reject_all"]
     say(
         f"{summary['name']} known={split.known_ratio:.0%} seed={split.seed}: "
         f"acc {test['accuracy']:.2f} F1 {test['macro_f1']:.2f} "
-        f"F1-OOD {test['f1_ood']:.2f} F1-IND {test['f1_ind']:.2f}"
+        f"F1-OOD {test['f1_ood']:.2f} F1-IND {test['f1_ind']:.2f}  "
+        f"(reject-all: acc {floor['accuracy']:.2f} F1 {floor['macro_f1']:.2f} "
+        f"F1-OOD {floor['f1_ood']:.2f})"
     )
-    if cfg.out_dir:
-        out = Path(str(cfg.out_dir)).expanduser()
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

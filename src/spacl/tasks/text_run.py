@@ -1,0 +1,123 @@
+"""A finished open-intent run, used: "which intent is this sentence, or none of them?".
+
+:func:`load_intent_detector` rebuilds the detector a text run directory saved
+(:mod:`spacl.tasks.rundir`): the frozen sentence encoder named by the config, the trained
+head, and the open classifier (class centres, per-class thresholds on the cosine
+distance to the nearest centre, class names).  A sentence gets the nearest class if its
+distance is within that class's threshold, else ``open``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from spacl.evaluate.ood import OpenClassifier
+from spacl.models.text import TextEncoder
+from spacl.tasks.rundir import read_task_checkpoint, run_config
+from spacl.tasks.text_config import ood_config
+
+__all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
+
+#: the name printed for a sentence of no known intent
+OPEN = "open"
+
+
+@dataclass
+class IntentDetector:
+    """Encoder + head + open classifier of a text run (module docstring)."""
+
+    config: DictConfig
+    encoder: TextEncoder
+    head: nn.Module
+    classifier: OpenClassifier
+    class_names: list[str]
+
+    @torch.no_grad()
+    def embed(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
+        """``[N, d]`` head outputs (float64) of the texts, the space the detector works in."""
+        if isinstance(texts, str):
+            texts = [texts]
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"text {i} is empty: give a sentence to classify")
+        x = self.encoder.encode(list(texts), batch_size=batch_size)
+        return self.head(x.to(next(iter(self.head.parameters()), x).dtype)).double()
+
+    def predict(self, texts: Sequence[str]) -> list[tuple[str, float]]:
+        """``(intent name or "open", distance)`` per text; the distance is the score the
+        decision rule thresholds (cosine distance to the nearest class centre)."""
+        z = self.embed(texts)
+        d = self.classifier.distances(z)
+        best, k = d.min(dim=1)
+        label = self.classifier.predict(z)
+        ood = self.classifier.ood_label
+        return [
+            (OPEN if int(lab) == ood else self.class_names[int(c)], float(s))
+            for lab, c, s in zip(label, k, best, strict=True)
+        ]
+
+
+def load_intent_detector(run_dir: str | Path, encoder: TextEncoder | None = None) -> IntentDetector:
+    """The detector of a text run directory; ``encoder`` replaces the configured one."""
+    raw = run_config(run_dir)
+    if raw.get("task") != "text":
+        raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'text'")
+    state = read_task_checkpoint(run_dir, "text")
+    cfg = ood_config(raw)
+    if encoder is None:
+        from spacl.models.text import MiniLMEncoder
+
+        encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=False)
+    det = state["detector"]
+    names = list(det["class_names"])
+    head = _head(cfg, int(state["in_dim"]), len(names), state["head"])
+    clf = OpenClassifier(det["centres"], det["thresholds"])
+    return IntentDetector(cfg, encoder, head, clf, names)
+
+
+def _head(cfg: DictConfig, in_dim: int, num_known: int, weights: dict[str, Tensor]) -> nn.Module:
+    if cfg.objective.name == "frozen":
+        return nn.Identity()
+    from spacl.tasks.text import _build_head
+
+    head, _ = _build_head(cfg, in_dim, num_known, torch.device("cpu"))
+    head.load_state_dict(weights)
+    return head.eval()
+
+
+def evaluate_text_run(
+    run_dir: str | Path, encoder: TextEncoder | None = None, split: Any = None
+) -> dict[str, Any]:
+    """Test metrics of a run's saved detector, re-computed from its checkpoint.
+
+    The split is re-drawn from the config (same data, ``known_ratio`` and ``split_seed``:
+    the same known classes); ``split`` replaces it (tests).
+    """
+    from spacl.data.text import load_intent_dataset, open_intent_split
+    from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
+    from spacl.models.text import EmbeddingCache
+    from spacl.tasks.text_decision import nearest_auroc
+
+    det = load_intent_detector(run_dir, encoder)
+    cfg = det.config
+    if split is None:
+        data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
+        split = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+    if list(split.known_classes) != det.class_names:
+        raise ValueError(f"{run_dir}: the data's known classes differ from the run's")
+    x = EmbeddingCache(cfg.encoder.cache_dir).embed(det.encoder, split.test_texts)
+    with torch.no_grad():
+        z = det.head(x).double()
+    k = split.num_known
+    test: dict[str, Any] = dict(
+        open_intent_metrics(split.test_labels, det.classifier.predict(z), k)
+    )
+    test["auroc"] = nearest_auroc(det.classifier, z, split.test_labels, k)
+    return {"test": test, "reject_all": reject_all_metrics(split.test_labels, k)}

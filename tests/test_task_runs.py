@@ -1,0 +1,185 @@
+"""KG and text runs write real run directories: eval, predict, resume, refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import spacl
+from spacl.cli import main
+from spacl.data.kg import TripleIndex, add_reciprocals, load_kg
+from spacl.data.text import load_intent_dataset, open_intent_split
+from spacl.evaluate.ranking import filtered_ranks
+from spacl.tasks import kg as kg_task
+from spacl.tasks.kg import train_kg
+from spacl.tasks.kg_run import evaluate_kg_run, load_link_model
+from spacl.tasks.text import train_ood
+from spacl.tasks.text_run import OPEN, evaluate_text_run, load_intent_detector
+from test_kg_model import cycle_graph
+from test_ood import FakeEncoder, write_topic_dataset
+
+
+def kg_recipe(root: Path, epochs: int = 6) -> dict[str, object]:
+    return {
+        "data": {"name": "toy", "root": str(root), "unseen": "error"},
+        "model": {"dim": 16, "init_scale": 0.1, "dropout": 0.1},
+        "objective": {"name": "infonce", "temperature": 1.0},
+        "optim": {"name": "adam", "lr": 0.05},
+        "train": {"epochs": epochs, "batch_size": 32, "progress": False},
+        "eval": {"every_epochs": 2},
+    }
+
+
+@pytest.fixture(scope="module")
+def kg_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("kg")
+    run = base / "run"
+    train_kg(kg_recipe(cycle_graph(base / "toy")), log=None, run_dir=run)
+    return run
+
+
+def test_kg_run_directory_holds_what_eval_and_predict_need(
+    kg_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("config.yaml", "checkpoints/last.pt", "metrics.jsonl", "eval.json"):
+        assert (kg_run / name).is_file(), name
+    summary = json.loads((kg_run / "summary.json").read_text())
+    lines = [json.loads(x) for x in (kg_run / "metrics.jsonl").read_text().splitlines()]
+    assert [x["epoch"] for x in lines if x["kind"] == "epoch"] == [1, 2, 3, 4, 5, 6]
+    capsys.readouterr()
+    assert main(["eval", str(kg_run), "--json", "--no-write"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["test"]["mrr"] == pytest.approx(summary["test"]["mrr"], abs=1e-12)
+    assert again["valid"]["mrr"] == pytest.approx(summary["valid"]["mrr"], abs=1e-12)
+
+
+def test_kg_predict_ranks_agree_with_the_evaluator(
+    kg_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = load_link_model(kg_run)
+    kg = link.kg
+    train_only = TripleIndex(
+        add_reciprocals(kg.train, kg.num_relations), kg.num_entities, 2 * kg.num_relations
+    )
+    for h, r, t in kg.test.tolist():
+        head, rel, tail = kg.entities.names[h], kg.relations.names[r], kg.entities.names[t]
+        capsys.readouterr()
+        code = main(
+            ["predict", str(kg_run), "--head", head, "--relation", rel, "--filter", "--json"]
+        )
+        assert code == 0
+        answers = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        assert len(answers) == 10 and [a["rank"] for a in answers] == list(range(1, 11))
+        scores = [a["score"] for a in answers]
+        assert scores == sorted(scores, reverse=True)
+        rank = filtered_ranks(link.model, torch.tensor([[h, r, t]]), train_only, ties="mean")
+        listed = [a["entity"] for a in answers]
+        if float(rank[0]) <= 10:
+            assert listed.index(tail) + 1 == float(rank[0])
+        else:
+            assert tail not in listed
+    # heads of (?, r, t) use the reciprocal relation, as the evaluator does
+    h, r, t = kg.test[0].tolist()
+    top = link.predict(kg.relations.names[r], tail=kg.entities.names[t], top=24)
+    assert len(top) == 24 and {name for name, _, _ in top} == set(kg.entities.names)
+
+
+def test_kg_predict_errors_name_the_input(kg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["predict", str(kg_run), "--head", "nobody", "--relation", "r0"]) == 2
+    assert "unknown entity 'nobody'" in capsys.readouterr().err
+    assert main(["predict", str(kg_run), "--head", "e1", "--relation", "r9"]) == 2
+    assert "unknown relation 'r9'" in capsys.readouterr().err
+    assert main(["predict", str(kg_run), "--relation", "r0"]) == 2
+    assert "exactly one of --head and --tail" in capsys.readouterr().err
+    assert main(["predict", str(kg_run), "some text"]) == 2
+    with pytest.raises(ValueError, match="top must be an int >= 1"):
+        load_link_model(kg_run).predict("r0", head="e1", top=0)
+
+
+def test_kg_run_resumes_after_a_crash_to_the_uninterrupted_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = cycle_graph(tmp_path / "toy")
+    whole = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "whole")
+    real_epoch = kg_task._kg_epoch
+
+    def crash_at_epoch_4(run, index, epoch, perm):  # type: ignore[no-untyped-def]
+        if epoch == 4:
+            raise KeyboardInterrupt("simulated crash")
+        return real_epoch(run, index, epoch, perm)
+
+    monkeypatch.setattr(kg_task, "_kg_epoch", crash_at_epoch_4)
+    with pytest.raises(KeyboardInterrupt):
+        train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed")
+    monkeypatch.setattr(kg_task, "_kg_epoch", real_epoch)
+    with pytest.raises(ValueError, match="not empty; pass --resume"):
+        train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed")
+    resumed = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed", resume=True)
+    assert resumed["test"] == whole["test"] and resumed["best_epoch"] == whole["best_epoch"]
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in whole["history"]]
+    stored = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed", resume=True)
+    assert stored["test"] == whole["test"]  # a finished run: its stored summary
+
+
+def test_out_dir_is_the_parent_of_a_named_run(tmp_path: Path) -> None:
+    root = cycle_graph(tmp_path / "toy")
+    recipe = {**kg_recipe(root, epochs=2), "out_dir": str(tmp_path / "runs"), "name": "toy-run"}
+    train_kg(recipe, log=None)
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("toy-run-") and (run / "checkpoints" / "last.pt").is_file()
+    assert evaluate_kg_run(run, load_kg("toy", root))["test"]["mrr"] > 0
+
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object, FakeEncoder]:
+    base = tmp_path_factory.mktemp("text")
+    split = open_intent_split(
+        load_intent_dataset("topics", write_topic_dataset(base / "t")), 0.5, 0
+    )
+    cfg = {
+        "objective": {"name": "supcon"},
+        "encoder": {"cache_dir": str(base / "cache")},
+        "model": {"hidden_dim": 32, "proj_dim": 16},
+        "train": {"epochs": 3, "batch_size": 32, "progress": False},
+    }
+    encoder = FakeEncoder(dim=256)
+    train_ood(cfg, encoder=encoder, split=split, log=None, run_dir=base / "run")
+    return base / "run", split, encoder
+
+
+def test_text_run_keeps_the_detector_and_predict_reproduces_test_accuracy(
+    text_run: tuple[Path, object, FakeEncoder],
+) -> None:
+    run, split, encoder = text_run
+    for name in ("config.yaml", "checkpoints/last.pt", "metrics.jsonl", "eval.json"):
+        assert (run / name).is_file(), name
+    summary = json.loads((run / "summary.json").read_text())
+    evaluation = json.loads((run / "eval.json").read_text())
+    assert evaluation["reject_all"]["f1_ood"] == summary["reject_all"]["f1_ood"] > 0
+    detector = load_intent_detector(run, encoder)
+    predicted = detector.predict(split.test_texts)  # type: ignore[attr-defined]
+    names = [*split.known_classes, OPEN]  # type: ignore[attr-defined]
+    truth = [names[int(y)] for y in split.test_labels]  # type: ignore[attr-defined]
+    accuracy = 100.0 * sum(p == t for (p, _), t in zip(predicted, truth, strict=True)) / len(truth)
+    assert accuracy == pytest.approx(summary["test"]["accuracy"], abs=1e-9)
+    again = evaluate_text_run(run, encoder, split)
+    assert again["test"] == pytest.approx(summary["test"], abs=1e-9)
+    with pytest.raises(ValueError, match="text 1 is empty"):
+        detector.predict(["fine", "  "])
+
+
+def test_text_run_refuses_a_full_directory_and_loads_through_spacl_load(
+    text_run: tuple[Path, object, FakeEncoder], tmp_path: Path
+) -> None:
+    run, split, encoder = text_run
+    cfg = {"objective": {"name": "frozen"}, "encoder": {"cache_dir": str(tmp_path / "c")}}
+    with pytest.raises(ValueError, match="not empty; pass --resume"):
+        train_ood(cfg, encoder=encoder, split=split, log=None, run_dir=run)  # type: ignore[arg-type]
+    stored = train_ood(cfg, encoder=encoder, split=split, log=None, run_dir=run, resume=True)  # type: ignore[arg-type]
+    assert stored["objective"] == "supcon"  # the finished run's own summary
+    with pytest.raises(ValueError, match="arm must be None for a text run"):
+        spacl.load(run, "main")
