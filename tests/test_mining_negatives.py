@@ -340,3 +340,58 @@ def test_wide_rows_with_ties_match_the_stable_sort_loop(mass: str, share: float)
     if mass == "similarity":
         assert bool(done.any())
     assert torch.equal(fast[done], kept[done])
+
+
+@pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
+@pytest.mark.parametrize("share", [0.3, 0.8, 0.95])
+def test_kg_objective_and_spacl_keep_the_same_negatives(mass: str, share: float) -> None:
+    """One cut (issue 19): on the same similarities, ties included, both objectives keep
+    the same negatives, and those are the stable-sort loop's.
+
+    Embeddings with coordinates +-1/4 in d = 16 are exactly unit: every similarity is a
+    multiple of 1/8, computed exactly by either matmul, and rows are full of ties (also
+    at the threshold).  SPACL: anchor view 0, the other instances' views the candidates;
+    link prediction: query = view 0, the views the entity table, the instance's own
+    views its known tails (so the same candidates).
+    """
+    from loss_references import cut_loop
+    from spacl.losses import SPACLLoss
+    from spacl.losses.kg import LinkSPACLLoss
+
+    b, v, d, tau = 32, 2, 16, 0.5  # tau a power of 2: logits are exact too
+    g = torch.Generator().manual_seed(11)
+    pool = (torch.randint(0, 2, (b, v, d), generator=g).float() * 2 - 1) / 4
+    spacl = SPACLLoss(
+        tau, num_positives=1, share=share, num_adversarial=0, variant="no_anchor", mass=mass
+    )
+    link = LinkSPACLLoss(
+        tau, num_positives=1, share=share, num_adversarial=0, variant="no_adversarial", mass=mass
+    )
+    seen: dict[str, list[torch.Tensor]] = {"spacl": [], "kg": []}
+    for name, cut in (("spacl", spacl.cut), ("kg", link.cut)):
+        select = cut.select
+
+        def record(logits: torch.Tensor, valid: torch.Tensor, _s=select, _n=name) -> torch.Tensor:
+            seen[_n].append(logits.clone())
+            kept = _s(logits, valid)
+            seen[_n].append(kept)
+            return kept
+
+        cut.select = record  # type: ignore[method-assign]
+    spacl(None, pool)
+    entities = pool.reshape(b * v, d)
+    own = torch.arange(b * v).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)
+    link(pool[:, 0], entities, own)
+    (s_logits, s_kept), (k_logits, k_kept) = seen["spacl"], seen["kg"]
+    torch.testing.assert_close(s_logits[:, : b * v], k_logits, rtol=0, atol=0)
+    assert torch.equal(s_kept[:, : b * v], k_kept)
+    assert not bool(s_kept[:, b * v :].any())  # the positive column is no candidate
+    ties_at_threshold = 0
+    for i in range(b):
+        cols = (~own[i]).nonzero().squeeze(1).tolist()
+        row = [float(k_logits[i, c]) for c in cols]
+        assert [bool(k_kept[i, c]) for c in cols] == cut_loop(row, share, tau, mass)
+        kept_values = {x for x, c in zip(row, cols, strict=True) if k_kept[i, c]}
+        dropped = {x for x, c in zip(row, cols, strict=True) if not k_kept[i, c]}
+        ties_at_threshold += bool(kept_values & dropped)
+    assert ties_at_threshold > 0  # the tie rule is exercised

@@ -53,7 +53,7 @@ from torch import Tensor, nn
 
 from spacl._validation import check_in_range, check_positive
 from spacl.losses.kernel import masked_logsumexp
-from spacl.losses.kg_cut import top_share_cut
+from spacl.losses.kg_cut import top_share_cut  # old name, a thin wrapper of the one cut
 from spacl.mining.adversarial import AdversarialNegatives
 from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
@@ -199,7 +199,9 @@ class LinkSPACLLoss(nn.Module):
 
     Call: ``loss(query[B, d], entities[E, d], positives[B, E] bool) -> scalar``; after the
     call :attr:`last` holds a :class:`LinkSPACLStep`.  Formula and **Decisions** in the
-    module docstring; the cut is :func:`top_share_cut`.
+    module docstring; the cut is :meth:`RelativeThresholdNegatives.select`, the one
+    implementation :class:`~spacl.losses.SPACLLoss` calls too (same tie rule: the
+    lowest-indexed of the candidates tied at the threshold are kept first).
 
     Args:
         temperature: ``tau``.
@@ -210,8 +212,8 @@ class LinkSPACLLoss(nn.Module):
             ``"no_adversarial"`` or ``"no_negative_selection"`` (SPEC §1.6).
         pool_size: most known tails entering farthest-point selection per query.
         mass: reading of the cut (SPEC §1.4): ``"exp"`` (default here: the measured KG
-            recipe; the histogram cut serves it), ``"similarity"`` (the paper's formula on
-            raw scores) or ``"linear"``; the last two take the miner's exact selection.
+            recipe), ``"similarity"`` (the paper's formula on raw scores) or
+            ``"linear"``.
         positive_mode: ``"log_sum_exp"`` (SPEC §1.5) or ``"pairwise"`` (each hard
             positive against the kept negatives, InfoNCE-style).
         weighting: ``"query"`` (SPEC: mean over anchors) or ``"triple"``.
@@ -372,6 +374,24 @@ class LinkSPACLLoss(nn.Module):
         generated = generated.to(query.dtype) * scale.unsqueeze(2)
         return torch.einsum("bd,bkd->bk", query, generated) / self.temperature, d_loss, g_loss
 
+    @torch.no_grad()
+    def _cut(
+        self, logits: Tensor, positives: Tensor, adv_logits: Tensor | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Kept entities ``[B, E]`` and generated negatives ``[B, K_adv]`` (or ``None``).
+
+        The candidates are every entity that is not a known tail, then the generated
+        negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row.
+        """
+        e = logits.shape[1]
+        if adv_logits is None:
+            return self.cut.select(logits, ~positives), None
+        ones = torch.ones(adv_logits.shape, dtype=torch.bool, device=positives.device)
+        kept = self.cut.select(
+            torch.cat((logits, adv_logits.detach()), 1), torch.cat((~positives, ones), 1)
+        )
+        return kept[:, :e], kept[:, e:]
+
     def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
         _check_inputs(query, entities, positives)
         b = positives.shape[0]
@@ -383,10 +403,7 @@ class LinkSPACLLoss(nn.Module):
         if self.num_adversarial > 0:
             adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard)
 
-        masked = logits.detach().masked_fill(positives, -math.inf)
-        keep, keep_adv = top_share_cut(
-            masked, None if adv_logits is None else adv_logits.detach(), self.cut
-        )
+        keep, keep_adv = self._cut(logits.detach(), positives, adv_logits)
         neg = masked_logsumexp(logits, keep)
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
