@@ -287,8 +287,9 @@ def test_cut_of_other_masses_equals_the_miner(mass: str) -> None:
     assert torch.equal(torch.cat((keep, keep_extra), 1), want)
 
 
-def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:
-    from spacl.tasks import recipe_task, run_task_recipe
+def test_run_recipe_dispatches_kg(tmp_path: Path) -> None:
+    from spacl.schema import recipe_task
+    from spacl.tasks import run_recipe
 
     root = cycle_graph(tmp_path / "toy")
     recipe = tmp_path / "toy.yaml"
@@ -299,12 +300,9 @@ def test_run_task_recipe_dispatches_kg(tmp_path: Path) -> None:
         "train: {epochs: 1, batch_size: 256}\n"
     )
     assert recipe_task(recipe) == "kg"
-    summary = run_task_recipe(recipe, ["optim.lr=0.05"], out=tmp_path / "out", quiet=True)
+    summary = run_recipe(recipe, ["optim.lr=0.05"], out=tmp_path / "out", quiet=True)
     assert summary is not None and summary["config"]["optim"]["lr"] == 0.05
     assert (tmp_path / "out" / "summary.json").is_file()
-    image = tmp_path / "image.yaml"
-    image.write_text("data: {name: digits}\n")
-    assert run_task_recipe(image) is None
     bad = tmp_path / "bad.yaml"
     bad.write_text("task: audio\n")
     with pytest.raises(ValueError, match="config key 'task' must be one of"):

@@ -93,7 +93,7 @@ def test_spacl_recipes_lists_and_prints(capsys):
     assert "kg/fb15k237_spacl" in out and "mnist5k/spacl" not in out
     assert main(["recipes", "mnist5k/spacl"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"# {RECIPES_DIR / 'mnist5k' / 'spacl.yaml'}") and "base: _base" in out
+    assert out.startswith(f"# {RECIPES_DIR / 'mnist5k' / 'spacl.yaml'}") and "base: mnist5k/_base" in out
     assert main(["recipes", "nope/none"]) == 2
     assert "spacl recipes" in capsys.readouterr().err
 

@@ -19,6 +19,7 @@ from spacl.schema import (
     load_recipe,
     parse_overrides,
     register_task,
+    task_entry,
     task_loader,
 )
 from spacl.tasks.kg_config import KGConfig, kg_config
@@ -168,8 +169,12 @@ def test_task_registry_holds_the_schema_loaders():
     with pytest.raises(ValueError, match="already registered"):
         register_task("kg")(ood_config)
     register_task("kg")(kg_config)  # the same loader again: a no-op
-    with pytest.raises(ValueError, match="config key 'task' must be one of"):
-        register_task("audio")
+    assert task_entry("kg").runner == "spacl.tasks.kg:train_kg"
+    assert task_entry("image").runner == "spacl.engine.trainer:train"
+    with pytest.raises(ValueError, match="config key 'task' must be a name"):
+        register_task("not a name")
+    with pytest.raises(ValueError, match=r"config key 'task' must be one of \['image', 'kg'"):
+        load_recipe({"task": "audio"})
 
 
 def test_load_recipe_finds_the_builtin_tasks_without_importing_them():

@@ -48,10 +48,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; a command with ``key=value`` overrides takes them anywhere after its
+    positional arguments, flags included (``spacl train R.yaml --out X train.epochs=1``).
+
+    argparse fills a ``nargs="*"`` positional only before the first flag; the ``key=value``
+    words it leaves are appended to ``overrides`` in order.  Any other leftover word is
+    the usual ``unrecognized arguments`` error.
+    """
+    args, rest = parser.parse_known_args(argv)
+    if rest:
+        takes_overrides = isinstance(getattr(args, "overrides", None), list)
+        stray = [w for w in rest if w.startswith("-") or "=" not in w]
+        if not takes_overrides or stray:
+            parser.error(f"unrecognized arguments: {' '.join(stray or rest)}")
+        args.overrides = [*args.overrides, *rest]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spacl`` console script."""
     parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    args = parse_args(parser, list(argv) if argv is not None else sys.argv[1:])
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

@@ -42,15 +42,17 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 __all__ = [
-    "TASKS",
     "DataSection",
     "EvalSection",
     "LoadedRecipe",
     "OptimSection",
+    "TaskEntry",
     "TrainSection",
     "check_device",
     "choice",
     "fail",
+    "find_recipe_file",
+    "flat_recipe",
     "format_error",
     "in_range",
     "int_at_least",
@@ -59,23 +61,25 @@ __all__ = [
     "parse_overrides",
     "positive",
     "read_recipe",
+    "recipe_layer",
     "recipe_task",
     "register_task",
+    "task_entry",
     "task_loader",
+    "task_names",
     "validate_shared",
 ]
-
-#: recipe ``task:`` values (``image`` is the default when a recipe has no ``task:``)
-TASKS = ("image", "kg", "text")
 
 #: a task's recipe loader: ``(recipe layer, dot-list overrides) -> validated DictConfig``
 TaskLoader = Callable[[DictConfig, Sequence[str]], DictConfig]
 
 _Loader = TypeVar("_Loader", bound=TaskLoader)
 
-#: task name -> its loader, filled by :func:`register_task` where each task's schema lives
-#: (``image``: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks`)
-_TASK_LOADERS: dict[str, TaskLoader] = {}
+#: the task registry, the one list of tasks: name -> :class:`TaskEntry`, filled by
+#: :func:`register_task` where each task's schema lives (``image``:
+#: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg_config`,
+#: :mod:`spacl.tasks.text_config`)
+_TASKS: dict[str, TaskEntry] = {}
 
 #: the package whose import registers every built-in task (never imported by this module
 #: at its top: the schema sits below the tasks)
@@ -250,8 +254,21 @@ def format_error(
     return ValueError(f"config key {key!r}: {first}" if key else f"invalid config: {first}")
 
 
+def _base_path(recipe: Path, base: str) -> Path:
+    """The file a ``base:`` entry of ``recipe`` names: a path relative to the recipe when
+    that file exists, else a built-in recipe name (``digits/_base``, so that a copy of a
+    shipped recipe keeps its base), else the relative path (reported missing)."""
+    from spacl.recipes import find_recipe
+
+    relative = recipe.parent / base
+    if relative.is_file():
+        return relative
+    return find_recipe(base) or relative
+
+
 def read_recipe(path: str | Path, seen: tuple[Path, ...] = ()) -> DictConfig:
-    """Read a recipe file and merge its ``base:`` chain (paths relative to the recipe).
+    """Read a recipe file and merge its ``base:`` chain (each a path relative to the recipe
+    or a built-in recipe name such as ``digits/_base``; :func:`_base_path`).
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for invalid YAML,
     a non-mapping or a ``base`` cycle.
@@ -277,7 +294,7 @@ def read_recipe(path: str | Path, seen: tuple[Path, ...] = ()) -> DictConfig:
         raise ValueError(f"{path}: 'base' must be a path or a list of paths, got {bases!r}")
     merged: Any = OmegaConf.create({})
     for base in bases:
-        merged = OmegaConf.merge(merged, read_recipe(path.parent / str(base), (*seen, path)))
+        merged = OmegaConf.merge(merged, read_recipe(_base_path(path, str(base)), (*seen, path)))
     out = OmegaConf.merge(merged, raw)
     assert isinstance(out, DictConfig)
     return out
@@ -296,6 +313,20 @@ def parse_overrides(overrides: Sequence[str]) -> DictConfig:
         raise format_error(err) from err
 
 
+def find_recipe_file(name_or_path: str | Path) -> Path:
+    """The one recipe lookup: an existing file wins, else a built-in recipe name
+    (``mnist5k/spacl``); ``FileNotFoundError`` naming the argument and close names."""
+    from spacl.recipes import resolve_recipe
+
+    return resolve_recipe(name_or_path)
+
+
+def flat_recipe(name_or_path: str | Path) -> str:
+    """The YAML of a recipe with its ``base:`` chain merged in: a self-contained copy
+    (``spacl recipes NAME --flat``)."""
+    return OmegaConf.to_yaml(read_recipe(find_recipe_file(name_or_path)))
+
+
 def _as_layer(cfg: Any) -> DictConfig:
     """A recipe source (mapping, DictConfig, YAML path or built-in name) as a DictConfig."""
     if cfg is None:
@@ -305,15 +336,20 @@ def _as_layer(cfg: Any) -> DictConfig:
     if isinstance(cfg, Mapping):
         return OmegaConf.create(dict(cfg))
     if isinstance(cfg, (str, Path)):
-        from spacl.recipes import find_recipe
-
-        path = Path(cfg).expanduser()
-        if not path.is_file():
-            path = find_recipe(str(cfg)) or path
-        return read_recipe(path)
+        return read_recipe(find_recipe_file(cfg))
     raise TypeError(
         f"a recipe must be a mapping, a DictConfig or a YAML path, got {type(cfg).__name__}"
     )
+
+
+def recipe_layer(sources: Sequence[Any], overrides: Sequence[str] = ()) -> DictConfig:
+    """The one layering rule: ``sources`` (mappings, DictConfigs, YAML paths or built-in
+    names, each with its ``base:`` chain; ``None`` skipped) merged in order, then the
+    dot-list ``overrides`` (:func:`parse_overrides`); later wins."""
+    layers = [_as_layer(x) for x in sources if x is not None]
+    merged = OmegaConf.merge(OmegaConf.create({}), *layers, parse_overrides(overrides))
+    assert isinstance(merged, DictConfig)
+    return merged
 
 
 def merge_structured(
@@ -333,45 +369,77 @@ def merge_structured(
 
 
 def recipe_task(raw: Any) -> str:
-    """The ``task:`` of a recipe (a mapping or a YAML path); ``image`` when absent."""
+    """The ``task:`` of a recipe (a mapping or a YAML path); ``image`` when absent.  A name
+    no task registered raises ``ValueError`` naming the registered ones."""
     layer = _as_layer(raw)
     task = layer.get("task", None)
     if task is None:
         return "image"
-    if task not in TASKS:
-        raise fail("task", task, f"must be one of {list(TASKS)}")
+    task_entry(str(task) if isinstance(task, str) else repr(task))
     return str(task)
 
 
-def register_task(name: str) -> Callable[[_Loader], _Loader]:
+@dataclass(frozen=True)
+class TaskEntry:
+    """One task of the registry: its recipe ``loader`` and its ``runner``.
+
+    ``runner``: ``"module:function"`` of the function that trains a validated config
+    (``function(config, overrides=[...])`` returning a summary dict), imported only when a
+    run starts (:func:`spacl.tasks.run_recipe`); ``None`` for the image task, whose runner
+    is the engine's :class:`~spacl.engine.Trainer` (run directories, resume, DDP).
+    """
+
+    name: str
+    loader: TaskLoader
+    runner: str | None = None
+
+
+def register_task(name: str, *, runner: str | None = None) -> Callable[[_Loader], _Loader]:
     """Decorator: register ``loader`` as the recipe loader of ``task: name``.
 
-    The module holding a task's schema registers it (``@register_task("kg")`` on
-    :func:`spacl.tasks.kg_config.kg_config`), so this module imports no task.  Registering a
-    name twice with different loaders raises ``ValueError``.
+    The module holding a task's schema registers it (``@register_task("kg",
+    runner="spacl.tasks.kg:train_kg")`` on :func:`spacl.tasks.kg_config.kg_config`), so this
+    module imports no task and the registry is the one list of tasks.  Registering a name
+    twice with different loaders raises ``ValueError``.
     """
-    if name not in TASKS:
-        raise fail("task", name, f"must be one of {list(TASKS)}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise fail("task", name, "must be a name of letters, digits and _")
 
     def decorate(loader: _Loader) -> _Loader:
-        known = _TASK_LOADERS.get(name)
-        if known is not None and known is not loader:
-            raise ValueError(f"task {name!r} is already registered ({known.__qualname__})")
-        _TASK_LOADERS[name] = loader
+        known = _TASKS.get(name)
+        if known is not None and known.loader is not loader:
+            raise ValueError(f"task {name!r} is already registered ({known.loader.__qualname__})")
+        if known is None or runner is not None:  # the same loader again: a no-op
+            _TASKS[name] = TaskEntry(name, loader, runner)
         return loader
 
     return decorate
 
 
+def _builtin_tasks() -> None:
+    """Import the built-in tasks once (:data:`BUILTIN_TASKS`; they register themselves), so
+    the Python API works without importing a task first.  Run only inside functions: the
+    schema sits below the tasks and imports none at its top."""
+    importlib.import_module(BUILTIN_TASKS)  # a no-op once imported
+
+
+def task_names() -> list[str]:
+    """Every registered task, sorted (the built-in ones included)."""
+    _builtin_tasks()
+    return sorted(_TASKS)
+
+
+def task_entry(name: str) -> TaskEntry:
+    """The registry entry of ``task: name`` (``ValueError`` naming the registered tasks)."""
+    _builtin_tasks()
+    if name not in _TASKS:
+        raise fail("task", name, f"must be one of {sorted(_TASKS)}")
+    return _TASKS[name]
+
+
 def task_loader(name: str) -> TaskLoader:
-    """The registered loader of ``task: name``.  On a miss the built-in tasks are imported
-    once by name (:data:`BUILTIN_TASKS`: they register themselves), so the Python API works
-    without importing a task first."""
-    if name not in _TASK_LOADERS:
-        importlib.import_module(BUILTIN_TASKS)
-    if name not in _TASK_LOADERS:
-        raise fail("task", name, f"must be one of {sorted(_TASK_LOADERS)}")
-    return _TASK_LOADERS[name]
+    """The registered recipe loader of ``task: name`` (:func:`task_entry`)."""
+    return task_entry(name).loader
 
 
 @dataclass(frozen=True)
@@ -390,6 +458,5 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
     shared sections are checked by :func:`validate_shared`, then the task's own rules.
     """
     layer = _as_layer(source)
-    extra = parse_overrides(overrides)
-    task = recipe_task(OmegaConf.merge(layer, extra))
+    task = recipe_task(recipe_layer([layer], overrides))
     return LoadedRecipe(task, task_loader(task)(layer, overrides))

@@ -36,9 +36,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.engine import Trainer, load_config
+    from spacl.engine import Trainer
     from spacl.engine.rundir import RunDirectory
     from spacl.engine.summary import format_results_table
+    from spacl.schema import load_recipe
 
     rd = RunDirectory(args.run_dir)
     for item in args.overrides:
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     task = str(rd.read_config_dict().get("task", "image"))
     if task in ("kg", "text"):
         return run_task_eval(args, task)
-    cfg = load_config(rd.config, list(args.overrides))
+    cfg = load_recipe(rd.config, list(args.overrides)).config
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
     if not ckpt.is_file():
         raise FileNotFoundError(f"checkpoint {ckpt} does not exist (has the run saved one yet?)")

@@ -2,7 +2,9 @@
 
 Recipes ship inside the package (:mod:`spacl.recipes`); ``spacl train NAME`` runs one
 by name from any directory (``spacl train mnist5k/spacl train.epochs=1``).  With NAME,
-the recipe's file path and its YAML are printed (copy it to start your own).
+the recipe's file path and its YAML are printed (copy it to start your own: its ``base:``
+names a built-in base such as ``digits/_base``, found from any directory); ``--flat``
+prints it with the base chain merged in, a copy that needs no other file.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", nargs="?", default=None, help="a recipe name: print its YAML")
-    parser.add_argument("--task", choices=("image", "kg", "text"), help="only recipes of a task")
+    parser.add_argument("--task", default=None, help="only recipes of a task (image, kg, text)")
+    parser.add_argument(
+        "--flat",
+        action="store_true",
+        help="print NAME with its base: chain merged in (a self-contained copy)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,12 +46,15 @@ def format_recipes(task: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.recipes import resolve_recipe
+    from spacl.schema import find_recipe_file, flat_recipe, task_names
 
+    if args.task is not None and args.task not in task_names():
+        raise ValueError(f"--task must be one of {task_names()}, got {args.task!r}")
     if args.name is None:
         print(format_recipes(args.task))
         return 0
-    path = resolve_recipe(args.name)
-    print(f"# {path}")
-    print(path.read_text(encoding="utf-8"), end="")
+    path = find_recipe_file(args.name)
+    print(f"# {path}" + (" with its bases merged in" if args.flat else ""))
+    text = flat_recipe(path) if args.flat else path.read_text(encoding="utf-8")
+    print(text, end="")
     return 0

@@ -46,12 +46,13 @@ def register(subparsers: Any) -> None:
 def resolve_run(
     config: str, overrides: list[str], out: str | None, resume: bool
 ) -> tuple[Any, Path | None]:
-    """``(validated config, run directory or None)`` for the command-line arguments.
+    """``(loaded recipe, run directory or None)`` for the command-line arguments.
 
-    A run directory as CONFIG means its ``config.yaml`` and itself as the output; an
-    output directory that already holds a checkpoint needs ``--resume``.
+    The recipe is read by :func:`spacl.schema.load_recipe` (every task, one lookup and
+    layering rule).  A run directory as CONFIG means its ``config.yaml`` and itself as the
+    output; an output directory that already holds a checkpoint needs ``--resume``.
     """
-    from spacl.engine import load_config
+    from spacl import schema
     from spacl.engine.rundir import RunDirectory
 
     source = Path(config)
@@ -62,18 +63,16 @@ def resolve_run(
             raise FileNotFoundError(
                 f"{source} is a directory without config.yaml (not a run directory)"
             )
-        cfg = load_config(run.config, overrides)
+        loaded = schema.load_recipe(run.config, overrides)
         run_dir = run_dir or source
     else:
-        from spacl.recipes import resolve_recipe
-
-        cfg = load_config(resolve_recipe(config), overrides)
+        loaded = schema.load_recipe(config, overrides)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
         raise ValueError(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
             "or choose another --out"
         )
-    return cfg, run_dir
+    return loaded, run_dir
 
 
 def format_task_summary(summary: dict[str, Any]) -> str:
@@ -94,17 +93,14 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
-    if not args.resume and not Path(args.config).is_dir():
-        from spacl.recipes import resolve_recipe
-        from spacl.tasks import run_task_recipe
+    loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
+    if loaded.task != "image":  # kg / text: their own loops (docs/kg_and_text.md)
+        from spacl.tasks import run_loaded
 
-        # `task: kg` / `task: text` recipes run their own task loop (docs/kg_and_text.md)
-        recipe = resolve_recipe(args.config)
-        summary = run_task_recipe(recipe, list(args.overrides), out=args.out, quiet=args.quiet)
-        if summary is not None:
-            print(format_task_summary(summary))
-            return 0
-    cfg, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
+        summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
+        print(format_task_summary(summary))
+        return 0
+    cfg = loaded.config
     ctx = init_from_env(cfg.train.device)
     try:
         if run_dir is None:

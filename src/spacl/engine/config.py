@@ -31,9 +31,8 @@ from spacl.schema import (
     format_error,
     in_range,
     int_at_least,
-    parse_overrides,
     positive,
-    read_recipe,
+    recipe_layer,
     register_task,
     validate_shared,
 )
@@ -225,15 +224,6 @@ def _format_omegaconf_error(err: OmegaConfBaseException, prefix: str = "") -> Va
     return format_error(err, Config, prefix, {"arms": ArmConfig})
 
 
-def _read_yaml(path: Path) -> DictConfig:
-    """Read a recipe and merge its ``base:`` chain (:func:`spacl.schema.read_recipe`)."""
-    return read_recipe(path)
-
-
-def _parse_overrides(overrides: Sequence[str]) -> DictConfig:
-    return parse_overrides(overrides)
-
-
 def load_config(
     path: str | Path | None = None,
     overrides: Sequence[str] = (),
@@ -241,7 +231,11 @@ def load_config(
     base: dict[str, Any] | DictConfig | None = None,
     validate: bool = True,
 ) -> DictConfig:
-    """Load a recipe, apply overrides, check types and (by default) meaning.
+    """The image task's schema: a recipe and overrides merged onto :class:`Config`, checked.
+
+    Recipes of any task are read by :func:`spacl.schema.load_recipe` (the CLI's way in),
+    which calls this for ``task: image``; it uses the schema's one lookup and layering rule
+    (:func:`spacl.schema.recipe_layer`).
 
     Args:
         path: a YAML recipe or a built-in recipe name (``None``: the schema defaults).
@@ -253,18 +247,7 @@ def load_config(
     Raises ``ValueError`` naming the key for unknown keys, wrong types and impossible
     values, and ``FileNotFoundError`` for a missing recipe.
     """
-    layers: list[DictConfig] = []
-    if base is not None:
-        layers.append(OmegaConf.create(base) if isinstance(base, dict) else base)
-    if path is not None:
-        from spacl.recipes import find_recipe
-
-        source = Path(path).expanduser()
-        if not source.is_file():  # a built-in recipe name (mnist5k/spacl)
-            source = find_recipe(str(path)) or source
-        layers.append(_read_yaml(source))
-    layers.append(_parse_overrides(overrides))
-    user = OmegaConf.merge(*layers) if layers else OmegaConf.create({})
+    user = recipe_layer([base, path], overrides)
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
     if task not in (None, "image"):  # kg / text recipes: spacl.schema.load_recipe
         raise _fail("task", task, "must be 'image' (or absent) for the image engine")
@@ -291,7 +274,7 @@ def load_config(
     return cfg
 
 
-@register_task("image")
+@register_task("image", runner="spacl.engine.trainer:train")
 def image_config(recipe: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """The image task's entry in the recipe registry (:func:`spacl.schema.load_recipe`):
     ``recipe`` (a read recipe, ``task: image`` or none) under ``overrides``, validated."""

@@ -92,6 +92,6 @@ def resolve_recipe(name_or_path: str | Path) -> Path:
     close = difflib.get_close_matches(str(name_or_path).removesuffix(".yaml"), names, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise FileNotFoundError(
-        f"recipe {str(name_or_path)!r} is neither a file nor a built-in recipe name "
+        f"recipe {str(name_or_path)!r} does not exist: neither a file nor a built-in recipe name "
         f"(list them with `spacl recipes`){hint}"
     )

@@ -5,87 +5,90 @@
 ``spacl.tasks.text.train_ood(cfg)``             open-intent detection (recipes ``text/*``)
 ``spacl.tasks.text_decision``                   the open-intent decision rules, chosen on dev
 ``spacl.tasks.text_finetune``                   top-layer fine-tuning of the text encoder
-``run_task_recipe(path, overrides, out)``       dispatch a ``task:`` recipe (``spacl train``)
+``run_recipe(name_or_path, overrides, out)``    load any recipe and run its task
 ==============================================  ===========================================
 
-The task entry points take the OmegaConf config of a recipe (``task: kg`` /
-``task: text``), validate it against their schema (``kg_config`` / ``text_config``, built
-on :mod:`spacl.schema`: the sections data / optim / train / eval are shared with the image
-engine; unknown keys are named), and return a summary dict.
+One way in.  :func:`run_recipe` (the Python API) and ``spacl train`` read a recipe with
+:func:`spacl.schema.load_recipe`, which picks the task from the recipe's ``task:`` in the
+task registry (:func:`spacl.schema.register_task`) and validates it with that task's
+schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg_config`; ``text``:
+:mod:`.text_config`).  The registry entry also names the task's runner, imported when a
+run starts: the image engine's :func:`spacl.engine.train`, :func:`spacl.tasks.kg.train_kg`
+or :func:`spacl.tasks.text.train_ood`.
 
-Importing this package registers every built-in task's recipe loader with
-:func:`spacl.schema.register_task` (the schema modules: the image engine's config, KG and
-text); the training modules are imported on use.
+Importing this package registers every built-in task (the schema modules above); the
+training modules are imported on use.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# the built-in tasks' schemas register their recipe loaders (spacl.schema.register_task)
+from spacl import schema
+
+# the built-in tasks' schemas register themselves (spacl.schema.register_task)
 from spacl.engine import config as _image_schema
+from spacl.schema import LoadedRecipe, task_entry
 from spacl.tasks import kg_config as _kg_schema
 from spacl.tasks import text_config as _text_schema
 
-__all__ = ["TASKS", "recipe_task", "run_task_recipe"]
+__all__ = ["run_loaded", "run_recipe"]
 
 _REGISTERED = (_image_schema, _kg_schema, _text_schema)
 
-#: recipe ``task:`` value -> ``module:function`` taking ``(config, overrides=..., log=...)``
-TASKS = {
-    "kg": "spacl.tasks.kg:train_kg",
-    "text": "spacl.tasks.text:train_ood",
-}
+
+def _runner(task: str) -> Any:
+    """The runner function of ``task`` (its registry entry's ``module:function``)."""
+    target = task_entry(task).runner
+    if target is None:
+        raise ValueError(f"config key 'task': task {task!r} registered no runner")
+    module_name, _, func_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), func_name)
 
 
-def recipe_task(path: str | Path) -> str | None:
-    """The top-level ``task:`` of a recipe (a YAML path or built-in name, ``base:`` chain
-    included), or ``None`` for an image-engine recipe or a path that is not a file."""
-    from spacl.recipes import find_recipe
-    from spacl.schema import read_recipe
-    from spacl.schema import recipe_task as task_of
+def run_loaded(
+    recipe: LoadedRecipe,
+    *,
+    out: str | Path | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+) -> Any:
+    """Run a validated recipe (:func:`spacl.schema.load_recipe`) with its task's runner.
 
-    source = Path(path)
-    if not source.is_file():
-        found = find_recipe(str(path))
-        if found is None:
-            return None
-        source = found
-    task = task_of(read_recipe(source))
-    if task != "image" and task not in TASKS:
-        raise ValueError(f"config key 'task' must be one of {sorted(TASKS)}, got {task!r}")
-    return None if task == "image" else task
+    ``out``: the run directory (default: a new ``<out_dir>/<name>-<time>`` where the task
+    writes one); ``resume`` continues the run in ``out``; ``quiet``: no progress bars
+    (``train.progress=false``).  Returns the runner's result: the image engine's
+    :class:`~spacl.engine.TrainResult`, the KG / text summary dict.
+    """
+    func = _runner(recipe.task)
+    cfg = recipe.config
+    if quiet:
+        cfg.train.progress = False
+    params = inspect.signature(func).parameters
+    if "run_dir" in params:
+        kwargs: dict[str, Any] = {"run_dir": out, "resume": resume}
+        if "quiet" in params:
+            kwargs["quiet"] = quiet
+        return func(cfg, **kwargs)
+    # a runner without run directories: ``out`` is where its summary.json goes
+    if resume:
+        raise ValueError(f"task {recipe.task!r} runs cannot be resumed")
+    return func(cfg, overrides=[f"out_dir={out}"] if out is not None else [])
 
 
-def run_task_recipe(
-    path: str | Path,
+def run_recipe(
+    source: Any,
     overrides: Sequence[str] = (),
     *,
     out: str | Path | None = None,
+    resume: bool = False,
     quiet: bool = False,
-) -> dict[str, Any] | None:
-    """Run a ``task: kg`` / ``task: text`` recipe; ``None`` if ``path`` has no ``task:``.
-
-    ``out`` sets ``out_dir`` (``summary.json`` is written there); ``quiet`` sets
-    ``train.progress=false``.  ``path`` may be a built-in recipe name.  This is the hook for
-    ``spacl train``: call it first and fall back to the image engine when it returns
-    ``None``.
-    """
-    import importlib
-
-    from spacl.recipes import find_recipe
-
-    task = recipe_task(path)
-    if task is None:
-        return None
-    module_name, _, func_name = TASKS[task].partition(":")
-    func = getattr(importlib.import_module(module_name), func_name)
-    extra = [f"out_dir={out}"] if out is not None else []
-    if quiet:
-        extra.append("train.progress=false")
-    source = Path(path) if Path(path).is_file() else find_recipe(str(path))
-    # messages go to the task's logger (spacl.tasks.<task>); --quiet: no bars
-    summary: dict[str, Any] = func(str(source), overrides=[*overrides, *extra])
-    return summary
+) -> Any:
+    """Load any recipe (a built-in name, a YAML path or a mapping) under dot-list
+    ``overrides`` with :func:`spacl.schema.load_recipe`, and run it (:func:`run_loaded`)."""
+    loaded = schema.load_recipe(source, overrides)
+    return run_loaded(loaded, out=out, resume=resume, quiet=quiet)

@@ -26,11 +26,12 @@ from spacl.schema import (
     choice,
     in_range,
     int_at_least,
+    merge_structured,
+    parse_overrides,
     positive,
     register_task,
     validate_shared,
 )
-from spacl.tasks._recipe import merge_recipe
 
 __all__ = ["KGConfig", "kg_config"]
 
@@ -105,11 +106,11 @@ class KGConfig:
     eval: KGEvalConfig = field(default_factory=KGEvalConfig)
 
 
-@register_task("kg")
+@register_task("kg", runner="spacl.tasks.kg:train_kg")
 def kg_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
     """Merge ``cfg`` (a mapping, DictConfig or YAML path) and dot-list overrides onto the
     :class:`KGConfig` schema and validate; unknown keys raise ``ValueError`` naming them."""
-    merged = merge_recipe(KGConfig, cfg, overrides, "kg")
+    merged = merge_structured(KGConfig, [cfg, parse_overrides(overrides)])
     _validate(merged)
     return merged
 

@@ -24,11 +24,12 @@ from spacl.schema import (
     choice,
     in_range,
     int_at_least,
+    merge_structured,
+    parse_overrides,
     positive,
     register_task,
     validate_shared,
 )
-from spacl.tasks._recipe import merge_recipe
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
 
@@ -121,10 +122,10 @@ class OODConfig:
     ood: OODDecisionConfig = field(default_factory=OODDecisionConfig)
 
 
-@register_task("text")
+@register_task("text", runner="spacl.tasks.text:train_ood")
 def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
     """Merge ``cfg`` (mapping, DictConfig or YAML path) and overrides onto :class:`OODConfig`."""
-    merged = merge_recipe(OODConfig, cfg, overrides, "text")
+    merged = merge_structured(OODConfig, [cfg, parse_overrides(overrides)])
     _validate(merged)
     return merged
 
