@@ -232,7 +232,7 @@ def _model_info_from_data(cfg: Any) -> dict[str, Any]:
 
 def _transform(cfg: Any, info: dict[str, Any]) -> Transform:
     norm = info.get("normalization")
-    if cfg.data.name == "imagefolder":  # the folder's evaluation transform normalises
+    if cfg.data.name == "imagefolder" and norm is None and cfg.data.normalize:  # older runs
         from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 
         norm = {"mean": list(IMAGENET_MEAN), "std": list(IMAGENET_STD)}

@@ -43,7 +43,7 @@ from .image_augment import ImageAugment, augment_images
 from .imagefolder import load_imagefolder, materialize
 from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
 from .labeled import LabeledData, stratified_indices, stratified_split
-from .multiview import MultiViewDataset, PlanBatchSampler, collate_views
+from .multiview import MultiViewDataset, PlanBatchSampler, collate_views, default_num_workers
 from .registry import DATASET_NAMES, default_data_root, get_dataset
 from .sampling import BatchPlan
 from .seeding import derive_seed, generator_for
@@ -88,6 +88,7 @@ __all__ = [
     "augment_images",
     "collate_views",
     "default_data_root",
+    "default_num_workers",
     "derive_seed",
     "eval_transform",
     "generator_for",

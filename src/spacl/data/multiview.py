@@ -40,9 +40,21 @@ from .seeding import derive_seed
 from .stream import Batch
 from .views import check_num_views
 
-__all__ = ["MultiViewDataset", "PlanBatchSampler", "collate_views"]
+__all__ = ["MultiViewDataset", "PlanBatchSampler", "collate_views", "default_num_workers"]
 
 Key = tuple[int, int, int]
+
+#: the most ``DataLoader`` workers :func:`default_num_workers` chooses
+MAX_DEFAULT_WORKERS = 8
+
+
+def default_num_workers() -> int:
+    """``DataLoader`` workers when a recipe leaves ``data.num_workers`` unset: what the
+    machine has, ``min(8, os.cpu_count())`` (1 when the count is unknown), so a 2-core
+    machine gets 2 and no oversubscription warning."""
+    import os
+
+    return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
 
 
 class MultiViewDataset(Dataset[dict[str, Any]]):

@@ -93,7 +93,8 @@ class BatchPlan:
         if big > self.num_samples and (self.drop_last or self.balanced):
             raise ValueError(
                 f"batch_size={batch_size} (x world_size={world_size} = {big}) exceeds the "
-                f"number of samples {num_samples}; lower batch_size or set drop_last=False"
+                f"number of samples {num_samples}; lower batch_size or set drop_last=False "
+                "(recipes: train.drop_last=false)"
             )
         self._perm_epoch: int | None = None
         self._perm: Tensor | None = None

@@ -50,29 +50,41 @@ def simclr_transform(
     blur: bool | None = None,
     mean: tuple[float, ...] | None = IMAGENET_MEAN,
     std: tuple[float, ...] | None = IMAGENET_STD,
+    flip_p: float = 0.5,
+    augment_strength: float = 1.0,
 ) -> v2.Compose:
     """SimCLR augmentation (Chen et al. 2020, appendix A) as a v2 pipeline.
 
     ``strength`` is SimCLR's colour strength ``s`` (1.0 ImageNet, 0.5 CIFAR).
     ``blur=None`` enables the Gaussian blur for ``size >= 64`` ("for large images").
-    ``mean=None`` skips normalisation.
+    ``mean=None`` skips normalisation; ``flip_p`` is the horizontal-flip probability.
+    ``augment_strength`` in ``[0, 1]`` scales every probability and magnitude and pulls the
+    crop range and aspect ratios toward the full image, as
+    :class:`spacl.data.ImageAugment`'s ``strength`` does (0: resize only, no randomness).
     """
     if not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive int, got {size!r}")
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
+    if not 0 <= flip_p <= 1:
+        raise ValueError(f"flip_p must be in [0, 1], got {flip_p}")
+    if not 0 <= augment_strength <= 1:
+        raise ValueError(f"augment_strength must be in [0, 1], got {augment_strength}")
     use_blur = size >= 64 if blur is None else bool(blur)
-    s = strength
+    s, a = strength, augment_strength
+    area = (1.0 - a * (1.0 - scale[0]), 1.0 - a * (1.0 - scale[1]))
+    ratio = ((3 / 4) ** a, (4 / 3) ** a)
+    jitter = v2.ColorJitter(0.8 * s * a, 0.8 * s * a, 0.8 * s * a, 0.2 * s * a)
     steps: list[Any] = [
         v2.ToImage(),
-        v2.RandomResizedCrop(size, scale=scale, antialias=True),
-        v2.RandomHorizontalFlip(p=0.5),
-        v2.RandomApply([v2.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s)], p=0.8),
-        v2.RandomGrayscale(p=0.2),
+        v2.RandomResizedCrop(size, scale=area, ratio=ratio, antialias=True),
+        v2.RandomHorizontalFlip(p=flip_p * a),
+        v2.RandomApply([jitter], p=0.8 * a),
+        v2.RandomGrayscale(p=0.2 * a),
     ]
     if use_blur:
         kernel = max(3, int(0.1 * size) // 2 * 2 + 1)
-        steps.append(v2.RandomApply([v2.GaussianBlur(kernel, sigma=(0.1, 2.0))], p=0.5))
+        steps.append(v2.RandomApply([v2.GaussianBlur(kernel, sigma=(0.1, 2.0))], p=0.5 * a))
     steps.append(v2.ToDtype(torch.float32, scale=True))
     if mean is not None:
         steps.append(v2.Normalize(mean=list(mean), std=list(std or ())))

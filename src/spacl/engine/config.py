@@ -56,6 +56,9 @@ __all__ = [
 
 ON_DISK_DATASETS = ("cifar10", "cifar100", "imagefolder")
 AUGMENTS = ("auto", "image", "noise", "same_class", "identity")
+#: the ``data.augment`` values an image folder accepts (``noise`` / ``same_class`` need
+#: in-memory data)
+FOLDER_AUGMENTS = ("auto", "image", "identity")
 PRECISIONS = ("auto", "fp32", "fp64", "bf16", "fp16")
 
 
@@ -95,7 +98,7 @@ class DataConfig(DataSection):
     test_fraction: float = 0.2  # single-set data (synthetic, digits, mnist5k)
     split_seed: int = 0
     image_size: int = 224  # imagefolder only
-    num_workers: int = 8  # imagefolder only (DataLoader workers)
+    num_workers: int | None = None  # imagefolder: DataLoader workers (None: min(8, CPUs))
     bad_images: str = "error"  # imagefolder only: error | skip (files PIL cannot open)
     on_device: bool = True  # keep in-memory data on the training device
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
@@ -164,6 +167,7 @@ class TrainConfig(TrainSection):
     precision: str = "auto"  # auto | fp32 | fp64 | bf16 | fp16 (bf16/fp16: CUDA autocast)
     checkpoint_every: int = 0  # steps; 0: at epoch ends and at the end only
     log_every: int = 10  # steps between metric records
+    drop_last: bool = True  # drop each epoch's incomplete last batch (needed under DDP)
     progress: bool | None = None  # tqdm bar; None: only when stderr is a terminal
     deterministic: bool = False  # torch.use_deterministic_algorithms
     num_threads: int | None = None  # torch.set_num_threads for the process (None: leave)
@@ -366,8 +370,13 @@ def validate_config(cfg: DictConfig) -> None:
     if d.test_fraction == 0:
         raise _fail("data.test_fraction", d.test_fraction, "must be > 0")
     _int_at_least("data.image_size", d.image_size, 1)
-    _int_at_least("data.num_workers", d.num_workers, 0)
+    if d.num_workers is not None:
+        _int_at_least("data.num_workers", d.num_workers, 0)
     _choice("data.bad_images", d.bad_images, ("error", "skip"))
+    if d.name == "imagefolder" and d.augment not in FOLDER_AUGMENTS:
+        raise _fail(
+            "data.augment", d.augment, f"must be one of {list(FOLDER_AUGMENTS)} for an image folder"
+        )
     if d.name == "synthetic":
         s = d.synthetic
         _int_at_least("data.synthetic.num_classes", s.num_classes, 2)

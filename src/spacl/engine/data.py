@@ -37,12 +37,14 @@ from spacl.data import (
     ViewMaker,
     ViewStream,
     collate_views,
+    default_num_workers,
     eval_transform,
     get_dataset,
     simclr_transform,
 )
 from spacl.data.sampling import BatchPlan
-from spacl.engine.config import data_root
+from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from spacl.engine.config import FOLDER_AUGMENTS, data_root
 
 __all__ = ["LoaderStream", "RunData", "build_run_data"]
 
@@ -221,13 +223,15 @@ def build_run_data(
             maker,
             seed=t.seed,
             balanced=d.balanced,
-            drop_last=True,
+            drop_last=t.drop_last,
             rank=rank,
             world_size=world_size,
             samples_per_class=d.samples_per_class,
         )
     except ValueError as err:
-        raise ValueError(f"config key 'train.batch_size' / 'data': {err}") from err
+        raise ValueError(
+            f"config key 'train.batch_size' / 'train.drop_last' / 'data': {err}"
+        ) from err
     return RunData(
         stream,
         train,
@@ -297,38 +301,33 @@ def _build_folder_data(
     root = data_root(cfg)
     base, test = _folder_splits(cfg)
     size = int(d.image_size)
-    original = eval_transform(size) if d.keep_original else None
+    train_transform, evaluate, norm = _folder_transforms(d)
+    original = evaluate if d.keep_original else None
     views = MultiViewDataset(
-        base,
-        simclr_transform(
-            size,
-            strength=d.color_strength,
-            scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
-            blur=d.blur,
-        ),
-        d.num_views,
-        seed=t.seed,
-        original_transform=original,
+        base, train_transform, d.num_views, seed=t.seed, original_transform=original
     )
     labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
-    plan = BatchPlan(
-        len(base),
-        per_rank,
-        t.seed,
-        labels=labels if d.balanced else None,
-        balanced=d.balanced,
-        samples_per_class=d.samples_per_class,
-        rank=rank,
-        world_size=world_size,
-    )
-    stream = LoaderStream(views, plan, d.num_workers, pin=device.type == "cuda")
+    try:
+        plan = BatchPlan(
+            len(base),
+            per_rank,
+            t.seed,
+            labels=labels if d.balanced else None,
+            balanced=d.balanced,
+            samples_per_class=d.samples_per_class,
+            drop_last=t.drop_last,
+            rank=rank,
+            world_size=world_size,
+        )
+    except ValueError as err:
+        raise ValueError(
+            f"config key 'train.batch_size' / 'train.drop_last' / 'data': {err}"
+        ) from err
+    workers = default_num_workers() if d.num_workers is None else int(d.num_workers)
+    stream = LoaderStream(views, plan, workers, pin=device.type == "cuda")
     every = range(len(base))
-    train_eval = _FolderEval(
-        subset(base, every, eval_transform(size)), cfg.eval.batch_size, d.num_workers
-    )
-    test_eval = _FolderEval(
-        subset(test, range(len(test)), eval_transform(size)), cfg.eval.batch_size, d.num_workers
-    )
+    train_eval = _FolderEval(subset(base, every, evaluate), cfg.eval.batch_size, workers)
+    test_eval = _FolderEval(subset(test, range(len(test)), evaluate), cfg.eval.batch_size, workers)
     num_classes = len(getattr(base, "classes", [])) or int(labels.max()) + 1
     return RunData(
         stream,
@@ -338,4 +337,38 @@ def _build_folder_data(
         num_classes,
         (3, size, size),
         f"imagefolder-{root.name}",
+        norm,
     )
+
+
+def _folder_transforms(
+    d: Any,
+) -> tuple[Callable[..., Any], Callable[..., Any], Normalization | None]:
+    """``(training view transform, evaluation transform, (mean, std) or None)`` of an image
+    folder, from the same keys as the in-memory path: ``data.augment`` (``auto`` / ``image``:
+    SimCLR's pipeline; ``identity``: every view is the evaluation view, a centre crop),
+    ``data.flip``, ``data.augment_strength``, ``data.normalize`` (ImageNet mean / std, or
+    none) and the crop / colour / blur keys."""
+    size = int(d.image_size)
+    kind = "image" if d.augment == "auto" else str(d.augment)
+    if kind not in FOLDER_AUGMENTS:
+        raise ValueError(
+            f"config key 'data.augment' must be one of {list(FOLDER_AUGMENTS)} for "
+            f"data.name='imagefolder', got {kind!r}"
+        )
+    norm: Normalization | None = (IMAGENET_MEAN, IMAGENET_STD) if d.normalize else None
+    mean, std = norm if norm is not None else (None, None)
+    evaluate = eval_transform(size, mean=mean, std=std)
+    if kind == "identity":
+        return evaluate, evaluate, norm
+    train = simclr_transform(
+        size,
+        strength=d.color_strength,
+        scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
+        blur=d.blur,
+        mean=mean,
+        std=std,
+        flip_p=0.5 if d.flip else 0.0,
+        augment_strength=float(d.augment_strength),
+    )
+    return train, evaluate, norm

@@ -118,7 +118,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 #: schema keys added after checkpoints were written: absent from a saved config, they
 #: are not a difference while the current value is this default
-ADDED_KEYS: dict[str, Any] = {"objective.queue_size": 0}
+ADDED_KEYS: dict[str, Any] = {"objective.queue_size": 0, "train.drop_last": True}
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
