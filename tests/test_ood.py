@@ -27,7 +27,7 @@ from spacl.evaluate.ood import (
 )
 from spacl.models.text import EmbeddingCache, FeatureViews, default_cache_dir, minilm_available
 from spacl.tasks.text import ood_config, train_ood
-from spacl.tasks.text_decision import DECISION_RULES, DEFAULT_RULE
+from spacl.tasks.text_decision import DECISION_RULES, DEFAULT_RULE, SELECT_FALLBACK
 
 
 @pytest.fixture(autouse=True)
@@ -105,14 +105,13 @@ def test_centres_thresholds_and_prediction_match_loops() -> None:
         mean = units.mean(0)
         torch.testing.assert_close(centres[c], mean / mean.norm(), rtol=1e-12, atol=1e-12)
     clf = fit_open_classifier(
-        train_z, train_y, dev_z, dev_y, k, method="quantile", scope="class", quantile=0.8
+        train_z, train_y, dev_z, dev_y, k, scope="class", quantile=0.8, min_class_count=1
     )
-    for c in range(k):
-        z = dev_z[dev_y == c]
-        dist = 1 - (z / z.norm(dim=1, keepdim=True)) @ centres[c]
-        assert float(clf.thresholds[c]) == pytest.approx(
-            float(torch.quantile(dist, 0.8)), abs=1e-12
-        )
+    nearest = (1 - (dev_z / dev_z.norm(dim=1, keepdim=True)) @ centres.T).min(1)
+    for c in range(k):  # per assigned class: s_(j), j = ceil(0.8 (n + 1)) (test_ood_rules.py)
+        dist = nearest.values[nearest.indices == c].sort().values
+        j = min(len(dist), math.ceil(0.8 * (len(dist) + 1) - 1e-9))
+        assert float(clf.thresholds[c]) == pytest.approx(float(dist[j - 1]), abs=1e-12)
     test_z = torch.randn(50, d, generator=gen, dtype=torch.float64)
     pred = clf.predict(test_z)
     for i in range(50):
@@ -124,8 +123,8 @@ def test_centres_thresholds_and_prediction_match_loops() -> None:
     glob = fit_open_classifier(
         train_z, train_y, dev_z, dev_y, k, method="quantile", quantile=0.5, scope="global"
     )
-    own = 1 - ((dev_z / dev_z.norm(dim=1, keepdim=True)) * centres[dev_y]).sum(1)
-    assert torch.allclose(glob.thresholds, torch.quantile(own, 0.5).expand(k))
+    median = nearest.values.sort().values[math.ceil(0.5 * 32) - 1]
+    assert torch.equal(glob.thresholds, median.expand(k))
 
 
 def balanced_loop(inside: list[float], outside: list[float]) -> float:
@@ -153,10 +152,12 @@ def test_pseudo_ood_thresholds_match_loops(seed: int) -> None:
     ]
     inside = [min(row) for row in dist]
     others = [min(v for c, v in enumerate(row) if c != int(dev_y[i])) for i, row in enumerate(dist)]
-    glob = fit_open_classifier(train_z, train_y, dev_z, dev_y, k)
+    glob = fit_open_classifier(
+        train_z, train_y, dev_z, dev_y, k, method="pseudo_ood", scope="global"
+    )
     want = balanced_loop(inside, others)
     assert torch.allclose(glob.thresholds, torch.full((k,), want, dtype=torch.float64))
-    per = fit_open_classifier(train_z, train_y, dev_z, dev_y, k, scope="class")
+    per = fit_open_classifier(train_z, train_y, dev_z, dev_y, k, method="pseudo_ood", scope="class")
     for c in range(k):
         own = [dist[i][c] for i in range(40) if int(dev_y[i]) == c]
         lands = [
@@ -286,17 +287,39 @@ def test_train_ood_end_to_end_with_a_fake_encoder(tmp_path: Path, objective: str
     run = tmp_path / "run"
     s = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None, run_dir=run)
     m = s["test"]
-    assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"}
+    assert set(m) == {"accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc", "fpr_at_95_tpr"}
     assert all(0.0 <= v <= 100.0 for v in m.values())
-    assert s["rule"] in DECISION_RULES and set(s["selection"]) == set(DECISION_RULES)
-    assert set(s["rules_test"]) == {*DECISION_RULES, "adb"}
+    # the fixed default rule (issue 18); the other rules and ADB reported, not used
+    assert s["rule"] == DEFAULT_RULE == "quantile/class" and "selection" not in s
+    assert set(s["rules_test"]) == {*DECISION_RULES, "adb"} - {"held_out_classes"}
     assert 0.0 <= s["rules_test"]["adb"]["auroc"] <= 100.0
     assert not any(r["used_for_selection"] for r in s["rules_test"].values())
     assert m["macro_f1"] == s["rules_test"][s["rule"]]["macro_f1"]
+    assert s["reject_all"]["fpr_at_95_tpr"] == 100.0 and s["reject_all"]["f1_ind"] == 0.0
     # disjoint vocabularies: known classes are recognised, most unknown ones rejected
     assert s["dev_accuracy"] > 90.0
     assert m["f1_ood"] > 70.0 and m["accuracy"] > 70.0
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_train_ood_select_reports_every_rule(tmp_path: Path) -> None:
+    # per-run selection stays an option: the chosen rule, every rule's dev score
+    root = write_topic_dataset(tmp_path / "topics")
+    split = open_intent_split(load_intent_dataset("topics", root), 0.5, 0)
+    cfg = {"objective": {"name": "frozen"}, "ood": {"method": "select"}}
+    s = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None)
+    assert s["rule"] in DECISION_RULES and set(s["selection"]) == set(DECISION_RULES)
+    assert set(s["rules_test"]) == {*DECISION_RULES, "adb"}
+    assert s["test"]["macro_f1"] == s["rules_test"][s["rule"]]["macro_f1"]
+
+
+def test_shipped_text_recipes_use_the_fixed_rule() -> None:
+    from spacl.recipes import resolve_recipe
+
+    for name in ("stackoverflow_spacl", "stackoverflow_supcon", "stackoverflow_ce"):
+        cfg = ood_config(resolve_recipe(f"text/{name}"))
+        assert (cfg.ood.method, cfg.ood.scope, cfg.ood.quantile) == ("quantile", "class", 0.95)
+    assert ood_config({}).ood.method == "quantile"
 
 
 @pytest.mark.parametrize("method", ["pseudo_ood", "quantile"])
@@ -314,9 +337,10 @@ def test_held_out_calibration_needs_three_classes(tmp_path: Path) -> None:
     cfg = {"objective": {"name": "frozen"}, "ood": {"method": "held_out_classes"}}
     with pytest.raises(ValueError, match="at least 3 known classes"):
         train_ood(cfg, encoder=FakeEncoder(), split=split, log=None)
-    # the default rule choice falls back to the stated default below 4 known classes
-    s = train_ood({"objective": {"name": "frozen"}}, encoder=FakeEncoder(), split=split, log=None)
-    assert s["rule"] == DEFAULT_RULE and s["selection"] == {}
+    # the per-run choice falls back to its stated rule below 4 known classes
+    cfg = {"objective": {"name": "frozen"}, "ood": {"method": "select"}}
+    s = train_ood(cfg, encoder=FakeEncoder(), split=split, log=None)
+    assert s["rule"] == SELECT_FALLBACK and s["selection"] == {}
     assert "held_out_classes" not in s["rules_test"] and "adb" in s["rules_test"]
 
 
@@ -373,7 +397,7 @@ def test_rule_choice_never_reads_test_labels(tmp_path: Path) -> None:
     """Shuffling the test labels changes test metrics, never the chosen rule."""
     root = write_topic_dataset(tmp_path / "topics")
     split = open_intent_split(load_intent_dataset("topics", root), 0.75, 0)  # 6 known
-    cfg = {"objective": {"name": "frozen"}}
+    cfg = {"objective": {"name": "frozen"}, "ood": {"method": "select"}}
     a = train_ood(cfg, encoder=FakeEncoder(dim=256), split=split, log=None)
     perm = torch.randperm(len(split.test_labels), generator=torch.Generator().manual_seed(1))
     shuffled = dataclasses.replace(split, test_labels=split.test_labels[perm])

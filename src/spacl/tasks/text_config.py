@@ -96,11 +96,12 @@ class OODEvalConfig(EvalSection):
 
 @dataclass
 class OODDecisionConfig:
-    # select (chosen on train/dev by text_decision.SELECTION_CRITERION) | held_out_classes
-    # | pseudo_ood | quantile
-    method: str = "select"
-    scope: str = "global"  # global | class (pseudo_ood, quantile)
-    quantile: float = 0.95  # method=quantile only
+    # quantile (the fixed default rule, issue 18: docs/kg_and_text.md) | pseudo_ood
+    # | held_out_classes | select (per-run choice by text_decision.SELECTION_CRITERION)
+    method: str = "quantile"
+    scope: str = "class"  # class | global (pseudo_ood, quantile)
+    quantile: float = 0.95  # q of method=quantile (and of ADB's radii)
+    min_class_count: int = 100  # method=quantile, scope=class: dev examples for own threshold
     held_out_fraction: float = 0.34  # method=held_out_classes: share of known classes hidden
 
 
@@ -154,6 +155,7 @@ def _validate(cfg: DictConfig) -> None:
     in_range("views.dropout", cfg.views.dropout, 0.0, 1.0, high_open=True)
     in_range("views.sigma", cfg.views.sigma, 0.0, float("inf"), high_open=True)
     in_range("ood.quantile", cfg.ood.quantile, 0.0, 1.0)
+    int_at_least("ood.min_class_count", cfg.ood.min_class_count, 1)
     if cfg.train.threads is not None:
         int_at_least("train.threads", cfg.train.threads, 1)
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:

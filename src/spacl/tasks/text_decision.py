@@ -6,15 +6,20 @@ The candidate rules, fixed in advance (:data:`DECISION_RULES`):
 
 - ``pseudo_ood/global``, ``pseudo_ood/class``: leave-own-class-out thresholds
   (:func:`spacl.evaluate.ood.fit_open_classifier`, ``method="pseudo_ood"``);
-- ``quantile/global``, ``quantile/class``: the ``ood.quantile`` (0.95) quantile of
-  the known-class dev distances to their own centre;
+- ``quantile/global``, ``quantile/class``: the split-conformal ``ood.quantile`` (0.95)
+  quantile of the known-class dev examples' distance to their *nearest* centre (the
+  score ``predict`` thresholds), pooled or per assigned class with at least 100 dev
+  examples; ``quantile/class`` is :data:`DEFAULT_RULE`, the task's fixed rule (issue 18,
+  ``docs/kg_and_text.md``);
 - ``held_out_classes``: a share of the known classes is hidden from an auxiliary head
   trained by the same recipe; the threshold maximises the balanced accuracy between
   the dev distances of its trained classes and of the hidden ones, and is used with
   the head trained on every known class.
 
-**Selection criterion** (:data:`SELECTION_CRITERION`, stated before any run, and the
-only use of data in the choice): a *simulated open split of dev*.  The auxiliary
+**Per-run selection** (``ood.method=select``, an option since issue 18: its argmax over
+rules on a small simulated split was unstable from seed to seed).  **Selection
+criterion** (:data:`SELECTION_CRITERION`, stated before any run, and the only use of
+data in the choice): a *simulated open split of dev*.  The auxiliary
 head of ``held_out_classes`` (``H`` = ``held_out_fraction`` of the ``K`` known classes
 hidden, ``2 <= |H| <= K - 2``) is reused; ``H`` is cut into ``H_fit`` (first half)
 and ``H_eval`` (the rest), and every kept class's dev examples into two seeded halves
@@ -23,8 +28,8 @@ half ``A`` (``held_out_classes`` also sees ``H_fit`` as its hidden classes) and 
 by the macro-F1 over the kept classes + OOD on dev half ``B`` plus every dev example
 of ``H_eval`` as OOD: classes no rule has seen, as the test's unknown classes.  The
 highest score wins; ties go to the earlier rule of :data:`DECISION_RULES`.  With fewer
-than 4 known classes there is no such split and ``pseudo_ood/global`` (the library
-default) is used.  The test set is never read by the choice; every rule is still
+than 4 known classes there is no such split and ``pseudo_ood/global``
+(:data:`SELECT_FALLBACK`) is used.  The test set is never read by the choice; every rule is still
 evaluated on test for transparency (reported as "not used for selection").
 """
 
@@ -52,6 +57,7 @@ __all__ = [
     "DECISION_RULES",
     "DEFAULT_RULE",
     "SELECTION_CRITERION",
+    "SELECT_FALLBACK",
     "HeldOutHead",
     "RuleChoice",
     "choose_rule",
@@ -59,6 +65,8 @@ __all__ = [
     "held_out_head",
     "held_out_threshold",
     "nearest_auroc",
+    "rules_on_test",
+    "run_metrics",
     "select_rule",
 ]
 
@@ -69,7 +77,10 @@ DECISION_RULES = (
     "quantile/class",
     "held_out_classes",
 )
-DEFAULT_RULE = "pseudo_ood/global"
+#: the task's fixed rule (``ood.method=quantile``, ``ood.scope=class``, q = 0.95)
+DEFAULT_RULE = "quantile/class"
+#: the rule ``select`` falls back on below 4 known classes (its stated criterion)
+SELECT_FALLBACK = "pseudo_ood/global"
 
 SELECTION_CRITERION = (
     "macro-F1 (kept classes + OOD) on a simulated open split of dev: an auxiliary head "
@@ -300,7 +311,7 @@ def choose_rule(
     """Fit every rule on the main head's features and choose one by the dev criterion.
 
     ``aux`` is the :func:`held_out_head` (``None`` with fewer than 4 known classes:
-    ``held_out_classes`` is then not fitted and :data:`DEFAULT_RULE` is chosen).
+    ``held_out_classes`` is then not fitted and :data:`SELECT_FALLBACK` is chosen).
     """
     held = None
     if aux is not None:
@@ -315,7 +326,7 @@ def choose_rule(
         if held is not None or rule != "held_out_classes"
     }
     if aux is None:
-        return RuleChoice(DEFAULT_RULE, classifiers[DEFAULT_RULE], classifiers, {})
+        return RuleChoice(SELECT_FALLBACK, classifiers[SELECT_FALLBACK], classifiers, {})
     scores = selection_scores(aux, dev_y, quantile=quantile, seed=seed)
     best = max(DECISION_RULES, key=lambda r: (scores[r], -DECISION_RULES.index(r)))
     return RuleChoice(best, classifiers[best], classifiers, scores)
@@ -329,19 +340,48 @@ def nearest_auroc(clf: OpenClassifier, z: Tensor, labels: Tensor, k: int) -> flo
     return ood_auroc(clf.distances(z).min(1).values, is_ood)
 
 
+def run_metrics(clf: OpenClassifier, z: Tensor, labels: Tensor, k: int) -> dict[str, Any]:
+    """:func:`~spacl.evaluate.ood.open_intent_metrics` of ``clf`` with the threshold-free
+    ``auroc`` and ``fpr_at_95_tpr`` of its nearest-centre distance (``None`` when
+    ``labels`` lack OOD or known examples): a run's ``test`` entry."""
+    nearest = clf.distances(z).min(1).values
+    out: dict[str, Any] = {"auroc": None, "fpr_at_95_tpr": None}
+    out.update(open_intent_metrics(labels, clf.predict(z), k, ood_scores=nearest))
+    return out
+
+
 def adb_on_test(
-    train_z: Tensor, train_y: Tensor, test_z: Tensor, test_y: Tensor, k: int
+    train_z: Tensor,
+    train_y: Tensor,
+    dev_z: Tensor,
+    dev_y: Tensor,
+    test_z: Tensor,
+    test_y: Tensor,
+    k: int,
+    *,
+    quantile: float = 0.95,
 ) -> dict[str, Any]:
     """ADB's adaptive boundaries (:func:`spacl.evaluate.adb.fit_adb`) as one more rule.
 
-    Fitted on the training features only (median solver, unit-normalised features:
-    the space of every other rule here); outside the candidates of the dev selection
-    (they were fixed before ADB was available), reported on test beside them with the
-    AUROC of its open score (distance to the nearest centroid minus its radius).
+    Centroids from the training features, radii from known-class dev
+    (``solver="quantile"``: the conformal ``quantile`` of the nearest-centroid
+    distances, as the default rule; a median of clean training distances rejects half
+    of the known training examples by construction), on unit-normalised features (the
+    space of every other rule here); never a candidate of the dev selection, reported
+    on test beside the rules with the AUROC of its open score (distance to the nearest
+    centroid minus its radius).
     """
     from spacl.evaluate.adb import fit_adb
 
-    model = fit_adb(train_z, train_y, open_label=k, normalize=True)
+    model = fit_adb(
+        train_z,
+        train_y,
+        open_label=k,
+        normalize=True,
+        solver="quantile",
+        dev=(dev_z, dev_y),
+        quantile=quantile,
+    )
     metrics: dict[str, Any] = dict(open_intent_metrics(test_y, model.predict(test_z), k))
     is_ood = test_y == k
     both = bool(is_ood.any()) and not bool(is_ood.all())
@@ -370,7 +410,7 @@ def select_rule(
     ``used_for_selection: False``; ``"adb"`` is :func:`adb_on_test`).
     """
     k = split.num_known
-    train_z, dev_z, test_z = features
+    train_z, dev_z, _ = features
     aux = None
     if k >= 4:
         aux = held_out_head(
@@ -393,17 +433,61 @@ def select_rule(
         quantile=quantile,
         seed=seed,
     )
-    rules_test = {
-        rule: {
-            **open_intent_metrics(split.test_labels, rule_clf.predict(test_z), k),
-            "used_for_selection": False,
-        }
-        for rule, rule_clf in choice.classifiers.items()
-    }
-    rules_test["adb"] = adb_on_test(train_z, split.train_labels, test_z, split.test_labels, k)
+    rules_test = _on_test(choice.classifiers, split, features, quantile)
     return choice.classifier, {
         "rule": choice.rule,
         "selection": choice.selection,
         "selection_criterion": SELECTION_CRITERION,
         "rules_test": rules_test,
     }
+
+
+def _on_test(
+    classifiers: dict[str, OpenClassifier],
+    split: OpenIntentSplit,
+    features: tuple[Tensor, Tensor, Tensor],
+    quantile: float,
+) -> dict[str, dict[str, Any]]:
+    """Every classifier and ADB on test, each marked ``used_for_selection: False``."""
+    k = split.num_known
+    train_z, dev_z, test_z = features
+    out: dict[str, dict[str, Any]] = {
+        rule: {
+            **open_intent_metrics(split.test_labels, clf.predict(test_z), k),
+            "used_for_selection": False,
+        }
+        for rule, clf in classifiers.items()
+    }
+    out["adb"] = adb_on_test(
+        train_z,
+        split.train_labels,
+        dev_z,
+        split.dev_labels,
+        test_z,
+        split.test_labels,
+        k,
+        quantile=quantile,
+    )
+    return out
+
+
+def rules_on_test(
+    split: OpenIntentSplit, features: tuple[Tensor, Tensor, Tensor], *, quantile: float
+) -> dict[str, dict[str, Any]]:
+    """With a fixed rule: the other rules (all but ``held_out_classes``, which needs an
+    auxiliary head) and ADB on test, for transparency, ``used_for_selection: False``."""
+    train_z, dev_z, _ = features
+    classifiers = {
+        rule: fit_rule(
+            rule,
+            train_z,
+            split.train_labels,
+            dev_z,
+            split.dev_labels,
+            split.num_known,
+            quantile=quantile,
+        )
+        for rule in DECISION_RULES
+        if rule != "held_out_classes"
+    }
+    return _on_test(classifiers, split, features, quantile)

@@ -101,9 +101,9 @@ def evaluate_text_run(
     the same known classes); ``split`` replaces it (tests).
     """
     from spacl.data.text import load_intent_dataset, open_intent_split
-    from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
+    from spacl.evaluate.ood import reject_all_metrics
     from spacl.models.text import EmbeddingCache
-    from spacl.tasks.text_decision import nearest_auroc
+    from spacl.tasks.text_decision import run_metrics
 
     det = load_intent_detector(run_dir, encoder)
     cfg = det.config
@@ -116,8 +116,5 @@ def evaluate_text_run(
     with torch.no_grad():
         z = det.head(x).double()
     k = split.num_known
-    test: dict[str, Any] = dict(
-        open_intent_metrics(split.test_labels, det.classifier.predict(z), k)
-    )
-    test["auroc"] = nearest_auroc(det.classifier, z, split.test_labels, k)
+    test = run_metrics(det.classifier, z, split.test_labels, k)
     return {"test": test, "reject_all": reject_all_metrics(split.test_labels, k)}
