@@ -95,3 +95,39 @@ def test_no_worse_rule_can_fail() -> None:
     worse = no_worse([85.0, 85.3, 84.8], [90.1, 89.8, 90.0], ("SPACL", "SupCon"))
     assert worse.verdict == OPPOSITE
     assert no_worse([85.0], [90.0], ("SPACL", "SupCon")).verdict == NOT_AT_SCALE
+
+
+def test_clustered_synthetic_puts_siblings_together() -> None:
+    from spacl.data import make_synthetic
+
+    plain = make_synthetic(12, 16, 4, seed=0, num_superclasses=3)
+    assert torch.equal(plain.inputs, make_synthetic(12, 16, 4, seed=0).inputs)  # default kept
+    data = make_synthetic(
+        12, 16, 30, within_std=0.0, seed=0, num_superclasses=3, cluster_spread=0.3
+    )
+    centres = torch.stack([data.inputs[data.labels == c][0] for c in range(12)])
+    cos = (
+        torch.nn.functional.normalize(centres, dim=1)
+        @ torch.nn.functional.normalize(centres, dim=1).T
+    )
+    group = torch.arange(12) % 3
+    sib = (group[:, None] == group[None]) & ~torch.eye(12, dtype=torch.bool)
+    other = group[:, None] != group[None]
+    assert float(cos[sib].min()) > float(cos[other].max())
+    assert torch.equal(data.coarse_labels, data.labels % 3)
+    with pytest.raises(ValueError, match="num_superclasses"):
+        make_synthetic(12, 16, 4, cluster_spread=0.3)
+
+
+def test_best_chance_smoke_records_times(tmp_path: Path) -> None:
+    from spacl.studies.spacl_bench.best_chance import ARMS, QUICK, collect, run_best_chance
+
+    store = RunStore(tmp_path / "bc.jsonl")
+    tuned = run_best_chance(store, QUICK, quick=True)
+    assert list(tuned) == list(ARMS)
+    recs = store.select(bench="best_chance")
+    assert len(recs) == len(ARMS)
+    assert all(r["seconds"] > 0 and r["seconds"] >= r["train_seconds"] for r in recs)
+    metrics = collect(store, tuned, QUICK)
+    assert set(metrics["arms"]) == set(ARMS)
+    assert metrics["arms"]["SPACL IB+H"]["kept_fraction_end"]

@@ -13,7 +13,11 @@ samples of the same class), noise-based positives with
 independence the NC theory assumes, so no neural collapse is expected for UCL).
 
 ``num_superclasses`` optionally groups classes into ``coarse_labels = y mod K`` for
-weak-supervision experiments.
+weak-supervision experiments.  By default that only relabels; ``cluster_spread`` (with
+``num_superclasses``) also places every fine class near its group: group directions
+``h_k`` (unit, random) and ``mu_c = center_scale * unit(h_{c mod K} + cluster_spread *
+unit(g_c))``, so siblings sit about ``sqrt(2) * center_scale * cluster_spread`` apart
+(small spread: hard negatives) and other groups about ``sqrt(2) * center_scale`` away.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def make_synthetic(
     seed: int = 0,
     *,
     num_superclasses: int | None = None,
+    cluster_spread: float | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> LabeledData:
     """Draw ``num_classes * samples_per_class`` vectors around random class centres.
@@ -56,7 +61,13 @@ def make_synthetic(
     check_positive(center_scale, "center_scale")
     if not isinstance(within_std, (int, float)) or not 0 <= within_std < float("inf"):
         raise ValueError(f"within_std must be a finite number >= 0, got {within_std!r}")
+    if cluster_spread is not None:
+        check_positive(cluster_spread, "cluster_spread")
+        if num_superclasses is None:
+            raise ValueError("cluster_spread needs num_superclasses (the groups to cluster in)")
     centers = synthetic_centers(num_classes, dim, center_scale, seed)
+    if cluster_spread is not None and num_superclasses is not None:
+        centers = _clustered_centers(centers, num_superclasses, cluster_spread, seed)
     gen = generator_for(seed, "synthetic", "noise")
     labels = torch.arange(num_classes).repeat_interleave(samples_per_class)
     eps = torch.randn((len(labels), dim), generator=gen, dtype=torch.float64)
@@ -69,6 +80,21 @@ def make_synthetic(
             )
         coarse = labels % num_superclasses
     return LabeledData(inputs.to(dtype), labels, coarse, num_classes, "synthetic")
+
+
+def _clustered_centers(
+    centers: torch.Tensor, groups: int, spread: float, seed: int
+) -> torch.Tensor:
+    """Fine centres moved next to their group's direction (module docstring)."""
+    if not isinstance(groups, int) or not 1 <= groups <= len(centers):
+        raise ValueError(f"num_superclasses must be an int in [1, {len(centers)}], got {groups!r}")
+    gen = generator_for(seed, "synthetic", "groups")
+    h = torch.randn((groups, centers.shape[1]), generator=gen, dtype=torch.float64)
+    h = h / h.norm(dim=1, keepdim=True)
+    scale = centers.norm(dim=1, keepdim=True)
+    own = centers / scale
+    moved = h[torch.arange(len(centers)) % groups] + float(spread) * own
+    return scale * moved / moved.norm(dim=1, keepdim=True)
 
 
 def synthetic_centers(

@@ -120,6 +120,8 @@ def make_arm(
     weight_decay: float = 0.0,
     lr_lambda: Callable[[int], float] | None = None,
     target_momentum: float = 0.0,
+    queue_size: int = 0,
+    queue_dim: int = 0,
 ) -> Any:
     """A :class:`spacl.engine.Arm` (fp32, CPU) for a study loop.
 
@@ -128,7 +130,9 @@ def make_arm(
     ``objective`` names the engine's registry entry (``"spacl"`` selects the anchor +
     pool step, ``"cross_entropy"`` a classifier head the caller has put on ``model``);
     ``optimizer`` is ``"adam"`` or ``"sgd"`` (with ``momentum``); ``lr_lambda`` an
-    optional per-step multiplier (constant by default).
+    optional per-step multiplier (constant by default); ``queue_size > 0`` gives the arm a
+    negative queue of that many past target embeddings of width ``queue_dim`` (the
+    engine pushes every view of every instance, with labels when the arm uses them).
     """
     from spacl.engine import OBJECTIVES, Arm, Precision
     from spacl.models import EMATarget
@@ -145,6 +149,11 @@ def make_arm(
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda or (lambda step: 1.0))
     scaler = torch.amp.GradScaler("cpu", enabled=False)
+    queue = None
+    if queue_size > 0:
+        from spacl.mining.queue import NegativeQueue
+
+        queue = NegativeQueue(int(queue_size), int(queue_dim))
     return Arm(
         name,
         OBJECTIVES[objective],
@@ -157,6 +166,7 @@ def make_arm(
         schedule,
         scaler,
         Precision(),
+        queue=queue,
     )
 
 
@@ -206,15 +216,19 @@ def probe_metrics(
     test_labels: Tensor,
     *,
     knn_k: int = 20,
+    linear: bool = True,
 ) -> dict[str, float]:
     """Top-1 test accuracies (in ``[0, 1]``) of the frozen-feature classifiers.
 
     ``ncc`` nearest class centre (Euclidean), ``knn`` weighted kNN (cosine, ``t = 0.1``)
-    and ``linear`` the L-BFGS logistic-regression probe of :mod:`spacl.evaluate`.
+    and ``linear`` the L-BFGS logistic-regression probe of :mod:`spacl.evaluate`
+    (``linear=False`` leaves it out: the costliest of the three).
     """
     from spacl.evaluate import knn_accuracy, linear_probe, nearest_centre_accuracy
 
     ncc = nearest_centre_accuracy(train_features, train_labels, test_features, test_labels)
     knn = knn_accuracy(train_features, train_labels, test_features, test_labels, k=knn_k)
+    if not linear:
+        return {"ncc": ncc, "knn": knn}
     probe = linear_probe(train_features, train_labels, test_features, test_labels, max_iter=200)
     return {"ncc": ncc, "knn": knn, "linear": probe.test_accuracy}

@@ -26,7 +26,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from spacl.studies.verdicts import FEW_SEEDS, MIN_SEEDS, SMOKE, VERDICT_RULES, Verdict
+from spacl.studies.verdicts import (
+    FEW_SEEDS,
+    MIN_SEEDS,
+    NON_VERDICTS,
+    RULE_TESTS,
+    SMOKE,
+    VERDICT_RULES,
+    Verdict,
+)
 
 __all__ = ["Claim", "StudyReport", "git_commit", "new_figure"]
 
@@ -174,7 +182,9 @@ class StudyReport:
     ) -> Claim:
         """Add a row to the claims table (the verdict comes from a rule function).
 
-        The budget rule (:mod:`spacl.studies.verdicts`): a ``quick`` report states
+        A verdict must come from a rule of :data:`~spacl.studies.verdicts.RULE_TESTS`
+        (one with a failing counter-example test), or be a non-verdict.  The budget rule
+        (:mod:`spacl.studies.verdicts`): a ``quick`` report states
         :data:`~spacl.studies.verdicts.SMOKE`, one with fewer than
         :data:`~spacl.studies.verdicts.MIN_SEEDS` seeds
         :data:`~spacl.studies.verdicts.FEW_SEEDS`; the rule's own outcome and
@@ -182,10 +192,15 @@ class StudyReport:
         """
         if any(c.key == key for c in self.claims):
             raise ValueError(f"claim key {key!r} used twice")
+        if verdict.verdict not in NON_VERDICTS and verdict.by not in RULE_TESTS:
+            raise ValueError(
+                f"claim {key!r}: verdict {verdict.verdict!r} comes from rule {verdict.by!r}, "
+                f"which has no counter-example test (RULE_TESTS: {sorted(RULE_TESTS)})"
+            )
         outcome, rule = verdict.verdict, verdict.rule
-        if self.quick and outcome not in (SMOKE, FEW_SEEDS):
+        if self.quick and outcome not in NON_VERDICTS:
             outcome, rule = SMOKE, f"(withheld: quick budget; the rule gives {outcome}) {rule}"
-        elif len(self.seeds) < MIN_SEEDS and outcome not in (SMOKE, FEW_SEEDS):
+        elif len(self.seeds) < MIN_SEEDS and outcome not in NON_VERDICTS:
             outcome = FEW_SEEDS
             rule = f"(withheld: {len(self.seeds)} seed(s); the rule gives {verdict.verdict}) {rule}"
         row = Claim(key, section, claim, paper, measured, outcome, rule)

@@ -27,6 +27,25 @@ correction for the several comparisons of a study: each claim is one test).
   >= threshold``, opposite if ``mean + std < threshold``.
 * :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
   every part is opposite.
+* :func:`per_setting` - one claim checked in several settings (each part a verdict of
+  its own, with its sign): reproduced / opposite / not reproduced when every setting
+  that ran says so; **mixed** when the settings disagree; a setting that did not run
+  makes an otherwise agreeing claim **no verdict (runs missing)**.
+* :func:`equivalent` - "``a`` is as good as ``b``" as an equivalence test (TOST, two
+  one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the 90%
+  interval of ``mean_a - mean_b`` lies inside ``(-margin, +margin)``, opposite when it
+  lies wholly outside; the rule states the smallest margin the data could certify.
+* :func:`saturates` - "beyond a critical number of negatives more add almost nothing":
+  per seed, the relative gain of a curve over its last ``tail``-fold step; reproduced
+  when ``mean + std`` of the gain is below ``tolerance``, opposite when ``mean - std``
+  is above it.
+* :func:`discriminating` - :func:`compare` of two measures, unless every value of both
+  is one and the same (a measure that does not discriminate here): then **no verdict
+  (the measure does not discriminate here)**.
+
+Every rule sets :attr:`Verdict.by`; :data:`RULE_TESTS` names, for every rule, the test
+(in ``tests/test_verdict_rules.py``) with a counter-example it fails on, and the report
+writer refuses a verdict whose rule is not listed there.
 
 Budget (applied by :meth:`spacl.studies.report.StudyReport.claim`): a verdict needs
 the full budget and at least :data:`MIN_SEEDS` seeds.  A ``--quick`` run states
@@ -52,9 +71,14 @@ __all__ = [
     "ALPHA",
     "FEW_SEEDS",
     "MIN_SEEDS",
+    "MIXED",
+    "NON_VERDICTS",
     "NOT_AT_SCALE",
+    "NOT_RUN",
+    "NO_SIGNAL",
     "OPPOSITE",
     "REPRODUCED",
+    "RULE_TESTS",
     "SMOKE",
     "SOURCES",
     "VERDICTS",
@@ -66,10 +90,15 @@ __all__ = [
     "best_of",
     "combine",
     "compare",
+    "discriminating",
+    "equivalent",
     "evaluate_claims",
     "fmt",
     "mean_std",
+    "not_run",
+    "per_setting",
     "pooled_std",
+    "saturates",
     "seeds_needed",
     "summarize",
     "trend",
@@ -81,13 +110,41 @@ NOT_AT_SCALE = "not reproduced at this scale"
 OPPOSITE = "opposite"
 SMOKE = "smoke run, no verdict"
 FEW_SEEDS = "no verdict (fewer than 3 seeds)"
-VERDICTS: tuple[str, ...] = (REPRODUCED, NOT_AT_SCALE, OPPOSITE, SMOKE, FEW_SEEDS)
+MIXED = "mixed"
+NOT_RUN = "no verdict (runs missing)"
+NO_SIGNAL = "no verdict (the measure does not discriminate here)"
+VERDICTS: tuple[str, ...] = (
+    REPRODUCED,
+    NOT_AT_SCALE,
+    OPPOSITE,
+    MIXED,
+    SMOKE,
+    FEW_SEEDS,
+    NOT_RUN,
+    NO_SIGNAL,
+)
+#: outcomes that are no verdict at all (no rule needed): budget and missing runs
+NON_VERDICTS: tuple[str, ...] = (SMOKE, FEW_SEEDS, NOT_RUN)
 #: significance level of every test
 ALPHA = 0.05
 #: seeds a verdict needs
 MIN_SEEDS = 3
 #: where a quoted number comes from (``ClaimSpec.source``)
 SOURCES = ("paper", "SPEC", "authors' code", "none")
+#: every verdict rule -> the test (tests/test_verdict_rules.py) with a counter-example on
+#: which the rule says "not reproduced" or "opposite"; the report refuses other rules
+RULE_TESTS: dict[str, str] = {
+    "compare": "test_compare_counter_examples",
+    "best_of": "test_best_of_counter_examples",
+    "trend": "test_trend_counter_examples",
+    "combine": "test_combine_counter_examples",
+    "at_most": "test_at_most_counter_examples",
+    "at_least": "test_at_least_counter_examples",
+    "per_setting": "test_per_setting_counter_examples",
+    "equivalent": "test_equivalent_counter_examples",
+    "saturates": "test_saturates_counter_examples",
+    "discriminating": "test_discriminating_counter_examples",
+}
 
 #: the verdict rules as printed under every claims table
 VERDICT_RULES = (
@@ -98,7 +155,13 @@ VERDICT_RULES = (
     "claims* need the option to beat every other (opposite: every other beats it); "
     "*trend claims* need every step of the sweep to move in the claimed direction by "
     "that test (a non-monotone sweep is not reproduced); *combined claims* need every "
-    "part to agree; *bound claims* are reproduced when every measured value is within "
+    "part to agree; *per-setting claims* give each setting its own verdict with its sign "
+    "and say **mixed** when the settings disagree; *equivalence claims* use TOST (two "
+    "one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the "
+    "90% interval of the difference lies inside the margin, opposite when it lies wholly "
+    "outside; *saturation claims* need the relative gain over the last step of a curve "
+    "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
+    "*bound claims* are reproduced when every measured value is within "
     "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`).  A verdict needs the full budget "
     "and at least 3 seeds: `--quick` runs say *smoke run, no verdict*.  `min_gap` is "
@@ -193,10 +256,18 @@ class Verdict:
 
     verdict: str
     rule: str
+    #: the rule function that computed it (a key of :data:`RULE_TESTS`; "" for a
+    #: non-verdict of :data:`NON_VERDICTS`)
+    by: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+def not_run(what: str) -> Verdict:
+    """No verdict: the runs a claim needs are not in the run store (a partial report)."""
+    return Verdict(NOT_RUN, f"runs missing: {what}")
 
 
 def _check_gap(min_gap: float) -> float:
@@ -218,16 +289,18 @@ def compare(
     gap = mean_std(a)[0] - mean_std(b)[0]
     head = f"mean({names[0]}) - mean({names[1]}) = {gap:+.4g}"
     if len(a) < 2 or len(b) < 2:
-        return Verdict(NOT_AT_SCALE, f"{head}; {len(a)} vs {len(b)} values: no test possible")
+        return Verdict(
+            NOT_AT_SCALE, f"{head}; {len(a)} vs {len(b)} values: no test possible", by="compare"
+        )
     t, p = welch(a, b)
     rule = (
         f"{head}, Welch t = {t:+.3g}, p = {p:.3g} (n = {len(a)}, {len(b)}), min_gap = {gap_min:g}"
     )
     if p < ALPHA and gap > gap_min:
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="compare")
     if p < ALPHA and -gap > gap_min:
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="compare")
+    return Verdict(NOT_AT_SCALE, rule, by="compare")
 
 
 def best_of(
@@ -249,10 +322,10 @@ def best_of(
         f"vs {k}: {v.verdict} ({v.rule})" for k, v in parts.items()
     )
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="best_of")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="best_of")
+    return Verdict(NOT_AT_SCALE, rule, by="best_of")
 
 
 def _spearman_trend(
@@ -263,7 +336,7 @@ def _spearman_trend(
     xs = [i for i, point in enumerate(sweep) for _ in point]
     ys = [float(v) for point in sweep for v in point]
     if len(set(ys)) < 2:
-        return Verdict(NOT_AT_SCALE, "Spearman rank test: every value equal")
+        return Verdict(NOT_AT_SCALE, "Spearman rank test: every value equal", by="trend")
     res = stats.spearmanr(xs, ys)
     rho, p = float(res.statistic), float(res.pvalue)
     rule = (
@@ -272,10 +345,10 @@ def _spearman_trend(
     )
     sign = 1.0 if increasing else -1.0
     if p < ALPHA and sign * rho > 0:
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="trend")
     if p < ALPHA and sign * rho < 0:
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="trend")
+    return Verdict(NOT_AT_SCALE, rule, by="trend")
 
 
 def trend(
@@ -299,7 +372,7 @@ def trend(
     direction = "rising" if increasing else "falling"
     if test == "spearman":
         v = _spearman_trend(sweep, increasing, names)
-        return Verdict(v.verdict, f"{direction}-trend claim: {v.rule}")
+        return Verdict(v.verdict, f"{direction}-trend claim: {v.rule}", by="trend")
     if test != "steps":
         raise ValueError(f"test must be 'steps' or 'spearman', got {test!r}")
     steps = []
@@ -311,10 +384,10 @@ def trend(
         f"[{names[i]} -> {names[i + 1]}] {v.verdict}: {v.rule}" for i, v in enumerate(steps)
     )
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="trend")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="trend")
+    return Verdict(NOT_AT_SCALE, rule, by="trend")
 
 
 def combine(parts: Mapping[str, Verdict]) -> Verdict:
@@ -324,10 +397,10 @@ def combine(parts: Mapping[str, Verdict]) -> Verdict:
     verdicts = [v.verdict for v in parts.values()]
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="combine")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="combine")
+    return Verdict(NOT_AT_SCALE, rule, by="combine")
 
 
 def at_most(values: Sequence[float], bound: float) -> Verdict:
@@ -339,10 +412,10 @@ def at_most(values: Sequence[float], bound: float) -> Verdict:
         f"{inside}/{len(v)} within the bound"
     )
     if max(v) <= bound:
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="at_most")
     if min(v) > bound:
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="at_most")
+    return Verdict(NOT_AT_SCALE, rule, by="at_most")
 
 
 def at_least(values: Sequence[float], threshold: float) -> Verdict:
@@ -350,10 +423,152 @@ def at_least(values: Sequence[float], threshold: float) -> Verdict:
     m, s = mean_std(values)
     rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g}"
     if m - s >= threshold:
-        return Verdict(REPRODUCED, rule)
+        return Verdict(REPRODUCED, rule, by="at_least")
     if m + s < threshold:
-        return Verdict(OPPOSITE, rule)
-    return Verdict(NOT_AT_SCALE, rule)
+        return Verdict(OPPOSITE, rule, by="at_least")
+    return Verdict(NOT_AT_SCALE, rule, by="at_least")
+
+
+def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
+    """One claim in several settings, each part its own verdict (module docstring).
+
+    Parts that did not run (:data:`NOT_RUN`) are listed and left out of the agreement;
+    they turn an otherwise agreeing outcome into :data:`NOT_RUN` (a claim "in every
+    setting" cannot be decided on some of them), never a disagreement into agreement.
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one verdict, got none")
+    ran = {k: v for k, v in parts.items() if v.verdict != NOT_RUN}
+    missing = [k for k in parts if k not in ran]
+    rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
+    outcomes = {v.verdict for v in ran.values()}
+    if len(outcomes) > 1:
+        return Verdict(MIXED, f"settings disagree: {rule}", by="per_setting")
+    if missing:
+        return Verdict(NOT_RUN, f"{len(missing)} setting(s) not run ({missing}): {rule}")
+    outcome = outcomes.pop()
+    if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
+        outcome = NOT_AT_SCALE
+    return Verdict(outcome, rule, by="per_setting")
+
+
+def _welch_parts(x: list[float], y: list[float]) -> tuple[float, float, float]:
+    """``(mean_x - mean_y, its standard error, Welch-Satterthwaite df)``."""
+    (mx, sx), (my, sy) = mean_std(x), mean_std(y)
+    vx, vy = sx * sx / len(x), sy * sy / len(y)
+    se2 = vx + vy
+    if se2 == 0.0:
+        return mx - my, 0.0, math.inf
+    wx, wy = vx / se2, vy / se2
+    df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))
+    return mx - my, math.sqrt(se2), df
+
+
+def equivalent(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    margin: float,
+    names: tuple[str, str] = ("a", "b"),
+) -> Verdict:
+    """Claim "``a`` is as good as ``b``": TOST equivalence within ``+-margin`` (module docstring).
+
+    Two one-sided Welch tests at :data:`ALPHA` (``H0: diff <= -margin`` and ``H0: diff >=
+    margin``), i.e. the ``1 - 2 ALPHA`` (90%) interval of ``diff = mean_a - mean_b`` inside
+    ``(-margin, margin)``: reproduced; the interval wholly outside: opposite; otherwise not
+    reproduced at this scale.  The rule states the smallest margin these data could
+    certify (the interval's farther end), so a pass by default shows as a wide margin.
+    """
+    if not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin <= 0:
+        raise ValueError(f"margin must be a finite number > 0, got {margin!r}")
+    x, y = _values(a, names[0]), _values(b, names[1])
+    if len(x) < 2 or len(y) < 2:
+        return Verdict(
+            NOT_AT_SCALE, f"{len(x)} vs {len(y)} values: no test possible", by="equivalent"
+        )
+    from scipy import stats
+
+    diff, se, df = _welch_parts(x, y)
+    t_crit = float(stats.t.ppf(1.0 - ALPHA, df)) if se > 0 else 0.0
+    lo, hi = diff - t_crit * se, diff + t_crit * se
+    smallest = max(abs(lo), abs(hi))
+    if se > 0:
+        p_lower = float(stats.t.sf((diff + margin) / se, df))  # H0: diff <= -margin
+        p_upper = float(stats.t.cdf((diff - margin) / se, df))  # H0: diff >= margin
+        p = max(p_lower, p_upper)
+    else:
+        p = 0.0 if abs(diff) < margin else 1.0
+    rule = (
+        f"TOST: mean({names[0]}) - mean({names[1]}) = {diff:+.4g}, 90% interval "
+        f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated in advance), p = {p:.3g} "
+        f"(n = {len(x)}, {len(y)}); smallest margin these data certify = {smallest:.3g}"
+    )
+    if lo > -margin and hi < margin:
+        return Verdict(REPRODUCED, rule, by="equivalent")
+    if lo >= margin or hi <= -margin:
+        return Verdict(OPPOSITE, rule, by="equivalent")
+    return Verdict(NOT_AT_SCALE, rule, by="equivalent")
+
+
+def saturates(
+    curves: Sequence[Sequence[float]],
+    sizes: Sequence[int],
+    *,
+    tail: int = 4,
+    tolerance: float = 0.05,
+) -> Verdict:
+    """Claim: beyond a critical size, growing the size adds almost nothing (module docstring).
+
+    ``curves[s][i]`` is seed ``s``'s value at ``sizes[i]`` (ascending).  Per seed the
+    relative gain over the last ``tail``-fold step, ``(G(n_max) - G(n')) / G(n_max)`` with
+    ``n'`` the largest size ``<= n_max / tail``; reproduced when ``mean + std`` of the gains
+    is below ``tolerance``, opposite when ``mean - std`` is above it.  The rule also names
+    the critical size: the smallest size whose mean value reaches ``(1 - tolerance)`` of
+    the mean value at ``n_max``.
+    """
+    n = [int(v) for v in sizes]
+    if len(n) < 2 or n != sorted(n) or len(set(n)) != len(n):
+        raise ValueError(f"sizes must be at least 2 increasing sizes, got {list(sizes)}")
+    if not curves or any(len(c) != len(n) for c in curves):
+        raise ValueError(f"every curve must hold one value per size ({len(n)})")
+    early = [i for i, v in enumerate(n) if v * tail <= n[-1]]
+    if not early:
+        raise ValueError(f"no size is <= {n[-1]} / {tail}: the tail step needs one")
+    j = early[-1]
+    gains = [(float(c[-1]) - float(c[j])) / float(c[-1]) for c in curves]
+    m, s = mean_std(gains)
+    means = [mean_std([float(c[i]) for c in curves])[0] for i in range(len(n))]
+    critical = next(v for v, g in zip(n, means, strict=True) if g >= (1 - tolerance) * means[-1])
+    rule = (
+        f"relative gain from {n[j]} to {n[-1]}: mean = {m:+.4g}, std = {s:.3g} over "
+        f"{len(gains)} seed(s), tolerance = {tolerance:g}; critical size "
+        f"(mean reaches {1 - tolerance:g} of its value at {n[-1]}) = {critical}"
+    )
+    if m + s < tolerance:
+        return Verdict(REPRODUCED, rule, by="saturates")
+    if m - s > tolerance:
+        return Verdict(OPPOSITE, rule, by="saturates")
+    return Verdict(NOT_AT_SCALE, rule, by="saturates")
+
+
+def discriminating(
+    higher: Sequence[float],
+    lower: Sequence[float],
+    *,
+    min_gap: float = 0.0,
+    names: tuple[str, str] = ("a", "b"),
+) -> Verdict:
+    """:func:`compare`, unless every value of both sides is the same (module docstring)."""
+    a, b = _values(higher, names[0]), _values(lower, names[1])
+    if len(set(a + b)) == 1:
+        return Verdict(
+            NO_SIGNAL,
+            f"every value of {names[0]} and {names[1]} is {a[0]:g}: the measure does not "
+            "tell them apart here",
+            by="discriminating",
+        )
+    v = compare(a, b, min_gap=min_gap, names=names)
+    return Verdict(v.verdict, v.rule, by="discriminating")
 
 
 # ------------------------------------------------------------------------- claim tables

@@ -148,7 +148,7 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bench", choices=sorted(BENCHES), required=True)
+    parser.add_argument("--bench", choices=[*sorted(BENCHES), "best_chance"], required=True)
     parser.add_argument("--out", default="docs/results/spacl")
     parser.add_argument("--setting", action="append")
     parser.add_argument("--threads", type=int, default=1)
@@ -156,6 +156,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.bench == "best_chance":
+        from spacl.studies.spacl_bench.best_chance import QUICK, run_best_chance
+
+        store = RunStore(Path(args.out) / "runs" / "best_chance.jsonl")
+        if args.smoke:
+            run_best_chance(store, QUICK, quick=True)
+        else:
+            run_best_chance(store)
+        return
     run_bench(args.bench, args.out, args.setting, smoke=args.smoke)
 
 

@@ -94,6 +94,7 @@ class Bench:
     lr: float
     num_views: int = 5
     description: str = ""
+    linear_probe: bool = True  # False: NCC and kNN only (the linear probe is the slow one)
 
     def stream(self, seed: int) -> ViewStream:
         """The one view stream every method of ``seed`` trains on (shared randomness)."""

@@ -69,6 +69,8 @@ class Method:
     momentum: float = 0.0  # EMA target momentum (0: shared encoder)
     family: str = "baseline"  # baseline | spacl
     temperatures: tuple[float, ...] = TEMPERATURES
+    queue_size: int = 0  # labelled negative queue of past target embeddings (0: none)
+    queue_dim: int = 0  # its width (the projection dimension)
 
 
 @dataclass(frozen=True)

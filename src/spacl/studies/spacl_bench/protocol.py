@@ -12,13 +12,16 @@ For every bench and setting, every method (baselines and SPACL choices alike):
    recorded for every run but never read by any choice.
 
 Every finished run is appended to ``runs.jsonl`` at once (one JSON object per line), and
-a rerun skips the runs already there: a crash loses at most the runs in flight.
+a rerun skips the runs already there: a crash loses at most the runs in flight.  Each
+record holds the run's measured compute time (``seconds``: its own training steps, timed
+one by one, plus its evaluation) and the commit that trained it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +31,7 @@ import torch
 from torch import nn
 
 from spacl.engine import Arm
-from spacl.studies.common import make_arm, probe_metrics
+from spacl.studies.common import git_commit, make_arm, probe_metrics
 from spacl.studies.spacl_bench.benches import Bench
 from spacl.studies.spacl_bench.methods import Method
 
@@ -102,6 +105,8 @@ def _arm(bench: Bench, method: Method, tau: float, seed: int) -> Arm:
         use_labels=method.uses_labels,
         weight_decay=1e-5,
         target_momentum=method.momentum,
+        queue_size=method.queue_size,
+        queue_dim=method.queue_dim,
     )
     return arm
 
@@ -114,24 +119,36 @@ def evaluate(bench: Bench, model: nn.Module | None) -> dict[str, dict[str, float
     for split in ("val", "test"):
         f, y = bench.features(model, split)
         with torch.enable_grad():
-            out[split] = probe_metrics(ftr, ytr, f, y)
+            out[split] = probe_metrics(ftr, ytr, f, y, linear=bench.linear_probe)
     return out
 
 
 def train_models(
-    bench: Bench, setting: str, jobs: Sequence[tuple[Method, float]], seed: int
+    bench: Bench,
+    setting: str,
+    jobs: Sequence[tuple[Method, float]],
+    seed: int,
+    seconds: dict[tuple[str, float], float] | None = None,
 ) -> tuple[dict[tuple[str, float], Arm], dict[tuple[str, float], list[float]], int]:
     """Train ``jobs`` together on the seed's stream; return the arms, kept-fraction traces
-    (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count."""
+    (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count.
+
+    ``seconds``, if given, receives each arm's own training time (its steps only, timed
+    one by one: jobs trained together do not share a clock)."""
     arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in jobs}
     traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
+    clock = seconds if seconds is not None else {}
+    for key in arms:
+        clock[key] = 0.0
     coarse = setting == "weak"
     step = 0
     for epoch in range(bench.epochs):
         for batch in bench.stream(seed).epoch_batches(epoch):
             labels = batch.coarse_labels if coarse else batch.labels
             for key, arm in arms.items():
+                start = time.perf_counter()
                 arm.train_step(batch.views, labels, step)
+                clock[key] += time.perf_counter() - start
                 if step % TRACE_EVERY == 0:
                     kept = arm.objective_stats().get("spacl/kept_fraction")
                     if kept is not None:
@@ -151,21 +168,33 @@ def train_runs(
     todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
     if not todo:
         return
-    arms, traces, step = train_models(bench, setting, todo, seed)
+    clock: dict[tuple[str, float], float] = {}
+    arms, traces, step = train_models(bench, setting, todo, seed, clock)
     for (name, tau), arm in arms.items():
+        start = time.perf_counter()
         metrics = evaluate(bench, arm.model)
+        eval_s = time.perf_counter() - start
+        train_s = clock[(name, tau)]
         store.add(
             RunKey(bench.name, setting, name, tau, seed),
-            {"steps": step, **metrics, "kept_fraction": traces[(name, tau)]},
+            {
+                "steps": step,
+                **metrics,
+                "kept_fraction": traces[(name, tau)],
+                "seconds": train_s + eval_s,
+                "train_seconds": train_s,
+                "commit": git_commit(),
+            },
         )
         log.info(
-            "%s/%s %s tau=%g seed=%d: val linear %.4f",
+            "%s/%s %s tau=%g seed=%d: val %s (%.0f s)",
             bench.name,
             setting,
             name,
             tau,
             seed,
-            metrics["val"]["linear"],
+            {k: round(v, 4) for k, v in metrics["val"].items()},
+            train_s + eval_s,
         )
 
 

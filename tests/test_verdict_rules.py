@@ -1,0 +1,177 @@
+"""Every verdict rule can fail (issue 20): one counter-example per rule, and the registry.
+
+:data:`spacl.studies.verdicts.RULE_TESTS` names, for each rule, the test below in which
+a counter-example gets "not reproduced at this scale" or "opposite"; the report writer
+refuses a verdict from any other rule, and the last tests check that the three studies'
+claim tables only use registered rules.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from spacl.studies import verdicts as V
+from spacl.studies.report import StudyReport
+from spacl.studies.verdicts import (
+    MIXED,
+    NO_SIGNAL,
+    NOT_AT_SCALE,
+    NOT_RUN,
+    OPPOSITE,
+    REPRODUCED,
+    RULE_TESTS,
+    Verdict,
+)
+
+HIGH = [3.0, 3.1, 3.05, 2.95, 3.02]
+LOW = [1.0, 1.1, 1.05, 0.95, 1.02]
+NOISE = [2.0, 2.6, 1.4, 2.3, 1.7]
+
+
+def test_compare_counter_examples() -> None:
+    assert V.compare(HIGH, LOW).verdict == REPRODUCED
+    assert V.compare(LOW, HIGH).verdict == OPPOSITE
+    assert V.compare(NOISE, [x + 0.1 for x in NOISE]).verdict == NOT_AT_SCALE
+    assert V.compare(HIGH, LOW, min_gap=5.0).verdict == NOT_AT_SCALE
+    assert V.compare(HIGH, LOW).by == "compare"
+
+
+def test_best_of_counter_examples() -> None:
+    assert V.best_of({"a": HIGH, "b": LOW, "c": LOW}, "a").verdict == REPRODUCED
+    assert V.best_of({"a": LOW, "b": HIGH, "c": HIGH}, "a").verdict == OPPOSITE
+    assert V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a").verdict == NOT_AT_SCALE
+
+
+def test_trend_counter_examples() -> None:
+    mid = [2.0, 2.1, 2.05, 1.95, 2.02]
+    assert V.trend([LOW, mid, HIGH]).verdict == REPRODUCED
+    assert V.trend([HIGH, mid, LOW]).verdict == OPPOSITE
+    assert V.trend([LOW, HIGH, mid]).verdict == NOT_AT_SCALE  # not monotone
+    assert V.trend([HIGH, mid, LOW], test="spearman").verdict == OPPOSITE
+
+
+def test_combine_counter_examples() -> None:
+    r, o = V.compare(HIGH, LOW), V.compare(LOW, HIGH)
+    assert V.combine({"x": r, "y": r}).verdict == REPRODUCED
+    assert V.combine({"x": o, "y": o}).verdict == OPPOSITE
+    assert V.combine({"x": r, "y": o}).verdict == NOT_AT_SCALE
+
+
+def test_at_most_counter_examples() -> None:
+    assert V.at_most([0.5, 0.9], 1.0).verdict == REPRODUCED
+    assert V.at_most([1.5, 1.9], 1.0).verdict == OPPOSITE
+    assert V.at_most([0.5, 1.9], 1.0).verdict == NOT_AT_SCALE
+
+
+def test_at_least_counter_examples() -> None:
+    assert V.at_least([0.9, 0.91, 0.92], 0.8).verdict == REPRODUCED
+    assert V.at_least([0.5, 0.51, 0.52], 0.8).verdict == OPPOSITE
+    assert V.at_least([0.6, 1.0, 0.8], 0.8).verdict == NOT_AT_SCALE
+
+
+def test_per_setting_counter_examples() -> None:
+    """Issue 20's case: +4.1 in one setting, -0.8 in another is "mixed", not a verdict."""
+    up = V.compare([91.6, 91.3, 91.9, 91.5, 91.7], [87.5, 87.1, 87.9])  # +4.1
+    down = V.compare([93.9, 93.8, 94.0], [94.7, 94.6, 94.8])  # -0.8
+    flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
+    assert up.verdict == REPRODUCED and down.verdict == OPPOSITE
+    mixed = V.per_setting({"clinc150 sup": up, "mnist5k weak": down})
+    assert mixed.verdict == MIXED and mixed.by == "per_setting"
+    assert "+4.1" in mixed.rule and "-0.8" in mixed.rule  # the signs are in the rule
+    assert V.per_setting({"a": up, "b": flat}).verdict == MIXED
+    assert V.per_setting({"a": down, "b": down}).verdict == OPPOSITE
+    assert V.per_setting({"a": flat, "b": flat}).verdict == NOT_AT_SCALE
+    assert V.per_setting({"a": up, "b": up}).verdict == REPRODUCED
+    # a setting that did not run: agreement is no verdict, disagreement stays mixed
+    assert V.per_setting({"a": up, "b": V.not_run("b")}).verdict == NOT_RUN
+    assert V.per_setting({"a": up, "b": down, "c": V.not_run("c")}).verdict == MIXED
+
+
+def test_equivalent_counter_examples() -> None:
+    """TOST at a 1-point margin: a 1-point loss with std 0.4 is not "no worse" any more."""
+    supcon = [97.0, 96.6, 97.4, 97.1, 96.9]
+    same = [97.1, 96.8, 97.3, 96.9, 97.0]
+    loses_1 = [96.0, 95.6, 96.4, 96.1, 95.9]
+    loses_3 = [94.0, 93.6, 94.4, 94.1, 93.9]
+    assert V.equivalent(same, supcon, margin=1.0).verdict == REPRODUCED
+    assert V.equivalent(loses_1, supcon, margin=1.0).verdict == NOT_AT_SCALE
+    assert V.equivalent(loses_3, supcon, margin=1.0).verdict == OPPOSITE
+    # three noisy seeds cannot certify equivalence, whatever the means
+    wide = V.equivalent([97.0, 96.2, 97.8], [97.4, 96.6, 96.4], margin=1.0)
+    assert wide.verdict == NOT_AT_SCALE and "smallest margin" in wide.rule
+    # the old `no_worse` passed this; TOST does not
+    old_pass = V.compare(supcon, [96.4, 96.0, 96.8], min_gap=0.3)
+    assert old_pass.verdict != REPRODUCED
+    assert V.equivalent([96.4, 96.0, 96.8], supcon, margin=1.0).verdict != REPRODUCED
+    with pytest.raises(ValueError, match="margin"):
+        V.equivalent(same, supcon, margin=0.0)
+
+
+def test_saturates_counter_examples() -> None:
+    """Lemma 2.4's use: a curve that levels off saturates; one still rising does not."""
+    sizes = [1, 4, 16, 64, 256]
+    flat = [[0.2, 0.9, 1.35, 1.40, 1.41], [0.3, 1.0, 1.38, 1.41, 1.42]]
+    rising = [[0.01, 0.04, 0.16, 0.6, 1.5], [0.02, 0.05, 0.2, 0.7, 1.6]]  # ~linear in n
+    halfway = [[0.2, 0.5, 0.9, 1.2, 1.22], [0.2, 0.5, 0.9, 1.2, 1.33]]
+    ok = V.saturates(flat, sizes)
+    assert ok.verdict == REPRODUCED and "critical size" in ok.rule
+    assert V.saturates(rising, sizes).verdict == OPPOSITE
+    assert V.saturates(halfway, sizes).verdict == NOT_AT_SCALE
+    with pytest.raises(ValueError, match="increasing"):
+        V.saturates(flat, [4, 1, 16, 64, 256])
+
+
+def test_discriminating_counter_examples() -> None:
+    """Corollary 2.2's share at 100% for both encoders decides nothing."""
+    assert V.discriminating([100.0] * 3, [100.0] * 3).verdict == NO_SIGNAL
+    assert V.discriminating([80.0, 82.0, 81.0], [60.0, 61.0, 59.0]).verdict == REPRODUCED
+    assert V.discriminating([60.0, 61.0, 59.0], [80.0, 82.0, 81.0]).verdict == OPPOSITE
+    assert V.discriminating([80.0, 82.0, 70.0], [80.0, 79.0, 81.0]).verdict == NOT_AT_SCALE
+
+
+# ---------------------------------------------------------------------------- registry
+def test_every_registered_rule_names_a_test_here() -> None:
+    here = sys.modules[__name__]
+    for rule, test in RULE_TESTS.items():
+        assert callable(getattr(here, test, None)), f"rule {rule!r}: no test {test!r} here"
+        assert callable(getattr(V, rule, None)), f"rule {rule!r} is not a function of verdicts"
+
+
+def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> None:
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    with pytest.raises(ValueError, match="counter-example"):
+        rep.claim("k", "§1", "c", "p", "m", Verdict(REPRODUCED, "by hand"))
+    with pytest.raises(ValueError, match="counter-example"):
+        rep.claim("k2", "§1", "c", "p", "m", Verdict(REPRODUCED, "x", by="always_true"))
+    assert rep.claim("k3", "§1", "c", "p", "m", V.not_run("no runs")).verdict == NOT_RUN
+    assert rep.claim("k4", "§1", "c", "p", "m", V.compare(HIGH, LOW)).verdict == REPRODUCED
+
+
+def _committed_metrics(name: str) -> dict:
+    path = Path(__file__).resolve().parents[1] / "docs" / "results" / name / "results.json"
+    return dict(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("study", ["hard-negatives", "alignment"])
+def test_study_claim_tables_use_registered_rules(study: str) -> None:
+    """Every claim of these studies, evaluated on their committed metrics, comes from a rule
+    with a counter-example test."""
+    results = _committed_metrics(study)
+    if study == "hard-negatives":
+        from spacl.studies.hard_negatives.claims import claims as hn_claims
+        from spacl.studies.hard_negatives.config import FULL as HN_FULL
+
+        specs = hn_claims(HN_FULL, 150, "clinc150")
+    else:
+        from spacl.studies.alignment_study.claims import claims as al_claims
+        from spacl.studies.alignment_study.config import FULL as AL_FULL
+
+        specs = al_claims(AL_FULL)
+    assert [s.key for s in specs] == [c["key"] for c in results["claims"]]
+    for spec in specs:
+        verdict = spec.rule(results["metrics"])
+        assert verdict.by in RULE_TESTS, (spec.key, verdict.by)
