@@ -129,7 +129,7 @@ def test_spacl_train_under_torchrun_matches_one_process(tmp_path):
         "objective.name=supcon",
         "model.momentum=0.5",
         "train.epochs=2",
-        "train.num_threads=1",
+        "train.threads=1",
         "eval.every_epochs=0",
         "eval.linear_probe=false",
         "eval.knn_k=3",

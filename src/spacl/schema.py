@@ -42,6 +42,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 __all__ = [
+    "RENAMED_KEYS",
     "DataSection",
     "EvalSection",
     "LoadedRecipe",
@@ -64,6 +65,7 @@ __all__ = [
     "recipe_layer",
     "recipe_task",
     "register_task",
+    "resolve_device",
     "task_entry",
     "task_loader",
     "task_names",
@@ -113,8 +115,9 @@ class TrainSection:
     epochs: int = 10
     batch_size: int = 256
     seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (auto: cuda when available)
     progress: bool | None = None  # tqdm bars; None: only when stderr is a terminal
+    threads: int | None = None  # torch.set_num_threads for the run (None: leave as is)
 
 
 @dataclass
@@ -173,6 +176,24 @@ def check_device(key: str, value: Any) -> None:
         raise fail(key, value, "must be auto, cpu, cuda or cuda:N")
 
 
+def resolve_device(name: str) -> Any:
+    """The ``torch.device`` of a ``train.device`` value: ``auto`` is ``cuda`` when CUDA is
+    available, else ``cpu`` (the same in every task)."""
+    import torch
+
+    check_device("train.device", name)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+#: keys that were renamed: old dotted key -> the key to use now (an old key is an error
+#: that names the new one)
+RENAMED_KEYS: dict[str, str] = {
+    "train.num_threads": "train.threads",
+}
+
+
 def validate_shared(
     cfg: Any,
     *,
@@ -197,6 +218,8 @@ def validate_shared(
     int_at_least("train.batch_size", t.batch_size, min_batch_size)
     int_at_least("train.seed", t.seed, 0)
     check_device("train.device", t.device)
+    if t.threads is not None:
+        int_at_least("train.threads", t.threads, 1)
     int_at_least("eval.batch_size", e.batch_size, 1)
 
 
@@ -239,6 +262,8 @@ def format_error(
     e.g. ``{"arms": ArmConfig}``)."""
     key = prefix + (str(err.full_key) if getattr(err, "full_key", None) else "")
     first = str(getattr(err, "msg", None) or err).splitlines()[0]
+    if isinstance(err, ConfigKeyError) and key in RENAMED_KEYS:
+        return ValueError(f"config key {key!r} was renamed: use {RENAMED_KEYS[key]!r}")
     if isinstance(err, ConfigKeyError) and key:
         parent_key, _, leaf = key.rpartition(".")
         valid = _schema_keys(schema, parent_key, list_items or {}) if schema else None

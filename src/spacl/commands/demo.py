@@ -89,7 +89,7 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
             "seed": seed,
             "device": "cpu",
             "precision": "fp32",
-            "num_threads": threads,
+            "threads": threads,
             "log_every": 5,
         },
         "eval": {"every_epochs": 0, "knn_k": 200, "knn_t": 0.1},

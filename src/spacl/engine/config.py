@@ -166,11 +166,11 @@ class TrainConfig(TrainSection):
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: str = "auto"  # auto | fp32 | fp64 | bf16 | fp16 (bf16/fp16: CUDA autocast)
     checkpoint_every: int = 0  # steps; 0: at epoch ends and at the end only
-    log_every: int = 10  # steps between metric records
+    log_every: int = 10  # steps between metric records (0: epoch records only)
     drop_last: bool = True  # drop each epoch's incomplete last batch (needed under DDP)
     progress: bool | None = None  # tqdm bar; None: only when stderr is a terminal
     deterministic: bool = False  # torch.use_deterministic_algorithms
-    num_threads: int | None = None  # torch.set_num_threads for the process (None: leave)
+    threads: int | None = None  # torch.set_num_threads for the process (None: leave)
 
 
 @dataclass
@@ -435,10 +435,8 @@ def validate_config(cfg: DictConfig) -> None:
     if t.max_steps is not None:
         _int_at_least("train.max_steps", t.max_steps, 1)
     _int_at_least("train.checkpoint_every", t.checkpoint_every, 0)
-    _int_at_least("train.log_every", t.log_every, 1)
+    _int_at_least("train.log_every", t.log_every, 0)
     _choice("train.precision", t.precision, PRECISIONS)
-    if t.num_threads is not None:
-        _int_at_least("train.num_threads", t.num_threads, 1)
     if t.precision in ("bf16", "fp16") and t.device == "cpu":
         raise _fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
 

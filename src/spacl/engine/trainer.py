@@ -173,8 +173,8 @@ class Trainer:
         self.quiet = quiet
         self.command = command
         self.precision = resolve_precision(cfg.train.precision, self.ctx.device)
-        if cfg.train.num_threads is not None:
-            torch.set_num_threads(int(cfg.train.num_threads))
+        if cfg.train.threads is not None:
+            torch.set_num_threads(int(cfg.train.threads))
         _seed_everything(int(cfg.train.seed))
         if cfg.train.deterministic:
             torch.use_deterministic_algorithms(True)
@@ -383,7 +383,8 @@ class Trainer:
                 for name, value in losses.items():
                     p.loss_sums[name] = p.loss_sums.get(name, 0.0) + value
                 p.loss_count += 1
-                if p.global_step % int(cfg.train.log_every) == 0:
+                every = int(cfg.train.log_every)
+                if every and p.global_step % every == 0:
                     self._log_train(losses, epoch)
                 bar.update(1)
                 bar.set_postfix({k: f"{v:.4f}" for k, v in losses.items()}, refresh=False)

@@ -79,7 +79,6 @@ class KGTrainConfig(TrainSection):
     unit: str = "query"
     seed: int = 0
     device: str = "auto"
-    threads: int | None = None  # torch.set_num_threads
     log_every: int = 0  # steps between progress lines (0: epoch lines only)
 
 
@@ -132,8 +131,6 @@ def _validate(cfg: DictConfig) -> None:
     int_at_least("train.log_every", cfg.train.log_every, 0)
     if cfg.eval.valid_subset is not None:
         int_at_least("eval.valid_subset", cfg.eval.valid_subset, 1)
-    if cfg.train.threads is not None:
-        int_at_least("train.threads", cfg.train.threads, 1)
     if cfg.train.minutes is not None:
         positive("train.minutes", cfg.train.minutes)
     in_range("optim.n3", cfg.optim.n3, 0.0, float("inf"), high_open=True)

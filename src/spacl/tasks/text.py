@@ -12,10 +12,10 @@ Pipeline of one run (``train_ood(cfg)``):
 3. train a projection head ``h`` on the cached embeddings with one objective:
 
    - ``spacl``: :class:`spacl.losses.spacl.SPACLLoss` in supervised mode
-     (``positive_pool="class"``) on a candidate pool of ``V`` views per example made by
-     :class:`~spacl.models.text.FeatureViews` (view 0 the embedding, the others
-     dropout/noise augmentations: **Decision**, a frozen encoder has no input
-     augmentation);
+     (the loss's defaults; the recipes set ``positive_pool: class``) on a candidate
+     pool of ``V`` views per example made by :class:`~spacl.models.text.FeatureViews`
+     (view 0 the embedding, the others dropout/noise augmentations: **Decision**, a
+     frozen encoder has no input augmentation);
    - ``supcon``: :class:`spacl.losses.SupConLoss` on the same views;
    - ``cross_entropy``: a linear classifier on ``h``, cross-entropy on every view;
    - ``frozen``: no training, ``h`` = identity (the floor: raw MiniLM embeddings);
@@ -69,6 +69,7 @@ from spacl.models.text import (
     TextEncoder,
 )
 from spacl.tasks.rundir import TaskRun
+from spacl.schema import resolve_device
 from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text_decision import (
     held_out_threshold,
@@ -109,7 +110,6 @@ def _build_loss(cfg: DictConfig, seed: int) -> nn.Module | None:
         if name == "spacl":
             from spacl.losses.spacl import SPACLLoss
 
-            params.setdefault("positive_pool", "class")
             return SPACLLoss(
                 temperature=tau, generator=torch.Generator().manual_seed(seed), **params
             )
@@ -350,7 +350,7 @@ def train_ood(
         encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=cfg.train.progress)
     cache = EmbeddingCache(cfg.encoder.cache_dir)
     train_x, dev_x, test_x = embed_split(split, encoder, cache, int(cfg.encoder.batch_size))
-    device = torch.device(str(cfg.train.device))
+    device = resolve_device(str(cfg.train.device))
     k = split.num_known
     head, losses = _train_head(cfg, train_x, split.train_labels, k, device)
     rows = int(cfg.eval.batch_size)

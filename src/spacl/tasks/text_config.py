@@ -85,8 +85,6 @@ class OODTrainConfig(TrainSection):
     epochs: int = 10
     batch_size: int = 256
     seed: int = 0
-    device: str = "cpu"
-    threads: int | None = None
 
 
 @dataclass
@@ -156,7 +154,5 @@ def _validate(cfg: DictConfig) -> None:
     in_range("views.sigma", cfg.views.sigma, 0.0, float("inf"), high_open=True)
     in_range("ood.quantile", cfg.ood.quantile, 0.0, 1.0)
     int_at_least("ood.min_class_count", cfg.ood.min_class_count, 1)
-    if cfg.train.threads is not None:
-        int_at_least("train.threads", cfg.train.threads, 1)
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError("config key 'views.num_views' must be >= 2 for spacl")
