@@ -68,8 +68,8 @@ from spacl.models.text import (
     ResidualHead,
     TextEncoder,
 )
-from spacl.tasks.rundir import TaskRun
 from spacl.schema import resolve_device
+from spacl.tasks.rundir import TaskRun
 from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text_decision import (
     held_out_threshold,
