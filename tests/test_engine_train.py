@@ -18,14 +18,7 @@ from spacl.engine import (
     read_metrics,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP oversubscription on busy machines."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 TINY = [

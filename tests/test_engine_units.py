@@ -28,14 +28,7 @@ from spacl.engine import (
 )
 from spacl.engine.trainer import config_differences
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP oversubscription on busy machines."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ------------------------------------------------------------------------- schedule

@@ -21,14 +21,7 @@ from spacl.evaluate import (
     nearest_centre_predict,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP oversubscription on busy machines."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def blobs(n: int, d: int, c: int, seed: int, spread: float = 1.0, dtype=torch.float64):

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 from spacl.cli import main
 from spacl.data import sources
@@ -25,12 +24,7 @@ def _pyproject() -> dict:
 SHARED = Path(os.environ.get("SPACL_DATA_DIR", REPO / ".." / "shared" / "data")).resolve()
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ------------------------------------------------------------------------ recipes
@@ -93,7 +87,10 @@ def test_spacl_recipes_lists_and_prints(capsys):
     assert "kg/fb15k237_spacl" in out and "mnist5k/spacl" not in out
     assert main(["recipes", "mnist5k/spacl"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"# {RECIPES_DIR / 'mnist5k' / 'spacl.yaml'}") and "base: mnist5k/_base" in out
+    assert (
+        out.startswith(f"# {RECIPES_DIR / 'mnist5k' / 'spacl.yaml'}")
+        and "base: mnist5k/_base" in out
+    )
     assert main(["recipes", "nope/none"]) == 2
     assert "spacl recipes" in capsys.readouterr().err
 

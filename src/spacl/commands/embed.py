@@ -135,9 +135,8 @@ def embed_batches(
     if folder is not None or cfg.data.name == "imagefolder":
         from torch.utils.data import DataLoader
 
-        from spacl.data import load_imagefolder
+        from spacl.data import data_root, load_imagefolder
         from spacl.data.transforms import eval_transform
-        from spacl.engine.config import data_root
 
         size = int(model.input_shape[-1])
         root, sub = (folder, None) if folder is not None else (data_root(cfg), split)

@@ -8,7 +8,8 @@ Datasets (in memory, :class:`LabeledData` = inputs, labels, coarse labels, class
         ``coarse_labels``), ``load_imagefolder(root, split)`` (lazy torchvision
         ``ImageFolder``; ``materialize`` loads a small one into memory).
     ``get_dataset(name, root, split, **kw)`` registry, ``DATASET_NAMES``,
-    ``stratified_split(data, test_fraction, seed)``, ``default_data_root()``.
+    ``stratified_split(data, test_fraction, seed)``, ``default_data_root()``,
+    ``data_root(cfg)`` (the directory a run's on-disk dataset is read from).
 
 Views (``ViewMaker``: ``sample`` random parameters for the global batch, ``apply`` them
 to this rank's rows; view 0 = original when ``keep_original``):
@@ -47,6 +48,7 @@ from .multiview import MultiViewDataset, PlanBatchSampler, collate_views, defaul
 from .registry import DATASET_NAMES, default_data_root, get_dataset
 from .sampling import BatchPlan
 from .seeding import derive_seed, generator_for
+from .sources import data_root
 from .stream import Batch, ViewStream
 from .synthetic import make_synthetic, synthetic_centers
 from .text import OpenIntentSplit, load_intent_dataset, open_intent_split, read_intent_tsv
@@ -87,6 +89,7 @@ __all__ = [
     "add_reciprocals",
     "augment_images",
     "collate_views",
+    "data_root",
     "default_data_root",
     "default_num_workers",
     "derive_seed",

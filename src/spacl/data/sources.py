@@ -28,12 +28,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DATASETS",
     "DataCheck",
     "DatasetInfo",
     "check_data",
+    "data_root",
     "data_search_dirs",
     "dataset_not_found",
     "default_data_root",
@@ -361,3 +363,17 @@ def check_data(root: str | Path | None = None, names: Sequence[str] = ()) -> Dat
         else:
             optional.append(n)
     return DataCheck(roots, present, tuple(missing), tuple(optional))
+
+
+def data_root(cfg: Any) -> Path:
+    """The directory a run's on-disk dataset is read from: ``data.root`` of the config
+    ``cfg``, else the first data root holding the dataset (:func:`find_dataset`; raises
+    ``FileNotFoundError`` naming the directories searched), else :func:`default_data_root`."""
+    if cfg.data.root:
+        return Path(cfg.data.root).expanduser()
+    name = "imagenet100" if cfg.data.name == "imagefolder" else str(cfg.data.name)
+    if name in DATASETS:
+        found = find_dataset(name)
+        # cifar: the parent of cifar-*-python (load_cifar accepts either)
+        return found if name == "imagenet100" else found.parent
+    return default_data_root()

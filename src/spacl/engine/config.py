@@ -254,7 +254,7 @@ def load_config(
     user = recipe_layer([base, path], overrides)
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
     if task not in (None, "image"):  # kg / text recipes: spacl.schema.load_recipe
-        raise _fail("task", task, "must be 'image' (or absent) for the image engine")
+        raise fail("task", task, "must be 'image' (or absent) for the image engine")
     arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(Config), user)
@@ -295,50 +295,26 @@ def config_to_dict(cfg: DictConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------- validation
 
 
-# the validators of spacl.schema, under their historical names
-_fail = fail
-_choice = choice
-_int_at_least = int_at_least
-_positive = positive
-_in_range = in_range
-
-
 def validate_optim(optim: Any, prefix: str = "optim") -> None:
     """Check an optimiser section (also used for each arm's merged optimiser)."""
     from spacl.engine.optim import LR_SCALINGS, OPTIMIZERS
 
-    _choice(f"{prefix}.name", optim.name, OPTIMIZERS)
-    _positive(f"{prefix}.lr", optim.lr)
-    _choice(f"{prefix}.lr_scaling", optim.lr_scaling, LR_SCALINGS)
-    _int_at_least(f"{prefix}.reference_batch_size", optim.reference_batch_size, 1)
-    _in_range(f"{prefix}.weight_decay", optim.weight_decay, 0.0, float("inf"), high_open=True)
-    _in_range(f"{prefix}.momentum", optim.momentum, 0.0, 1.0, high_open=True)
+    choice(f"{prefix}.name", optim.name, OPTIMIZERS)
+    positive(f"{prefix}.lr", optim.lr)
+    choice(f"{prefix}.lr_scaling", optim.lr_scaling, LR_SCALINGS)
+    int_at_least(f"{prefix}.reference_batch_size", optim.reference_batch_size, 1)
+    in_range(f"{prefix}.weight_decay", optim.weight_decay, 0.0, float("inf"), high_open=True)
+    in_range(f"{prefix}.momentum", optim.momentum, 0.0, 1.0, high_open=True)
     if len(optim.betas) != 2:
-        raise _fail(f"{prefix}.betas", list(optim.betas), "must be two numbers [beta1, beta2]")
+        raise fail(f"{prefix}.betas", list(optim.betas), "must be two numbers [beta1, beta2]")
     for i, b in enumerate(optim.betas):
-        _in_range(f"{prefix}.betas[{i}]", b, 0.0, 1.0, high_open=True)
-    _positive(f"{prefix}.trust_coefficient", optim.trust_coefficient)
-    _choice(f"{prefix}.schedule", optim.schedule, ("cosine", "constant"))
-    _in_range(f"{prefix}.warmup_epochs", optim.warmup_epochs, 0.0, float("inf"), high_open=True)
-    _in_range(f"{prefix}.min_lr_ratio", optim.min_lr_ratio, 0.0, 1.0)
+        in_range(f"{prefix}.betas[{i}]", b, 0.0, 1.0, high_open=True)
+    positive(f"{prefix}.trust_coefficient", optim.trust_coefficient)
+    choice(f"{prefix}.schedule", optim.schedule, ("cosine", "constant"))
+    in_range(f"{prefix}.warmup_epochs", optim.warmup_epochs, 0.0, float("inf"), high_open=True)
+    in_range(f"{prefix}.min_lr_ratio", optim.min_lr_ratio, 0.0, 1.0)
     if optim.grad_clip is not None:
-        _positive(f"{prefix}.grad_clip", optim.grad_clip)
-
-
-def data_root(cfg: Any) -> Path:
-    """The directory on-disk datasets are read from: ``data.root``, else the first data
-    root holding the dataset (:func:`spacl.data.sources.find_dataset`; raises
-    ``FileNotFoundError`` naming the directories searched), else the default root."""
-    from spacl.data.sources import DATASETS, default_data_root, find_dataset
-
-    if cfg.data.root:
-        return Path(cfg.data.root).expanduser()
-    name = "imagenet100" if cfg.data.name == "imagefolder" else str(cfg.data.name)
-    if name in DATASETS:
-        found = find_dataset(name)
-        # cifar: the parent of cifar-*-python (load_cifar accepts either)
-        return found if name == "imagenet100" else found.parent
-    return default_data_root()
+        positive(f"{prefix}.grad_clip", optim.grad_clip)
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -347,45 +323,45 @@ def validate_config(cfg: DictConfig) -> None:
     Runs before any data or model is built: impossible hyper-parameters, unknown
     names, a missing data directory and unknown objective parameters fail here.
     """
-    from spacl.data import DATASET_NAMES
+    from spacl.data import DATASET_NAMES, data_root
     from spacl.engine.objectives import check_objective
     from spacl.engine.optim import OPTIMIZERS
     from spacl.models import BACKBONES, HEAD_KINDS
 
     d, m, t, e = cfg.data, cfg.model, cfg.train, cfg.eval
     validate_shared(cfg, optim_names=OPTIMIZERS, data_names=DATASET_NAMES, min_batch_size=2)
-    _choice("data.label_kind", d.label_kind, ("fine", "coarse"))
-    _int_at_least("data.num_views", d.num_views, 1)
-    _choice("data.augment", d.augment, AUGMENTS)
-    _in_range("data.augment_strength", d.augment_strength, 0.0, 1.0)
-    _in_range("data.color_strength", d.color_strength, 0.0, 1.0)
+    choice("data.label_kind", d.label_kind, ("fine", "coarse"))
+    int_at_least("data.num_views", d.num_views, 1)
+    choice("data.augment", d.augment, AUGMENTS)
+    in_range("data.augment_strength", d.augment_strength, 0.0, 1.0)
+    in_range("data.color_strength", d.color_strength, 0.0, 1.0)
     if len(d.crop_scale) != 2 or not 0 < d.crop_scale[0] <= d.crop_scale[1] <= 1:
-        raise _fail(
+        raise fail(
             "data.crop_scale", list(d.crop_scale), "must be [low, high] with 0 < low <= high <= 1"
         )
-    _positive("data.noise_sigma", d.noise_sigma)
+    positive("data.noise_sigma", d.noise_sigma)
     if d.samples_per_class is not None:
-        _int_at_least("data.samples_per_class", d.samples_per_class, 1)
-    _in_range("data.test_fraction", d.test_fraction, 0.0, 1.0, high_open=True)
+        int_at_least("data.samples_per_class", d.samples_per_class, 1)
+    in_range("data.test_fraction", d.test_fraction, 0.0, 1.0, high_open=True)
     if d.test_fraction == 0:
-        raise _fail("data.test_fraction", d.test_fraction, "must be > 0")
-    _int_at_least("data.image_size", d.image_size, 1)
+        raise fail("data.test_fraction", d.test_fraction, "must be > 0")
+    int_at_least("data.image_size", d.image_size, 1)
     if d.num_workers is not None:
-        _int_at_least("data.num_workers", d.num_workers, 0)
-    _choice("data.bad_images", d.bad_images, ("error", "skip"))
+        int_at_least("data.num_workers", d.num_workers, 0)
+    choice("data.bad_images", d.bad_images, ("error", "skip"))
     if d.name == "imagefolder" and d.augment not in FOLDER_AUGMENTS:
-        raise _fail(
+        raise fail(
             "data.augment", d.augment, f"must be one of {list(FOLDER_AUGMENTS)} for an image folder"
         )
     if d.name == "synthetic":
         s = d.synthetic
-        _int_at_least("data.synthetic.num_classes", s.num_classes, 2)
-        _int_at_least("data.synthetic.dim", s.dim, 1)
-        _int_at_least("data.synthetic.samples_per_class", s.samples_per_class, 2)
-        _in_range("data.synthetic.within_std", s.within_std, 0.0, float("inf"), high_open=True)
-        _positive("data.synthetic.center_scale", s.center_scale)
+        int_at_least("data.synthetic.num_classes", s.num_classes, 2)
+        int_at_least("data.synthetic.dim", s.dim, 1)
+        int_at_least("data.synthetic.samples_per_class", s.samples_per_class, 2)
+        in_range("data.synthetic.within_std", s.within_std, 0.0, float("inf"), high_open=True)
+        positive("data.synthetic.center_scale", s.center_scale)
         if s.num_superclasses is not None:
-            _int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
+            int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
     if d.name in ON_DISK_DATASETS:
         try:
             root = data_root(cfg)
@@ -409,45 +385,45 @@ def validate_config(cfg: DictConfig) -> None:
             d.name == "synthetic" and d.synthetic.num_superclasses is not None
         )
         if not has_coarse:
-            raise _fail(
+            raise fail(
                 "data.label_kind",
                 "coarse",
                 f"needs coarse labels, which dataset {d.name!r} lacks (use cifar100, or "
                 "synthetic with data.synthetic.num_superclasses)",
             )
 
-    _choice("model.backbone", m.backbone, BACKBONES)
-    _choice("model.head", m.head, HEAD_KINDS)
-    _int_at_least("model.proj_dim", m.proj_dim, 1)
-    _int_at_least("model.feature_dim", m.feature_dim, 1)
+    choice("model.backbone", m.backbone, BACKBONES)
+    choice("model.head", m.head, HEAD_KINDS)
+    int_at_least("model.proj_dim", m.proj_dim, 1)
+    int_at_least("model.feature_dim", m.feature_dim, 1)
     if m.head_hidden_dim is not None:
-        _int_at_least("model.head_hidden_dim", m.head_hidden_dim, 1)
+        int_at_least("model.head_hidden_dim", m.head_hidden_dim, 1)
     for i, w in enumerate(m.hidden_dims):
-        _int_at_least(f"model.hidden_dims[{i}]", w, 1)
+        int_at_least(f"model.hidden_dims[{i}]", w, 1)
     if not m.channels:
-        raise _fail("model.channels", [], "must list at least one width")
+        raise fail("model.channels", [], "must list at least one width")
     for i, w in enumerate(m.channels):
-        _int_at_least(f"model.channels[{i}]", w, 1)
-    _in_range("model.momentum", m.momentum, 0.0, 1.0, high_open=True)
-    _choice("model.momentum_schedule", m.momentum_schedule, ("constant", "cosine"))
+        int_at_least(f"model.channels[{i}]", w, 1)
+    in_range("model.momentum", m.momentum, 0.0, 1.0, high_open=True)
+    choice("model.momentum_schedule", m.momentum_schedule, ("constant", "cosine"))
 
     validate_optim(cfg.optim)
     if t.max_steps is not None:
-        _int_at_least("train.max_steps", t.max_steps, 1)
-    _int_at_least("train.checkpoint_every", t.checkpoint_every, 0)
-    _int_at_least("train.log_every", t.log_every, 0)
-    _choice("train.precision", t.precision, PRECISIONS)
+        int_at_least("train.max_steps", t.max_steps, 1)
+    int_at_least("train.checkpoint_every", t.checkpoint_every, 0)
+    int_at_least("train.log_every", t.log_every, 0)
+    choice("train.precision", t.precision, PRECISIONS)
     if t.precision in ("bf16", "fp16") and t.device == "cpu":
-        raise _fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
+        raise fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
 
-    _int_at_least("eval.every_epochs", e.every_epochs, 0)
-    _choice("eval.features", e.features, ("features", "projections"))
-    _int_at_least("eval.knn_k", e.knn_k, 1)
-    _positive("eval.knn_t", e.knn_t)
-    _positive("eval.probe_weight_decay", e.probe_weight_decay)
-    _int_at_least("eval.probe_max_iter", e.probe_max_iter, 1)
+    int_at_least("eval.every_epochs", e.every_epochs, 0)
+    choice("eval.features", e.features, ("features", "projections"))
+    int_at_least("eval.knn_k", e.knn_k, 1)
+    positive("eval.knn_t", e.knn_t)
+    positive("eval.probe_weight_decay", e.probe_weight_decay)
+    int_at_least("eval.probe_max_iter", e.probe_max_iter, 1)
     if e.max_train_samples is not None:
-        _int_at_least("eval.max_train_samples", e.max_train_samples, 1)
+        int_at_least("eval.max_train_samples", e.max_train_samples, 1)
 
     if cfg.log.tensorboard:
         try:
@@ -463,13 +439,13 @@ def validate_config(cfg: DictConfig) -> None:
     names = set()
     for i, arm in enumerate(cfg.arms):
         if not arm.name or not str(arm.name).replace("_", "").replace("-", "").isalnum():
-            raise _fail(
+            raise fail(
                 f"arms[{i}].name", arm.name, "must be a non-empty name of letters, digits, - or _"
             )
         if arm.name in names:
-            raise _fail(f"arms[{i}].name", arm.name, "must be unique among the arms")
+            raise fail(f"arms[{i}].name", arm.name, "must be unique among the arms")
         names.add(arm.name)
         if arm.momentum is not None:
-            _in_range(f"arms[{i}].momentum", arm.momentum, 0.0, 1.0, high_open=True)
+            in_range(f"arms[{i}].momentum", arm.momentum, 0.0, 1.0, high_open=True)
         check_objective(arm.objective, cfg, f"arms[{i}].objective", arm.momentum)
         validate_optim(OmegaConf.merge(cfg.optim, arm.optim), f"arms[{i}].optim")

@@ -37,6 +37,7 @@ from spacl.data import (
     ViewMaker,
     ViewStream,
     collate_views,
+    data_root,
     default_num_workers,
     eval_transform,
     get_dataset,
@@ -44,7 +45,7 @@ from spacl.data import (
 )
 from spacl.data.sampling import BatchPlan
 from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from spacl.engine.config import FOLDER_AUGMENTS, data_root
+from spacl.engine.config import FOLDER_AUGMENTS
 
 __all__ = ["LoaderStream", "RunData", "build_run_data"]
 
