@@ -331,34 +331,48 @@ def test_wide_rows_with_ties_match_the_stable_sort_loop(mass: str, share: float)
         assert got == want, f"row {i}"
         assert not bool(kept[i][~valid[i]].any())
     # the fast path alone settles some rows here, and its answer is the exact one
-    from spacl.mining.negatives import _block_prefix
+    from spacl.mining.negatives import _mask_of, _top_prefix
 
     keys = logits.masked_fill(~valid, -math.inf)
     row_max = keys.amax(1)
     target = share * cut._total(logits, keys, valid, row_max)
-    fast, done = _block_prefix(keys, target, lambda z, r: cut._subset_weights(z, row_max[r]))
+    cols, fast_kept, done = _top_prefix(
+        keys, target, lambda z, r: cut._subset_weights(z, row_max[r])
+    )
     if mass == "similarity":
         assert bool(done.any())
-    assert torch.equal(fast[done], kept[done])
+    assert torch.equal(_mask_of(cols, fast_kept, k)[done], kept[done])
+    # the index form is the same selection
+    index, index_kept = cut.select_index(logits, valid)
+    assert torch.equal(_mask_of(index, index_kept, k), kept)
+    assert torch.equal(index_kept.sum(1), kept.sum(1))  # each kept column once
 
 
+@pytest.mark.parametrize("path", ["dense", "compact"])
 @pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
 @pytest.mark.parametrize("share", [0.3, 0.8, 0.95])
-def test_kg_objective_and_spacl_keep_the_same_negatives(mass: str, share: float) -> None:
+def test_kg_objective_and_spacl_keep_the_same_negatives(
+    mass: str, share: float, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One cut (issue 19): on the same similarities, ties included, both objectives keep
     the same negatives, and those are the stable-sort loop's.
 
     Embeddings with coordinates +-1/4 in d = 16 are exactly unit: every similarity is a
     multiple of 1/8, computed exactly by either matmul, and rows are full of ties (also
-    at the threshold).  SPACL: anchor view 0, the other instances' views the candidates;
-    link prediction: query = view 0, the views the entity table, the instance's own
-    views its known tails (so the same candidates).
+    at the threshold).  SPACL: anchor view 0, the other instances' views the candidates
+    (its dense kernel calls ``select``, its compact one ``select_keys``); link
+    prediction: query = view 0, the views the entity table, the instance's own views
+    its known tails (so the same candidates).
     """
     from loss_references import cut_loop
     from spacl.losses import SPACLLoss
+    from spacl.losses import spacl as spacl_module
     from spacl.losses.kg import LinkSPACLLoss
+    from spacl.mining.negatives import _mask_of
 
+    monkeypatch.setattr(spacl_module, "_COMPACT_SHARE", 2.0 if path == "compact" else -1.0)
     b, v, d, tau = 32, 2, 16, 0.5  # tau a power of 2: logits are exact too
+    n = b * v
     g = torch.Generator().manual_seed(11)
     pool = (torch.randint(0, 2, (b, v, d), generator=g).float() * 2 - 1) / 4
     spacl = SPACLLoss(
@@ -367,29 +381,36 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(mass: str, share: float)
     link = LinkSPACLLoss(
         tau, num_positives=1, share=share, num_adversarial=0, variant="no_adversarial", mass=mass
     )
-    seen: dict[str, list[torch.Tensor]] = {"spacl": [], "kg": []}
+    seen: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for name, cut in (("spacl", spacl.cut), ("kg", link.cut)):
-        select = cut.select
+        select, select_keys = cut.select, cut.select_keys
 
         def record(logits: torch.Tensor, valid: torch.Tensor, _s=select, _n=name) -> torch.Tensor:
-            seen[_n].append(logits.clone())
             kept = _s(logits, valid)
-            seen[_n].append(kept)
+            seen[_n] = (logits[:, :n].masked_fill(~valid[:, :n], -math.inf), kept[:, :n])
+            assert not bool(kept[:, n:].any())  # the positive column is no candidate
             return kept
 
+        def record_keys(
+            keys: torch.Tensor, total: torch.Tensor | None = None, _s=select_keys, _n=name
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            cols, kept = _s(keys, total)
+            seen[_n] = (keys.clone(), _mask_of(cols, kept, keys.shape[1]))
+            return cols, kept
+
         cut.select = record  # type: ignore[method-assign]
+        cut.select_keys = record_keys  # type: ignore[method-assign]
     spacl(None, pool)
-    entities = pool.reshape(b * v, d)
-    own = torch.arange(b * v).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)
+    entities = pool.reshape(n, d)
+    own = torch.arange(n).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)
     link(pool[:, 0], entities, own)
-    (s_logits, s_kept), (k_logits, k_kept) = seen["spacl"], seen["kg"]
-    torch.testing.assert_close(s_logits[:, : b * v], k_logits, rtol=0, atol=0)
-    assert torch.equal(s_kept[:, : b * v], k_kept)
-    assert not bool(s_kept[:, b * v :].any())  # the positive column is no candidate
+    (s_keys, s_kept), (k_keys, k_kept) = seen["spacl"], seen["kg"]
+    torch.testing.assert_close(s_keys, k_keys, rtol=0, atol=0)
+    assert torch.equal(s_kept, k_kept)
     ties_at_threshold = 0
     for i in range(b):
         cols = (~own[i]).nonzero().squeeze(1).tolist()
-        row = [float(k_logits[i, c]) for c in cols]
+        row = [float(k_keys[i, c]) for c in cols]
         assert [bool(k_kept[i, c]) for c in cols] == cut_loop(row, share, tau, mass)
         kept_values = {x for x, c in zip(row, cols, strict=True) if k_kept[i, c]}
         dropped = {x for x, c in zip(row, cols, strict=True) if not k_kept[i, c]}

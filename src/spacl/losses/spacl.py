@@ -78,6 +78,13 @@ How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
   ``r % V`` as anchor, instance-major), then one ``[B V] x [B V (+ K_adv + Q)]`` logit
   matrix with masks from instance ids, one cut and one kernel call.  It equals the
   view-by-view loop (tests/loss_references.py) to rounding.
+- The kernel runs on the kept negatives only where it can (``negatives="all_views"``,
+  index positives, ``share < 1``, the widest row keeping at most a quarter of its
+  candidates), in either anchor set: the logits are taken once without gradient for
+  the cut, which returns the kept columns as an index; the loss is then computed on
+  ``[A, P + K_adv + m]`` and its gradient reaches the embeddings through a sparse
+  product (``SPACLLoss._compact``).  Same value and gradient as the dense kernel (the
+  tests run both).
 - Ablations are one argument, ``variant`` (SPEC §1.6):
 
   ========================  =====================  ==================  ========  =========
@@ -105,6 +112,7 @@ How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,6 +213,47 @@ class SPACLStep:
         if self.g_loss is not None:
             out["spacl/g_loss"] = float(self.g_loss)
         return out
+
+
+#: the compact path runs while the widest row keeps at most this share of its candidates
+_COMPACT_SHARE = 0.25
+
+
+class _KeptLogits(torch.autograd.Function):
+    """``out[a, j] = <online[a], table[rows[a, j]]>``, its values given (already computed).
+
+    Forward returns ``values`` (the entries of the dense no-gradient logits, so the cut
+    and the loss see the same numbers); backward is the sparse product
+    ``grad_online = G @ table`` with ``G[a, rows[a, j]] += grad[a, j]`` (a CSR matrix of
+    ``A m`` entries), and ``grad_table = G^T @ online`` when the table needs one.
+    Entries with a zero incoming gradient (masked ones) contribute nothing.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, online: Tensor, table: Tensor, rows: Tensor, values: Tensor) -> Tensor:
+        ctx.save_for_backward(online, table, rows)
+        return values.clone()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
+        online, table, rows = ctx.saved_tensors
+        a, m = rows.shape
+        grad_online = grad_table = None
+        if ctx.needs_input_grad[0]:
+            crow = torch.arange(0, a * m + 1, m, device=rows.device)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                sparse = torch.sparse_csr_tensor(
+                    crow, rows.reshape(-1), grad.reshape(-1), size=(a, table.shape[0])
+                )
+            grad_online = (sparse @ table.detach()).to(online.dtype)
+        if ctx.needs_input_grad[1]:
+            contrib = grad.unsqueeze(2) * online.detach().unsqueeze(1)  # [A, m, d]
+            grad_table = torch.zeros_like(table).index_add_(
+                0, rows.reshape(-1), contrib.reshape(a * m, -1)
+            )
+        return grad_online, grad_table, None, None
 
 
 class SPACLLoss(nn.Module):
@@ -535,20 +584,35 @@ class SPACLLoss(nn.Module):
             online = anchors
         online = normalize(online, self.normalize) / self.temperature  # logits = online @ g
         target = self._target(pool, unit_pool)
-        cand_logits, pos_logits, other, same = self._in_batch(
-            online, target, anchor, flat_pos, labels
-        )
         gen_logits = d_loss = g_loss = None
         if self.effective_adversarial > 0:
             gen_logits, d_loss, g_loss = self._generated(online, unit_pool, anchor, flat_pos)
-        per_anchor, candidates, kept, kept_gen = self._objective(
-            online, cand_logits, pos_logits, other, same, gen_logits, labels, extra, extra_labels
+        compact = self._compact(
+            online, target, flat_pos, rows, labels, labels, gen_logits, extra, extra_labels
         )
+        if compact is not None:
+            per_anchor, n_candidates, n_kept, kept_gen = compact
+        else:
+            cand_logits, pos_logits, other, same = self._in_batch(
+                online, target, anchor, flat_pos, labels
+            )
+            per_anchor, candidates, kept, kept_gen = self._objective(
+                online,
+                cand_logits,
+                pos_logits,
+                other,
+                same,
+                gen_logits,
+                labels,
+                extra,
+                extra_labels,
+            )
+            n_candidates, n_kept = candidates.sum(1), kept.sum(1)
         step = SPACLStep(
             anchor=anchor.detach(),
             positives=positives.detach(),
-            candidate_negatives=candidates.sum(1),
-            kept_negatives=kept.sum(1),
+            candidate_negatives=n_candidates,
+            kept_negatives=n_kept,
             kept_generated=kept_gen,
             d_loss=d_loss,
             g_loss=g_loss,
@@ -579,30 +643,38 @@ class SPACLLoss(nn.Module):
         online = normalize(online.reshape(n, d), self.normalize) / self.temperature
         target = self._target(pool, unit_pool)
         row_labels = None if labels is None else labels.repeat_interleave(v)
-        cand_logits, pos_logits, other, same = self._in_batch_every(
-            online, target, flat_pos, labels, row_labels
-        )
         gen_logits = d_loss = g_loss = None
         if self.effective_adversarial > 0:
             gen_logits, d_loss, g_loss = self._generated_every(
                 online, unit_pool, game_anchor, flat_pos
             )
-        per_anchor, candidates, kept, kept_gen = self._objective(
-            online,
-            cand_logits,
-            pos_logits,
-            other,
-            same,
-            gen_logits,
-            row_labels,
-            extra,
-            extra_labels,
+        row_inst = torch.arange(b, device=pool.device).repeat_interleave(v)
+        compact = self._compact(
+            online, target, flat_pos, row_inst, row_labels, labels, gen_logits, extra, extra_labels
         )
+        if compact is not None:
+            per_anchor, n_candidates, n_kept, kept_gen = compact
+        else:
+            cand_logits, pos_logits, other, same = self._in_batch_every(
+                online, target, flat_pos, labels, row_labels
+            )
+            per_anchor, candidates, kept, kept_gen = self._objective(
+                online,
+                cand_logits,
+                pos_logits,
+                other,
+                same,
+                gen_logits,
+                row_labels,
+                extra,
+                extra_labels,
+            )
+            n_candidates, n_kept = candidates.sum(1), kept.sum(1)
         step = SPACLStep(
             anchor=torch.arange(v, device=pool.device).repeat(b),
             positives=positives.detach(),
-            candidate_negatives=candidates.sum(1),
-            kept_negatives=kept.sum(1),
+            candidate_negatives=n_candidates,
+            kept_negatives=n_kept,
             kept_generated=kept_gen,
             d_loss=d_loss,
             g_loss=g_loss,
@@ -614,6 +686,116 @@ class SPACLLoss(nn.Module):
         if self.detach_candidates and self.normalize == "sphere":
             return unit_pool
         return normalize(pool.detach() if self.detach_candidates else pool, self.normalize)
+
+    def _compact(
+        self,
+        online: Tensor,
+        target: Tensor,
+        flat_pos: Tensor,
+        row_inst: Tensor,
+        row_labels: Tensor | None,
+        labels: Tensor | None,
+        gen_logits: Tensor | None,
+        extra: Tensor | None,
+        extra_labels: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor] | None:
+        """The loss on the kept negatives only: ``(per_anchor, candidates, kept, kept_gen)``.
+
+        Same value as :meth:`_objective` (``negatives="all_views"``, index positives, a
+        cut with ``share < 1``), computed without any ``[A, K]`` tensor in the graph:
+        the in-batch logits are taken once without gradient and their non-candidates
+        filled with ``-inf`` in place (an ``[A, V]`` scatter, or one label mask); the
+        cut returns the kept columns as an index (:meth:`RelativeThresholdNegatives.select_keys`,
+        the signed total from sums of the candidate embeddings); the kernel then runs on
+        ``[A, P + K_adv + m]`` (positives, generated, the ``m`` kept columns), whose
+        in-batch and queue logits carry their gradient through :class:`_KeptLogits`
+        (backward: a sparse ``[A, m]`` product, no dense ``[A, K]`` matmul).  ``None``
+        when the case is not covered or the cut keeps too many (then the dense path).
+        """
+        if (
+            self.negatives != "all_views"
+            or self.positive_pool == "instance_class"
+            or self.effective_share >= 1.0
+        ):
+            return None
+        b, v, d = target.shape
+        a = online.shape[0]
+        n = b * v
+        device = online.device
+        table = target.reshape(n, d)
+        k_adv = 0 if gen_logits is None else gen_logits.shape[1]
+        with torch.no_grad():
+            anchors = online.detach()
+            queue = None
+            columns = [table.detach()]
+            if k_adv:
+                columns.append(table.new_zeros(k_adv, d))  # filled with gen_logits below
+            if extra is not None:
+                queue = normalize(extra.detach(), self.normalize).to(online.dtype)
+                columns.append(queue)
+            # one matmul for every candidate column: [in-batch | generated | queue]
+            joint = anchors @ (torch.cat(columns, 0) if len(columns) > 1 else table.detach()).T
+            keys = joint[:, :n]
+            if row_labels is None:
+                own = (row_inst * v).unsqueeze(1) + torch.arange(v, device=device)
+                keys.scatter_(1, own, -torch.inf)
+                excluded = target.detach().sum(1)[row_inst]  # [A, d]
+                count = torch.full((a,), n - v, device=device)
+            else:
+                assert labels is not None
+                groups, inverse = torch.unique(labels, return_inverse=True)
+                cand_groups = inverse.repeat_interleave(v)
+                row_groups = cand_groups[row_inst * v]
+                keys.masked_fill_(row_groups.unsqueeze(1) == cand_groups.unsqueeze(0), -torch.inf)
+                sums = torch.zeros(len(groups), d, dtype=table.dtype, device=device)
+                excluded = sums.index_add_(0, cand_groups, table.detach())[row_groups]
+                count = n - torch.bincount(cand_groups, minlength=len(groups))[row_groups]
+            total = (anchors * (table.detach().sum(0) - excluded)).sum(1)
+            if gen_logits is not None:
+                joint[:, n : n + k_adv] = gen_logits.detach()
+                total = total + gen_logits.detach().sum(1)
+                count = count + k_adv
+            if extra is not None:
+                q_logits = joint[:, n + k_adv :]
+                q_neg, _ = self._extra_masks(row_labels, extra_labels, a, extra.shape[0], device)
+                if row_labels is not None and extra_labels is not None:
+                    q_logits.masked_fill_(~q_neg, -torch.inf)
+                    total = total + torch.where(q_neg, q_logits, 0.0).sum(1)
+                    count = count + q_neg.sum(1)
+                else:
+                    total = total + q_logits.sum(1)
+                    count = count + extra.shape[0]
+            if not bool((count > 0).any()):
+                return None  # the dense path raises its error
+            cols, kept = self.cut.select_keys(joint, total)
+            width = max(int(kept.sum(1).max()), 1)  # the kept entries lead each row
+            if width > _COMPACT_SHARE * joint.shape[1]:
+                return None  # many candidates kept: the dense path is as cheap
+            cols, kept = cols[:, :width], kept[:, :width]
+            values = joint.gather(1, cols)
+            is_gen = (cols >= n) & (cols < n + k_adv)
+            in_table = kept & ~is_gen
+            rows = torch.where(cols < n, cols, cols - k_adv).masked_fill_(~in_table, 0)
+        full_table = table if queue is None else torch.cat((table, queue), 0)
+        values = values.masked_fill(~in_table, 0.0)
+        kept_logits = _KeptLogits.apply(online, full_table, rows, values)
+        pos_logits = torch.einsum("ad,apd->ap", online, table[flat_pos])
+        p = pos_logits.shape[1]
+        pieces = [pos_logits, kept_logits]
+        negatives = [torch.zeros(a, p, dtype=torch.bool, device=device), in_table]
+        kept_gen = torch.zeros(a, dtype=torch.long, device=device)
+        if gen_logits is not None:
+            gen_kept = torch.zeros(a, k_adv + 1, dtype=torch.bool, device=device)
+            gen_kept.scatter_(1, torch.where(kept & is_gen, cols - n, k_adv), True)
+            pieces.append(gen_logits)
+            negatives.append(gen_kept[:, :k_adv])
+            kept_gen = gen_kept[:, :k_adv].sum(1)
+        positives = torch.arange(p, device=device).expand(a, p)
+        mode: PositiveMode = "log_sum_exp" if self.positive_mode == "log_sum_exp" else "mean"
+        per_anchor = contrastive_kernel(
+            torch.cat(pieces, 1), positives, torch.cat(negatives, 1), positive_mode=mode
+        )
+        return per_anchor, count, kept.sum(1), kept_gen
 
     def _objective(
         self,

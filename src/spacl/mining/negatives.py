@@ -38,20 +38,22 @@ is at least as similar to the anchor as every dropped one.
   :class:`RelativeThresholdNegatives` and the link-prediction objective all call
   :meth:`RelativeThresholdNegatives.select`.
 
-Algorithm (no full sort of the ``K`` candidates).  Fast path, one pass over ``[B, K]``:
-the maxima of blocks of ``c`` columns pick the 32 blocks with the largest maxima;
-their ``32 c`` candidates are stable-sorted; every key strictly above ``M``, the
-smallest of those 32 maxima, is among them, so a row whose prefix ends at a key
-``> M`` is settled exactly (ties included).  Rows whose prefix reaches further (a
-large kept share, as ``"exp"`` and ``"linear"`` usually keep) take the exact
-radix-style selection on the key values.  Each level spreads the still-undecided
-candidates of a row over 512 equal-width buckets of their key range (a monotone map:
-equal keys share a bucket), adds the weights per bucket with one vectorised
-``scatter_add`` over ``[B, K]``, keeps every bucket above the one where the cumulative
-weight crosses ``share * total`` and continues inside that bucket only.  Once at most
-64 candidates are left per row (one level, in practice) a stable sort of those few
-finishes the prefix exactly; a bucket whose keys are all equal is finished by
-counting (the first ``ceil(rest / w)`` ties).
+Algorithm (no sort of the ``K`` candidates).  Fast path, one ``amax`` over ``[B, K]``:
+the maxima of strided groups of ``c`` columns pick (``topk``) the 32 groups with the
+largest maxima, and the 32 largest of their keys are taken (a second ``topk``); every
+key strictly above ``M``, the smallest of those 32 maxima, is among them, so a row whose
+prefix ends at a key ``t > M``, with no key equal to ``t`` left out of the 32, is
+settled exactly (ties included: the prefix is then every key ``>= t``); before it, rows
+whose largest weight alone reaches the target keep their first largest key.  Rows whose
+prefix reaches further (a large kept share, as ``"exp"`` and ``"linear"`` usually keep)
+take a wider pass (128) if they are few, then the exact radix-style selection on the key
+values.  Each level spreads the still-undecided candidates of a row over 512 equal-width
+buckets of their key range (a monotone map: equal keys share a bucket), adds the weights
+per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps every bucket above
+the one where the cumulative weight crosses ``share * total`` and continues inside that
+bucket only.  Once at most 64 candidates are left per row (one level, in practice) a
+stable sort of those few finishes the prefix exactly; a bucket whose keys are all equal
+is finished by counting (the first ``ceil(rest / w)`` ties).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64
 _MAX_LEVELS = 8
-_FAST_BLOCKS = 32
+_FAST_BLOCKS = 32  # groups taken, and keys looked at, by the fast path
+_WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long prefixes)
 
 
 def check_share(share: float) -> float:
@@ -260,48 +263,145 @@ def _masked_cut(
     return torch.where((total > 0).unsqueeze(1), mask, valid)
 
 
-def _block_prefix(
-    keys: Tensor, target: Tensor, weights_of: Callable[[Tensor, Tensor], Tensor]
-) -> tuple[Tensor, Tensor]:
-    """Fast path of the cut: ``(keep[B, K], done[B])``, exact on the rows marked done.
+def _group_width(k: int) -> int:
+    """Columns per group of the fast path: about 160 groups per row, 1 to 16 columns each."""
+    return min(max(k // 160, 1), 16)
 
-    The columns are split into blocks of ``c`` columns (``K // 256``, between 1 and 4);
-    the ``_FAST_BLOCKS`` blocks with the largest maxima are gathered (in column order) and
-    stable-sorted by decreasing key.  Every key strictly above ``M``, the smallest
-    maximum among the gathered blocks, is in the gathered set.  So where the running
-    weight of the sorted set reaches ``target`` at a key ``> M``, the prefix — ties
-    with its last key included — is exactly that of a stable sort of the whole row,
-    and the row is done; the other rows are left to the exact selection.
+
+def _group_max(keys: Tensor) -> Tensor:
+    """``[B, g]`` maxima of the strided groups of :func:`_top_prefix` (the keys if ``w = 1``)."""
+    width = _group_width(keys.shape[1])
+    if width == 1:
+        return keys
+    groups = keys.shape[1] // width
+    return keys[:, : groups * width].unflatten(1, (width, groups)).amax(1)
+
+
+def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
+    """``[B]`` the lowest column holding each row's largest key, from the group maxima.
+
+    Where one group alone holds the maximum (and no tail column), its ``w`` columns
+    are looked at; other rows (a tie across groups) take a full ``argmax``.
+    """
+    k = keys.shape[1]
+    width = _group_width(k)
+    if width == 1:
+        return keys.argmax(1)
+    groups = group_max.shape[1]
+    main = groups * width
+    hit = group_max == row_max.unsqueeze(1)
+    first = hit.long().argmax(1, keepdim=True)
+    members = first + torch.arange(width, device=keys.device) * groups  # ascending columns
+    at = (keys.gather(1, members) == row_max.unsqueeze(1)).long().argmax(1, keepdim=True)
+    col = members.gather(1, at).squeeze(1)
+    unsure = hit.sum(1) != 1
+    if main < k:
+        unsure |= (keys[:, main:] == row_max.unsqueeze(1)).any(1)
+    if bool(unsure.any()):
+        col[unsure] = keys[unsure].argmax(1)
+    return col
+
+
+def _top_prefix(
+    keys: Tensor | None,
+    target: Tensor,
+    weights_of: Callable[[Tensor, Tensor], Tensor],
+    size: int = _FAST_BLOCKS,
+    row_ids: Tensor | None = None,
+    group_max: Tensor | None = None,
+    full_keys: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Fast path of the cut: ``(cols[B, m], kept[B, m], done[B])``, exact on the done rows.
+
+    The first ``w g`` columns form ``g`` strided groups of ``w`` columns (group ``j``:
+    columns ``j, j + g, ...``; :func:`_group_width`); the ``_FAST_BLOCKS`` groups with
+    the largest maxima (one ``topk``) and the last ``K - w g`` columns are the
+    candidate set, and ``m = size`` of its largest keys are taken (a second
+    ``topk``, ties in any order).  Every key strictly above ``M``, the smallest of the
+    chosen group maxima, is in the candidate set.  The running weight of the ``m`` keys
+    does not depend on the order of equal keys, so where it reaches ``target`` at a key
+    ``t > M`` with exactly as many keys ``>= t`` among the ``m`` as the prefix needs
+    (no tie at ``t`` is left out), the prefix of a stable sort of the whole row is
+    exactly the keys ``>= t``, and the row is done.  Other rows (a tie split at the
+    threshold, a prefix longer than ``m - 1``, or one ending at or below ``M``) are left
+    to the exact selection.  No sort of the row, no ``[B, K]`` pass but one ``amax``.
 
     ``keys`` are ``-inf`` off the candidates; ``weights_of(keys_subset, rows)`` gives
-    their float64 weights (0 at ``-inf``, non-decreasing in the key).
+    their float64 weights (0 at ``-inf``, non-decreasing in the key; ``rows``: the
+    ``row_ids`` of the rows given, default all).  ``kept`` marks the kept entries of
+    ``cols`` (none on rows not done).  ``group_max``: :func:`_group_max` of ``keys``,
+    if the caller has it.  ``full_keys``: a contiguous matrix whose rows ``row_ids`` are
+    ``keys``; with groups (``w > 1``) only ``group_max`` and it are read, and ``keys``
+    may be ``None``.
     """
-    b, k = keys.shape
-    width = min(max(k // 256, 1), 4)
-    nblocks = -(-k // width)
-    pad = nblocks * width - k
-    padded = F.pad(keys, (0, pad), value=-math.inf) if pad else keys
+    source = keys if keys is not None else full_keys
+    assert source is not None
+    b = target.shape[0]
+    k = source.shape[1]
+    width = _group_width(k)
+    groups = k // width
+    main = groups * width
+    m_groups = min(size, groups)
+    arange = torch.arange(width, device=source.device) * groups
     if width > 1:
-        block_max = F.max_pool1d(padded.unsqueeze(1), width).squeeze(1)
+        if group_max is None:
+            assert keys is not None
+            group_max = _group_max(keys)
+        top_values, top_index = group_max.topk(m_groups, dim=1)
+        cols = (top_index.unsqueeze(2) + arange).reshape(b, m_groups * width)
+        if main < k:
+            tail = torch.arange(main, k, device=source.device).expand(b, k - main)
+            cols = torch.cat((cols, tail), 1)
+        if full_keys is None:
+            assert keys is not None
+            sub = keys.gather(1, cols)
+        else:  # rows of a larger matrix, read in place (no copy of the rows)
+            flat = full_keys.reshape(-1)
+            at = cols if row_ids is None else cols + (row_ids * k).unsqueeze(1)
+            sub = flat.gather(0, at.reshape(-1)).view(at.shape)
     else:
-        block_max = padded
-    m = min(_FAST_BLOCKS, nblocks)
-    top_values, top_index = block_max.sort(dim=1, descending=True)
-    smallest = top_values[:, m - 1]
-    first = top_index[:, :m].sort(dim=1).values * width  # chosen blocks in column order
-    cols = (first.unsqueeze(2) + torch.arange(width, device=keys.device)).reshape(b, m * width)
-    sub = padded.gather(1, cols)
-    order = sub.sort(dim=1, descending=True, stable=True).indices
-    sub_keys = sub.gather(1, order)
-    rows = torch.arange(b, device=keys.device)
-    reached = weights_of(sub_keys, rows).cumsum(1) >= target.unsqueeze(1)
+        assert keys is not None
+        top_values, cols = keys.topk(m_groups, dim=1)
+        sub = top_values
+    smallest = top_values[:, m_groups - 1]
+    m = min(size, sub.shape[1])
+    values, order = sub.topk(m, dim=1)  # descending; equal keys in any order
+    cols = cols.gather(1, order)
+    rows = torch.arange(b, device=source.device) if row_ids is None else row_ids
+    reached = weights_of(values, rows).cumsum(1) >= target.unsqueeze(1)
     last = reached.long().argmax(1, keepdim=True)  # first position reaching the target
-    done = reached.any(1) & (sub_keys.gather(1, last).squeeze(1) > smallest)
-    kept = (torch.arange(m * width, device=keys.device) <= last) & done.unsqueeze(1)
-    sorted_cols = cols.gather(1, order)
-    keep = torch.zeros(b, k + pad + 1, dtype=torch.bool, device=keys.device)
-    keep.scatter_(1, torch.where(kept, sorted_cols, k + pad), True)
-    return keep[:, :k], done
+    threshold = values.gather(1, last)
+    after = values.gather(1, (last + 1).clamp_max(m - 1))
+    done = (
+        reached.any(1)
+        & (threshold.squeeze(1) > smallest)
+        & (last.squeeze(1) < m - 1)
+        & (after.squeeze(1) < threshold.squeeze(1))  # no key equal to the last one left out
+    )
+    kept = (torch.arange(m, device=source.device) <= last) & done.unsqueeze(1)
+    return cols, kept, done
+
+
+def _mask_of(cols: Tensor, kept: Tensor, k: int) -> Tensor:
+    """Bool ``[B, k]`` with ``True`` at the kept entries of an index ``cols[B, m]``."""
+    out = torch.zeros(cols.shape[0], k + 1, dtype=torch.bool, device=cols.device)
+    out.scatter_(1, torch.where(kept, cols, k), True)
+    return out[:, :k]
+
+
+def _index_of(mask: Tensor) -> tuple[Tensor, Tensor]:
+    """``(cols[B, m], kept[B, m])``: the ``True`` columns of each row of ``mask``, padded."""
+    b = mask.shape[0]
+    row, col = mask.nonzero(as_tuple=True)
+    counts = torch.bincount(row, minlength=b)
+    m = max(int(counts.max()) if b else 0, 1)
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(row.shape[0], device=mask.device) - starts[row]
+    cols = torch.zeros(b, m, dtype=torch.long, device=mask.device)
+    kept = torch.zeros(b, m, dtype=torch.bool, device=mask.device)
+    cols[row, rank] = col
+    kept[row, rank] = True
+    return cols, kept
 
 
 class RelativeThresholdNegatives(nn.Module):
@@ -358,37 +458,152 @@ class RelativeThresholdNegatives(nn.Module):
     def select(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
         """:meth:`forward` without the input checks (for callers that validated already).
 
-        The block fast path (module docstring) settles the rows whose prefix ends
-        among their top blocks; the exact radix selection finishes the others.
+        The fast path (module docstring) settles the rows whose prefix ends among their
+        largest keys; the exact radix selection finishes the others.
         """
         if self.share >= 1.0:
             return valid_mask.clone()
-        keys = logits.detach().masked_fill(~valid_mask, -math.inf)
-        row_max = keys.amax(1)
-        row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
-        total = self._total(logits.detach(), keys, valid_mask, row_max)
-        target = self.share * total
-        keep, done = _block_prefix(
-            keys, target, lambda k, rows: self._subset_weights(k, row_max[rows])
-        )
-        if self.mass != "similarity":
-            done &= total > 0  # a zero total keeps every candidate: the exact path
-        if bool(done.all()):
-            return keep
-        rest = (~done).nonzero().squeeze(1)
-        keep[rest] = self._exact(keys[rest], valid_mask[rest], row_max[rest])
+        k = logits.shape[1]
+        cols, kept, _, rest, rest_keep = self._select(logits, valid_mask)
+        keep = _mask_of(cols, kept, k)
+        if rest is not None and rest_keep is not None:
+            keep[rest] = rest_keep
         return keep
 
-    def _total(self, logits: Tensor, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
-        """Float64 ``[B]`` total weight of the valid candidates (signed for "similarity")."""
-        # summed in the logits' dtype (pairwise summation: a few ulps of the total)
+    @torch.no_grad()
+    def select_index(self, logits: Tensor, valid_mask: Tensor) -> tuple[Tensor, Tensor]:
+        """The same selection as :meth:`select` as an index: ``(cols[B, m], kept[B, m])``.
+
+        Row ``b`` keeps the columns ``cols[b, j]`` where ``kept[b, j]`` (each once; ``m``
+        is the largest kept count, at least the fast path's width; padding entries are
+        ``False``).  Callers that only need the kept columns (SPACL's compact kernel)
+        skip every ``[B, K]`` boolean pass of the mask.
+        """
+        if self.share >= 1.0:
+            return _index_of(valid_mask)
+        cols, kept, _, rest, rest_keep = self._select(logits, valid_mask)
+        return self._merge(cols, kept, rest, rest_keep)
+
+    @torch.no_grad()
+    def select_keys(
+        self, keys: Tensor, similarity_total: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`select_index` of ``keys``: the logits, ``-inf`` off the candidates.
+
+        For callers that can fill the non-candidates more cheaply than a mask pass.
+        ``similarity_total`` (``mass="similarity"`` only, optional): ``[B]`` sum of the
+        candidates' logits, if the caller has it (e.g. from sums of embeddings).
+        """
+        if self.share >= 1.0:
+            return _index_of(torch.isfinite(keys))
+        cols, kept, _, rest, rest_keep = self._select_keys(keys, None, similarity_total)
+        return self._merge(cols, kept, rest, rest_keep)
+
+    def _merge(
+        self, cols: Tensor, kept: Tensor, rest: Tensor | None, rest_keep: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        if rest is None or rest_keep is None:
+            return cols, kept
+        rest_cols, rest_kept = _index_of(rest_keep)
+        width = max(cols.shape[1], rest_cols.shape[1])
+        cols = F.pad(cols, (0, width - cols.shape[1]))
+        kept = F.pad(kept, (0, width - kept.shape[1]))
+        cols[rest] = F.pad(rest_cols, (0, width - rest_cols.shape[1]))
+        kept[rest] = F.pad(rest_kept, (0, width - rest_kept.shape[1]))
+        return cols, kept
+
+    def _select(
+        self, logits: Tensor, valid_mask: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        keys = logits.detach().masked_fill(~valid_mask, -math.inf)
+        return self._select_keys(keys, valid_mask, None)
+
+    def _select_keys(
+        self, keys: Tensor, valid_mask: Tensor | None, similarity_total: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        """Fast paths, then the exact one: ``(cols, kept, done, rest_rows, rest_keep)``.
+
+        1. Rows whose largest weight alone reaches the target keep their first largest
+           key (``argmax``: the lowest index among ties, the tie rule), one pass.
+        2. The others take :func:`_top_prefix` (``_FAST_BLOCKS`` keys), the few it
+           leaves a wider one (``_WIDE_BLOCKS``), and what is left the exact selection.
+        """
+        keys = keys.contiguous()
+        b, k = keys.shape
+        group_max = _group_max(keys)
+        row_max = group_max.amax(1)
+        tail = k - group_max.shape[1] * _group_width(k)
+        if tail:
+            row_max = torch.maximum(row_max, keys[:, k - tail :].amax(1))
+        some = torch.isfinite(row_max)  # rows with a candidate
+        row_max = torch.where(some, row_max, 0.0)
+        total = self._total_of_keys(keys, valid_mask, row_max, similarity_total)
+        target = self.share * total
+        top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
+        alone = (top_weight >= target) & some
+        if self.mass != "similarity":
+            alone &= total > 0  # a zero total keeps every candidate: the exact path
+        cols = _first_max(keys, group_max, row_max).unsqueeze(1)
+        kept = alone.unsqueeze(1).clone()
+        done = alone.clone()
+        rest = (~done).nonzero().squeeze(1)
+        if rest.numel() == 0:
+            return cols, kept, done, None, None
+
+        def weights(sub: Tensor, rows: Tensor) -> Tensor:
+            return self._subset_weights(sub, row_max[rows])
+
+        for size in (_FAST_BLOCKS, _WIDE_BLOCKS):
+            if size == _WIDE_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b):
+                break
+            whole = rest.numel() == b
+            grouped = _group_width(k) > 1  # then the rows are read in place
+            part_cols, part_kept, part_done = _top_prefix(
+                keys if whole else (None if grouped else keys[rest]),
+                target[rest],
+                weights,
+                size,
+                rest,
+                group_max if whole else group_max[rest],
+                None if whole else keys,
+            )
+            if self.mass != "similarity":
+                part_done &= total[rest] > 0
+                part_kept &= part_done.unsqueeze(1)
+            width = max(cols.shape[1], part_cols.shape[1])
+            cols = F.pad(cols, (0, width - cols.shape[1]))
+            kept = F.pad(kept, (0, width - kept.shape[1]))
+            cols[rest] = F.pad(part_cols, (0, width - part_cols.shape[1]))
+            kept[rest] = F.pad(part_kept, (0, width - part_kept.shape[1]))
+            done[rest] = part_done
+            rest = rest[~part_done]
+            if rest.numel() == 0:
+                return cols, kept, done, None, None
+        valid = torch.isfinite(keys[rest]) if valid_mask is None else valid_mask[rest]
+        return cols, kept, done, rest, self._exact(keys[rest], valid, row_max[rest])
+
+    def _total_of_keys(
+        self,
+        keys: Tensor,
+        valid_mask: Tensor | None,
+        row_max: Tensor,
+        similarity_total: Tensor | None,
+    ) -> Tensor:
+        """Float64 ``[B]`` total weight of the candidates (signed for "similarity")."""
+        # summed in the keys' dtype (pairwise summation: a few ulps of the total)
         if self.mass == "similarity":
-            s = torch.where(valid_mask, logits, 0.0).sum(1).to(torch.float64)
-            return s * self.temperature
+            if similarity_total is None:
+                valid = torch.isfinite(keys) if valid_mask is None else valid_mask
+                similarity_total = torch.where(valid, keys, 0.0).sum(1)
+            return similarity_total.to(torch.float64) * self.temperature
         if self.mass == "exp":
             return (keys - row_max.unsqueeze(1)).exp().sum(1).to(torch.float64)
         w = ((keys * self.temperature + 1.0) / 2.0).clamp_min(0.0)
         return w.sum(1).to(torch.float64)
+
+    def _total(self, logits: Tensor, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
+        """Float64 ``[B]`` total weight of the valid candidates (signed for "similarity")."""
+        return self._total_of_keys(keys, valid_mask, row_max, None)
 
     def _subset_weights(self, keys: Tensor, row_max: Tensor) -> Tensor:
         """Float64 prefix weights of some keys (``-inf``: 0); "similarity" clamped at 0."""
