@@ -124,7 +124,7 @@ from spacl.losses.kernel import PositiveMode, contrastive_kernel, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
 from spacl.mining._common import check_anchor_index, unit
 from spacl.mining.adversarial import AdversarialNegatives
-from spacl.mining.negatives import MASSES, RelativeThresholdNegatives, check_share
+from spacl.mining.negatives import MASSES, RelativeThresholdNegatives, _mask_of, check_share
 from spacl.mining.positives import (
     DynamicAnchor,
     check_num_positives,
@@ -590,7 +590,7 @@ class SPACLLoss(nn.Module):
         compact = self._compact(
             online, target, flat_pos, rows, labels, labels, gen_logits, extra, extra_labels
         )
-        if compact is not None:
+        if isinstance(compact, tuple):
             per_anchor, n_candidates, n_kept, kept_gen = compact
         else:
             cand_logits, pos_logits, other, same = self._in_batch(
@@ -606,6 +606,7 @@ class SPACLLoss(nn.Module):
                 labels,
                 extra,
                 extra_labels,
+                compact,
             )
             n_candidates, n_kept = candidates.sum(1), kept.sum(1)
         step = SPACLStep(
@@ -652,7 +653,7 @@ class SPACLLoss(nn.Module):
         compact = self._compact(
             online, target, flat_pos, row_inst, row_labels, labels, gen_logits, extra, extra_labels
         )
-        if compact is not None:
+        if isinstance(compact, tuple):
             per_anchor, n_candidates, n_kept, kept_gen = compact
         else:
             cand_logits, pos_logits, other, same = self._in_batch_every(
@@ -668,6 +669,7 @@ class SPACLLoss(nn.Module):
                 row_labels,
                 extra,
                 extra_labels,
+                compact,
             )
             n_candidates, n_kept = candidates.sum(1), kept.sum(1)
         step = SPACLStep(
@@ -698,7 +700,7 @@ class SPACLLoss(nn.Module):
         gen_logits: Tensor | None,
         extra: Tensor | None,
         extra_labels: Tensor | None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor] | None:
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor] | Tensor | None:
         """The loss on the kept negatives only: ``(per_anchor, candidates, kept, kept_gen)``.
 
         Same value as :meth:`_objective` (``negatives="all_views"``, index positives, a
@@ -710,7 +712,8 @@ class SPACLLoss(nn.Module):
         ``[A, P + K_adv + m]`` (positives, generated, the ``m`` kept columns), whose
         in-batch and queue logits carry their gradient through :class:`_KeptLogits`
         (backward: a sparse ``[A, m]`` product, no dense ``[A, K]`` matmul).  ``None``
-        when the case is not covered or the cut keeps too many (then the dense path).
+        when the case is not covered; the kept mask in the dense kernel's columns when
+        the cut keeps too many for the compact form to pay (then the dense path).
         """
         if (
             self.negatives != "all_views"
@@ -770,7 +773,11 @@ class SPACLLoss(nn.Module):
             cols, kept = self.cut.select_keys(joint, total)
             width = max(int(kept.sum(1).max()), 1)  # the kept entries lead each row
             if width > _COMPACT_SHARE * joint.shape[1]:
-                return None  # many candidates kept: the dense path is as cheap
+                # many candidates kept: the dense kernel, with this selection moved to its
+                # columns [in-batch | P positives | generated | queue]
+                p = flat_pos.shape[1]
+                dense_cols = torch.where(cols >= n, cols + p, cols)
+                return _mask_of(dense_cols, kept, joint.shape[1] + p)
             cols, kept = cols[:, :width], kept[:, :width]
             values = joint.gather(1, cols)
             is_gen = (cols >= n) & (cols < n + k_adv)
@@ -808,13 +815,14 @@ class SPACLLoss(nn.Module):
         labels: Tensor | None,
         extra: Tensor | None,
         extra_labels: Tensor | None,
+        kept: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Assemble every anchor row's candidates, cut once, and call the kernel once.
 
         Columns: the in-batch candidates, the ``P`` hard positives, the ``K_adv``
         generated negatives, the queue.  ``labels`` are those of the anchor rows.
         Returns the per-anchor losses, the candidate and kept masks, and the number of
-        generated negatives kept per row.
+        generated negatives kept per row.  ``kept``: the cut's mask, if already taken.
         """
         a = online.shape[0]
         device = online.device
@@ -842,7 +850,8 @@ class SPACLLoss(nn.Module):
                 + ")"
             )
         logits = torch.cat(pieces, dim=1)
-        kept = self.cut.select(logits.detach(), candidates)
+        if kept is None:  # else the compact path's selection, on the same logits
+            kept = self.cut.select(logits.detach(), candidates)
         positives: Tensor
         if self.positive_pool == "instance_class" or extra_labels is not None:
             positives = torch.cat(pos_blocks, dim=1)

@@ -556,27 +556,32 @@ class RelativeThresholdNegatives(nn.Module):
         for size in (_FAST_BLOCKS, _WIDE_BLOCKS):
             if size == _WIDE_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b):
                 break
-            whole = rest.numel() == b
+            # ``size`` keys weigh at most ``size`` times the largest: rows whose target is
+            # beyond that cannot end among them (long "exp"/"linear" prefixes), skip them
+            tried = rest[size * top_weight[rest] >= target[rest]]
+            if tried.numel() == 0:
+                continue
+            whole = tried.numel() == b
             grouped = _group_width(k) > 1  # then the rows are read in place
             part_cols, part_kept, part_done = _top_prefix(
-                keys if whole else (None if grouped else keys[rest]),
-                target[rest],
+                keys if whole else (None if grouped else keys[tried]),
+                target[tried],
                 weights,
                 size,
-                rest,
-                group_max if whole else group_max[rest],
+                tried,
+                group_max if whole else group_max[tried],
                 None if whole else keys,
             )
             if self.mass != "similarity":
-                part_done &= total[rest] > 0
+                part_done &= total[tried] > 0
                 part_kept &= part_done.unsqueeze(1)
             width = max(cols.shape[1], part_cols.shape[1])
             cols = F.pad(cols, (0, width - cols.shape[1]))
             kept = F.pad(kept, (0, width - kept.shape[1]))
-            cols[rest] = F.pad(part_cols, (0, width - part_cols.shape[1]))
-            kept[rest] = F.pad(part_kept, (0, width - part_kept.shape[1]))
-            done[rest] = part_done
-            rest = rest[~part_done]
+            cols[tried] = F.pad(part_cols, (0, width - part_cols.shape[1]))
+            kept[tried] = F.pad(part_kept, (0, width - part_kept.shape[1]))
+            done[tried] = part_done
+            rest = (~done).nonzero().squeeze(1)
             if rest.numel() == 0:
                 return cols, kept, done, None, None
         valid = torch.isfinite(keys[rest]) if valid_mask is None else valid_mask[rest]
