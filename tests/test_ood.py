@@ -279,7 +279,11 @@ def test_train_ood_end_to_end_with_a_fake_encoder(tmp_path: Path, objective: str
     root = write_topic_dataset(tmp_path / "topics")
     split = open_intent_split(load_intent_dataset("topics", root), 0.5, 0)
     cfg = {
-        "objective": {"name": objective},
+        # SPACL as the shipped recipe runs it (the loss's default pool is "instance")
+        "objective": {
+            "name": objective,
+            "params": {"positive_pool": "class"} if objective == "spacl" else {},
+        },
         "encoder": {"cache_dir": str(tmp_path / "cache")},
         "model": {"hidden_dim": 32, "proj_dim": 16},
         "train": {"epochs": 4, "batch_size": 32},
