@@ -30,19 +30,28 @@ class Recipe:
     summary: str
 
 
-def _summary_and_task(path: Path) -> tuple[str, str]:
-    """The first comment line of a recipe (its summary) and its ``task:`` (default image).
+def _summary_and_task(path: Path, seen: tuple[Path, ...] = ()) -> tuple[str, str]:
+    """The first comment line of a recipe (its summary) and its ``task:`` (default image;
+    a recipe without ``task:`` takes its first ``base:``'s, e.g. ``text/_finetune_base``).
 
     Read as text, not as YAML, so that listing stays fast and never fails on a bad file.
     """
-    summary, task = "", "image"
+    summary, task, base = "", None, None
     for line in path.read_text(encoding="utf-8").splitlines():
         stripped = line.strip()
         if not summary and stripped.startswith("#"):
             summary = stripped.lstrip("#").strip()
+        value = line.partition(":")[2].split("#")[0].strip()
         if line.startswith("task:"):
-            task = line.partition(":")[2].split("#")[0].strip() or task
-    return summary, task
+            task = value or task
+        if line.startswith("base:") and value and base is None:
+            base = value.strip("[]").split(",")[0].strip().strip("'\"")
+    if task is None and base and path not in seen:
+        relative = path.parent / base
+        found = relative if relative.is_file() else find_recipe(base)
+        if found is not None:
+            task = _summary_and_task(found, (*seen, path))[1]
+    return summary, task or "image"
 
 
 def list_recipes() -> list[Recipe]:
