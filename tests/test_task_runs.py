@@ -203,3 +203,19 @@ def test_a_missing_text_extra_is_one_line_naming_the_extra(
     assert (
         err.count("\n") == 0 and "optional extra [text]" in err and "pip install '.[text]'" in err
     )
+
+
+def test_the_printed_result_shows_reject_all_and_the_run_directory(
+    text_run: tuple[Path, object, FakeEncoder],
+) -> None:
+    from spacl.commands.train import format_task_summary
+
+    run, _, _ = text_run
+    summary = json.loads((run / "summary.json").read_text())
+    lines = format_task_summary(summary).splitlines()
+    assert lines[0].startswith(f"{summary['name']} test: ")
+    floor = summary["reject_all"]
+    assert (
+        lines[1].startswith("reject-all baseline: ") and f"f1_ood {floor['f1_ood']:.2f}" in lines[1]
+    )
+    assert lines[2] == f"run directory: {run}"

@@ -76,16 +76,22 @@ def resolve_run(
 
 
 def format_task_summary(summary: dict[str, Any]) -> str:
-    """One line of a ``task: kg`` / ``task: text`` run: its name and test metrics."""
-    test = summary.get("test", {})
-    metrics = "  ".join(
-        f"{k} {v:.4f}" if isinstance(v, float) and abs(v) <= 1 else f"{k} {v:.2f}"
-        for k, v in test.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "count"
-    )
-    where = summary.get("config", {}).get("out_dir")
-    tail = f"\nsummary: {where}/summary.json" if where else ""
-    return f"{summary.get('name', 'run')} test: {metrics}{tail}"
+    """A ``task: kg`` / ``task: text`` run: its name, test metrics, the trivial baseline
+    (reject-all, for open intent) and its run directory."""
+
+    def row(metrics: dict[str, Any]) -> str:
+        return "  ".join(
+            f"{k} {v:.4f}" if isinstance(v, float) and abs(v) <= 1 else f"{k} {v:.2f}"
+            for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "count"
+        )
+
+    lines = [f"{summary.get('name', 'run')} test: {row(summary.get('test', {}))}"]
+    if summary.get("reject_all"):
+        lines.append(f"reject-all baseline: {row(summary['reject_all'])}")
+    if summary.get("run_dir"):
+        lines.append(f"run directory: {summary['run_dir']}")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

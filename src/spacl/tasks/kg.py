@@ -286,6 +286,7 @@ def train_kg(
     assert loop.best is not None
     summary = _kg_summary(run, loop.best, loop.epochs_done, loop.history, filter_index)
     if store is not None:
+        summary["run_dir"] = str(store.path)
         store.save({**loop.state(), "model": loop.best[2], "finished": True})
         evaluation = {"test": summary["test"], "valid": summary["valid"]}
         store.log({"kind": "final", **evaluation})

@@ -362,6 +362,7 @@ def train_ood(
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     summary = _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
     if run is not None:
+        summary["run_dir"] = str(run.path)
         _write_run(run, head, clf, split, int(train_x.shape[1]), summary)
     return summary
 
