@@ -361,8 +361,8 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
     multiple of 1/8, computed exactly by either matmul, and rows are full of ties (also
     at the threshold).  SPACL: anchor view 0, the other instances' views the candidates
     (its dense kernel calls ``select``, its compact one ``select_keys``); link
-    prediction: query = view 0, the views the entity table, the instance's own views
-    its known tails (so the same candidates).
+    prediction (``select_keys_mask``): query = view 0, the views the entity table, the
+    instance's own views its known tails (so the same candidates).
     """
     from loss_references import cut_loop
     from spacl.losses import SPACLLoss
@@ -398,8 +398,14 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
             seen[_n] = (keys.clone(), _mask_of(cols, kept, keys.shape[1]))
             return cols, kept
 
+        def record_mask(keys: torch.Tensor, _s=cut.select_keys_mask, _n=name) -> torch.Tensor:
+            kept = _s(keys)
+            seen[_n] = (keys.clone(), kept)
+            return kept
+
         cut.select = record  # type: ignore[method-assign]
         cut.select_keys = record_keys  # type: ignore[method-assign]
+        cut.select_keys_mask = record_mask  # type: ignore[method-assign]
     spacl(None, pool)
     entities = pool.reshape(n, d)
     own = torch.arange(n).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)

@@ -334,7 +334,7 @@ class LinkSPACLLoss(nn.Module):
         return hard
 
     def _adversarial_logits(
-        self, query: Tensor, entities: Tensor, hard: Tensor
+        self, query: Tensor, entities: Tensor, hard: Tensor, pairs: tuple[Tensor, Tensor]
     ) -> tuple[Tensor, float | None, float | None]:
         """Logits ``[B, K_adv]`` of the generated negatives and the game's losses.
 
@@ -345,7 +345,7 @@ class LinkSPACLLoss(nn.Module):
         b = hard.shape[0]
         game = self._game(query.shape[1])
         ents = entities.detach()
-        row, col = hard.nonzero(as_tuple=True)  # row-major: grouped by query
+        row, col = pairs  # hard.nonzero(): row-major, grouped by query
         counts = torch.bincount(row, minlength=b)
         starts = torch.cumsum(counts, 0) - counts
         first = col[starts]  # every query has at least one hard positive
@@ -384,12 +384,10 @@ class LinkSPACLLoss(nn.Module):
         negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row.
         """
         e = logits.shape[1]
+        keys = logits.masked_fill(positives, -math.inf)  # the one [B, E] mask pass
         if adv_logits is None:
-            return self.cut.select(logits, ~positives), None
-        ones = torch.ones(adv_logits.shape, dtype=torch.bool, device=positives.device)
-        kept = self.cut.select(
-            torch.cat((logits, adv_logits.detach()), 1), torch.cat((~positives, ones), 1)
-        )
+            return self.cut.select_keys_mask(keys), None
+        kept = self.cut.select_keys_mask(torch.cat((keys, adv_logits.detach()), 1))
         return kept[:, :e], kept[:, e:]
 
     def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
@@ -400,30 +398,30 @@ class LinkSPACLLoss(nn.Module):
 
         adv_logits = None
         d_loss = g_loss = None
+        row, col = hard.nonzero(as_tuple=True)  # a handful per query: no [B, E] pass after
         if self.num_adversarial > 0:
-            adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard)
+            adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard, (row, col))
 
         keep, keep_adv = self._cut(logits.detach(), positives, adv_logits)
         neg = masked_logsumexp(logits, keep)
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
+        n_positives = positives.sum(1)
         if self.positive_mode == "log_sum_exp":
-            row, col = hard.nonzero(as_tuple=True)  # a handful per query: no [B, E] pass
             pos = _row_logsumexp(logits[row, col], row, b)
             per_query = torch.logaddexp(pos, neg) - pos
             if self.weighting == "query":
                 loss = per_query.mean()
             else:
-                w = positives.sum(1).to(per_query.dtype)
+                w = n_positives.to(per_query.dtype)
                 loss = (per_query * w).sum() / w.sum()
         else:
-            row, col = hard.nonzero(as_tuple=True)
             pos = logits[row, col]
             per_pair = torch.logaddexp(neg[row], pos) - pos
             loss = _reduce(per_pair, row, b, self.weighting)
         self.last = LinkSPACLStep(
-            positives=float(positives.sum(1).float().mean()),
-            hard_positives=float(hard.sum(1).float().mean()),
+            positives=float(n_positives.float().mean()),
+            hard_positives=float(len(row) / b),
             kept_negatives=float(keep.sum(1).float().mean())
             + (0.0 if keep_adv is None else float(keep_adv.sum(1).float().mean())),
             kept_generated=0.0 if keep_adv is None else float(keep_adv.sum(1).float().mean()),

@@ -29,9 +29,10 @@ is at least as similar to the anchor as every dropped one.
   to 0, and the negatively similar tail of ``"similarity"``): ``lambda_Q = 1`` is the
   paper's "no negative selection" ablation.  With ``"exp"`` / ``"linear"`` a row whose
   total weight is 0 keeps every candidate.
-- Running weights are summed in float64 whatever the input dtype; the total weight of
-  a row is summed in the logits' dtype (for ``"exp"`` from weights exponentiated in
-  it): a relative error of a few ulps of that dtype, against a margin of
+- Running weights are summed in float64 whatever the input dtype (for ``"exp"`` from
+  weights exponentiated in the logits' dtype, an ulp or two of relative error each);
+  the total weight of a row is summed in the logits' dtype (for ``"exp"`` from the
+  same weights): a relative error of a few ulps of that dtype, against a margin of
   ``(1 - share)`` of the total.  It can move the cut only where a running sum lies
   that close to the target.
 - This is the one implementation of the cut: :class:`SPACLLoss`,
@@ -499,6 +500,17 @@ class RelativeThresholdNegatives(nn.Module):
         cols, kept, _, rest, rest_keep = self._select_keys(keys, None, similarity_total)
         return self._merge(cols, kept, rest, rest_keep)
 
+    @torch.no_grad()
+    def select_keys_mask(self, keys: Tensor) -> Tensor:
+        """:meth:`select` of ``keys`` (the logits, ``-inf`` off the candidates): a mask."""
+        if self.share >= 1.0:
+            return torch.isfinite(keys)
+        cols, kept, _, rest, rest_keep = self._select_keys(keys, None, None)
+        keep = _mask_of(cols, kept, keys.shape[1])
+        if rest is not None and rest_keep is not None:
+            keep[rest] = rest_keep
+        return keep
+
     def _merge(
         self, cols: Tensor, kept: Tensor, rest: Tensor | None, rest_keep: Tensor | None
     ) -> tuple[Tensor, Tensor]:
@@ -616,7 +628,10 @@ class RelativeThresholdNegatives(nn.Module):
         if self.mass == "similarity":
             return (k * self.temperature).clamp_min(0.0)
         if self.mass == "exp":
-            return (k - row_max.to(torch.float64).unsqueeze(1)).exp()
+            # exponentiated in the keys' dtype (as the row total is): a relative error of
+            # an ulp or two per weight, then summed in float64
+            shift = row_max.to(keys.dtype).unsqueeze(1)
+            return (keys - shift).exp().to(torch.float64)
         return ((1.0 + k * self.temperature) / 2.0).clamp_min(0.0)
 
     def _exact(self, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
