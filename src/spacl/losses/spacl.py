@@ -770,14 +770,20 @@ class SPACLLoss(nn.Module):
                     count = count + extra.shape[0]
             if not bool((count > 0).any()):
                 return None  # the dense path raises its error
-            cols, kept = self.cut.select_keys(joint, total)
+            cols, kept, _, rest, rest_keep = self.cut._select_keys(joint, None, total)
             width = max(int(kept.sum(1).max()), 1)  # the kept entries lead each row
+            if rest_keep is not None:
+                width = max(width, int(rest_keep.sum(1).max()))
             if width > _COMPACT_SHARE * joint.shape[1]:
                 # many candidates kept: the dense kernel, with this selection moved to its
                 # columns [in-batch | P positives | generated | queue]
+                mask = _mask_of(cols, kept, joint.shape[1])
+                if rest is not None and rest_keep is not None:
+                    mask[rest] = rest_keep
                 p = flat_pos.shape[1]
-                dense_cols = torch.where(cols >= n, cols + p, cols)
-                return _mask_of(dense_cols, kept, joint.shape[1] + p)
+                hole = torch.zeros(a, p, dtype=torch.bool, device=device)
+                return torch.cat((mask[:, :n], hole, mask[:, n:]), 1)
+            cols, kept = self.cut._merge(cols, kept, rest, rest_keep)
             cols, kept = cols[:, :width], kept[:, :width]
             values = joint.gather(1, cols)
             is_gen = (cols >= n) & (cols < n + k_adv)
