@@ -150,3 +150,133 @@ def test_results_index_row_quotes_only_numbers_of_its_results_file() -> None:
     written = set(decimal.findall(source.read_text()))
     quoted = decimal.findall(rows[0].split("|", 2)[2])
     assert quoted and not sorted(set(quoted) - written)
+
+
+# ------------------------------------------------- the fine-tuned task (issue 18, item 2)
+
+
+def tiny_split(num_known: int = 4, per_class: int = 6) -> object:
+    """A tiny open-intent split: ``num_known`` known classes, one unknown class in test."""
+    from spacl.data.text import OpenIntentSplit
+
+    def texts(k: int, part: str, n: int) -> list[str]:
+        return [f"class{k} {part} item {i} " + f"w{k} " * (1 + i % 3) for i in range(n)]
+
+    def block(part: str, n: int, classes: range) -> tuple[list[str], torch.Tensor]:
+        xs = [t for k in classes for t in texts(k, part, n)]
+        return xs, torch.arange(len(classes)).repeat_interleave(n)
+
+    train_x, train_y = block("train", per_class, range(num_known))
+    dev_x, dev_y = block("dev", 3, range(num_known))
+    test_x, test_y = block("test", 2, range(num_known + 1))  # class num_known: unknown
+    return OpenIntentSplit(
+        known_classes=[f"intent{k}" for k in range(num_known)],
+        unknown_classes=["other"],
+        train_texts=train_x,
+        train_labels=train_y,
+        dev_texts=dev_x,
+        dev_labels=dev_y,
+        test_texts=test_x,
+        test_labels=test_y,
+        known_ratio=0.8,
+        seed=0,
+    )
+
+
+def tiny_backbone() -> object:
+    from spacl.tasks.text_finetune_run import Backbone
+
+    model, tokenize = tiny_bert()
+    return Backbone(model, tokenize, name="tiny-bert")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("m", "classes", "want"), [(2, 5, 2), (2, 4, 2), (2, 3, 4), (2, 2, 4)])
+def test_balanced_m_keeps_two_or_more_classes_per_batch(m: int, classes: int, want: int) -> None:
+    from spacl.tasks.text_finetune import balanced_m
+
+    assert balanced_m(8, classes, m) == want
+    with pytest.raises(ValueError, match=">= 2 of 1 classes"):
+        balanced_m(8, 1, m)
+
+
+def test_finetune_batches_hold_two_or_more_classes() -> None:
+    """Batch 8 over 3 classes (an auxiliary fine-tune's case): every batch mixes classes;
+    the uniform permutation can draw a batch of one class."""
+    from spacl.tasks.text_finetune import _batches
+
+    labels = torch.arange(3).repeat_interleave(40)
+    settings = FinetuneSettings("supcon", batch_size=8, samples_per_class=2)
+    for epoch in range(3):
+        batches = list(_batches(settings, labels, epoch))
+        assert len(batches) == 120 // 8
+        assert all(len(b) == 8 and labels[b].unique().numel() >= 2 for b in batches)
+    skewed = torch.cat((torch.zeros(112, dtype=torch.long), torch.ones(8, dtype=torch.long)))
+    uniform = FinetuneSettings("supcon", batch_size=8, samples_per_class=None)
+    assert any(skewed[b].unique().numel() == 1 for b in _batches(uniform, skewed, 0))
+    assert all(skewed[b].unique().numel() == 2 for b in _batches(settings, skewed, 0))
+
+
+def _finetune_cfg(tmp_path: object, *extra: str) -> object:
+    from spacl.tasks.text_config import ood_config
+
+    return ood_config(
+        "text/stackoverflow_finetune_spacl",
+        ["finetune.max_steps=3", "optim.lr=1e-3", "ood.min_class_count=2", *extra],
+    )
+
+
+def test_finetuned_run_directory_predicts_and_evaluates_as_it_was_trained(tmp_path) -> None:
+    """A fine-tuned run writes the top layers, centres, thresholds and class names; the
+    detector rebuilt from them gives the run's own test metrics and predictions."""
+    from spacl.tasks.rundir import read_task_checkpoint
+    from spacl.tasks.text import train_ood
+    from spacl.tasks.text_finetune_run import train_finetuned
+    from spacl.tasks.text_run import evaluate_text_run, load_intent_detector
+
+    split, backbone = tiny_split(), tiny_backbone()
+    cfg = _finetune_cfg(tmp_path)
+    run_dir = tmp_path / "run"
+    summary = train_finetuned(cfg, backbone=backbone, split=split, run_dir=run_dir)
+    assert summary["rule"] == "quantile/class" and summary["steps"] == 3
+    assert summary["test"]["fpr_at_95_tpr"] is not None
+    assert summary["rules_test"]["adb"]["used_for_selection"] is False
+    state = read_task_checkpoint(run_dir, "text")
+    assert state["encoder"]["trainable_layers"] == 2 and state["encoder"]["top"]
+    assert state["detector"]["class_names"] == split.known_classes
+    assert (run_dir / "eval.json").is_file() and (run_dir / "config.yaml").is_file()
+    det = load_intent_detector(run_dir, encoder=tiny_backbone())
+    again = evaluate_text_run(run_dir, encoder=tiny_backbone(), split=split)["test"]
+    for key, value in summary["test"].items():
+        assert again[key] == pytest.approx(value, abs=1e-9), key
+    got = det.predict(split.test_texts[:4])
+    assert all(name in [*split.known_classes, "open"] for name, _ in got)
+    # the fine-tuned weights differ from the source model's, and they are the ones loaded
+    untouched = tiny_backbone().top(2)  # type: ignore[attr-defined]
+    moved = det.encoder.top  # type: ignore[attr-defined]
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(untouched.parameters(), moved.parameters(), strict=True)
+    )
+    # train_ood dispatches on finetune.trainable_layers (a finished run resumes to itself)
+    again_summary = train_ood(cfg, run_dir=run_dir, resume=True)
+    assert again_summary["test"] == summary["test"]
+
+
+def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() -> None:
+    from spacl.tasks.text_config import ood_config
+
+    names = ["spacl", "spacl_selected", "supcon", "ce"]
+    cfgs = [ood_config(f"text/stackoverflow_finetune_{n}") for n in names]
+    for cfg in cfgs:
+        assert cfg.finetune.trainable_layers == 2 and cfg.finetune.samples_per_class == 2
+        assert (cfg.optim.name, cfg.optim.lr, cfg.train.batch_size) == ("adam", 1e-5, 8)
+        assert (cfg.train.epochs, cfg.views.num_views) == (3, 5)
+        assert (cfg.ood.method, cfg.ood.scope, cfg.ood.quantile) == ("quantile", "class", 0.95)
+    banking = ood_config(
+        "text/stackoverflow_finetune_spacl", ["data.name=banking", "data.known_ratio=0.75"]
+    )
+    assert (banking.data.name, banking.data.known_ratio) == ("banking", 0.75)
+    with pytest.raises(ValueError, match="trains nothing"):
+        ood_config("text/stackoverflow_finetune_spacl", ["objective.name=frozen"])
+    with pytest.raises(ValueError, match=r"finetune\.trainable_layers"):
+        ood_config("text/stackoverflow_finetune_spacl", ["finetune.trainable_layers=7"])

@@ -313,6 +313,10 @@ def train_ood(
 ) -> dict[str, Any]:
     """Run one open-intent experiment from a recipe; return its summary.
 
+    With ``finetune.trainable_layers > 0`` the encoder's top layers are fine-tuned
+    instead (:func:`spacl.tasks.text_finetune_run.train_finetuned`; ``encoder`` is then
+    not used).
+
     With ``run_dir`` (or ``out_dir`` in the recipe, as its parent) the run writes a run
     directory (:mod:`spacl.tasks.rundir`): the head and the detector (class centres,
     thresholds, class names) in ``checkpoints/last.pt``, for ``spacl eval`` and
@@ -332,6 +336,10 @@ def train_ood(
     """
     cfg = ood_config(config, overrides)
     say = log or _logger.info
+    if int(cfg.finetune.trainable_layers) > 0:  # the fine-tuned encoder (issue 18)
+        from spacl.tasks.text_finetune_run import train_finetuned
+
+        return train_finetuned(cfg, split=split, log=log, run_dir=run_dir, resume=resume)
     run = TaskRun.open(cfg, "text", _run_name(cfg), run_dir, resume)
     if run is not None and resume:
         state = run.checkpoint()

@@ -93,6 +93,15 @@ class OODEvalConfig(EvalSection):
 
 
 @dataclass
+class OODFinetuneConfig:
+    # 0: the frozen encoder + a trained head (spacl.tasks.text); L > 0: the top L layers of
+    # the encoder fine-tuned, no head (spacl.tasks.text_finetune_run; model.* unused)
+    trainable_layers: int = 0
+    samples_per_class: int | None = 2  # class-balanced batches (>= 2 classes each); None: uniform
+    max_steps: int | None = None  # stop fine-tuning after this many steps (smoke runs)
+
+
+@dataclass
 class OODDecisionConfig:
     # quantile (the fixed default rule, issue 18: docs/kg_and_text.md) | pseudo_ood
     # | held_out_classes | select (per-run choice by text_decision.SELECTION_CRITERION)
@@ -119,6 +128,7 @@ class OODConfig:
     train: OODTrainConfig = field(default_factory=OODTrainConfig)
     eval: OODEvalConfig = field(default_factory=OODEvalConfig)
     ood: OODDecisionConfig = field(default_factory=OODDecisionConfig)
+    finetune: OODFinetuneConfig = field(default_factory=OODFinetuneConfig)
 
 
 @register_task("text", runner="spacl.tasks.text:train_ood")
@@ -156,3 +166,21 @@ def _validate(cfg: DictConfig) -> None:
     int_at_least("ood.min_class_count", cfg.ood.min_class_count, 1)
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError("config key 'views.num_views' must be >= 2 for spacl")
+    _validate_finetune(cfg)
+
+
+def _validate_finetune(cfg: DictConfig) -> None:
+    """``finetune.*``: 0 <= trainable_layers <= 6; a fine-tuned run trains an objective."""
+    ft = cfg.finetune
+    in_range("finetune.trainable_layers", ft.trainable_layers, 0, 6)
+    if ft.samples_per_class is not None:
+        int_at_least("finetune.samples_per_class", ft.samples_per_class, 1)
+    if ft.max_steps is not None:
+        int_at_least("finetune.max_steps", ft.max_steps, 1)
+    if int(ft.trainable_layers) > 0:
+        if cfg.objective.name == "frozen":
+            raise ValueError(
+                "config key 'objective.name'='frozen' trains nothing: set "
+                "finetune.trainable_layers=0 for the frozen encoder"
+            )
+        int_at_least("views.num_views", cfg.views.num_views, 2)

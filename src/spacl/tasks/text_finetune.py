@@ -27,13 +27,25 @@ Objectives (:func:`finetune`), all on the same views, steps and initial weights:
 
 Contrastive losses read the L2-normalised embeddings; no projection head is used, so
 the features of the open-set decision are the encoder's embeddings for every method.
+``FinetuneSettings.params`` adds keyword arguments to the loss (a recipe's
+``objective.params``): the SPACL form is then the recipe's, over the defaults above.
+
+Batches (issue 18): class-balanced by default (:class:`spacl.data.sampling.BatchPlan`,
+``samples_per_class`` m = 2: a batch of 8 holds 2 examples of each of 4 classes), so
+every batch holds at least two classes; with fewer classes than ``batch_size / m``, m
+grows to the smallest divisor of the batch that fits (:func:`balanced_m`).
+``samples_per_class=None`` keeps the older uniform batches (a seeded permutation).
+
+The task's runner (``spacl train text/stackoverflow_finetune_*``) is
+:mod:`spacl.tasks.text_finetune_run`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +55,7 @@ __all__ = [
     "FINETUNE_OBJECTIVES",
     "FinetuneSettings",
     "TopLayers",
+    "balanced_m",
     "bottom_states",
     "embed_states",
     "encode_views",
@@ -197,6 +210,8 @@ class FinetuneSettings:
     num_views: int = 5
     seed: int = 0
     max_steps: int | None = None  # stop early (tests / smoke runs)
+    samples_per_class: int | None = 2  # balanced batches (module docstring); None: uniform
+    params: Mapping[str, Any] = field(default_factory=dict)  # extra loss keyword arguments
 
     def __post_init__(self) -> None:
         if self.objective not in FINETUNE_OBJECTIVES:
@@ -210,33 +225,82 @@ class FinetuneSettings:
             )
         if not self.lr > 0 or not self.temperature > 0:
             raise ValueError(f"lr and temperature must be > 0, got {self.lr}, {self.temperature}")
+        if self.samples_per_class is not None and not 1 <= self.samples_per_class:
+            raise ValueError(f"samples_per_class must be >= 1, got {self.samples_per_class}")
+
+
+def balanced_m(batch_size: int, num_classes: int, samples_per_class: int) -> int:
+    """The ``m`` of a balanced batch: ``samples_per_class``, or the smallest divisor of
+    ``batch_size`` above it that leaves at most ``num_classes`` classes per batch.
+
+    Raises:
+        ValueError: fewer than 2 classes, or no divisor leaves 2 or more classes.
+    """
+    for m in range(samples_per_class, batch_size // 2 + 1):
+        if batch_size % m == 0 and 2 <= batch_size // m <= num_classes:
+            return m
+    raise ValueError(
+        f"no balanced batch of {batch_size} holds >= 2 of {num_classes} classes with "
+        f">= {samples_per_class} examples each"
+    )
+
+
+def _batches(settings: FinetuneSettings, labels: Tensor, epoch: int) -> Iterator[Tensor]:
+    """The instance indices of every step of ``epoch`` (module docstring)."""
+    n = labels.numel()
+    if settings.samples_per_class is None:
+        gen = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n, settings.batch_size):
+            if perm[i : i + settings.batch_size].numel() >= 2:  # skip a last batch of one
+                yield perm[i : i + settings.batch_size]
+        return
+    from spacl.data.sampling import BatchPlan
+
+    classes = int(labels.unique().numel())
+    m = balanced_m(settings.batch_size, classes, settings.samples_per_class)
+    plan = BatchPlan(
+        n, settings.batch_size, settings.seed, labels=labels, balanced=True, samples_per_class=m
+    )
+    for step in range(len(plan)):
+        yield plan.global_indices(epoch, step)
+
+
+#: the SPACL forms of the objectives (module docstring); ``params`` override them
+SPACL_FORMS: dict[str, dict[str, Any]] = {
+    "spacl": {"positive_pool": "instance_class", "detach_candidates": False},
+    "spacl_selected": {
+        "positive_pool": "instance_class",
+        "positive_mode": "mean",
+        "anchor_set": "every_view",
+        "detach_candidates": False,
+    },
+}
 
 
 def _loss_fn(settings: FinetuneSettings) -> nn.Module | None:
-    if settings.objective == "spacl_selected":
-        from spacl.losses import SPACLLoss
+    params = dict(settings.params)
+    try:
+        if settings.objective in SPACL_FORMS:
+            from spacl.losses import SPACLLoss
 
-        return SPACLLoss(
-            temperature=settings.temperature,
-            positive_pool="instance_class",
-            positive_mode="mean",
-            anchor_set="every_view",
-            detach_candidates=False,
-            generator=torch.Generator().manual_seed(settings.seed),
+            return SPACLLoss(
+                temperature=settings.temperature,
+                generator=torch.Generator().manual_seed(settings.seed),
+                **{**SPACL_FORMS[settings.objective], **params},
+            )
+        if settings.objective == "supcon":
+            from spacl.losses import SupConLoss
+
+            return SupConLoss(temperature=settings.temperature, **params)
+    except TypeError as err:
+        raise ValueError(f"config key 'objective.params' ({settings.objective}): {err}") from err
+    unknown = sorted(set(params) - {"label_smoothing"})
+    if unknown:
+        raise ValueError(
+            f"config key 'objective.params.{unknown[0]}' is not a parameter of cross_entropy "
+            "(accepted: label_smoothing)"
         )
-    if settings.objective == "spacl":
-        from spacl.losses import SPACLLoss
-
-        return SPACLLoss(
-            temperature=settings.temperature,
-            positive_pool="instance_class",
-            detach_candidates=False,
-            generator=torch.Generator().manual_seed(settings.seed),
-        )
-    if settings.objective == "supcon":
-        from spacl.losses import SupConLoss
-
-        return SupConLoss(temperature=settings.temperature)
     return None
 
 
@@ -251,7 +315,8 @@ def _objective_loss(
     if classifier is not None:
         b, v, d = views.shape
         logits = classifier(views.reshape(b * v, d))
-        return F.cross_entropy(logits, labels.repeat_interleave(v))
+        smoothing = float(settings.params.get("label_smoothing", 0.0))
+        return F.cross_entropy(logits, labels.repeat_interleave(v), label_smoothing=smoothing)
     assert loss_fn is not None
     z = F.normalize(views, dim=-1)
     if settings.objective in ("spacl", "spacl_selected"):
@@ -272,8 +337,8 @@ def finetune(
 ) -> tuple[TopLayers, list[float]]:
     """Fine-tune a copy of ``initial`` on cached ``states`` with ``labels``.
 
-    Every step draws ``settings.batch_size`` instances (a seeded permutation per epoch;
-    a last batch of one instance is skipped), makes their views (:func:`encode_views`)
+    Every step draws ``settings.batch_size`` instances (class-balanced, or a seeded
+    permutation per epoch: module docstring), makes their views (:func:`encode_views`)
     and takes one Adam step on the objective.  ``initial`` is not modified.  Returns
     the fine-tuned copy (eval mode) and the mean loss of every epoch.  ``on_step``
     receives ``(step, loss)`` after every step.
@@ -291,16 +356,11 @@ def finetune(
         params += list(classifier.parameters())
     loss_fn = _loss_fn(settings)
     optimizer = torch.optim.Adam(params, lr=settings.lr)
-    gen = torch.Generator().manual_seed(settings.seed)
     epoch_losses: list[float] = []
     step = 0
-    for _epoch in range(settings.epochs):
-        perm = torch.randperm(len(states), generator=gen)
+    for epoch in range(settings.epochs):
         total, count = 0.0, 0
-        for i in range(0, len(states), settings.batch_size):
-            idx = perm[i : i + settings.batch_size]
-            if idx.numel() < 2:
-                continue
+        for idx in _batches(settings, labels, epoch):
             h, mask = pad_states([states[int(j)] for j in idx])
             yb = labels[idx]
             views = encode_views(top, h, mask, settings.num_views)  # [b, V, d]

