@@ -198,7 +198,7 @@ class StudyReport:
                 f"which has no counter-example test (RULE_TESTS: {sorted(RULE_TESTS)})"
             )
         outcome, rule = verdict.verdict, verdict.rule
-        if self.quick and outcome not in NON_VERDICTS:
+        if self.quick and outcome != SMOKE:
             outcome, rule = SMOKE, f"(withheld: quick budget; the rule gives {outcome}) {rule}"
         elif len(self.seeds) < MIN_SEEDS and outcome not in NON_VERDICTS:
             outcome = FEW_SEEDS

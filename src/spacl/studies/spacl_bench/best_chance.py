@@ -196,19 +196,24 @@ def arms(cfg: BestChance = FULL, temperatures: Sequence[float] = TEMPERATURES) -
 
 
 def run_best_chance(
-    store: RunStore, cfg: BestChance = FULL, *, quick: bool = False
+    store: RunStore, cfg: BestChance = FULL, *, quick: bool = False, train: bool = True
 ) -> dict[str, float]:
     """Tune every arm (seed 0), then every seed at the tuned temperatures, and IB / IB+H at
-    every temperature and seed (the cut x tau table); resumable through ``store``.
-    Returns the tuned temperatures."""
+    every temperature and seed (the cut x tau table); resumable through ``store``
+    (``train=False``: only what it holds).  Returns the tuned temperatures."""
     bench = load_best_chance(cfg)
     temps_grid = TEMPERATURES[1:2] if quick else TEMPERATURES
     methods = arms(cfg, temps_grid)
     seeds = list(range(cfg.seeds))
-    train_runs(bench, SETTING, [(m, t) for m in methods for t in m.temperatures], 0, store)
-    tuned = {m.name: select_temperature(store, NAME, SETTING, m, CRITERION) for m in methods}
+    if train:
+        train_runs(bench, SETTING, [(m, t) for m in methods for t in m.temperatures], 0, store)
+    tuned = {
+        m.name: select_temperature(store, NAME, SETTING, m, CRITERION)
+        for m in methods
+        if all(RunKey(NAME, SETTING, m.name, t, 0) in store for t in m.temperatures)
+    }
     grid = ("SPACL IB", "SPACL IB+H")
-    for seed in seeds[1:]:
+    for seed in seeds[1:] if train else []:
         jobs = [(m, tuned[m.name]) for m in methods if m.name not in grid]
         jobs += [(m, t) for m in methods if m.name in grid for t in m.temperatures]
         train_runs(bench, SETTING, jobs, seed, store)
@@ -256,4 +261,11 @@ def collect(store: RunStore, tuned: dict[str, float], cfg: BestChance = FULL) ->
             row["welch_t"], row["p"] = welch(ibh, ib)
         grid.append(row)
     out["cut_by_tau"] = grid
+    timed = [
+        float(r["seconds"])
+        for r in store.select(bench=NAME)
+        if r.get("seconds") and r["seed"] in seeds
+    ]
+    out["compute"] = {"runs": len(timed), "seconds": sum(timed)}
+    out["preregistration"] = PREREGISTRATION
     return out

@@ -7,7 +7,7 @@ from typing import Any
 
 from spacl.studies.spacl_bench.methods import BASE, Method, baselines, spacl_method
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
-from spacl.studies.spacl_bench.stages import SettingResult, paper_ablations
+from spacl.studies.spacl_bench.stages import SettingResult, ablation_arms
 from spacl.studies.verdicts import summarize
 
 __all__ = ["METRICS", "collect_setting"]
@@ -19,17 +19,25 @@ def _split_summary(records: Sequence[dict[str, Any]], split: str) -> dict[str, A
     return summarize([{k: 100.0 * float(r[split][k]) for k in METRICS} for r in records])
 
 
-def _over_seeds(store: RunStore, res: SettingResult, name: str, tau: float) -> dict[str, Any]:
+def _over_seeds(
+    store: RunStore, res: SettingResult, name: str, tau: float | None
+) -> dict[str, Any]:
+    """The runs of ``name`` at ``tau`` over the setting's seeds (``seeds`` empty: none)."""
     recs = [
         store.get(key)
         for seed in res.seeds
-        if (key := RunKey(res.bench, res.setting, name, tau, seed)) in store
+        if tau is not None and (key := RunKey(res.bench, res.setting, name, tau, seed)) in store
     ]
+    out: dict[str, Any] = {"tau": tau, "seeds": [r["seed"] for r in recs]}
+    if not recs:
+        return out
+    kept = [float(r["kept_fraction"][-1]) for r in recs if r.get("kept_fraction")]
     return {
-        "tau": tau,
-        "seeds": [r["seed"] for r in recs],
+        **out,
         "val": _split_summary(recs, "val"),
         "test": _split_summary(recs, "test"),
+        "seconds": [r.get("seconds") for r in recs],
+        "kept_fraction_end": kept,
     }
 
 
@@ -48,19 +56,27 @@ def collect_setting(
     """Everything the report shows of one bench and setting (accuracies in %)."""
     bases = list(methods) if methods is not None else baselines(res.setting)
     temps = res.temperatures
-    main = {m.name: _over_seeds(store, res, m.name, temps[m.name]) for m in bases}
+    main = {m.name: _over_seeds(store, res, m.name, temps.get(m.name)) for m in bases}
     # the best baseline is chosen on validation (mean over seeds of the criterion)
-    best = max(main, key=lambda n: main[n]["val"][res.criterion]["mean"])
-    tau0 = temps[res.base]
+    ran = [n for n in main if main[n]["seeds"]]
+    best = max(ran, key=lambda n: main[n]["val"][res.criterion]["mean"]) if ran else None
+    tau0 = temps.get(res.base)
     spacl = {"base": _over_seeds(store, res, res.base, tau0)}
-    spacl["selected"] = _over_seeds(store, res, res.selected, temps[res.selected])
+    spacl["selected"] = _over_seeds(store, res, res.selected, temps.get(res.selected))
     ablations = {}
-    for short, choice in paper_ablations().items():
+    for short, choice in ablation_arms().items():
         method = spacl_method(choice, res.setting, proj_dim)
-        ablations[short] = {"name": method.name, **_over_seeds(store, res, method.name, tau0)}
+        tau = temps.get(method.name)
+        ablations[short] = {"name": method.name, **_over_seeds(store, res, method.name, tau)}
+        # the same arm at the base's temperature, seed 0 (the earlier protocol's reading)
+        key = RunKey(res.bench, res.setting, method.name, tau0 or 0.0, 0)
+        if key in store:
+            ablations[short]["at_base_tau_val"] = 100.0 * float(
+                store.get(key)["val"][res.criterion]
+            )
     options = {}
     for name in res.options:
-        rec = store.get(RunKey(res.bench, res.setting, name, tau0, 0))
+        rec = store.get(RunKey(res.bench, res.setting, name, tau0 or 0.0, 0))
         options[name] = {
             "change": option_change(name, res),
             "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
@@ -74,7 +90,20 @@ def collect_setting(
             s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
         }
     tuned = [*bases, spacl_method(BASE, res.setting, proj_dim)]
+    tuned += [spacl_method(c, res.setting, proj_dim) for c in ablation_arms().values()]
+    used = [
+        r
+        for r in store.select(bench=res.bench, setting=res.setting)
+        if r["seed"] in res.seeds and r["steps"] != 0
+    ]
+    timed = [float(r["seconds"]) for r in used if r.get("seconds")]
     return {
+        "compute": {
+            "runs": len(used),
+            "timed_runs": len(timed),
+            "seconds": sum(timed),
+            "median_run_seconds": res.run_seconds,
+        },
         "criterion": res.criterion,
         "seeds": res.seeds,
         "temperatures": temps,

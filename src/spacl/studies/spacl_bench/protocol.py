@@ -134,7 +134,9 @@ def train_models(
     (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count.
 
     ``seconds``, if given, receives each arm's own training time (its steps only, timed
-    one by one: jobs trained together do not share a clock)."""
+    one by one: jobs trained together do not share a clock).  A bench whose seeds redraw
+    the training set trains on the seed's draw (:meth:`Bench.for_seed`)."""
+    bench = bench.for_seed(seed)
     arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in jobs}
     traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
     clock = seconds if seconds is not None else {}
@@ -168,6 +170,7 @@ def train_runs(
     todo = [(m, t) for m, t in jobs if RunKey(bench.name, setting, m.name, t, seed) not in store]
     if not todo:
         return
+    bench = bench.for_seed(seed)
     clock: dict[tuple[str, float], float] = {}
     arms, traces, step = train_models(bench, setting, todo, seed, clock)
     for (name, tau), arm in arms.items():
@@ -196,6 +199,48 @@ def train_runs(
             {k: round(v, 4) for k, v in metrics["val"].items()},
             train_s + eval_s,
         )
+
+
+def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
+    """Seed the run stores from an earlier committed ``results.json`` (its ``runs`` rows).
+
+    Only rows with ``keep(row)`` true are taken, each marked ``origin`` (that file's
+    commit) with no recorded time; option runs get their kept-fraction trace back from
+    the metrics.  Rows already in a store are left alone.  Returns the number added.
+    """
+    results = json.loads(Path(path).read_text())
+    origin = f"results.json@{results.get('commit', 'unknown')}"
+    traces: dict[tuple[str, str, str, float], list[float]] = {}
+    for bench, sets in results["metrics"]["benches"].items():
+        for setting, g in sets.items():
+            tau0 = float(g["temperatures"][g["base_name"]])  # options ran at the base's tau
+            for name, opt in g["options"].items():
+                traces[(bench, setting, name, tau0)] = opt["kept_fraction"]
+    added = 0
+    stores: dict[str, RunStore] = {}
+    for row in results["runs"]:
+        if not keep(row):
+            continue
+        store = stores.setdefault(
+            row["bench"], RunStore(Path(out_dir) / "runs" / f"{row['bench']}.jsonl")
+        )
+        key = RunKey(row["bench"], row["setting"], row["method"], float(row["tau"]), row["seed"])
+        if key in store:
+            continue
+        untrained = row["method"] in ("frozen encoder", "raw inputs")
+        trace = traces.get((row["bench"], row["setting"], row["method"], float(row["tau"])), [])
+        store.add(
+            key,
+            {
+                "steps": 0 if untrained else -1,  # -1: trained, step count not recorded
+                "val": row["val"],
+                "test": row["test"],
+                "kept_fraction": trace if row["seed"] == 0 else [],
+                "origin": origin,
+            },
+        )
+        added += 1
+    return added
 
 
 def select_temperature(

@@ -7,9 +7,16 @@
    and the paper's part-ablations, seed 0, at the base's temperature; the choice with
    the best validation score is SPACL's **selected** setting.
 3. **retune**: the selected choice at every temperature (seed 0), if it is not the base.
-4. **seeds**: every baseline, the base and the selected choice at their temperatures,
-   with seeds ``1..S-1`` (seed 0 is the tuning run), and the paper's ablations
-   (:func:`paper_ablations`) at the base's temperature with seeds 1 and 2.
+4. **ablation tuning**: the paper's ablations (:func:`paper_ablations`) and the
+   negative-side pair IB / IB+H (:data:`NEGATIVE_SIDE`) at every temperature (seed 0):
+   each ablation arm gets the same temperature budget as the full model.
+5. **seeds**: every baseline, the base and the selected choice, then every ablation arm,
+   at their own temperatures with seeds ``1..S-1`` (seed 0 is the tuning run).  ``S``
+   follows the project's rule from the measured run time (:func:`seed_count`): 5 where
+   a run costs under a minute, else 3.
+
+``train=False`` trains nothing: the stages read what the run store holds, and what is
+missing stays missing (the report says which claims lack runs).
 
 Only ``val`` scores enter a choice; ``test`` is read by the report only.  The frozen
 (untrained) encoder and the raw inputs are scored as the untrained baselines.
@@ -18,8 +25,9 @@ Only ``val`` scores enter a choice; ``test`` is read by the report only.  The fr
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spacl.studies.spacl_bench.benches import Bench
@@ -38,15 +46,28 @@ from spacl.studies.spacl_bench.protocol import (
     select_temperature,
     train_runs,
 )
+from spacl.studies.verdicts import seeds_needed
 
-__all__ = ["ABLATIONS", "SettingResult", "paper_ablations", "run_setting"]
+__all__ = [
+    "ABLATIONS",
+    "NEGATIVE_SIDE",
+    "SettingResult",
+    "ablation_arms",
+    "paper_ablations",
+    "run_setting",
+    "seed_count",
+]
 
 log = logging.getLogger(__name__)
 #: the paper's part-ablations not already a factor option (cut none = no selection,
 #: generator 0 = no adversarial)
 ABLATIONS: tuple[str, ...] = ("no_anchor", "no_hard_positive", "oaa")
-#: the paper's ablations run with the first 3 seeds only (CPU budget)
-ABLATION_SEEDS = 3
+#: SPEC §1.6's IB / IB+H: in-batch negatives (no generator), all kept / cut.  IB+H
+#: computes the same as ``no_adversarial`` (losses/spacl.py), so it shares its runs.
+NEGATIVE_SIDE: dict[str, SpaclChoice] = {
+    "ib": replace(BASE, generator="0", cut="none"),
+    "ib_h": replace(BASE, generator="0"),
+}
 
 
 @dataclass
@@ -61,6 +82,8 @@ class SettingResult:
     options: list[str]  # every SPACL option tried in stage 2 (base first)
     criterion: str
     seeds: list[int]
+    ablations: dict[str, str] = field(default_factory=dict)  # short name -> method name
+    run_seconds: float | None = None  # median measured compute time of one run
 
 
 def _score(store: RunStore, key: RunKey, criterion: str) -> float:
@@ -92,6 +115,25 @@ def option_choices(setting: str) -> list[SpaclChoice]:
     return spacl_choices(setting) + [replace(BASE, variant=v) for v in ABLATIONS] + extra
 
 
+def ablation_arms() -> dict[str, SpaclChoice]:
+    """The paper's ablations and the negative-side pair (IB+H is ``no_adversarial``)."""
+    return {**paper_ablations(), "ib": NEGATIVE_SIDE["ib"]}
+
+
+def seed_count(store: RunStore, bench: str, setting: str, most: int) -> tuple[int, float | None]:
+    """Seeds by the project's rule from the median measured run time of the setting
+    (:func:`~spacl.studies.verdicts.seeds_needed`); ``most`` when no time is recorded."""
+    times = [
+        float(r["seconds"])
+        for r in store.select(bench=bench, setting=setting)
+        if r.get("seconds") and r["steps"] != 0
+    ]
+    if not times:
+        return most, None
+    median = statistics.median(times)
+    return min(most, seeds_needed(median)), median
+
+
 def run_setting(
     bench: Bench,
     setting: str,
@@ -101,35 +143,65 @@ def run_setting(
     criterion: str = "linear",
     *,
     quick: bool = False,
+    train: bool = True,
 ) -> SettingResult:
-    """Run the four stages (module docstring); resumable through ``store``.
+    """Run the five stages (module docstring); resumable through ``store``.
 
     ``quick``: every method gets one value of its four (no tuning), and stage 2 tries only
     the base, the paper's ablations and the EMA option (a smoke run).
     """
     name = bench.name
-    _untrained(bench, setting, store)
+
+    def fit(jobs: list[tuple[Method, float]], seed: int) -> None:
+        if train:
+            train_runs(bench, setting, jobs, seed, store)
+
+    def tune(method: Method) -> float | None:
+        fit([(method, t) for t in method.temperatures], 0)
+        if not all(RunKey(name, setting, method.name, t, 0) in store for t in method.temperatures):
+            return None
+        return select_temperature(store, name, setting, method, criterion)
+
+    if train:
+        _untrained(bench, setting, store)
     bases = [_thin(m, quick) for m in baselines(setting)]
     base = _thin(spacl_method(BASE, setting, proj_dim), quick)
     tuned: list[Method] = [*bases, base]
-    train_runs(bench, setting, [(m, t) for m in tuned for t in m.temperatures], 0, store)
-    temps = {m.name: select_temperature(store, name, setting, m, criterion) for m in tuned}
+    fit([(m, t) for m in tuned for t in m.temperatures], 0)
+    temps = {m.name: tune(m) for m in tuned}
     tau0 = temps[base.name]
-    options, best = _select_option(bench, setting, store, proj_dim, criterion, tau0, quick)
-    if best.name != base.name:
-        train_runs(bench, setting, [(best, t) for t in best.temperatures], 0, store)
-        temps[best.name] = select_temperature(store, name, setting, best, criterion)
+    options: list[Method] = [base]
+    best = base
+    if tau0 is not None:
+        options, best = _select_option(
+            bench, setting, store, proj_dim, criterion, tau0, quick, train
+        )
+        if best.name != base.name:
+            temps[best.name] = tune(best)
     final = [*bases, base] + ([best] if best.name != base.name else [])
-    ablations = [spacl_method(c, setting, proj_dim) for c in paper_ablations().values()]
-    for seed in seeds:
-        if seed != 0:
-            jobs = [(m, temps[m.name]) for m in final]
-            if seed in seeds[:ABLATION_SEEDS]:
-                jobs += [(m, tau0) for m in ablations]
-            train_runs(bench, setting, jobs, seed, store)
-    log.info("%s/%s: selected %s (tau %g)", name, setting, best.name, temps[best.name])
-    names = [m.name for m in options]
-    return SettingResult(name, setting, temps, base.name, best.name, names, criterion, list(seeds))
+    n_seeds, _ = seed_count(store, name, setting, len(seeds))
+    for seed in list(seeds)[1:n_seeds]:  # the main comparison first (CPU is scarce)
+        fit([(m, t) for m in final if (t := temps[m.name]) is not None], seed)
+    arms = {k: _thin(spacl_method(c, setting, proj_dim), quick) for k, c in ablation_arms().items()}
+    for arm in arms.values():
+        temps[arm.name] = tune(arm)
+    n_seeds, seconds = seed_count(store, name, setting, len(seeds))
+    used = list(seeds)[: max(n_seeds, 1)]
+    for seed in used[1:]:
+        fit([(m, t) for m in arms.values() if (t := temps[m.name]) is not None], seed)
+    log.info("%s/%s: selected %s (tau %s)", name, setting, best.name, temps.get(best.name))
+    return SettingResult(
+        name,
+        setting,
+        {k: v for k, v in temps.items() if v is not None},
+        base.name,
+        best.name,
+        [m.name for m in options],
+        criterion,
+        used,
+        {k: m.name for k, m in arms.items()},
+        seconds,
+    )
 
 
 def _untrained(bench: Bench, setting: str, store: RunStore) -> None:
@@ -148,6 +220,7 @@ def _select_option(
     criterion: str,
     tau0: float,
     quick: bool,
+    train: bool = True,
 ) -> tuple[list[Method], Method]:
     """Stage 2: every option at the base's temperature, seed 0; the best on validation.
 
@@ -159,7 +232,9 @@ def _select_option(
         keep = [BASE, *paper_ablations().values(), replace(BASE, gradient="ema")]
         choices = [c for c in choices if c in keep]
     options = [_thin(spacl_method(c, setting, proj_dim), quick) for c in choices]
-    train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
+    if train:
+        train_runs(bench, setting, [(m, tau0) for m in options], 0, store)
+    options = [m for m in options if RunKey(bench.name, setting, m.name, tau0, 0) in store]
     base_name = spacl_method(BASE, setting, proj_dim).name
     ablated = {spacl_method(c, setting, proj_dim).name for c in choices if c.variant != "full"}
     scores = {
@@ -186,4 +261,6 @@ def summary(result: SettingResult) -> dict[str, Any]:
         "options": result.options,
         "criterion": result.criterion,
         "seeds": result.seeds,
+        "ablations": result.ablations,
+        "run_seconds": result.run_seconds,
     }
