@@ -8,15 +8,20 @@ every input.  Configurations: StackOverflow and BANKING77 at 25/50/75% known cla
 ``oos`` test queries are OOD).  Seed ``s`` picks the known classes and initialises the
 heads.
 
-No choice reads test data: the decision rule of every run is chosen on a simulated open
-split of dev (``ood.method=select``, criterion in :mod:`spacl.tasks.text_decision`);
-every rule's test numbers are shown too, marked "not used for selection".  Targets are
-margins over the frozen baseline, decided by Welch's t-test at 5%
-(:func:`spacl.studies.common.compare`).
+No choice reads test data: every run uses the task's one fixed decision rule (the
+recipes' ``ood.method=quantile``, ``scope=class``, q = 0.95, issue 18,
+``docs/kg_and_text.md``); the other rules' and ADB's test numbers are shown too,
+marked "not used for selection".  ``--set ood.method=select`` reproduces the per-run
+selection of earlier versions.  Targets are margins over the frozen baseline, decided
+by Welch's t-test at 5% (:func:`spacl.studies.common.compare`).
 
-    python benchmarks/ood.py --json benchmarks/results/ood_runs.json   # every config
-    python benchmarks/ood.py --configs banking:0.25 --seeds 0           # one config
-    python benchmarks/ood.py --render benchmarks/results/ood_runs.json  # re-render only
+Run store (crash-safe): with ``--store FILE.jsonl`` every finished run is appended as
+one JSON line, and a rerun skips the (dataset, known ratio, seed, method) runs the file
+already holds, so an interrupted command only adds what is missing.
+
+    python benchmarks/ood.py --store benchmarks/results/ood_runs/fixed_rule.jsonl
+    python benchmarks/ood.py --configs banking:0.25 --seeds 0 --store /tmp/x.jsonl
+    python benchmarks/ood.py --render benchmarks/results/ood_runs/fixed_rule.jsonl
 """
 
 from __future__ import annotations
@@ -67,6 +72,19 @@ def parse_config(text: str) -> tuple[str, float]:
     return name, value
 
 
+def run_key(run: dict[str, Any]) -> tuple[str, float, int, str]:
+    """The identity of one run in the store: (dataset, known ratio, seed, method)."""
+    return (str(run["dataset"]), float(run["known_ratio"]), int(run["split_seed"]), run["method"])
+
+
+def read_store(path: str | Path) -> list[dict[str, Any]]:
+    """Every run of a store: a JSONL file (one run per line) or a JSON list (older files)."""
+    text = Path(path).read_text() if Path(path).is_file() else ""
+    if text.lstrip().startswith("["):
+        return list(json.loads(text))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def run_config(
     name: str,
     ratio: float,
@@ -75,19 +93,22 @@ def run_config(
     root: str | None,
     extra: list[str],
     encoder: MiniLMEncoder,
+    store: Path | None = None,
 ) -> list[dict[str, Any]]:
     data = load_intent_dataset(name, root)
+    done = {run_key(r) for r in read_store(store)} if store is not None else set()
     runs = []
     for seed in seeds:
         split = open_intent_split(data, ratio, seed)
         for method in methods:
+            if (name, float(ratio), seed, method) in done:
+                continue
             overrides = [
                 f"name={name}-{method}",
                 f"data.name={name}",
                 f"data.known_ratio={ratio}",
                 f"data.split_seed={seed}",
                 f"train.seed={seed}",
-                "ood.method=select",
                 *extra,
             ]
             if method == "frozen":
@@ -105,6 +126,9 @@ def run_config(
                 test_ood=int((split.test_labels == split.num_known).sum()),
             )
             runs.append(summary)
+            if store is not None:  # one line per finished run: a crash loses one run at most
+                with store.open("a") as handle:
+                    handle.write(json.dumps(summary, default=str) + "\n")
     return runs
 
 
@@ -116,19 +140,20 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--root", default=None, help="data root (default: SPACL_DATA_DIR)")
     parser.add_argument("--set", nargs="*", default=[], help="extra overrides (key=value)")
-    parser.add_argument("--json", default=None, help="write every run's summary here")
+    parser.add_argument("--store", default=None, help="append every finished run here (JSONL)")
     parser.add_argument(
         "--render",
         nargs="+",
         default=None,
-        help="only render ood.md from these --json files (no training)",
+        help="only render ood.md from these run stores (no training)",
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     if args.render:
-        runs = [r for path in args.render for r in json.loads(Path(path).read_text())]
+        runs = [r for path in args.render for r in read_store(path)]
         meta: dict[str, Any] = {"embed_seconds": None, "encoded": None}
+        meta["planned"] = {"configs": args.configs, "methods": args.methods, "seeds": args.seeds}
     else:
         encoder, cache = MiniLMEncoder(device="auto"), EmbeddingCache()
         start = time.perf_counter()
@@ -138,11 +163,15 @@ def main() -> int:
                 encoder, [t for s in load_intent_dataset(name, args.root).values() for t in s.texts]
             )
         meta = {"embed_seconds": time.perf_counter() - start, "encoded": cache.encoded}
+        store = Path(args.store) if args.store else None
         runs = []
         for name, ratio in configs:
-            runs += run_config(name, ratio, args.seeds, args.methods, args.root, args.set, encoder)
-            if args.json:  # after every configuration: a partial file survives a crash
-                Path(args.json).write_text(json.dumps(runs, indent=1, default=str) + "\n")
+            runs += run_config(
+                name, ratio, args.seeds, args.methods, args.root, args.set, encoder, store
+            )
+        if store is not None:  # the table shows every run of the store
+            runs = read_store(store)
+        meta["planned"] = {"configs": args.configs, "methods": args.methods, "seeds": args.seeds}
     path = write_result(
         "ood",
         header("Open-intent detection: StackOverflow, BANKING77, CLINC150-oos")
