@@ -232,3 +232,19 @@ def test_best_chance_smoke_records_times(tmp_path: Path) -> None:
     metrics = collect(store, tuned, QUICK)
     assert set(metrics["arms"]) == set(ARMS)
     assert metrics["arms"]["SPACL IB+H"]["kept_fraction_end"]
+
+
+def test_settings_are_named_for_what_they_compute() -> None:
+    from spacl.studies.spacl_bench.claims import describe
+
+    base = spacl_method(BASE, "supervised", 8).name
+    supcon_like = spacl_method(
+        option(supervision="instance_class_mean", anchors="every_view"), "supervised", 8
+    ).name
+    assert "paper describes" in describe(base, base)
+    assert describe(supcon_like, base).startswith("SupCon's loss")
+    assert "without the cut" in describe(
+        spacl_method(option(cut="none"), "weak", 8).name, spacl_method(BASE, "weak", 8).name
+    )
+    ema = spacl_method(option(gradient="ema"), "self-supervised", 8).name
+    assert describe(ema, spacl_method(BASE, "self-supervised", 8).name) == "SPACL with grad=ema"

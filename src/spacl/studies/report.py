@@ -165,6 +165,8 @@ class StudyReport:
     blocks: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    #: extra ``- Key: value`` header lines (e.g. the compute of stored runs, a partial status)
+    stamps: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
@@ -251,6 +253,7 @@ class StudyReport:
             f"- Date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(self.started))}",
         ]
         lines += [f"- Data: {note}" for note in self.data_notes]
+        lines += [f"- {stamp}" for stamp in self.stamps]
         return "\n".join(lines) + "\n"
 
     def claims_table(self) -> str:
@@ -287,6 +290,7 @@ class StudyReport:
             "metrics": self.metrics,
             "runs": self.runs,
             "figures": self.figures,
+            "stamps": self.stamps,
         }
         clean = _jsonable(results, "results", bad)
         clean["non_finite"] = bad

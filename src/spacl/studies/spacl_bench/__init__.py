@@ -29,6 +29,7 @@ from spacl.studies.spacl_bench.protocol import RunStore
 from spacl.studies.spacl_bench.report import plots, sections
 from spacl.studies.spacl_bench.stages import run_setting, summary
 from spacl.studies.study import StudyRun, finish_study
+from spacl.studies.verdicts import NOT_RUN
 
 __all__ = ["CLAIM_KEYS", "CRITERIA", "METRIC_KEYS", "PROJ_DIMS", "SEEDS", "run", "run_bench"]
 
@@ -194,7 +195,18 @@ def run(
         if "_diagnostics" in bench_metrics:
             metrics["diagnostics"] = bench_metrics.pop("_diagnostics")
         metrics["benches"][name] = bench_metrics
-    metrics["compute"] = _compute(metrics)
+    metrics["compute"] = c = _compute(metrics)
+    study.report.stamps.append(
+        f"Compute of the runs used: {c['seconds'] / 60:.1f} min measured per run (training steps "
+        f"+ evaluation; wall time above is this invocation), plus {c['untimed_runs']} run(s) "
+        "imported from the earlier committed results.json without a recorded time"
+    )
+    missing = sum(1 for s in claim_specs() if s.rule(metrics).verdict == NOT_RUN)
+    if missing and not quick:
+        study.report.stamps.append(
+            f"Status: **partial**: {missing} of {len(claim_specs())} claims have no verdict "
+            "because their runs are missing (listed in each claim's rule)"
+        )
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
 
 
@@ -233,13 +245,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.report_only:
         command = f"python -m spacl.studies.spacl_bench --bench all --report-only --out {args.out}"
-        run(args.out, command=command, train=False)
+        run(args.out, command=command, train=False, seeds=SEEDS["mnist5k"])
         return
     if args.bench == "diagnostics":
         run_diagnostics_only(args.out)
         return
     if args.bench == "all":
-        run(args.out, command=f"python -m spacl.studies.spacl_bench --bench all --out {args.out}")
+        command = f"python -m spacl.studies.spacl_bench --bench all --out {args.out}"
+        run(args.out, command=command, seeds=SEEDS["mnist5k"])
         return
     if args.bench == "best_chance":
         from spacl.studies.spacl_bench.best_chance import QUICK, run_best_chance

@@ -114,17 +114,22 @@ def _cell(group: dict[str, Any] | None, crit: str) -> str:
     return f"{fmt(_test(group, crit), digits=1)} (tau {group['tau']:g}, n = {len(group['seeds'])})"
 
 
-def describe(name: str) -> str:
-    """A SPACL setting named for what it computes (issue 20)."""
+def describe(name: str, base: str) -> str:
+    """A SPACL setting named for what it computes (issue 20), against the base ``base``."""
+    if name == base:
+        return "SPACL as the paper describes it (dynamic anchor, log-sum-exp)"
     if "sup=instance_class_mean" in name and "anchors=every_view" in name:
         return (
             "SupCon's loss (L_out, every view an anchor, own + same-class views) with SPACL's cut"
         )
-    if "anchors=every_view" in name:
-        return "SPACL's loss with every view an anchor (NT-Xent/SupCon anchors) and the cut"
-    if "cut=none" in name:
+
+    def items(n: str) -> list[str]:
+        return [x.strip() for x in n[n.index("[") + 1 : n.rindex("]")].split(",")]
+
+    changed = [x for x in items(name) if x not in items(base)]
+    if changed == ["cut=none"]:
         return "SPACL without the cut (every negative kept)"
-    return "SPACL as the paper describes it (dynamic anchor, log-sum-exp)"
+    return "SPACL with " + ", ".join(changed)
 
 
 def _setting(m: Metrics, bench: str, setting: str) -> dict[str, Any] | None:
@@ -143,8 +148,9 @@ def _main_claim(bench: str, setting: str, which: str) -> ClaimSpec:
         kept = spacl.get("kept_fraction_end") or []
         kept_text = f"; kept fraction at the end of training {fmt(kept, 100, 2)}%" if kept else ""
         name = g["selected_name"] if which == "selected" else g["base_name"]
+        what = describe(name, g["base_name"])
         return (
-            f"{crit} test %: {describe(name)} {_cell(spacl, crit)}{kept_text}; best baseline "
+            f"{crit} test %: {what} {_cell(spacl, crit)}{kept_text}; best baseline "
             f"(on val) {best} {_cell(g['baselines'][best], crit)}"
         )
 
@@ -187,7 +193,8 @@ def _supcon_claim(bench: str) -> ClaimSpec:
             return "not run"
         crit = g["criterion"]
         return (
-            f"{describe(g['selected_name'])} {_cell(g['spacl']['selected'], crit)} vs SupCon "
+            f"{describe(g['selected_name'], g['base_name'])} {_cell(g['spacl']['selected'], crit)} "
+            "vs SupCon "
             f"{_cell(g['baselines']['SupCon'], crit)}"
         )
 

@@ -66,7 +66,8 @@ def _main_table(report: StudyReport, tag: str, g: dict[str, Any]) -> None:
         row += ["—", "—"]
     named = {**g["baselines"], "SPACL base (the paper's form)": g["spacl"]["base"]}
     if g["selected_name"] != g["base_name"]:
-        named[f"SPACL selected: {describe(g['selected_name'])}"] = g["spacl"]["selected"]
+        label = describe(g["selected_name"], g["base_name"])
+        named[f"SPACL selected: {label}"] = g["spacl"]["selected"]
     for name, grp in named.items():
         label = name + (" (best baseline on val)" if name == g["best_baseline"] else "")
         rows.append(
@@ -269,10 +270,18 @@ def _best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
                 fmt(g["kept_fraction_end"], 100, 2) if g.get("kept_fraction_end") else "—",
             ]
         )
+    grid = [float(t) for t in next(iter(bc["tuning"].values()), {})] or [0.0]
+    edge = [n for n, g in bc["arms"].items() if g.get("tau") in (min(grid), max(grid))]
     report.table(
         ["arm", "tau", "val NCC", "test NCC", "test kNN", "seeds", "s/run", "kept % at end"],
         rows,
-        note="Each arm at its own validation-tuned temperature; mean ± std (%).",
+        note="Each arm at its own validation-tuned temperature; mean ± std (%)."
+        + (
+            f" Tuned at an edge of the fixed grid: {', '.join(edge)} (a temperature beyond the "
+            "grid might score higher; the grid was fixed before the runs)."
+            if edge
+            else ""
+        ),
     )
     rows = []
     for row in bc["cut_by_tau"]:
