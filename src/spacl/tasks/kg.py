@@ -202,6 +202,19 @@ def _kg_epoch(
     return record, out_of_time
 
 
+def build_link_predictor(cfg: DictConfig, kg: KnowledgeGraph) -> LinkPredictor:
+    """The recipe's :class:`LinkPredictor` over ``kg`` (reciprocal relations included)."""
+    return LinkPredictor(
+        kg.num_entities,
+        2 * kg.num_relations,
+        int(cfg.model.dim),
+        str(cfg.model.kind),
+        init_scale=float(cfg.model.init_scale),
+        dropout=float(cfg.model.dropout),
+        normalize=bool(cfg.model.normalize),
+    )
+
+
 def _kg_setup(
     cfg: DictConfig, kg: KnowledgeGraph, say: Callable[[str], None]
 ) -> tuple[_KGRun, Any, Any]:
@@ -212,15 +225,7 @@ def _kg_setup(
     filter_index = kg.filter_index()
     per_triple = str(cfg.train.unit) == "triple"
     items = train_index.triples() if per_triple else train_index.query_pairs()
-    model = LinkPredictor(
-        kg.num_entities,
-        2 * kg.num_relations,
-        int(cfg.model.dim),
-        str(cfg.model.kind),
-        init_scale=float(cfg.model.init_scale),
-        dropout=float(cfg.model.dropout),
-        normalize=bool(cfg.model.normalize),
-    ).to(device)
+    model = build_link_predictor(cfg, kg).to(device)
     objective = build_kg_objective(cfg.objective, seed).to(device)
     optimizer = _optimizer(cfg, model)
     budget = None if cfg.train.minutes is None else 60.0 * float(cfg.train.minutes)

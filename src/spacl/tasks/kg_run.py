@@ -110,15 +110,9 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     cfg = kg_config(raw)
     if kg is None:
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
-    model = LinkPredictor(
-        kg.num_entities,
-        2 * kg.num_relations,
-        int(cfg.model.dim),
-        str(cfg.model.kind),
-        init_scale=float(cfg.model.init_scale),
-        dropout=float(cfg.model.dropout),
-        normalize=bool(cfg.model.normalize),
-    )
+    from spacl.tasks.kg import build_link_predictor
+
+    model = build_link_predictor(cfg, kg)
     weights = state["model"] if state.get("finished") else (state["best"] or {}).get("model")
     if weights is None:
         raise ValueError(f"{run_dir}: the run has not validated an epoch yet (no best weights)")
