@@ -61,11 +61,21 @@ source, the measured quantity, the rule), each a function of the study's metrics
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torch import Tensor
+from spacl.studies.claim_table import SOURCES, ClaimSpec, evaluate_claims
+from spacl.studies.stats import (
+    _values,
+    fmt,
+    mean_std,
+    pooled_std,
+    seeds_needed,
+    summarize,
+    welch,
+    welch_parts,
+)
 
 __all__ = [
     "ALPHA",
@@ -129,8 +139,6 @@ NON_VERDICTS: tuple[str, ...] = (SMOKE, FEW_SEEDS, NOT_RUN)
 ALPHA = 0.05
 #: seeds a verdict needs
 MIN_SEEDS = 3
-#: where a quoted number comes from (``ClaimSpec.source``)
-SOURCES = ("paper", "SPEC", "authors' code", "none")
 #: every verdict rule -> the test (tests/test_verdict_rules.py) with a counter-example on
 #: which the rule says "not reproduced" or "opposite"; the report refuses other rules
 RULE_TESTS: dict[str, str] = {
@@ -168,85 +176,6 @@ VERDICT_RULES = (
     'stated with each claim; "paper\'s number" cells name their source (paper table, '
     "SPEC, authors' code)."
 )
-
-
-# ---------------------------------------------------------------------------- statistics
-def _values(values: Sequence[float] | Tensor, name: str = "values") -> list[float]:
-    out = [float(v) for v in (values.tolist() if isinstance(values, Tensor) else values)]
-    if not out:
-        raise ValueError(f"{name} must hold at least one value, got none")
-    return out
-
-
-def mean_std(values: Sequence[float] | Tensor) -> tuple[float, float]:
-    """``(mean, sample std)`` with ``ddof = 1``; the std of a single value is ``0``."""
-    v = _values(values)
-    m = math.fsum(v) / len(v)
-    if len(v) < 2:
-        return m, 0.0
-    return m, math.sqrt(math.fsum((x - m) ** 2 for x in v) / (len(v) - 1))
-
-
-def pooled_std(a: Sequence[float], b: Sequence[float]) -> float:
-    """``sqrt((std_a^2 + std_b^2) / 2)`` with sample standard deviations."""
-    return math.sqrt((mean_std(a)[1] ** 2 + mean_std(b)[1] ** 2) / 2.0)
-
-
-def fmt(values: Sequence[float] | float, scale: float = 1.0, digits: int = 2) -> str:
-    """``"mean ± std"`` of ``values * scale`` (a single number: just the number)."""
-    if isinstance(values, (int, float)):
-        return f"{float(values) * scale:.{digits}f}"
-    m, s = mean_std([float(v) * scale for v in values])
-    if len(values) < 2:
-        return f"{m:.{digits}f}"
-    return f"{m:.{digits}f} ± {s:.{digits}f}"
-
-
-def summarize(records: Sequence[Mapping[str, float]]) -> dict[str, dict[str, Any]]:
-    """Per-seed scalar records -> ``{metric: {"values": [...], "mean": m, "std": s}}``.
-
-    Every record must hold the same keys (one record per seed).
-    """
-    if not records:
-        raise ValueError("records must hold at least one per-seed record, got none")
-    keys = list(records[0])
-    for i, rec in enumerate(records):
-        if list(rec) != keys:
-            raise ValueError(f"record {i} has keys {sorted(rec)}, record 0 has {sorted(keys)}")
-    out: dict[str, dict[str, Any]] = {}
-    for key in keys:
-        values = [float(r[key]) for r in records]
-        m, s = mean_std(values)
-        out[key] = {"values": values, "mean": m, "std": s}
-    return out
-
-
-def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """``(t, two-sided p)`` of Welch's t-test of ``E[a] = E[b]``; needs 2+ values each.
-
-    With no spread on either side the difference is exact: ``p = 0`` if the means
-    differ, ``1`` if not.
-    """
-    x, y = _values(a, "a"), _values(b, "b")
-    if len(x) < 2 or len(y) < 2:
-        raise ValueError(f"welch needs at least 2 values per side, got {len(x)} and {len(y)}")
-    (mx, sx), (my, sy) = mean_std(x), mean_std(y)
-    se2 = sx * sx / len(x) + sy * sy / len(y)
-    if se2 == 0.0:
-        return (math.copysign(math.inf, mx - my), 0.0) if mx != my else (0.0, 1.0)
-    from scipy import stats
-
-    t = (mx - my) / math.sqrt(se2)
-    wx, wy = sx * sx / len(x) / se2, sy * sy / len(y) / se2  # shares of se2, no underflow
-    df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))  # Welch-Satterthwaite
-    return t, float(2.0 * stats.t.sf(abs(t), df))
-
-
-def seeds_needed(run_seconds: float) -> int:
-    """Seeds a comparison needs: 5 where one run takes under a minute, else 3."""
-    if not math.isfinite(run_seconds) or run_seconds < 0:
-        raise ValueError(f"run_seconds must be a finite number >= 0, got {run_seconds!r}")
-    return 5 if run_seconds < 60.0 else 3
 
 
 # ------------------------------------------------------------------------------ verdicts
@@ -452,18 +381,6 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     return Verdict(outcome, rule, by="per_setting")
 
 
-def _welch_parts(x: list[float], y: list[float]) -> tuple[float, float, float]:
-    """``(mean_x - mean_y, its standard error, Welch-Satterthwaite df)``."""
-    (mx, sx), (my, sy) = mean_std(x), mean_std(y)
-    vx, vy = sx * sx / len(x), sy * sy / len(y)
-    se2 = vx + vy
-    if se2 == 0.0:
-        return mx - my, 0.0, math.inf
-    wx, wy = vx / se2, vy / se2
-    df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))
-    return mx - my, math.sqrt(se2), df
-
-
 def equivalent(
     a: Sequence[float],
     b: Sequence[float],
@@ -488,7 +405,7 @@ def equivalent(
         )
     from scipy import stats
 
-    diff, se, df = _welch_parts(x, y)
+    diff, se, df = welch_parts(x, y)
     t_crit = float(stats.t.ppf(1.0 - ALPHA, df)) if se > 0 else 0.0
     lo, hi = diff - t_crit * se, diff + t_crit * se
     smallest = max(abs(lo), abs(hi))
@@ -569,65 +486,3 @@ def discriminating(
         )
     v = compare(a, b, min_gap=min_gap, names=names)
     return Verdict(v.verdict, v.rule, by="discriminating")
-
-
-# ------------------------------------------------------------------------- claim tables
-Metrics = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ClaimSpec:
-    """One row of a declarative claims table.
-
-    Args:
-        key: unique identifier (``results.json["claims"][i]["key"]``).
-        section: where the claim is made (``"§3 batch size"``).
-        claim: the claim, in words.
-        quoted: the number quoted for it (``"CKA 0.87"``, ``"figures (no table)"``).
-        source: where ``quoted`` comes from: ``"paper"`` (a paper's table, named in
-            ``quoted``), ``"SPEC"``, ``"authors' code"`` or ``"none"``.
-        measured: ``metrics -> str``, the measured quantity.
-        rule: ``metrics -> Verdict``, one of this module's rules.
-    """
-
-    key: str
-    section: str
-    claim: str
-    quoted: str
-    source: str
-    measured: Callable[[Metrics], str]
-    rule: Callable[[Metrics], Verdict]
-
-    def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(
-                f"claim {self.key!r}: source must be one of {SOURCES}, got {self.source!r}"
-            )
-
-    @property
-    def paper(self) -> str:
-        """The "paper's number" cell, with its source named."""
-        if self.source == "none":
-            return self.quoted
-        return f"{self.quoted} ({self.source})" if self.source != "paper" else self.quoted
-
-
-def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -> list[Any]:
-    """Add every row of ``specs`` to ``report`` (a :class:`~spacl.studies.report.StudyReport`).
-
-    Each row's ``measured`` and ``rule`` are evaluated on ``metrics``; a missing metric
-    raises ``ValueError`` naming the claim.  Returns the report's new claims.
-    """
-    keys = [s.key for s in specs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"claim keys must be unique, got {keys}")
-    added = []
-    for spec in specs:
-        try:
-            measured, verdict = spec.measured(metrics), spec.rule(metrics)
-        except (KeyError, IndexError) as err:
-            raise ValueError(f"claim {spec.key!r}: metric missing: {err}") from err
-        added.append(
-            report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
-        )
-    return added

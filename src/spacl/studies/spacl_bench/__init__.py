@@ -197,9 +197,10 @@ def run(
         metrics["benches"][name] = bench_metrics
     metrics["compute"] = c = _compute(metrics)
     study.report.stamps.append(
-        f"Compute of the runs used: {c['seconds'] / 60:.1f} min measured per run (training steps "
-        f"+ evaluation; wall time above is this invocation), plus {c['untimed_runs']} run(s) "
-        "imported from the earlier committed results.json without a recorded time"
+        f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
+        f"time (its training steps + its evaluation; the wall time above is this invocation), "
+        f"plus {c['untimed_runs']} run(s) imported from the earlier committed results.json "
+        "without a recorded time"
     )
     missing = sum(1 for s in claim_specs() if s.rule(metrics).verdict == NOT_RUN)
     if missing and not quick:

@@ -74,21 +74,7 @@ def collect_setting(
             ablations[short]["at_base_tau_val"] = 100.0 * float(
                 store.get(key)["val"][res.criterion]
             )
-    options = {}
-    for name in res.options:
-        rec = store.get(RunKey(res.bench, res.setting, name, tau0 or 0.0, 0))
-        options[name] = {
-            "change": option_change(name, res),
-            "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
-            "test": {k: 100.0 * float(rec["test"][k]) for k in METRICS},
-            "kept_fraction": rec["kept_fraction"],
-        }
-    untrained = {}
-    for name in ("frozen encoder", "raw inputs"):
-        rec = store.get(RunKey(res.bench, res.setting, name, 0.0, 0))
-        untrained[name] = {
-            s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
-        }
+    options, untrained = _options_untrained(store, res, tau0)
     tuned = [*bases, spacl_method(BASE, res.setting, proj_dim)]
     tuned += [spacl_method(c, res.setting, proj_dim) for c in ablation_arms().values()]
     used = [
@@ -117,6 +103,28 @@ def collect_setting(
         "untrained": untrained,
         "tuning": {m.name: _tuning(store, res, m) for m in tuned},
     }
+
+
+def _options_untrained(
+    store: RunStore, res: SettingResult, tau0: float | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stage 2's options (seed 0, the base's tau) and the untrained rows."""
+    options = {}
+    for name in res.options:
+        rec = store.get(RunKey(res.bench, res.setting, name, tau0 or 0.0, 0))
+        options[name] = {
+            "change": option_change(name, res),
+            "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
+            "test": {k: 100.0 * float(rec["test"][k]) for k in METRICS},
+            "kept_fraction": rec["kept_fraction"],
+        }
+    untrained = {}
+    for name in ("frozen encoder", "raw inputs"):
+        rec = store.get(RunKey(res.bench, res.setting, name, 0.0, 0))
+        untrained[name] = {
+            s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
+        }
+    return options, untrained
 
 
 def option_change(name: str, res: SettingResult) -> str:

@@ -125,42 +125,17 @@ def run_diagnostics(
     the bench's and the low projection dimension and diagnose them; per-seed results are
     cached in the JSON file ``cache`` (``train=False``: only what it holds)."""
     import json
-    import time
-    from dataclasses import replace
     from pathlib import Path
 
-    from spacl.models import build_model
-    from spacl.studies.spacl_bench.methods import BASE, baselines, spacl_method
-    from spacl.studies.spacl_bench.protocol import train_models
+    from spacl.studies.spacl_bench.methods import BASE, spacl_method
 
     setting = "self-supervised"
     path = Path(cache)
     done: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
-    in_dim = int(bench.train.inputs[0].numel())
     for seed in seeds:
         if str(seed) in done or not train:
             continue
-        entry: dict[str, Any] = {}
-        for label, dim in (("", proj_dim), ("_lowdim", LOW_DIM)):
-            low = replace(
-                bench,
-                build_encoder=lambda s, d=dim: build_model(
-                    "mlp", "mlp", d, in_dim=in_dim, hidden_dims=(256,), out_dim=128
-                ),
-            )
-            methods = {
-                "SPACL": spacl_method(BASE, setting, dim),
-                "SimCLR": baselines(setting)[0],
-            }
-            jobs = [(m, temperatures[m.name]) for m in methods.values()]
-            start = time.perf_counter()
-            arms, _, _ = train_models(low, setting, jobs, seed)
-            for who, m in methods.items():
-                tau = temperatures[m.name]
-                res = collapse_diagnostics(arms[(m.name, tau)].model, low, tau, seed)
-                for key, value in res.items():
-                    entry.setdefault(who, {})[key + label] = value
-            entry[f"seconds{label}"] = time.perf_counter() - start
+        entry = _diagnose_seed(bench, temperatures, seed, proj_dim)
         done[str(seed)] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(done, indent=1))
@@ -181,3 +156,40 @@ def run_diagnostics(
         "SimCLR": temperatures["SimCLR"],
     }
     return out
+
+
+def _diagnose_seed(
+    bench: Any, temperatures: dict[str, float], seed: int, proj_dim: int
+) -> dict[str, Any]:
+    """Train and diagnose SPACL's base and SimCLR of one seed at both dimensions."""
+    import time
+    from dataclasses import replace
+
+    from spacl.models import build_model
+    from spacl.studies.spacl_bench.methods import BASE, baselines, spacl_method
+    from spacl.studies.spacl_bench.protocol import train_models
+
+    setting = "self-supervised"
+    in_dim = int(bench.train.inputs[0].numel())
+    entry: dict[str, Any] = {}
+    for label, dim in (("", proj_dim), ("_lowdim", LOW_DIM)):
+        low = replace(
+            bench,
+            build_encoder=lambda s, d=dim: build_model(
+                "mlp", "mlp", d, in_dim=in_dim, hidden_dims=(256,), out_dim=128
+            ),
+        )
+        methods = {
+            "SPACL": spacl_method(BASE, setting, dim),
+            "SimCLR": baselines(setting)[0],
+        }
+        jobs = [(m, temperatures[m.name]) for m in methods.values()]
+        start = time.perf_counter()
+        arms, _, _ = train_models(low, setting, jobs, seed)
+        for who, m in methods.items():
+            tau = temperatures[m.name]
+            res = collapse_diagnostics(arms[(m.name, tau)].model, low, tau, seed)
+            for key, value in res.items():
+                entry.setdefault(who, {})[key + label] = value
+        entry[f"seconds{label}"] = time.perf_counter() - start
+    return entry

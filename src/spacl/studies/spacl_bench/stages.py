@@ -145,11 +145,8 @@ def run_setting(
     quick: bool = False,
     train: bool = True,
 ) -> SettingResult:
-    """Run the five stages (module docstring); resumable through ``store``.
-
-    ``quick``: every method gets one value of its four (no tuning), and stage 2 tries only
-    the base, the paper's ablations and the EMA option (a smoke run).
-    """
+    """Run the five stages (module docstring); resumable through ``store``.  ``quick``:
+    one temperature each; stage 2 tries the base, the ablations and the EMA option."""
     name = bench.name
 
     def fit(jobs: list[tuple[Method, float]], seed: int) -> None:
@@ -190,17 +187,10 @@ def run_setting(
     for seed in used[1:]:
         fit([(m, t) for m in arms.values() if (t := temps[m.name]) is not None], seed)
     log.info("%s/%s: selected %s (tau %s)", name, setting, best.name, temps.get(best.name))
+    found = {k: v for k, v in temps.items() if v is not None}
+    names, abl = [m.name for m in options], {k: m.name for k, m in arms.items()}
     return SettingResult(
-        name,
-        setting,
-        {k: v for k, v in temps.items() if v is not None},
-        base.name,
-        best.name,
-        [m.name for m in options],
-        criterion,
-        used,
-        {k: m.name for k, m in arms.items()},
-        seconds,
+        name, setting, found, base.name, best.name, names, criterion, used, abl, seconds
     )
 
 
