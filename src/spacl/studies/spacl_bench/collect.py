@@ -37,6 +37,7 @@ def _over_seeds(
         "val": _split_summary(recs, "val"),
         "test": _split_summary(recs, "test"),
         "seconds": [r.get("seconds") for r in recs],
+        "cpu_seconds": [r.get("cpu_seconds") for r in recs],
         "kept_fraction_end": kept,
     }
 
@@ -83,11 +84,14 @@ def collect_setting(
         if r["seed"] in res.seeds and r["steps"] != 0
     ]
     timed = [float(r["seconds"]) for r in used if r.get("seconds")]
+    cpu = [float(r["cpu_seconds"]) for r in used if r.get("cpu_seconds")]
     return {
         "compute": {
             "runs": len(used),
             "timed_runs": len(timed),
             "seconds": sum(timed),
+            "cpu_runs": len(cpu),
+            "cpu_seconds": sum(cpu),
             "median_run_seconds": res.run_seconds,
         },
         "criterion": res.criterion,

@@ -13,8 +13,9 @@ For every bench and setting, every method (baselines and SPACL choices alike):
 
 Every finished run is appended to ``runs.jsonl`` at once (one JSON object per line), and
 a rerun skips the runs already there: a crash loses at most the runs in flight.  Each
-record holds the run's measured compute time (``seconds``: its own training steps, timed
-one by one, plus its evaluation) and the commit that trained it.
+record holds the run's measured time (``seconds``: wall clock of its own training steps,
+timed one by one, plus its evaluation; ``cpu_seconds``: the same in process CPU time,
+which other users of a shared machine do not inflate) and the commit that trained it.
 """
 
 from __future__ import annotations
@@ -128,29 +129,30 @@ def train_models(
     setting: str,
     jobs: Sequence[tuple[Method, float]],
     seed: int,
-    seconds: dict[tuple[str, float], float] | None = None,
+    seconds: dict[tuple[str, float], list[float]] | None = None,
 ) -> tuple[dict[tuple[str, float], Arm], dict[tuple[str, float], list[float]], int]:
     """Train ``jobs`` together on the seed's stream; return the arms, kept-fraction traces
     (SPACL arms, every :data:`TRACE_EVERY` steps) and the step count.
 
-    ``seconds``, if given, receives each arm's own training time (its steps only, timed
-    one by one: jobs trained together do not share a clock).  A bench whose seeds redraw
+    ``seconds``, if given, receives each arm's own training time ``[wall, cpu]`` (its steps
+    only, timed one by one: jobs trained together do not share a clock).  A bench whose seeds redraw
     the training set trains on the seed's draw (:meth:`Bench.for_seed`)."""
     bench = bench.for_seed(seed)
     arms = {(m.name, t): _arm(bench, m, t, seed) for m, t in jobs}
     traces: dict[tuple[str, float], list[float]] = {k: [] for k in arms}
     clock = seconds if seconds is not None else {}
     for key in arms:
-        clock[key] = 0.0
+        clock[key] = [0.0, 0.0]
     coarse = setting == "weak"
     step = 0
     for epoch in range(bench.epochs):
         for batch in bench.stream(seed).epoch_batches(epoch):
             labels = batch.coarse_labels if coarse else batch.labels
             for key, arm in arms.items():
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 arm.train_step(batch.views, labels, step)
-                clock[key] += time.perf_counter() - start
+                clock[key][0] += time.perf_counter() - start
+                clock[key][1] += time.process_time() - cpu
                 if step % TRACE_EVERY == 0:
                     kept = arm.objective_stats().get("spacl/kept_fraction")
                     if kept is not None:
@@ -171,13 +173,13 @@ def train_runs(
     if not todo:
         return
     bench = bench.for_seed(seed)
-    clock: dict[tuple[str, float], float] = {}
+    clock: dict[tuple[str, float], list[float]] = {}
     arms, traces, step = train_models(bench, setting, todo, seed, clock)
     for (name, tau), arm in arms.items():
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         metrics = evaluate(bench, arm.model)
-        eval_s = time.perf_counter() - start
-        train_s = clock[(name, tau)]
+        eval_s, eval_cpu = time.perf_counter() - start, time.process_time() - cpu
+        train_s, cpu_s = clock[(name, tau)][0], clock[(name, tau)][1] + eval_cpu
         store.add(
             RunKey(bench.name, setting, name, tau, seed),
             {
@@ -186,6 +188,7 @@ def train_runs(
                 "kept_fraction": traces[(name, tau)],
                 "seconds": train_s + eval_s,
                 "train_seconds": train_s,
+                "cpu_seconds": cpu_s,
                 "commit": git_commit(),
             },
         )

@@ -42,8 +42,11 @@ def _cell(group: dict[str, Any], split: str, metric: str) -> str:
 
 
 def _secs(group: dict[str, Any]) -> str:
+    """Mean wall seconds per run, with the mean CPU seconds in brackets where recorded."""
     timed = [float(x) for x in group.get("seconds") or [] if x]
-    return f"{sum(timed) / len(timed):.0f}" if timed else "—"
+    cpu = [float(x) for x in group.get("cpu_seconds") or [] if x]
+    wall = f"{sum(timed) / len(timed):.0f}" if timed else "—"
+    return wall + (f" ({sum(cpu) / len(cpu):.0f} CPU)" if cpu else "")
 
 
 def _tau(group: dict[str, Any]) -> str:
@@ -91,8 +94,9 @@ def _main_table(report: StudyReport, tag: str, g: dict[str, Any]) -> None:
         ["model", "tau", f"val {crit}", "test linear", "test kNN", "test NCC", "seeds", "s/run"],
         rows,
         note=f"SPACL base: `{g['base_name']}`; selected on validation: `{g['selected_name']}`. "
-        f"Seeds {g['seeds']} (median run {_median(g)}); mean ± std (%); s/run: measured compute "
-        f"seconds per run (— : imported run, time not recorded).{kept_text}",
+        f"Seeds {g['seeds']} (median run cost {_median(g)}); mean ± std (%); s/run: measured "
+        "wall seconds per run (CPU seconds in brackets where recorded; — : imported run, time "
+        f"not recorded).{kept_text}",
     )
 
 
@@ -317,16 +321,20 @@ def _compute_section(report: StudyReport, m: dict[str, Any]) -> None:
         f"header); {c['untimed_runs']} run(s) were imported from the earlier committed "
         "results.json (trained by earlier code, time not recorded).",
         "",
-        "| setting | runs | timed | measured min | median s/run |",
-        "|---|---|---|---|---|",
+        "| setting | runs | timed | measured wall min | CPU-timed runs | CPU min | median "
+        "run cost s (the seed rule's) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, s in c["per_setting"].items():
         med = "—" if s["median_run_seconds"] is None else f"{s['median_run_seconds']:.0f}"
         lines.append(
-            f"| {name} | {s['runs']} | {s['timed_runs']} | {s['seconds'] / 60:.1f} | {med} |"
+            f"| {name} | {s['runs']} | {s['timed_runs']} | {s['seconds'] / 60:.1f} | "
+            f"{s.get('cpu_runs', 0)} | {s.get('cpu_seconds', 0.0) / 60:.1f} | {med} |"
         )
     bc = m["best_chance"]["compute"]
-    lines.append(f"| best chance | {bc['runs']} | {bc['runs']} | {bc['seconds'] / 60:.1f} | — |")
+    lines.append(
+        f"| best chance | {bc['runs']} | {bc['runs']} | {bc['seconds'] / 60:.1f} | 0 | — | — |"
+    )
     lines += [
         "",
         "This invocation (assembly, plus any training it did), seconds: "

@@ -121,13 +121,14 @@ def ablation_arms() -> dict[str, SpaclChoice]:
 
 
 def seed_count(store: RunStore, bench: str, setting: str, most: int) -> tuple[int, float | None]:
-    """Seeds by the project's rule from the median measured run time of the setting
-    (:func:`~spacl.studies.verdicts.seeds_needed`); ``most`` when no time is recorded."""
-    times = [
-        float(r["seconds"])
-        for r in store.select(bench=bench, setting=setting)
-        if r.get("seconds") and r["steps"] != 0
-    ]
+    """Seeds by the project's rule from the median measured run cost of the setting
+    (:func:`~spacl.studies.verdicts.seeds_needed`); ``most`` when no time is recorded.
+
+    The cost is the CPU time where runs record it (``cpu_seconds``; wall time on a
+    shared machine counts the other users too), else the wall time."""
+    recs = [r for r in store.select(bench=bench, setting=setting) if r["steps"] != 0]
+    key = "cpu_seconds" if any(r.get("cpu_seconds") for r in recs) else "seconds"
+    times = [float(r[key]) for r in recs if r.get(key)]
     if not times:
         return most, None
     median = statistics.median(times)
