@@ -403,8 +403,25 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
             seen[_n] = (keys.clone(), kept)
             return kept
 
+        def record_inner(
+            keys: torch.Tensor,
+            valid: torch.Tensor | None,
+            total: torch.Tensor | None,
+            _s=cut._select_keys,
+            _n=name,
+        ) -> tuple:
+            # the compact kernel's dense fallback takes this selection as a mask
+            out = _s(keys, valid, total)
+            cols, kept, _, rest, rest_keep = out
+            mask = _mask_of(cols, kept, keys.shape[1])
+            if rest is not None:
+                mask[rest] = rest_keep
+            seen[_n] = (keys[:, :n].clone(), mask[:, :n])
+            return out
+
         cut.select = record  # type: ignore[method-assign]
         cut.select_keys = record_keys  # type: ignore[method-assign]
+        cut._select_keys = record_inner  # type: ignore[method-assign]
         cut.select_keys_mask = record_mask  # type: ignore[method-assign]
     spacl(None, pool)
     entities = pool.reshape(n, d)
@@ -422,3 +439,36 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
         dropped = {x for x, c in zip(row, cols, strict=True) if not k_kept[i, c]}
         ties_at_threshold += bool(kept_values & dropped)
     assert ties_at_threshold > 0  # the tie rule is exercised
+
+
+@pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
+@pytest.mark.parametrize("share", [0.5, 0.95])
+def test_long_prefixes_take_the_one_level_selection_exactly(mass: str, share: float) -> None:
+    """Wide rows that keep most candidates (the KG cut early in training) against the loop.
+
+    They skip the fast paths and take the one-level bucket selection: a flat row, a
+    coarse grid (ties at the threshold), all keys equal (the chosen bucket overflows:
+    the multi-level fallback), a few outliers above a bunched bulk, and a wide spread.
+    """
+    from loss_references import cut_loop
+
+    g = torch.Generator().manual_seed(5)
+    b, k, tau = 6, 2000, 0.5
+    logits = torch.randn(b, k, generator=g, dtype=torch.float64)
+    logits[0] *= 1e-3  # flat
+    logits[1] = (logits[1] * 4).round() / 4  # ties everywhere
+    logits[2] = 0.25  # all equal
+    logits[3] = logits[3] * 1e-4 + 0.5
+    logits[3, :5] += 4.0  # a few far above a bunched bulk
+    logits[5] *= 6.0
+    valid = torch.rand(b, k, generator=g) > 0.05
+    cut = RelativeThresholdNegatives(share, mass, tau)
+    kept = cut(logits, valid)
+    for i in range(b):
+        cols = valid[i].nonzero().squeeze(1).tolist()
+        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
+        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
+        assert not bool(kept[i][~valid[i]].any())
+    keys = logits.masked_fill(~valid, -math.inf)
+    assert torch.equal(cut.select_keys_mask(keys), kept)
+    assert torch.equal(cut.float().select_keys_mask(keys.float()), cut(logits.float(), valid))

@@ -54,7 +54,13 @@ per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps every buck
 the one where the cumulative weight crosses ``share * total`` and continues inside that
 bucket only.  Once at most 64 candidates are left per row (one level, in practice) a
 stable sort of those few finishes the prefix exactly; a bucket whose keys are all equal
-is finished by counting (the first ``ceil(rest / w)`` ties).
+is finished by counting (the first ``ceil(rest / w)`` ties).  Rows of at least 512
+candidates (the link-prediction rows, where ``"exp"`` keeps most of 14,541 entities early
+in training) take one level of 2048 buckets instead, over ``[lo, row max]`` with ``lo``
+the smallest key of a strided sample (only the resolution: keys below it share the last
+bucket), and no validity mask (off-candidate keys are ``-inf``, of weight 0): about a
+dozen passes over ``[B, K]``; a row whose chosen bucket holds more than 128 candidates
+falls back to the levels above.
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ _EXACT_CAP = 64
 _MAX_LEVELS = 8
 _FAST_BLOCKS = 32  # groups taken, and keys looked at, by the fast path
 _WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long prefixes)
+_WIDE_BUCKETS = 2048  # buckets of the one-level exact selection of long rows
+_WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
+_WIDE_ROWS = 512  # rows at least this long take the one-level selection
 
 
 def check_share(share: float) -> float:
@@ -209,6 +218,89 @@ def _prefix_mask(
         active = active & ~equal.unsqueeze(1)
     if bool(active.any()):
         keep |= _finish_sorted(keys, weights, active, above, target)
+    return keep
+
+
+def _sample_min(keys: Tensor) -> Tensor:
+    """``[B]`` smallest candidate key among about 1024 strided columns (``inf`` if none).
+
+    Only a bucket range: keys below it are bunched in the last bucket of
+    :func:`_wide_prefix`, which stays exact either way.
+    """
+    step = max(keys.shape[1] // 1024, 1)
+    return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
+
+
+def _wide_prefix(
+    keys: Tensor,
+    weights: Tensor,
+    target: Tensor,
+    hi: Tensor,
+    lo: Tensor,
+    valid: Tensor | None = None,
+) -> Tensor:
+    """:func:`_prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
+
+    One level of ``_WIDE_BUCKETS`` buckets over ``[lo, hi]`` (``lo`` only sets the
+    resolution: keys below it share the last bucket, a monotone map either way), one
+    ``scatter_add`` of the weights, and a stable sort of the few candidates of the
+    bucket where the running weight crosses ``target``.  About a dozen passes over
+    ``[B, K]`` and no ``[B, K]`` validity mask (the off-candidate keys are ``-inf``, of
+    weight 0: they add nothing to a bucket and are dropped when that bucket is
+    finished).  Rows whose chosen bucket holds more than ``_WIDE_CAP`` entries (keys
+    bunched below ``lo`` or all equal) take :func:`_prefix_mask`.  ``valid``: the
+    candidates' mask if the caller has it (else ``isfinite(keys)``, for those rows).
+    """
+    b, k = keys.shape
+    nb = _WIDE_BUCKETS
+    device = keys.device
+    lo = torch.minimum(lo, hi)
+    span = hi - lo
+    scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
+    # bucket 0 holds the largest keys; -inf and keys below lo land in the last one
+    position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
+    bucket = position.long()
+    del position
+    hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
+    hist.scatter_add_(1, bucket, weights)
+    cum = hist.cumsum(1)
+    crossed = cum >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then continue in the last bucket
+    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
+    before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
+    above = torch.where(chosen > 0, before, 0.0)
+    keep = bucket < chosen.unsqueeze(1)
+    row, col = (bucket == chosen.unsqueeze(1)).nonzero(as_tuple=True)
+    del bucket
+    counts = torch.bincount(row, minlength=b)
+    big = counts > _WIDE_CAP
+    if bool(big.any()):
+        small = ~big[row]
+        row, col, counts = row[small], col[small], counts.masked_fill(big, 0)
+        rows = big.nonzero().squeeze(1)
+        sub_keys = keys[rows]
+        sub_valid = torch.isfinite(sub_keys) if valid is None else valid[rows]
+        keep[rows] = _prefix_mask(sub_keys, weights[rows], sub_valid, target[rows])
+    if row.numel() == 0:
+        return keep
+    m = int(counts.max())
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(row.shape[0], device=device) - starts[row]
+    sub_keys = torch.full((b, m), -math.inf, dtype=keys.dtype, device=device)
+    sub_w = torch.zeros(b, m, dtype=weights.dtype, device=device)
+    sub_col = torch.full((b, m), k, dtype=torch.long, device=device)
+    sub_keys[row, rank] = keys[row, col]  # each row's entries in increasing column order
+    sub_w[row, rank] = weights[row, col]
+    sub_col[row, rank] = col
+    order = sub_keys.sort(dim=1, descending=True, stable=True).indices  # ties: index order
+    keys_sorted = sub_keys.gather(1, order)
+    col_sorted = sub_col.gather(1, order)
+    reached = (above.unsqueeze(1) + sub_w.gather(1, order).cumsum(1)) >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then every candidate here is kept
+    last = torch.where(reached.any(1), reached.long().argmax(1), m - 1)
+    kept = (torch.arange(m, device=device) <= last.unsqueeze(1)) & (keys_sorted > -math.inf)
+    kept_row, kept_at = kept.nonzero(as_tuple=True)
+    keep[kept_row, col_sorted[kept_row, kept_at]] = True
     return keep
 
 
@@ -549,7 +641,7 @@ class RelativeThresholdNegatives(nn.Module):
             row_max = torch.maximum(row_max, keys[:, k - tail :].amax(1))
         some = torch.isfinite(row_max)  # rows with a candidate
         row_max = torch.where(some, row_max, 0.0)
-        total = self._total_of_keys(keys, valid_mask, row_max, similarity_total)
+        total, exp_weights = self._total_and_weights(keys, valid_mask, row_max, similarity_total)
         target = self.share * total
         top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
         alone = (top_weight >= target) & some
@@ -596,8 +688,20 @@ class RelativeThresholdNegatives(nn.Module):
             rest = (~done).nonzero().squeeze(1)
             if rest.numel() == 0:
                 return cols, kept, done, None, None
-        valid = torch.isfinite(keys[rest]) if valid_mask is None else valid_mask[rest]
-        return cols, kept, done, rest, self._exact(keys[rest], valid, row_max[rest])
+        if rest.numel() == b:  # every row (long prefixes): no copy of the rows
+            return cols, kept, done, rest, self._exact(keys, valid_mask, row_max, exp_weights)
+        return (
+            cols,
+            kept,
+            done,
+            rest,
+            self._exact(
+                keys[rest],
+                None if valid_mask is None else valid_mask[rest],
+                row_max[rest],
+                None if exp_weights is None else exp_weights[rest],
+            ),
+        )
 
     def _total_of_keys(
         self,
@@ -607,16 +711,28 @@ class RelativeThresholdNegatives(nn.Module):
         similarity_total: Tensor | None,
     ) -> Tensor:
         """Float64 ``[B]`` total weight of the candidates (signed for "similarity")."""
+        return self._total_and_weights(keys, valid_mask, row_max, similarity_total)[0]
+
+    def _total_and_weights(
+        self,
+        keys: Tensor,
+        valid_mask: Tensor | None,
+        row_max: Tensor,
+        similarity_total: Tensor | None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`_total_of_keys`, and for ``"exp"`` the weights in the keys' dtype."""
         # summed in the keys' dtype (pairwise summation: a few ulps of the total)
         if self.mass == "similarity":
             if similarity_total is None:
                 valid = torch.isfinite(keys) if valid_mask is None else valid_mask
                 similarity_total = torch.where(valid, keys, 0.0).sum(1)
-            return similarity_total.to(torch.float64) * self.temperature
+            return similarity_total.to(torch.float64) * self.temperature, None
         if self.mass == "exp":
-            return (keys - row_max.unsqueeze(1)).exp().sum(1).to(torch.float64)
+            # the same weights as _subset_weights before its float64 conversion
+            w = (keys - row_max.unsqueeze(1)).exp()
+            return w.sum(1).to(torch.float64), w
         w = ((keys * self.temperature + 1.0) / 2.0).clamp_min(0.0)
-        return w.sum(1).to(torch.float64)
+        return w.sum(1).to(torch.float64), None
 
     def _total(self, logits: Tensor, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
         """Float64 ``[B]`` total weight of the valid candidates (signed for "similarity")."""
@@ -624,39 +740,72 @@ class RelativeThresholdNegatives(nn.Module):
 
     def _subset_weights(self, keys: Tensor, row_max: Tensor) -> Tensor:
         """Float64 prefix weights of some keys (``-inf``: 0); "similarity" clamped at 0."""
-        k = keys.to(torch.float64)
-        if self.mass == "similarity":
-            return (k * self.temperature).clamp_min(0.0)
         if self.mass == "exp":
             # exponentiated in the keys' dtype (as the row total is): a relative error of
             # an ulp or two per weight, then summed in float64
             shift = row_max.to(keys.dtype).unsqueeze(1)
             return (keys - shift).exp().to(torch.float64)
+        k = keys.to(torch.float64)
+        if self.mass == "similarity":
+            return (k * self.temperature).clamp_min(0.0)
         return ((1.0 + k * self.temperature) / 2.0).clamp_min(0.0)
 
-    def _exact(self, keys: Tensor, valid_mask: Tensor, row_max: Tensor) -> Tensor:
-        """The exact radix selection of the rows the fast path left (module docstring)."""
+    def _exact(
+        self,
+        keys: Tensor,
+        valid_mask: Tensor | None,
+        row_max: Tensor,
+        exp_weights: Tensor | None = None,
+    ) -> Tensor:
+        """The exact radix selection of the rows the fast path left (module docstring).
+
+        ``keys`` are ``-inf`` off the candidates (``valid_mask``: their mask, if the
+        caller has it); ``exp_weights``: ``exp(keys - row_max)`` if already taken.
+        """
         if self.mass == "similarity":
             return self._similarity_cut(keys, valid_mask)
-        weights = self._subset_weights(keys, row_max)
+        if exp_weights is not None:
+            weights = exp_weights.to(torch.float64)
+        else:
+            weights = self._subset_weights(keys, row_max)
         lo = None
         if self.mass == "exp":
             # the last kept weight is >= (1 - share) * total / K >= (1 - share) / K
             # (weights are scaled so that the largest is 1): a lower bound on its key
             lo = row_max + math.log((1.0 - self.share) / keys.shape[1])
-        return _masked_cut(keys, weights, valid_mask, self.share, row_max, lo)
+        if keys.shape[1] >= _WIDE_ROWS:
+            total = weights.sum(1)
+            sample = _sample_min(keys)
+            lo = sample if lo is None else torch.maximum(lo, sample)
+            keep = _wide_prefix(keys, weights, self.share * total, row_max, lo, valid_mask)
+            positive = total > 0
+            if bool(positive.all()):
+                return keep
+            valid = torch.isfinite(keys) if valid_mask is None else valid_mask
+            return torch.where(positive.unsqueeze(1), keep, valid)
+        valid = torch.isfinite(keys) if valid_mask is None else valid_mask
+        return _masked_cut(keys, weights, valid, self.share, row_max, lo)
 
-    def _similarity_cut(self, keys: Tensor, valid_mask: Tensor) -> Tensor:
+    def _similarity_cut(self, keys: Tensor, valid_mask: Tensor | None) -> Tensor:
         """The literal cut on signed similarities (module docstring)."""
-        s = torch.where(valid_mask, keys.to(torch.float64) * self.temperature, 0.0)
+        valid = torch.isfinite(keys) if valid_mask is None else valid_mask
+        s = torch.where(valid, keys.to(torch.float64) * self.temperature, 0.0)
         total = s.sum(1)
         # where the total is > 0 the prefix ends among the positive similarities, where
         # the cumulative sum is monotone: the clamped weights give the same prefix
         weights = s.clamp_min(0.0)
-        keep = _prefix_mask(keys, weights, valid_mask, self.share * total)
-        hardest = torch.zeros_like(valid_mask)
+        target = self.share * total
+        if keys.shape[1] >= _WIDE_ROWS:
+            hi = keys.amax(1)
+            hi = torch.where(torch.isfinite(hi), hi, 0.0)
+            # zero weight below 0: the prefix of a positive total ends above it
+            lo = _sample_min(keys).clamp_min(0.0)
+            keep = _wide_prefix(keys, weights, target, hi, lo, valid)
+        else:
+            keep = _prefix_mask(keys, weights, valid, target)
+        hardest = torch.zeros_like(valid)
         hardest.scatter_(1, keys.argmax(1, keepdim=True), True)  # first maximum
-        return torch.where((total > 0).unsqueeze(1), keep, hardest & valid_mask)
+        return torch.where((total > 0).unsqueeze(1), keep, hardest & valid)
 
     def extra_repr(self) -> str:
         return f"share={self.share}, mass={self.mass!r}"
