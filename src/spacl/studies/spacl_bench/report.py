@@ -30,7 +30,8 @@ budget) and the selected choice are reported, each named for what it computes.  
 ablation arm (the paper's five and IB; IB+H is the no-adversarial arm) gets the same
 four-temperature budget as the full model, chosen on validation.  Test accuracies are
 recorded for every run and read by no choice.  Seeds follow the project's rule from the
-measured run time (median over the setting's timed runs): 5 where a run costs under a
+measured run cost (median over the setting's timed runs; CPU time where recorded, since
+wall time on the 2 shared cores counts other users): 5 where a run costs under a
 minute, else 3; CLINC150's seeds redraw the 10-shot subset (seed s draws it with seed s).
 Untrained rows: the raw inputs and the frozen, randomly initialised encoder."""
 
