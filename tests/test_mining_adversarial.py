@@ -162,3 +162,27 @@ def test_bad_inputs() -> None:
         AdversarialNegatives(0)
     with pytest.raises(ValueError, match="lr"):
         AdversarialNegatives(4, lr=-1.0)
+
+
+def test_play_weighted_is_play_on_the_repeated_rows() -> None:
+    """Distinct real samples with multiplicities play the same round as the repeated rows."""
+    g = torch.Generator().manual_seed(3)
+    b, p, d = 6, 4, 8
+    anchors = F.normalize(torch.randn(b, d, generator=g), dim=1)
+    distinct = F.normalize(torch.randn(b, 2, d, generator=g), dim=2)
+    # each row: its first sample three times, its second once
+    repeated = torch.stack((distinct[:, 0], distinct[:, 0], distinct[:, 1], distinct[:, 0]), 1)
+    assert repeated.shape == (b, p, d)
+    one = AdversarialNegatives(d, 2, generator=torch.Generator().manual_seed(9))
+    two = AdversarialNegatives(d, 2, generator=torch.Generator().manual_seed(9))
+    for _ in range(3):
+        gen_a, dl_a, gl_a = one.play(anchors, repeated)
+        weights = torch.tensor([3.0, 1.0]).repeat(b)
+        gen_b, dl_b, gl_b = two.play_weighted(anchors, distinct.reshape(-1, d), weights)
+        torch.testing.assert_close(gen_a, gen_b, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(dl_a, dl_b, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(gl_a, gl_b, rtol=1e-5, atol=1e-6)
+    for pa, pb in zip(one.parameters(), two.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="weights"):
+        two.play_weighted(anchors, distinct.reshape(-1, d), torch.ones(3))

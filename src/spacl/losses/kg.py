@@ -339,39 +339,50 @@ class LinkSPACLLoss(nn.Module):
         """Logits ``[B, K_adv]`` of the generated negatives and the game's losses.
 
         The game's real samples are each query's first ``num_positives`` hard tails (rows
-        with fewer repeat the first), on the unit sphere; the generated points are scaled
-        back to the mean norm of those tails.
+        with fewer repeat the first), on the unit sphere, given to ``D`` once per distinct
+        tail with its multiplicity (:meth:`AdversarialNegatives.play_weighted`: the same
+        round up to rounding, ``D`` on ~3 instead of ``P`` rows per query); the generated
+        points are scaled back to the mean norm of those tails.
         """
         b = hard.shape[0]
+        p = self.num_positives
         game = self._game(query.shape[1])
         ents = entities.detach()
         row, col = pairs  # hard.nonzero(): row-major, grouped by query
         counts = torch.bincount(row, minlength=b)
         starts = torch.cumsum(counts, 0) - counts
-        first = col[starts]  # every query has at least one hard positive
         rank = torch.arange(len(row), device=row.device) - starts[row]
-        slots = torch.empty(b, self.num_positives, dtype=torch.long, device=hard.device)
-        slots[:] = first.unsqueeze(1)  # rows with fewer hard positives repeat the first
-        keep = rank < self.num_positives
-        slots[row[keep], rank[keep]] = col[keep]
-        real = ents[slots]  # [B, P, d]
-        scale = real.norm(dim=2).mean(1, keepdim=True)  # [B, 1]
-        unit_real = real / real.norm(dim=2, keepdim=True).clamp_min(1e-12)
+        # the [B, P] slots hold each query's first P hard tails, rows with fewer repeat
+        # the first (every query has one): each distinct tail once, with its multiplicity
+        weight = (rank < p).to(ents.dtype)
+        weight[starts] += (p - counts.clamp_max(p)).to(ents.dtype)
+        keep = weight > 0
+        real_row, real_col, weight = row[keep], col[keep], weight[keep]
+        real = ents[real_col]  # [N, d], N = sum_b min(|P^h_b|, P)
+        norms = real.norm(dim=1)
+        scale = real.new_zeros(b).index_add_(0, real_row, norms * weight) / p  # [B]
+        unit_real = real / norms.unsqueeze(1).clamp_min(1e-12)
         anchors = query.detach()
         unit_anchor = anchors / anchors.norm(dim=1, keepdim=True).clamp_min(1e-12)
         d_loss = g_loss = None
         if self.training:
             players = torch.arange(b, device=unit_anchor.device)
+            chosen: Tensor | slice = slice(None)
             if self.game_batch is not None and b > self.game_batch:
                 players = torch.randperm(b, generator=self.rng)[: self.game_batch]
                 players = players.to(unit_anchor.device)
-            generated, dl, gl = game.play(unit_anchor[players], unit_real[players])
+                playing = torch.zeros(b, dtype=torch.bool, device=row.device)
+                playing[players] = True
+                chosen = playing[real_row]
+            generated, dl, gl = game.play_weighted(
+                unit_anchor[players], unit_real[chosen], weight[chosen]
+            )
             d_loss, g_loss = float(dl), float(gl)
             if players.numel() < b:
                 generated = game.sample(unit_anchor)
         else:
             generated = game.sample(unit_anchor)
-        generated = generated.to(query.dtype) * scale.unsqueeze(2)
+        generated = generated.to(query.dtype) * scale.view(b, 1, 1)
         return torch.einsum("bd,bkd->bk", query, generated) / self.temperature, d_loss, g_loss
 
     @torch.no_grad()

@@ -180,11 +180,45 @@ class AdversarialNegatives(nn.Module):
                 f"positives must be [{a.shape[0]}, P, {self.dim}], got {tuple(positives.shape)}"
             )
         real = positives.detach().to(a.dtype).reshape(-1, self.dim)
-        n_real = real.shape[0]
         real_cond = fake_cond = None
         if self.conditional:
             real_cond = a.repeat_interleave(positives.shape[1], dim=0)
             fake_cond = a.repeat_interleave(self.num_negatives, dim=0)
+        return self._round(anchors, a, real, None, real_cond, fake_cond)
+
+    def play_weighted(
+        self, anchors: Tensor, real: Tensor, weights: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`play` with each distinct real sample once, with its multiplicity.
+
+        ``real[N, d]`` with ``weights[N] >= 0``: the ``D`` loss's real term is the
+        weighted mean ``sum_j w_j softplus(-D(z_j)) / sum_j w_j`` — :meth:`play`'s mean
+        when ``[B, P]`` real rows repeat some samples (``w_j`` = how often), the same
+        round up to rounding at a fraction of the discriminator's cost.  Unconditional
+        ``D`` only (a conditional one needs each row's anchor).
+        """
+        if self.conditional:
+            raise ValueError("play_weighted needs an unconditional discriminator")
+        a = self._prepare(anchors)
+        check_tensor(real, "real", ndim=2)
+        if real.shape[1] != self.dim or weights.shape != (real.shape[0],):
+            raise ValueError(
+                f"real must be [N, {self.dim}] and weights [N], got {tuple(real.shape)} "
+                f"and {tuple(weights.shape)}"
+            )
+        return self._round(anchors, a, real.detach().to(a.dtype), weights, None, None)
+
+    def _round(
+        self,
+        anchors: Tensor,
+        a: Tensor,
+        real: Tensor,
+        weights: Tensor | None,
+        real_cond: Tensor | None,
+        fake_cond: Tensor | None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """One ``D`` step then one ``G`` step (:meth:`play`); ``weights`` of the real rows."""
+        n_real = real.shape[0]
         with torch.enable_grad():
             fake = self.generate(a)
             fake_const = fake.detach()
@@ -193,7 +227,12 @@ class AdversarialNegatives(nn.Module):
             if real_cond is not None and fake_cond is not None:
                 both_cond = torch.cat((real_cond, fake_cond))
             logits = self.discriminate(torch.cat((real, fake_const)), both_cond)
-            d_loss = F.softplus(-logits[:n_real]).mean() + F.softplus(logits[n_real:]).mean()
+            if weights is None:
+                real_term = F.softplus(-logits[:n_real]).mean()
+            else:
+                w = weights.detach().to(logits.dtype)
+                real_term = (F.softplus(-logits[:n_real]) * w).sum() / w.sum()
+            d_loss = real_term + F.softplus(logits[n_real:]).mean()
             self.opt_d.zero_grad(set_to_none=True)
             d_loss.backward()
             self.opt_d.step()

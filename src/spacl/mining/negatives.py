@@ -84,6 +84,7 @@ _WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long pr
 _WIDE_BUCKETS = 2048  # buckets of the one-level exact selection of long rows
 _WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
 _WIDE_ROWS = 512  # rows at least this long take the one-level selection
+_WIDE_LEVELS = 2  # further levels of it on a crowded bucket, then the general levels
 
 
 def check_share(share: float) -> float:
@@ -231,13 +232,45 @@ def _sample_min(keys: Tensor) -> Tensor:
     return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
 
 
+def _sample_range(
+    keys: Tensor, weights: Tensor, share: float, hi: Tensor, lo: Tensor
+) -> tuple[Tensor, Tensor]:
+    """A key range ``[lo', hi']`` likely to hold the cut of every row, from a sample.
+
+    A histogram of about 1024 strided columns over ``[lo, hi]`` locates where their
+    running weight (from the top) crosses ``share -+ 0.03``; the range spans those
+    buckets.  Only the resolution of :func:`_wide_prefix` depends on it (keys above
+    ``hi'`` share its first bucket, keys below ``lo'`` its last).
+    """
+    b, k = keys.shape
+    nb = _WIDE_BUCKETS
+    step = max(k // 1024, 1)
+    sub_keys, sub_w = keys[:, ::step].contiguous(), weights[:, ::step].contiguous()
+    span = hi - lo
+    scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
+    position = (hi.unsqueeze(1) - sub_keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
+    hist = torch.zeros(b, nb, dtype=weights.dtype, device=keys.device)
+    hist.scatter_add_(1, position.long(), sub_w)
+    cum = hist.cumsum(1)
+    upper = (cum >= max(share - 0.03, 0.0) * cum[:, -1:]).long().argmax(1)
+    past = cum >= (share + 0.03) * cum[:, -1:]
+    lower = torch.where(past.any(1), past.long().argmax(1), nb - 1)
+    new_hi = hi - upper.to(keys.dtype) / scale
+    new_lo = hi - (lower + 1).to(keys.dtype) / scale
+    return torch.minimum(new_hi, hi), torch.maximum(torch.minimum(new_lo, new_hi), lo)
+
+
 def _wide_prefix(
     keys: Tensor,
     weights: Tensor,
     target: Tensor,
     hi: Tensor,
     lo: Tensor,
-    valid: Tensor | None = None,
+    *,
+    top: Tensor | None = None,
+    bottom: Tensor | None = None,
+    above: Tensor | None = None,
+    depth: int = 0,
 ) -> Tensor:
     """:func:`_prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
 
@@ -247,9 +280,12 @@ def _wide_prefix(
     bucket where the running weight crosses ``target``.  About a dozen passes over
     ``[B, K]`` and no ``[B, K]`` validity mask (the off-candidate keys are ``-inf``, of
     weight 0: they add nothing to a bucket and are dropped when that bucket is
-    finished).  Rows whose chosen bucket holds more than ``_WIDE_CAP`` entries (keys
-    bunched below ``lo`` or all equal) take :func:`_prefix_mask`.  ``valid``: the
-    candidates' mask if the caller has it (else ``isfinite(keys)``, for those rows).
+    finished).  Rows whose chosen bucket holds more than ``_WIDE_CAP`` entries (a bulk
+    bunched far below a few large keys) take a level on that bucket alone, up to
+    ``_WIDE_LEVELS`` deep, then :func:`_prefix_mask` (e.g. keys all equal).  ``above``:
+    the weight already kept before these keys (as in :func:`_bucket_level`).  ``top`` /
+    ``bottom``: bounds of the keys above ``hi`` / below ``lo`` (default ``hi`` / ``lo``),
+    the range of a crowded first or last bucket.
     """
     b, k = keys.shape
     nb = _WIDE_BUCKETS
@@ -263,24 +299,50 @@ def _wide_prefix(
     del position
     hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
     hist.scatter_add_(1, bucket, weights)
-    cum = hist.cumsum(1)
+    if above is None:
+        above = torch.zeros(b, dtype=weights.dtype, device=device)
+    cum = above.unsqueeze(1) + hist.cumsum(1)
     crossed = cum >= target.unsqueeze(1)
     # rounding may leave the target just out of reach: then continue in the last bucket
     chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
     before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
-    above = torch.where(chosen > 0, before, 0.0)
+    above = torch.where(chosen > 0, before, above)
     keep = bucket < chosen.unsqueeze(1)
     row, col = (bucket == chosen.unsqueeze(1)).nonzero(as_tuple=True)
-    del bucket
     counts = torch.bincount(row, minlength=b)
     big = counts > _WIDE_CAP
     if bool(big.any()):
+        # the chosen bucket is crowded (keys bunched far below a few large ones): the
+        # next level spreads that bucket alone over the buckets (the others -inf, 0)
         small = ~big[row]
         row, col, counts = row[small], col[small], counts.masked_fill(big, 0)
         rows = big.nonzero().squeeze(1)
-        sub_keys = keys[rows]
-        sub_valid = torch.isfinite(sub_keys) if valid is None else valid[rows]
-        keep[rows] = _prefix_mask(sub_keys, weights[rows], sub_valid, target[rows])
+        member = bucket[rows] == chosen[rows].unsqueeze(1)
+        sub_keys = keys[rows].masked_fill(~member, -math.inf)
+        sub_w = weights[rows].masked_fill(~member, 0.0)
+        if depth < _WIDE_LEVELS:
+            c, step, h = chosen[rows], scale[rows], hi[rows]
+            cf = c.to(keys.dtype)
+            top_r = h if top is None else top[rows]
+            bottom_r = lo[rows] if bottom is None else bottom[rows]
+            hi2 = torch.where(c == 0, top_r, h - cf / step)
+            lo2 = torch.where(c == nb - 1, bottom_r, h - (cf + 1) / step)
+            inner = _wide_prefix(
+                sub_keys,
+                sub_w,
+                target[rows],
+                hi2,
+                lo2,
+                top=hi2,
+                bottom=lo2,
+                above=above[rows],
+                depth=depth + 1,
+            )
+        else:
+            sub_valid = torch.isfinite(sub_keys)
+            inner = _prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
+        keep[rows] |= inner
+    del bucket
     if row.numel() == 0:
         return keep
     m = int(counts.max())
@@ -776,8 +838,9 @@ class RelativeThresholdNegatives(nn.Module):
         if keys.shape[1] >= _WIDE_ROWS:
             total = weights.sum(1)
             sample = _sample_min(keys)
-            lo = sample if lo is None else torch.maximum(lo, sample)
-            keep = _wide_prefix(keys, weights, self.share * total, row_max, lo, valid_mask)
+            lo = torch.minimum(sample if lo is None else torch.maximum(lo, sample), row_max)
+            hi2, lo2 = _sample_range(keys, weights, self.share, row_max, lo)
+            keep = _wide_prefix(keys, weights, self.share * total, hi2, lo2, top=row_max, bottom=lo)
             positive = total > 0
             if bool(positive.all()):
                 return keep
@@ -800,7 +863,7 @@ class RelativeThresholdNegatives(nn.Module):
             hi = torch.where(torch.isfinite(hi), hi, 0.0)
             # zero weight below 0: the prefix of a positive total ends above it
             lo = _sample_min(keys).clamp_min(0.0)
-            keep = _wide_prefix(keys, weights, target, hi, lo, valid)
+            keep = _wide_prefix(keys, weights, target, hi, lo)
         else:
             keep = _prefix_mask(keys, weights, valid, target)
         hardest = torch.zeros_like(valid)
