@@ -167,7 +167,8 @@ def run_setting(
                 cfg = ood_config(FROZEN_RECIPE, [*common, "objective.name=frozen"])
                 out = train_ood(cfg, encoder=MiniLMEncoder(device="cpu"), split=split)
             else:
-                extra = [f"finetune.max_steps={args.max_steps}"] if args.max_steps else []
+                extra = ["out_dir=null"]  # the store keeps the runs, no run directories
+                extra += [f"finetune.max_steps={args.max_steps}"] if args.max_steps else []
                 cfg = ood_config(RECIPES[method], [*common, *extra])
                 out = train_finetuned(cfg, backbone=backbone, split=split, log=log.info)
             row = _summary(out, method, name, split)

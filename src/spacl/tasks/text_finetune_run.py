@@ -227,6 +227,7 @@ def train_finetuned(
     dev_acc = 100.0 * float(dev_closed)
     summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
     if run is not None:
+        summary["run_dir"] = str(run.path)
         _write(run, top, clf, split, summary)
     return summary
 
