@@ -17,8 +17,8 @@ A text recipe with ``finetune.trainable_layers: L > 0`` (the shipped
    / q 0.95), the other rules and ADB on test (not used for selection), as the frozen task.
 
 CPU budget of the shipped recipes (a budget, not the paper's full fine-tune): the top 2
-of 6 layers, 3 epochs; a run at StackOverflow 25% known takes about 8 minutes on one
-core.
+of 6 layers, 3 epochs (1,125 steps at StackOverflow 25% known: about 5-6 minutes on one
+idle core).
 
 The run directory holds what a later prediction needs (:mod:`spacl.tasks.text_run`):
 the trained top layers' weights (``encoder.top``, with ``trainable_layers``), the class
