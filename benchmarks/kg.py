@@ -17,6 +17,14 @@ Both at once, one core each (about 60 minutes plus evaluation)::
 Quick pipeline check::
 
     python benchmarks/kg.py --minutes 5 --valid-subset 3000
+
+Step cost only (no training run, no results file; issue 19)::
+
+    python benchmarks/kg.py --step-cost 7
+
+trains both recipes with ``train.threads=1`` on the same first ``N`` chunks of 250
+queries of the first epoch (order of seed 0), SPACL and InfoNCE steps alternating, and
+prints each method's median step time and the ratio as a markdown table.
 """
 
 from __future__ import annotations
@@ -64,6 +72,41 @@ def _tagged(method: str) -> Any:
     return log
 
 
+def step_cost(steps: int, root: str | None) -> str:
+    """Median ``_kg_step`` time of both recipes on the same chunks, interleaved (markdown)."""
+    import os
+    import statistics
+
+    from spacl.tasks.kg import _kg_setup, _kg_step
+
+    torch.set_num_threads(1)
+    kg = load_kg("fb15k-237", root, unseen="include")
+    runs = {}
+    for method in ("infonce", "spacl"):
+        cfg = kg_config(RECIPES[method], ["train.threads=1", "train.device=cpu"])
+        torch.manual_seed(int(cfg.train.seed))
+        runs[method] = _kg_setup(cfg, kg, lambda _: None)
+    batch = int(runs["spacl"][0].cfg.train.batch_size)
+    perm = torch.randperm(len(runs["spacl"][0].items), generator=torch.Generator().manual_seed(0))
+    times: dict[str, list[float]] = {m: [] for m in runs}
+    load = os.getloadavg()[0]
+    for i in range(steps):
+        for method, (run, train_index, _) in runs.items():
+            chunk = run.items[perm[i * batch : (i + 1) * batch]]
+            start = time.perf_counter()
+            _kg_step(run, train_index, chunk, 0, i)
+            times[method].append(time.perf_counter() - start)
+    med = {m: statistics.median(t) * 1e3 for m, t in times.items()}
+    last = getattr(runs["spacl"][0].objective, "last", None)
+    kept = "" if last is None else f"; SPACL kept {last.kept_negatives:.0f} negatives per query"
+    return (
+        f"Step cost, {steps} interleaved steps per method, 1 thread, 1-minute load average "
+        f"{load:.1f} at the start{kept}:\n\n"
+        "| InfoNCE ms / step | SPACL ms / step | SPACL / InfoNCE |\n|---|---|---|\n"
+        f"| {med['infonce']:.0f} | {med['spacl']:.0f} | {med['spacl'] / med['infonce']:.2f}x |"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="training budget per method")
@@ -84,7 +127,17 @@ def main() -> int:
         help="train the methods concurrently, splitting --threads between them",
     )
     parser.add_argument("--name", default="kg", help="results file benchmarks/results/NAME.md")
+    parser.add_argument(
+        "--step-cost",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only time N interleaved training steps of each method and print the ratio",
+    )
     args = parser.parse_args()
+    if args.step_cost:
+        print(step_cost(args.step_cost, args.root))
+        return 0
     torch.set_num_threads(args.threads)
     threads = max(1, args.threads // len(args.methods)) if args.parallel else args.threads
     jobs = [

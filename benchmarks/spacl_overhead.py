@@ -108,7 +108,7 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
     own = (rows.repeat_interleave(v) * v).unsqueeze(1) + torch.arange(v)
     every_keys[:, : b * v].scatter_(1, own, -torch.inf)
     excluded = unit_pool.sum(1).repeat_interleave(v, 0)
-    every_total = ((flat_unit / 0.1) * (flat_unit.sum(0) - excluded)).sum(1)
+    every_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - excluded)).sum(1)
 
     def run_every_mining() -> None:
         spacl_every._mine_every(z, None)
@@ -118,7 +118,7 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         every_adv.sample(flat_unit)
 
     def run_every_cut() -> None:
-        spacl_every.cut.select_keys(every_keys, every_total)
+        spacl_every.cut.select_keys(every_keys, every_sum)
 
     def run_mining() -> None:
         spacl._mine(z, None, None)

@@ -443,7 +443,9 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
 
 @pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
 @pytest.mark.parametrize("share", [0.5, 0.95])
-def test_long_prefixes_take_the_one_level_selection_exactly(mass: str, share: float) -> None:
+def test_long_prefixes_take_the_one_level_selection_exactly(
+    mass: str, share: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Wide rows that keep most candidates (the KG cut early in training) against the loop.
 
     They skip the fast paths and take the one-level bucket selection: a flat row, a
@@ -451,7 +453,9 @@ def test_long_prefixes_take_the_one_level_selection_exactly(mass: str, share: fl
     the multi-level fallback), a few outliers above a bunched bulk, and a wide spread.
     """
     from loss_references import cut_loop
+    from spacl.mining import negatives
 
+    monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)  # KG rows are 14,542 wide
     g = torch.Generator().manual_seed(5)
     b, k, tau = 6, 2000, 0.5
     logits = torch.randn(b, k, generator=g, dtype=torch.float64)

@@ -54,7 +54,7 @@ per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps every buck
 the one where the cumulative weight crosses ``share * total`` and continues inside that
 bucket only.  Once at most 64 candidates are left per row (one level, in practice) a
 stable sort of those few finishes the prefix exactly; a bucket whose keys are all equal
-is finished by counting (the first ``ceil(rest / w)`` ties).  Rows of at least 512
+is finished by counting (the first ``ceil(rest / w)`` ties).  Rows of at least 4096
 candidates (the link-prediction rows, where ``"exp"`` keeps most of 14,541 entities early
 in training) take one level of 2048 buckets instead, over ``[lo, row max]`` with ``lo``
 the smallest key of a strided sample (only the resolution: keys below it share the last
@@ -83,7 +83,7 @@ _FAST_BLOCKS = 32  # groups taken, and keys looked at, by the fast path
 _WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long prefixes)
 _WIDE_BUCKETS = 2048  # buckets of the one-level exact selection of long rows
 _WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
-_WIDE_ROWS = 512  # rows at least this long take the one-level selection
+_WIDE_ROWS = 4096  # rows at least this long take the one-level selection
 _WIDE_LEVELS = 2  # further levels of it on a crowded bucket, then the general levels
 
 
