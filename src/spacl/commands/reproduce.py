@@ -45,7 +45,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("name", choices=sorted(STUDIES), help="which study")
     parser.add_argument(
-        "--quick", action="store_true", help="reduced version (10-20 s on 2 CPU cores)"
+        "--quick",
+        action="store_true",
+        help="smoke run of every stage (minutes on 2 cores; no verdict)",
     )
     parser.add_argument(
         "--seeds", type=int, default=None, help="number of seeds 0..N-1 (default 3; quick 1)"
