@@ -32,7 +32,8 @@ four-temperature budget as the full model, chosen on validation.  Test accuracie
 recorded for every run and read by no choice.  Seeds follow the project's rule from the
 measured run cost (median over the setting's timed runs; CPU time where recorded, since
 wall time on the 2 shared cores counts other users): 5 where a run costs under a
-minute, else 3; CLINC150's seeds redraw the 10-shot subset (seed s draws it with seed s).
+minute, else 3 (a minimum: seeds every main method already has are kept); CLINC150's
+seeds redraw the 10-shot subset (seed s draws it with seed s).
 Untrained rows: the raw inputs and the frozen, randomly initialised encoder."""
 
 

@@ -189,10 +189,32 @@ def run_setting(
         fit([(m, t) for m in arms.values() if (t := temps[m.name]) is not None], seed)
     log.info("%s/%s: selected %s (tau %s)", name, setting, best.name, temps.get(best.name))
     found = {k: v for k, v in temps.items() if v is not None}
+    used = _with_extra_seeds(store, name, setting, final, found, list(seeds), used)
     names, abl = [m.name for m in options], {k: m.name for k, m in arms.items()}
     return SettingResult(
         name, setting, found, base.name, best.name, names, criterion, used, abl, seconds
     )
+
+
+def _with_extra_seeds(
+    store: RunStore,
+    bench: str,
+    setting: str,
+    final: list[Method],
+    temps: dict[str, float],
+    seeds: list[int],
+    used: list[int],
+) -> list[int]:
+    """The rule's seeds, or more where the store holds every main method for them: the rule
+    is a minimum, and a seed beyond it is never chosen by its outcome, only by what ran."""
+    more = list(used)
+    for seed in seeds[len(used) :]:
+        if not all(
+            RunKey(bench, setting, m.name, temps.get(m.name, -1.0), seed) in store for m in final
+        ):
+            break
+        more.append(seed)
+    return more
 
 
 def _untrained(bench: Bench, setting: str, store: RunStore) -> None:
