@@ -167,7 +167,7 @@ def _versus(hi: dict[str, Any], lo: dict[str, Any], crit: str, names: tuple[str,
         return f"{diff:+.1f} (n = {len(a)}, {len(b)})"
     v = compare(a, b, min_gap=MIN_GAP, names=names)
     p = v.rule.split("p = ")[1].split(" ")[0]
-    return f"{diff:+.1f}, p = {p}: {v.verdict}"
+    return f"{diff:+.1f}, p = {p}, n = {len(a)}, {len(b)}: {v.verdict}"
 
 
 def _ablation_section(report: StudyReport, m: dict[str, Any]) -> None:
