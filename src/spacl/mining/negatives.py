@@ -660,6 +660,8 @@ class RelativeThresholdNegatives(nn.Module):
         if self.share >= 1.0:
             return torch.isfinite(keys)
         cols, kept, _, rest, rest_keep = self._select_keys(keys, None, None)
+        if rest is not None and rest_keep is not None and rest.numel() == keys.shape[0]:
+            return rest_keep  # every row took the exact selection (long prefixes)
         keep = _mask_of(cols, kept, keys.shape[1])
         if rest is not None and rest_keep is not None:
             keep[rest] = rest_keep
