@@ -240,7 +240,7 @@ def test_missing_cifar_directory_is_a_clear_error(tmp_path: Path) -> None:
         load_cifar(tmp_path / "nowhere", "cifar100")
     with pytest.raises(ValueError, match="name must be one of"):
         load_cifar(tmp_path, "cifar1000")
-    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
+    with pytest.raises(ValueError, match=r"split must be one of \['train', 'test'\] for cifar10"):
         get_dataset("cifar10", root=tmp_path, split="valid")
 
 

@@ -3,10 +3,38 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
+
+_T = TypeVar("_T")
+
+
+def check_choice(value: _T, name: str, options: Iterable[Any], *, where: str = "") -> _T:
+    """Return ``value`` if it is one of ``options``, else raise naming ``name`` and ``value``.
+
+    The one "must be one of" check of the package:
+    ``check_choice("cubic", "mass", ("exp", "similarity"))`` raises
+    ``ValueError("mass must be one of ['exp', 'similarity'], got 'cubic'")``.  When every
+    option is a string and ``value`` is not, the error is a ``TypeError`` that names the
+    type found.  ``where`` qualifies the options (``" for an image folder"``); it goes
+    between the list and ``got``.
+    """
+    allowed = list(options)
+    if allowed and all(isinstance(o, str) for o in allowed) and not isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a string, one of {allowed}{where}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    try:
+        known = value in allowed
+    except TypeError:  # an unhashable or incomparable value is not an option
+        known = False
+    if not known:
+        raise ValueError(f"{name} must be one of {allowed}{where}, got {value!r}")
+    return value
 
 
 def check_tensor(x: Any, name: str, *, ndim: int | tuple[int, ...] | None = None) -> Tensor:

@@ -41,6 +41,8 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
+from spacl._validation import check_choice
+
 __all__ = [
     "RENAMED_KEYS",
     "DataSection",
@@ -135,10 +137,16 @@ def fail(key: str, value: Any, need: str) -> ValueError:
     return ValueError(f"config key {key!r} {need}, got {value!r}")
 
 
-def choice(key: str, value: Any, options: Sequence[Any]) -> None:
-    """``value`` must be one of ``options``."""
-    if value not in options:
-        raise fail(key, value, f"must be one of {list(options)}")
+def choice(key: str, value: Any, options: Sequence[Any], *, where: str = "") -> None:
+    """``value`` must be one of ``options`` (:func:`spacl._validation.check_choice`).
+
+    A config error is always a ``ValueError`` naming the key: a value of the wrong
+    type (``optim.name: 3``) too.
+    """
+    try:
+        check_choice(value, f"config key {key!r}", options, where=where)
+    except TypeError as err:
+        raise ValueError(str(err)) from err
 
 
 def int_at_least(key: str, value: Any, low: int) -> None:
@@ -457,8 +465,7 @@ def task_names() -> list[str]:
 def task_entry(name: str) -> TaskEntry:
     """The registry entry of ``task: name`` (``ValueError`` naming the registered tasks)."""
     _builtin_tasks()
-    if name not in _TASKS:
-        raise fail("task", name, f"must be one of {sorted(_TASKS)}")
+    choice("task", name, sorted(_TASKS))
     return _TASKS[name]
 
 

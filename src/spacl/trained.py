@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.engine.checkpoint import load_checkpoint
 from spacl.engine.rundir import RunDirectory
 
@@ -71,8 +72,7 @@ class TrainedModel:
         to the run's channel count and size).  ``features``: ``"backbone"`` (``f(x)``,
         what ``spacl eval`` probes by default) or ``"projections"`` (``g(f(x))``).
         """
-        if features not in ("backbone", "projections"):
-            raise ValueError(f"features must be 'backbone' or 'projections', got {features!r}")
+        check_choice(features, "features", ("backbone", "projections"))
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
         x = self._as_tensor(inputs)
@@ -193,8 +193,7 @@ def load_image_run(
     cfg = load_config(rd.config)
     names = list(state["arms"])
     name = names[0] if arm is None else arm
-    if name not in state["arms"]:
-        raise ValueError(f"arm must be one of {names}, got {arm!r}")
+    check_choice(name, "arm", names)
     info = state.get("model_info") or _model_info_from_data(cfg)
     shape = tuple(int(v) for v in info["input_shape"])
     model = _build_model(cfg, shape, state["arms"][name]["model"])

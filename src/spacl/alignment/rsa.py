@@ -10,6 +10,7 @@ import torch
 from scipy.stats import rankdata
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.geometry._inputs import (
     F64,
     as_matrix,
@@ -53,8 +54,7 @@ def rsa(
     warning.  Zero rows are an error for the cosine RDM.
     """
     kind = _check_kind(rdm)
-    if method not in ("pearson", "spearman"):
-        raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    check_choice(method, "method", ("pearson", "spearman"))
     xt = as_matrix(X, "X", min_rows=3)
     yt = as_matrix(Y, "Y", min_rows=3)
     check_same_rows(xt, yt)
@@ -69,8 +69,7 @@ def rsa(
 
 
 def _check_kind(kind: str) -> str:
-    if kind not in RDM_KINDS:
-        raise ValueError(f"rdm must be one of {RDM_KINDS}, got {kind!r}")
+    check_choice(kind, "rdm", RDM_KINDS)
     return kind
 
 

@@ -32,7 +32,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from spacl._validation import check_positive
+from spacl._validation import check_choice, check_positive
 
 __all__ = [
     "random_pair_batches",
@@ -82,8 +82,7 @@ def similarity_gradient(
     """
     n = _check(sigma, labels, partner)
     tau = check_positive(tau, "tau")
-    if objective not in ("dcl", "nscl"):
-        raise ValueError(f"objective must be 'dcl' or 'nscl', got {objective!r}")
+    check_choice(objective, "objective", ("dcl", "nscl"))
     if rows.ndim != 1 or rows.numel() < 2 or rows.is_floating_point():
         raise ValueError(f"rows must be a 1-D integer tensor of >= 2 indices, got {rows!r}")
     in_batch = torch.zeros(n, dtype=torch.bool, device=sigma.device)

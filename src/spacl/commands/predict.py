@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from spacl._validation import check_choice
+
 __all__ = ["nearest_centres", "register"]
 
 
@@ -58,8 +60,7 @@ def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor
             f"{path} is missing: run `spacl eval {run_dir}` to compute the class centres"
         )
     arms = load_checkpoint(path)["arms"]
-    if arm not in arms:
-        raise ValueError(f"arm must be one of {sorted(arms)}, got {arm!r}")
+    check_choice(arm, "arm", sorted(arms))
     entry = arms[arm]
     return entry["classes"], entry["centres"], str(entry["features"])
 

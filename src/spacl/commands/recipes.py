@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from spacl._validation import check_choice
+
 __all__ = ["format_recipes", "register", "run"]
 
 
@@ -48,8 +50,8 @@ def format_recipes(task: str | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     from spacl.schema import find_recipe_file, flat_recipe, task_names
 
-    if args.task is not None and args.task not in task_names():
-        raise ValueError(f"--task must be one of {task_names()}, got {args.task!r}")
+    if args.task is not None:
+        check_choice(args.task, "--task", task_names())
     if args.name is None:
         print(format_recipes(args.task))
         return 0

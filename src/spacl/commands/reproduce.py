@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spacl._validation import check_choice
+
 __all__ = ["STUDIES", "register", "run", "run_study"]
 
 #: study name -> module under ``spacl.studies``
@@ -101,8 +103,7 @@ def run_study(
 
     from spacl.studies.common import seed_list, study_threads
 
-    if name not in STUDIES:
-        raise ValueError(f"name must be one of {sorted(STUDIES)}, got {name!r}")
+    check_choice(name, "name", sorted(STUDIES))
     seeds_ = seed_list(seeds if seeds is not None else (1 if quick else 3))
     module = importlib.import_module(f"spacl.studies.{STUDIES[name]}")
     kwargs: dict[str, Any] = {

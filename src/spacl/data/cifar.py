@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from spacl._validation import check_choice
+
 from .labeled import LabeledData
 
 __all__ = ["CIFAR_DIRS", "load_cifar"]
@@ -84,8 +86,7 @@ def load_cifar(
 
     CIFAR-100 carries ``coarse_labels`` (20 super-classes); CIFAR-10 has ``None``.
     """
-    if name not in CIFAR_DIRS:
-        raise ValueError(f"name must be one of {sorted(CIFAR_DIRS)}, got {name!r}")
+    check_choice(name, "name", sorted(CIFAR_DIRS))
     folder = _resolve_dir(root, name)
     data_parts, fine_parts, coarse_parts = [], [], []
     fine_key = "labels" if name == "cifar10" else "fine_labels"

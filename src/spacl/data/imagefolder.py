@@ -17,6 +17,8 @@ from torch.utils.data import Dataset
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
+from spacl._validation import check_choice
+
 from .labeled import LabeledData
 
 __all__ = ["check_images", "load_imagefolder", "materialize", "subset"]
@@ -57,8 +59,7 @@ def check_images(dataset: ImageFolder, policy: str = "error") -> int:
     """
     from PIL import Image, UnidentifiedImageError
 
-    if policy not in BAD_IMAGE_POLICIES:
-        raise ValueError(f"bad_images must be one of {list(BAD_IMAGE_POLICIES)}, got {policy!r}")
+    check_choice(policy, "bad_images", list(BAD_IMAGE_POLICIES))
     keep = []
     for path, label in dataset.samples:
         try:

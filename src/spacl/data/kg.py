@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.data._files import find_dataset_dir, split_file
 
 #: accepted split file names: ``train.txt``, ``train.txt.gz``, ``train.tsv``...
@@ -268,8 +269,7 @@ class KnowledgeGraph:
         return len(self.relations)
 
     def split(self, name: str) -> Tensor:
-        if name not in KG_SPLITS:
-            raise ValueError(f"split must be one of {KG_SPLITS}, got {name!r}")
+        check_choice(name, "split", KG_SPLITS)
         triples: Tensor = getattr(self, name)
         return triples
 
@@ -367,8 +367,7 @@ def load_kg(
         unseen: ``"error"`` | ``"include"`` | ``"drop"`` for valid/test triples naming
             an entity or relation absent from train (module docstring, **Decision**).
     """
-    if unseen not in UNSEEN_POLICIES:
-        raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
+    check_choice(unseen, "unseen", UNSEEN_POLICIES)
     directory = (
         Path(root).expanduser() if root is not None and _is_graph_dir(root) else kg_path(name, root)
     )

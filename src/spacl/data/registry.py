@@ -27,6 +27,8 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from spacl._validation import check_choice
+
 from .builtin import load_digits, load_mnist5k
 from .cifar import load_cifar
 from .imagefolder import load_imagefolder
@@ -54,8 +56,7 @@ def get_dataset(
     name: str, root: str | Path | None = None, split: str = "train", **kw: Any
 ) -> LabeledData | Dataset[Any]:
     """Load dataset ``name`` (see the module table) and return the requested split."""
-    if name not in DATASET_NAMES:
-        raise ValueError(f"name must be one of {list(DATASET_NAMES)}, got {name!r}")
+    check_choice(name, "name", list(DATASET_NAMES))
     kw = dict(kw)
     if name in ("synthetic", "digits", "mnist5k"):
         split_kw: dict[str, Any] = {
@@ -69,8 +70,7 @@ def get_dataset(
         data = loaders[name](**kw)
         return _split_single(data, split, split_kw)
     if name in ("cifar10", "cifar100"):
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test' for {name}, got {split!r}")
+        check_choice(split, "split", ("train", "test"), where=f" for {name}")
         base = Path(root) if root is not None else find_dataset(name)
         return load_cifar(base, name, train=split == "train", **kw)
     # imagefolder: an explicit root is the folder itself; else <data root>/imagenet100

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spacl._validation import check_choice
+
 __all__ = [
     "DATASETS",
     "DataCheck",
@@ -249,8 +251,7 @@ def default_data_root() -> Path:
 
 
 def _info(name: str) -> DatasetInfo:
-    if name not in DATASETS:
-        raise ValueError(f"dataset must be one of {sorted(DATASETS)}, got {name!r}")
+    check_choice(name, "dataset", sorted(DATASETS))
     return DATASETS[name]
 
 

@@ -349,10 +349,8 @@ def validate_config(cfg: DictConfig) -> None:
     if d.num_workers is not None:
         int_at_least("data.num_workers", d.num_workers, 0)
     choice("data.bad_images", d.bad_images, ("error", "skip"))
-    if d.name == "imagefolder" and d.augment not in FOLDER_AUGMENTS:
-        raise fail(
-            "data.augment", d.augment, f"must be one of {list(FOLDER_AUGMENTS)} for an image folder"
-        )
+    if d.name == "imagefolder":
+        choice("data.augment", d.augment, FOLDER_AUGMENTS, where=" for an image folder")
     if d.name == "synthetic":
         s = d.synthetic
         int_at_least("data.synthetic.num_classes", s.num_classes, 2)

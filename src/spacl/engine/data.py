@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from spacl._validation import check_choice
 from spacl.data import (
     Batch,
     IdentityViews,
@@ -352,11 +353,7 @@ def _folder_transforms(
     none) and the crop / colour / blur keys."""
     size = int(d.image_size)
     kind = "image" if d.augment == "auto" else str(d.augment)
-    if kind not in FOLDER_AUGMENTS:
-        raise ValueError(
-            f"config key 'data.augment' must be one of {list(FOLDER_AUGMENTS)} for "
-            f"data.name='imagefolder', got {kind!r}"
-        )
+    check_choice(kind, "config key 'data.augment'", FOLDER_AUGMENTS, where=" for an image folder")
     norm: Normalization | None = (IMAGENET_MEAN, IMAGENET_STD) if d.normalize else None
     mean, std = norm if norm is not None else (None, None)
     evaluate = eval_transform(size, mean=mean, std=std)

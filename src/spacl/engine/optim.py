@@ -25,6 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
+
 __all__ = [
     "LARS",
     "LR_SCALINGS",
@@ -147,8 +149,7 @@ def build_optimizer(
     exclude_bias_and_norm: bool = False,
 ) -> torch.optim.Optimizer:
     """Build ``sgd | adam | adamw | lars`` over ``model``'s trainable parameters."""
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {name!r}")
+    check_choice(name, "optimizer", list(OPTIMIZERS))
     groups = parameter_groups(model, weight_decay, exclude_bias_and_norm)
     if name != "lars":
         for g in groups:
@@ -166,8 +167,7 @@ def build_optimizer(
 
 def scaled_lr(lr: float, batch_size: int, reference_batch_size: int, rule: str) -> float:
     """``lr * f(batch_size / reference_batch_size)`` for the scaling ``rule`` (module doc)."""
-    if rule not in LR_SCALINGS:
-        raise ValueError(f"lr_scaling must be one of {list(LR_SCALINGS)}, got {rule!r}")
+    check_choice(rule, "lr_scaling", list(LR_SCALINGS))
     ratio = batch_size / reference_batch_size
     power = {"none": 0.0, "linear": 1.0, "sqrt": 0.5, "fourth_root": 0.25}[rule]
     return float(lr * ratio**power)
@@ -179,8 +179,7 @@ class WarmupCosine:
     def __init__(
         self, warmup_steps: int, total_steps: int, min_ratio: float = 0.0, schedule: str = "cosine"
     ) -> None:
-        if schedule not in ("cosine", "constant"):
-            raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+        check_choice(schedule, "schedule", ("cosine", "constant"))
         if warmup_steps < 0 or total_steps < 1:
             raise ValueError(
                 f"need warmup_steps >= 0 and total_steps >= 1, got {warmup_steps}, {total_steps}"

@@ -55,7 +55,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from spacl._validation import check_in_range, check_labels, check_positive, check_tensor
+from spacl._validation import (
+    check_choice,
+    check_in_range,
+    check_labels,
+    check_positive,
+    check_tensor,
+)
 from spacl.evaluate.ood import MIN_CLASS_COUNT, conformal_thresholds
 
 __all__ = ["SOLVERS", "ADBModel", "adb_boundary_loss", "fit_adb"]
@@ -175,8 +181,7 @@ def fit_adb(
     """
     check_tensor(features, "features", ndim=2)
     labels = check_labels(labels, int(features.shape[0])).to(features.device)
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    check_choice(solver, "solver", SOLVERS)
     if not isinstance(open_label, int) or isinstance(open_label, bool):
         raise TypeError(f"open_label must be an int, got {type(open_label).__name__}")
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):

@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
+
 __all__ = ["extract_features", "unwrap_model"]
 
 FEATURE_KINDS = ("features", "projections")
@@ -63,8 +65,7 @@ def extract_features(
     Features come back on the CPU as float32 (float64 if the model is float64), labels as
     ``LongTensor``.  The model's train/eval mode is restored afterwards.
     """
-    if which not in FEATURE_KINDS:
-        raise ValueError(f"which must be one of {list(FEATURE_KINDS)}, got {which!r}")
+    check_choice(which, "which", list(FEATURE_KINDS))
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     net = unwrap_model(model)

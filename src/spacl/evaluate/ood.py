@@ -78,7 +78,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from spacl._validation import check_in_range, check_labels, check_tensor
+from spacl._validation import check_choice, check_in_range, check_labels, check_tensor
 
 __all__ = [
     "MIN_CLASS_COUNT",
@@ -202,11 +202,9 @@ def fit_open_classifier(
             ``min_class_count < 1``, ``dev_y`` outside ``[0, K)``, or a known class
             without train or dev example.
     """
-    if method not in THRESHOLD_METHODS:
-        raise ValueError(f"method must be one of {THRESHOLD_METHODS}, got {method!r}")
+    check_choice(method, "method", THRESHOLD_METHODS)
     check_in_range(quantile, "quantile", 0.0, 1.0)
-    if scope not in THRESHOLD_SCOPES:
-        raise ValueError(f"scope must be one of {THRESHOLD_SCOPES}, got {scope!r}")
+    check_choice(scope, "scope", THRESHOLD_SCOPES)
     _check_min_count(min_class_count)
     centres = class_centres(train_z, train_y, num_known)
     check_tensor(dev_z, "dev_z", ndim=2)

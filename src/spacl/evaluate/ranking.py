@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.data.kg import TripleIndex, add_reciprocals
 
 __all__ = [
@@ -64,8 +65,7 @@ def filtered_ranks(
     """
     from spacl._progress import iterate
 
-    if ties not in TIE_POLICIES:
-        raise ValueError(f"ties must be one of {TIE_POLICIES}, got {ties!r}")
+    check_choice(ties, "ties", TIE_POLICIES)
     if not isinstance(queries, Tensor) or queries.ndim != 2 or queries.shape[1] != 3:
         got = tuple(queries.shape) if isinstance(queries, Tensor) else type(queries).__name__
         raise ValueError(f"queries must be a LongTensor [N, 3], got {got}")

@@ -19,7 +19,7 @@ import torch
 from scipy.optimize import linprog
 from torch import Tensor
 
-from spacl._validation import check_positive
+from spacl._validation import check_choice, check_positive
 from spacl.geometry._inputs import F64, as_tensor
 
 __all__ = ["collapse_condition", "gradient_norm", "non_collapse_certificate"]
@@ -213,8 +213,7 @@ def gradient_norm(
     maximum is about 1.27 at ``tau = 1``, since at ``x = n`` the gradient is radial).
     """
     temperature = check_positive(temperature, "temperature")
-    if projection not in ("none", "tangent"):
-        raise ValueError(f"projection must be 'none' or 'tangent', got {projection!r}")
+    check_choice(projection, "projection", ("none", "tangent"))
     single, xs, (ps, ns) = _batched(
         x, "x", [(positives, "positives", True), (negatives, "negatives", True)]
     )

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.geometry._inputs import (
     F64,
     as_labels,
@@ -177,8 +178,7 @@ def effective_rank(
     participation ratio) differ by up to 2-3x on real embeddings; say which you report.
     An isotropic Gaussian in ``d`` dimensions gives close to ``d`` for both.
     """
-    if spectrum not in ("singular", "eigen"):
-        raise ValueError(f"spectrum must be 'singular' or 'eigen', got {spectrum!r}")
+    check_choice(spectrum, "spectrum", ("singular", "eigen"))
     x = as_matrix(features, "features", min_rows=2)
     spectra = feature_spectra(x)
     eig = spectra.centred if center else spectra.uncentred

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from spacl._validation import check_labels, check_tensor
+from spacl._validation import check_choice, check_labels, check_tensor
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,7 @@ def parse_views(
 
 def check_anchor_mode(anchor_mode: str) -> str:
     """``"all"``: every view is an anchor (SupCon "all"); ``"one"``: view 0 only."""
-    if anchor_mode not in ("all", "one"):
-        raise ValueError(f"anchor_mode must be 'all' or 'one', got {anchor_mode!r}")
+    check_choice(anchor_mode, "anchor_mode", ("all", "one"))
     return anchor_mode
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_in_range, check_labels, check_tensor
+from spacl._validation import check_choice, check_in_range, check_labels, check_tensor
 from spacl.losses._batch import PairLayout, parse_views
 from spacl.losses.base import (
     PairwiseContrastiveLoss,
@@ -113,8 +113,7 @@ class TiltedNegativeSampler(nn.Module):
             raise ValueError(f"beta must be a finite number >= 0, got {beta}")
         if not isinstance(num_negatives, int) or num_negatives < 1:
             raise ValueError(f"num_negatives must be an integer >= 1, got {num_negatives!r}")
-        if scope not in ("class", "all"):
-            raise ValueError(f"scope must be 'class' or 'all', got {scope!r}")
+        check_choice(scope, "scope", ("class", "all"))
         self.beta = float(beta)
         self.num_negatives = num_negatives
         self.scope = scope

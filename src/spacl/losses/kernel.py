@@ -39,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from spacl._validation import check_choice
+
 
 @dataclass(frozen=True)
 class GroupPositives:
@@ -204,8 +206,7 @@ def contrastive_kernel(
         logit_bound: a bound on ``|logits|`` known to the caller (``1/tau`` for
             embeddings on the sphere or in the ball); enables a fixed-shift logsumexp.
     """
-    if positive_mode not in POSITIVE_MODES:
-        raise ValueError(f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}")
+    check_choice(positive_mode, "positive_mode", POSITIVE_MODES)
     simple = (
         positive_in_denominator
         and negative_mask is None

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_in_range, check_positive
+from spacl._validation import check_choice, check_in_range, check_positive
 from spacl.losses.kernel import masked_logsumexp
 from spacl.losses.kg_cut import top_share_cut  # old name, a thin wrapper of the one cut
 from spacl.mining.adversarial import AdversarialNegatives
@@ -141,8 +141,7 @@ class LinkInfoNCELoss(nn.Module):
             or num_negatives < 1
         ):
             raise ValueError(f"num_negatives must be None or an int >= 1, got {num_negatives!r}")
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        check_choice(weighting, "weighting", WEIGHTINGS)
         self.num_negatives = num_negatives
         self.weighting = weighting
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
@@ -244,8 +243,7 @@ class LinkSPACLLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if variant not in KG_SPACL_VARIANTS:
-            raise ValueError(f"variant must be one of {KG_SPACL_VARIANTS}, got {variant!r}")
+        check_choice(variant, "variant", KG_SPACL_VARIANTS)
         for name, value, low in (
             ("num_positives", num_positives, 1),
             ("num_adversarial", num_adversarial, 0),
@@ -255,14 +253,9 @@ class LinkSPACLLoss(nn.Module):
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
         if pool_size < num_positives:
             raise ValueError(f"pool_size ({pool_size}) must be >= num_positives ({num_positives})")
-        if positive_mode not in ("log_sum_exp", "pairwise"):
-            raise ValueError(
-                f"positive_mode must be 'log_sum_exp' or 'pairwise', got {positive_mode!r}"
-            )
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-        if mass not in MASSES:
-            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        check_choice(positive_mode, "positive_mode", ("log_sum_exp", "pairwise"))
+        check_choice(weighting, "weighting", WEIGHTINGS)
+        check_choice(mass, "mass", MASSES)
         check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
         self.temperature = check_positive(temperature, "temperature")
         self.num_positives = num_positives

@@ -7,14 +7,15 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from spacl._validation import check_choice
+
 NormalizeMode = Literal["sphere", "ball", "none"]
 NORMALIZE_MODES: tuple[str, ...] = ("sphere", "ball", "none")
 
 
 def check_normalize_mode(mode: str) -> NormalizeMode:
     """Return ``mode`` if it is a known normalisation, else raise ``ValueError``."""
-    if mode not in NORMALIZE_MODES:
-        raise ValueError(f"normalize must be one of {NORMALIZE_MODES}, got {mode!r}")
+    check_choice(mode, "normalize", NORMALIZE_MODES)
     return mode  # type: ignore[return-value]
 
 

@@ -119,7 +119,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_labels, check_positive, check_tensor
+from spacl._validation import check_choice, check_labels, check_positive, check_tensor
 from spacl.losses.kernel import PositiveMode, contrastive_kernel, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
 from spacl.mining._common import check_anchor_index, unit
@@ -324,35 +324,24 @@ class SPACLLoss(nn.Module):
         reduction: str = "mean",
     ) -> None:
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        check_choice(variant, "variant", VARIANTS)
         if (
             not isinstance(num_adversarial, int)
             or isinstance(num_adversarial, bool)
             or num_adversarial < 0
         ):
             raise ValueError(f"num_adversarial must be an integer >= 0, got {num_adversarial!r}")
-        if negatives not in NEGATIVE_SETS:
-            raise ValueError(f"negatives must be one of {NEGATIVE_SETS}, got {negatives!r}")
-        if mass not in MASSES:
-            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
-        if positive_pool not in SPACL_POSITIVE_POOLS:
-            raise ValueError(
-                f"positive_pool must be one of {SPACL_POSITIVE_POOLS}, got {positive_pool!r}"
-            )
-        if positive_mode not in POSITIVE_MODES:
-            raise ValueError(
-                f"positive_mode must be one of {POSITIVE_MODES}, got {positive_mode!r}"
-            )
-        if anchor_set not in ANCHOR_SETS:
-            raise ValueError(f"anchor_set must be one of {ANCHOR_SETS}, got {anchor_set!r}")
+        check_choice(negatives, "negatives", NEGATIVE_SETS)
+        check_choice(mass, "mass", MASSES)
+        check_choice(positive_pool, "positive_pool", SPACL_POSITIVE_POOLS)
+        check_choice(positive_mode, "positive_mode", POSITIVE_MODES)
+        check_choice(anchor_set, "anchor_set", ANCHOR_SETS)
         if anchor_set == "every_view" and online == "anchor_view":
             raise ValueError(
                 "anchor_set='every_view' needs the online embeddings of every view; "
                 "online='anchor_view' embeds one: use online='all_views'"
             )
-        if online not in ONLINE_MODES:
-            raise ValueError(f"online must be one of {ONLINE_MODES}, got {online!r}")
+        check_choice(online, "online", ONLINE_MODES)
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         self.temperature = check_positive(temperature, "temperature")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.losses._batch import PairLayout
 from spacl.losses.base import PairwiseContrastiveLoss, instance_select, label_select
 from spacl.losses.kernel import GroupPositives
@@ -56,8 +57,7 @@ class SupConLoss(PairwiseContrastiveLoss):
         super().__init__(
             temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
         )
-        if variant not in ("out", "in"):
-            raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
+        check_choice(variant, "variant", ("out", "in"))
         self.variant = variant
         self.positive_mode = "mean" if variant == "out" else "log_mean_exp"
 

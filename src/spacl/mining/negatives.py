@@ -72,7 +72,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from spacl._validation import check_in_range, check_positive, check_tensor
+from spacl._validation import check_choice, check_in_range, check_positive, check_tensor
 
 MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 
@@ -580,8 +580,7 @@ class RelativeThresholdNegatives(nn.Module):
     ) -> None:
         super().__init__()
         self.share = check_share(share)
-        if mass not in MASSES:
-            raise ValueError(f"mass must be one of {MASSES}, got {mass!r}")
+        check_choice(mass, "mass", MASSES)
         self.mass = mass
         self.temperature = check_positive(temperature, "temperature")
 

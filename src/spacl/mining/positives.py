@@ -23,6 +23,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.mining._common import (
     check_anchor_index,
     check_pool,
@@ -166,8 +167,7 @@ def farthest_point_rows(dissimilarity: Tensor, member: Tensor, num_positives: in
 
 def check_positive_pool(positive_pool: str) -> str:
     """``"instance"``: the instance's own views; ``"class"``: all views of its class."""
-    if positive_pool not in POSITIVE_POOLS:
-        raise ValueError(f"positive_pool must be one of {POSITIVE_POOLS}, got {positive_pool!r}")
+    check_choice(positive_pool, "positive_pool", POSITIVE_POOLS)
     return positive_pool
 
 

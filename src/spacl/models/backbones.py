@@ -21,6 +21,8 @@ import torch
 from torch import Tensor, nn
 from torchvision.models import resnet18, resnet50
 
+from spacl._validation import check_choice
+
 __all__ = ["BACKBONES", "MLP", "ResNetEncoder", "SmallCNN", "build_backbone", "feature_dim_of"]
 
 
@@ -159,15 +161,14 @@ def build_backbone(name: str, **kw: object) -> nn.Module:
     """Build a backbone by name: ``resnet18``, ``resnet50`` (kw: ``cifar_stem``,
     ``in_channels``), ``small_cnn`` (kw of :class:`SmallCNN`), ``mlp`` (kw of :class:`MLP`).
     """
+    check_choice(name, "name", list(BACKBONES))
     if name == "resnet18":
         return ResNetEncoder(18, **kw)  # type: ignore[arg-type]
     if name == "resnet50":
         return ResNetEncoder(50, **kw)  # type: ignore[arg-type]
     if name == "small_cnn":
         return SmallCNN(**kw)  # type: ignore[arg-type]
-    if name == "mlp":
-        return MLP(**kw)  # type: ignore[arg-type]
-    raise ValueError(f"name must be one of {list(BACKBONES)}, got {name!r}")
+    return MLP(**kw)  # type: ignore[arg-type]
 
 
 def feature_dim_of(module: nn.Module, example: Tensor | None = None) -> int:

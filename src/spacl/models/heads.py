@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
+
 __all__ = ["HEAD_KINDS", "ProjectionHead"]
 
 HEAD_KINDS = ("identity", "linear", "mlp")
@@ -35,8 +37,7 @@ class ProjectionHead(nn.Module):
         batchnorm: bool = False,
     ) -> None:
         super().__init__()
-        if kind not in HEAD_KINDS:
-            raise ValueError(f"kind must be one of {list(HEAD_KINDS)}, got {kind!r}")
+        check_choice(kind, "kind", list(HEAD_KINDS))
         for name, value in (("in_dim", in_dim), ("out_dim", out_dim)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")

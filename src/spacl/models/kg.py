@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
+
 __all__ = ["KG_INTERACTIONS", "LinkPredictor"]
 
 KG_INTERACTIONS = ("complex", "distmult")
@@ -64,8 +66,7 @@ class LinkPredictor(nn.Module):
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if kind not in KG_INTERACTIONS:
-            raise ValueError(f"kind must be one of {KG_INTERACTIONS}, got {kind!r}")
+        check_choice(kind, "kind", KG_INTERACTIONS)
         if kind == "complex" and dim % 2:
             raise ValueError(f"dim must be even for kind='complex' (real + imaginary), got {dim}")
         if not 0.0 <= dropout < 1.0:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spacl._validation import check_choice
+
 if TYPE_CHECKING:
     from spacl.studies.verdicts import Verdict
 
@@ -46,10 +48,7 @@ class ClaimSpec:
     rule: Callable[[Metrics], Verdict]
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(
-                f"claim {self.key!r}: source must be one of {SOURCES}, got {self.source!r}"
-            )
+        check_choice(self.source, f"claim {self.key!r}: source", SOURCES)
 
     @property
     def paper(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.studies.report import Claim, StudyReport, git_commit, new_figure
 from spacl.studies.verdicts import (
     ALPHA,
@@ -137,16 +138,14 @@ def make_arm(
     from spacl.engine import OBJECTIVES, Arm, Precision
     from spacl.models import EMATarget
 
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {sorted(OBJECTIVES)}, got {objective!r}")
+    check_choice(objective, "objective", sorted(OBJECTIVES))
+    check_choice(optimizer, "optimizer", ("adam", "sgd"))
     params = [p for p in model.parameters() if p.requires_grad]
     opt: torch.optim.Optimizer
     if optimizer == "adam":
         opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    elif optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     else:
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda or (lambda step: 1.0))
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     queue = None

@@ -65,6 +65,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spacl._validation import check_choice
 from spacl.studies.claim_table import SOURCES, ClaimSpec, evaluate_claims
 from spacl.studies.stats import (
     _values,
@@ -190,8 +191,7 @@ class Verdict:
     by: str = ""
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        check_choice(self.verdict, "verdict", VERDICTS)
 
 
 def not_run(what: str) -> Verdict:

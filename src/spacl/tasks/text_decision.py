@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.ood import (
     OpenClassifier,
@@ -224,8 +225,7 @@ def fit_rule(
     distances, on the auxiliary head, of dev examples of its trained and of its hidden
     classes; the threshold they give is used with ``train_z``'s centres.
     """
-    if rule not in DECISION_RULES:
-        raise ValueError(f"rule must be one of {DECISION_RULES}, got {rule!r}")
+    check_choice(rule, "rule", DECISION_RULES)
     if rule == "held_out_classes":
         if held_out is None:
             raise ValueError("rule 'held_out_classes' needs held_out=(inside, outside) distances")

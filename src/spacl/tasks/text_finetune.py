@@ -51,6 +51,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
+
 __all__ = [
     "FINETUNE_OBJECTIVES",
     "FinetuneSettings",
@@ -214,10 +216,7 @@ class FinetuneSettings:
     params: Mapping[str, Any] = field(default_factory=dict)  # extra loss keyword arguments
 
     def __post_init__(self) -> None:
-        if self.objective not in FINETUNE_OBJECTIVES:
-            raise ValueError(
-                f"objective must be one of {FINETUNE_OBJECTIVES}, got {self.objective!r}"
-            )
+        check_choice(self.objective, "objective", FINETUNE_OBJECTIVES)
         if self.epochs < 1 or self.batch_size < 2 or self.num_views < 2:
             raise ValueError(
                 "epochs must be >= 1, batch_size >= 2 and num_views >= 2, got "

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.data import ImageAugment, LabeledData, ViewStream, derive_seed, stratified_split
 from spacl.data.views import Params, ViewMaker, _num_views_from, _views_marker
 from spacl.evaluate import extract_features
@@ -246,6 +247,5 @@ QUICK_BENCHES: dict[str, Callable[[], Bench]] = {
 def load_bench(name: str, quick: bool = False) -> Bench:
     """Build bench ``name`` (``quick``: a few hundred examples, one epoch: a smoke run)."""
     table = QUICK_BENCHES if quick else BENCHES
-    if name not in table:
-        raise ValueError(f"bench must be one of {sorted(table)}, got {name!r}")
+    check_choice(name, "bench", sorted(table))
     return table[name]()
