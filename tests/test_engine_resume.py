@@ -90,12 +90,12 @@ def _spawn(script: Path, run_dir: Path, mode: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _finish(proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+def _finish(proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
     _, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, err.decode()[-3000:]
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[bytes], predicate, timeout: float = 60) -> None:
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], predicate, timeout: float = 300) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
         if path.exists():
