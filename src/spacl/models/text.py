@@ -104,7 +104,15 @@ def _load_sentence_transformer(device: str) -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
         raise _missing_minilm() from err
-    return SentenceTransformer(str(path), device=device)
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar: the load is local
+    try:
+        return SentenceTransformer(str(path), device=device)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 class MiniLMEncoder:
