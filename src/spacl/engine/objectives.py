@@ -1,4 +1,9 @@
-"""Objective registry: config name -> loss module, and how the engine must feed it.
+"""The image task's objectives: how the engine builds and feeds each registry row.
+
+The names, classes and label policies are rows of the one objective registry
+(:mod:`spacl.losses.registry`, shared by every task and study); this module adds the
+engine's side: the label rule of ``objective.use_labels``, the dry run that checks a
+section before training, and what each step passes to the loss.
 
 =================  ====================================  ========  ==========================
 name               module                                labels    step
@@ -13,7 +18,7 @@ name               module                                labels    step
 ``nscl``           ``NSCLLoss``                          always    views
 ``sampled_hard``   ``SampledHardNegativeLoss``           default   views (HSCL; no labels: HUCL)
 ``spacl``          ``spacl.losses.spacl.SPACLLoss``      optional  spacl (anchor + pool)
-``cross_entropy``  :class:`CrossEntropyObjective`        always    views, classifier head
+``cross_entropy``  ``CrossEntropyObjective``             always    views, classifier head
 ``barlow_twins``   ``BarlowTwinsLoss``                   never     views (no EMA target)
 ``varcon``         ``VarConLoss``                        always    views
 ``maskcon``        ``MaskConLoss``                       always    views (coarse labels, keys)
@@ -36,15 +41,15 @@ optimiser step; labels too when the objective uses them), passed to the loss as
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import nn
+
+from spacl.losses.classifier import CrossEntropyObjective
+from spacl.losses.registry import ObjectiveSpec, objectives_for
+from spacl.losses.registry import objective_spec as _registry_spec
 
 __all__ = [
     "OBJECTIVES",
@@ -55,130 +60,13 @@ __all__ = [
     "objective_spec",
 ]
 
-
-class CrossEntropyObjective(nn.Module):
-    """Cross-entropy of a linear classifier on the backbone features (the CE baseline, SPEC §3).
-
-    The engine builds the model's head as ``Linear(feature_dim, num_classes)`` for this
-    objective, so the "projections" it receives are logits ``[B, V, C]``; every view is
-    classified: ``loss = mean_{i, v} CE(logits_iv, y_i)`` (with optional label smoothing).
-    """
-
-    def __init__(self, label_smoothing: float = 0.0) -> None:
-        super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
-        self.label_smoothing = float(label_smoothing)
-
-    def forward(self, logits: Tensor, labels: Tensor | None = None) -> Tensor:
-        if labels is None:
-            raise ValueError("CrossEntropyObjective needs labels")
-        if logits.ndim != 3:
-            raise ValueError(f"logits must be [B, V, C], got shape {tuple(logits.shape)}")
-        b, v, c = logits.shape
-        return F.cross_entropy(
-            logits.reshape(b * v, c),
-            labels.repeat_interleave(v),
-            label_smoothing=self.label_smoothing,
-        )
-
-
-@dataclass(frozen=True)
-class ObjectiveSpec:
-    """How to build and feed one objective."""
-
-    name: str
-    target: str  # "module:Class" (imported lazily)
-    labels: str  # never | always | default | optional
-    step: str = "views"  # views | spacl
-    fixed: dict[str, Any] = field(default_factory=dict)  # constructor args set by the name
-    classifier_head: bool = False
-    description: str = ""
-
-    def load(self) -> Callable[..., nn.Module]:
-        module_name, _, attr = self.target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            raise ValueError(
-                f"objective {self.name!r} needs {module_name}, which is not part of this build"
-            ) from err
-        cls: Callable[..., nn.Module] = getattr(module, attr)
-        return cls
-
-    def default_use_labels(self) -> bool:
-        return self.labels in ("always", "default")
-
-
-_L = "spacl.losses"
-OBJECTIVES: dict[str, ObjectiveSpec] = {
-    spec.name: spec
-    for spec in (
-        ObjectiveSpec("ntxent", f"{_L}:NTXentLoss", "never", description="NT-Xent / SimCLR"),
-        ObjectiveSpec("simclr", f"{_L}:NTXentLoss", "never", description="alias of ntxent"),
-        ObjectiveSpec("dcl", f"{_L}:DecoupledContrastiveLoss", "never", description="decoupled CL"),
-        ObjectiveSpec(
-            "debiased", f"{_L}:DebiasedContrastiveLoss", "never", description="debiased CL"
-        ),
-        ObjectiveSpec("hcl", f"{_L}:HardNegativeLoss", "never", description="HCL / HUCL"),
-        ObjectiveSpec(
-            "hscl", f"{_L}:HardNegativeLoss", "always", description="hard-negative SupCon"
-        ),
-        ObjectiveSpec("supcon", f"{_L}:SupConLoss", "always", fixed={"variant": "out"}),
-        ObjectiveSpec("supcon_in", f"{_L}:SupConLoss", "always", fixed={"variant": "in"}),
-        ObjectiveSpec("nscl", f"{_L}:NSCLLoss", "always", description="negatives-only SupCon"),
-        ObjectiveSpec(
-            "sampled_hard",
-            f"{_L}:SampledHardNegativeLoss",
-            "default",
-            description="HSCL/HUCL sampling",
-        ),
-        ObjectiveSpec("spacl", "spacl.losses.spacl:SPACLLoss", "optional", step="spacl"),
-        ObjectiveSpec(
-            "cross_entropy",
-            "spacl.engine.objectives:CrossEntropyObjective",
-            "always",
-            classifier_head=True,
-            description="linear classifier on the backbone",
-        ),
-        ObjectiveSpec("barlow_twins", f"{_L}:BarlowTwinsLoss", "never", description="Barlow Twins"),
-        ObjectiveSpec("varcon", f"{_L}:VarConLoss", "always", description="VarCon"),
-        ObjectiveSpec("maskcon", f"{_L}:MaskConLoss", "always", description="MaskCon"),
-    )
-}
+#: the image task's rows of the one objective registry (:mod:`spacl.losses.registry`)
+OBJECTIVES: dict[str, ObjectiveSpec] = objectives_for("image")
 
 
 def objective_spec(name: str, key: str = "objective.name") -> ObjectiveSpec:
-    """The registry entry of ``name`` (``ValueError`` naming ``key`` if unknown)."""
-    if name not in OBJECTIVES:
-        raise ValueError(f"config key {key!r} must be one of {sorted(OBJECTIVES)}, got {name!r}")
-    return OBJECTIVES[name]
-
-
-def _constructor_kwargs(ocfg: Any, spec: ObjectiveSpec, key: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = dict(ocfg.params or {})
-    for name in ("temperature", "normalize"):
-        value = getattr(ocfg, name)
-        if value is not None:
-            if name in kwargs:
-                raise ValueError(
-                    f"config key '{key}.params.{name}': set it as {key}.{name} instead"
-                )
-            kwargs[name] = value
-    for name, value in spec.fixed.items():
-        if name in kwargs:
-            raise ValueError(
-                f"config key '{key}.params.{name}' is fixed to {value!r} by objective {spec.name!r}"
-            )
-        kwargs[name] = value
-    return kwargs
-
-
-def _accepted(cls: Callable[..., nn.Module]) -> tuple[set[str], bool]:
-    params = inspect.signature(cls).parameters
-    names = {n for n, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-    has_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    return names, has_var_kw
+    """The image task's registry row of ``name`` (``ValueError`` naming ``key`` if unknown)."""
+    return _registry_spec(name, "image", key)
 
 
 def _use_labels(ocfg: Any, spec: ObjectiveSpec, key: str) -> bool:
@@ -269,30 +157,20 @@ def build_objective(
     (``objective.params.beta``, ``arms[1].objective.name``...).
     """
     spec = objective_spec(ocfg.name, f"{key}.name")
-    cls = spec.load()
-    kwargs = _constructor_kwargs(ocfg, spec, key)
-    accepted, var_kw = _accepted(cls)
-    if not var_kw:
-        unknown = sorted(set(kwargs) - accepted)
-        if unknown:
-            allowed = sorted(accepted - set(spec.fixed) - {"generator", "reduction"})
-            raise ValueError(
-                f"config key '{key}.params.{unknown[0]}' is not a parameter of objective "
-                f"{spec.name!r} (accepted: {', '.join(allowed)})"
-            )
-    if "generator" in accepted:
-        from spacl.data import generator_for
-
-        kwargs["generator"] = generator_for(seed, "objective", spec.name)
-    if "embedding_dim" in accepted and embedding_dim is not None:
-        kwargs.setdefault("embedding_dim", embedding_dim)
     use_labels = _use_labels(ocfg, spec, key)
-    if spec.labels == "optional" and use_labels and "supervised" in accepted:
-        kwargs.setdefault("supervised", True)
-    try:
-        module = cls(**kwargs)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"config key '{key}' ({spec.name}): {err}") from err
+    from spacl.data import generator_for
+
+    module = spec.build(
+        ocfg.params,
+        key=key,
+        given={"temperature": ocfg.temperature, "normalize": ocfg.normalize},
+        optional={
+            "generator": generator_for(seed, "objective", spec.name),
+            "embedding_dim": embedding_dim,
+            "supervised": True if spec.labels == "optional" and use_labels else None,
+        },
+    )
+    assert module is not None  # every image objective has a loss module
     m = float(cfg.model.momentum if momentum is None else momentum)
     if m > 0 and spec.step == "views" and not accepts_targets(module):
         where = "model.momentum" if momentum is None else key.rsplit(".", 1)[0] + ".momentum"

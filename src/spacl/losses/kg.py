@@ -59,7 +59,6 @@ from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
 __all__ = [
-    "KG_OBJECTIVES",
     "KG_SPACL_VARIANTS",
     "LinkInfoNCELoss",
     "LinkSPACLLoss",
@@ -67,7 +66,6 @@ __all__ = [
     "top_share_cut",
 ]
 
-KG_OBJECTIVES = ("infonce", "spacl")
 KG_SPACL_VARIANTS = ("full", "no_hard_positive", "no_adversarial", "no_negative_selection")
 WEIGHTINGS = ("query", "triple")
 

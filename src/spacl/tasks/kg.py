@@ -36,17 +36,20 @@ from spacl._progress import progress
 from spacl.data.kg import KnowledgeGraph, load_kg
 from spacl.evaluate.ranking import evaluate_link_prediction
 from spacl.losses.kg import (
-    KG_OBJECTIVES,
     KG_SPACL_VARIANTS,
     LinkInfoNCELoss,
     LinkSPACLLoss,
     top_share_cut,
 )
+from spacl.losses.registry import objective_names, objective_spec
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg_config import KGConfig, kg_config
 from spacl.tasks.rundir import TaskRun
 
 _logger = logging.getLogger(__name__)
+
+#: the link-prediction objectives: the ``kg`` rows of :mod:`spacl.losses.registry`
+KG_OBJECTIVES = objective_names("kg")
 
 __all__ = [
     "KG_OBJECTIVES",
@@ -62,14 +65,15 @@ __all__ = [
 
 
 def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:
-    """The loss module of an ``objective`` section (``infonce`` | ``spacl``)."""
-    params = dict(ocfg.params or {})
-    gen = torch.Generator().manual_seed(seed)
-    cls: Callable[..., nn.Module] = LinkInfoNCELoss if ocfg.name == "infonce" else LinkSPACLLoss
-    try:
-        return cls(temperature=float(ocfg.temperature), generator=gen, **params)
-    except TypeError as err:
-        raise ValueError(f"config key 'objective.params' ({ocfg.name}): {err}") from err
+    """The loss module of an ``objective`` section: the ``kg`` rows of the one registry
+    (:mod:`spacl.losses.registry`: ``infonce`` | ``spacl``)."""
+    loss = objective_spec(str(ocfg.name), "kg").build(
+        ocfg.params,
+        given={"temperature": float(ocfg.temperature)},
+        optional={"generator": torch.Generator().manual_seed(seed)},
+    )
+    assert loss is not None  # every KG objective has a loss module
+    return loss
 
 
 # ----------------------------------------------------------------------------- training

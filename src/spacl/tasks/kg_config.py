@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from spacl.data.kg import UNSEEN_POLICIES
 from spacl.evaluate.ranking import TIE_POLICIES
-from spacl.losses.kg import KG_OBJECTIVES
+from spacl.losses.registry import objective_names
 from spacl.models.kg import KG_INTERACTIONS
 from spacl.schema import (
     DataSection,
@@ -120,7 +120,7 @@ def _validate(cfg: DictConfig) -> None:
     validate_shared(cfg, optim_names=["adagrad", "adam"])
     choice("data.unseen", cfg.data.unseen, UNSEEN_POLICIES)
     choice("model.kind", cfg.model.kind, KG_INTERACTIONS)
-    choice("objective.name", cfg.objective.name, KG_OBJECTIVES)
+    choice("objective.name", cfg.objective.name, objective_names("kg"))
     choice("eval.ties", cfg.eval.ties, TIE_POLICIES)
     choice("train.unit", cfg.train.unit, ["query", "triple"])
     positive("objective.temperature", cfg.objective.temperature)

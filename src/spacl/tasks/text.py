@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
@@ -60,6 +59,7 @@ from spacl.evaluate.ood import (
     fit_open_classifier,
     reject_all_metrics,
 )
+from spacl.losses.registry import objective_spec
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -103,30 +103,17 @@ def embed_split(
 
 
 def _build_loss(cfg: DictConfig, seed: int) -> nn.Module | None:
-    name = str(cfg.objective.name)
-    params = dict(cfg.objective.params or {})
-    tau = float(cfg.objective.temperature)
-    try:
-        if name == "spacl":
-            from spacl.losses.spacl import SPACLLoss
+    """The loss of ``objective`` from the one registry (:mod:`spacl.losses.registry`).
 
-            return SPACLLoss(
-                temperature=tau, generator=torch.Generator().manual_seed(seed), **params
-            )
-        if name == "supcon":
-            from spacl.losses import SupConLoss
-
-            return SupConLoss(temperature=tau, **params)
-    except TypeError as err:
-        raise ValueError(f"config key 'objective.params' ({name}): {err}") from err
-    if name == "cross_entropy" and params:
-        unknown = sorted(set(params) - {"label_smoothing"})
-        if unknown:
-            raise ValueError(
-                f"config key 'objective.params.{unknown[0]}' is not a parameter of cross_entropy "
-                "(accepted: label_smoothing)"
-            )
-    return None
+    A classifier's loss (``cross_entropy``) takes no temperature; ``frozen`` has none.
+    """
+    spec = objective_spec(str(cfg.objective.name), "text")
+    given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
+    return spec.build(
+        cfg.objective.params,
+        given=given,
+        optional={"generator": torch.Generator().manual_seed(seed)},
+    )
 
 
 def _optimizer(cfg: DictConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
@@ -163,15 +150,14 @@ def _batch_loss(
     loss_fn: nn.Module | None,
     v: Tensor,
     yb: Tensor,
-    smoothing: float,
 ) -> Tensor:
     """The objective's loss on one batch of views ``v[b, V, d_in]``."""
     b, nv, d = v.shape
     z = head(v.reshape(b * nv, d)).reshape(b, nv, -1)
+    assert loss_fn is not None
     if classifier is not None:
         logits = classifier(z.reshape(b * nv, -1))
-        return F.cross_entropy(logits, yb.repeat_interleave(nv), label_smoothing=smoothing)
-    assert loss_fn is not None
+        return loss_fn(logits.reshape(b, nv, -1), yb)
     return loss_fn(None, z, yb) if name == "spacl" else loss_fn(z, yb)
 
 
@@ -196,7 +182,6 @@ def _train_head(
         raise ValueError("config key 'model.head'='identity' leaves nothing to train")
     optimizer = _optimizer(cfg, params)
     views = FeatureViews(int(cfg.views.num_views), float(cfg.views.dropout), float(cfg.views.sigma))
-    smoothing = float(dict(cfg.objective.params or {}).get("label_smoothing", 0.0))
     gen = torch.Generator().manual_seed(seed)
     batch = int(cfg.train.batch_size)
     losses: list[float] = []
@@ -213,7 +198,7 @@ def _train_head(
             if idx.numel() < 2:
                 continue
             v = views(x[idx], gen)  # [b, V, d_in]
-            loss = _batch_loss(name, head, classifier, loss_fn, v, y[idx], smoothing)
+            loss = _batch_loss(name, head, classifier, loss_fn, v, y[idx])
             if not bool(torch.isfinite(loss)):
                 raise ValueError(f"non-finite {name} loss at epoch {_epoch}, step {steps}")
             optimizer.zero_grad(set_to_none=True)

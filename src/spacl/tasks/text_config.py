@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
+from spacl.losses.registry import objective_names
 from spacl.schema import (
     DataSection,
     EvalSection,
@@ -33,7 +34,8 @@ from spacl.schema import (
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
 
-OOD_OBJECTIVES = ("spacl", "supcon", "cross_entropy", "frozen")
+#: the text task's objectives: its rows of the one registry (:mod:`spacl.losses.registry`)
+OOD_OBJECTIVES = objective_names("text")
 
 
 @dataclass

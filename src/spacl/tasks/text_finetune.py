@@ -52,6 +52,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.losses.registry import objective_names, objective_spec
 
 __all__ = [
     "FINETUNE_OBJECTIVES",
@@ -65,7 +66,8 @@ __all__ = [
     "pad_states",
 ]
 
-FINETUNE_OBJECTIVES = ("spacl", "spacl_selected", "supcon", "cross_entropy")
+#: the fine-tuning objectives: the ``text_finetune`` rows of :mod:`spacl.losses.registry`
+FINETUNE_OBJECTIVES = objective_names("text_finetune")
 
 
 def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -265,42 +267,21 @@ def _batches(settings: FinetuneSettings, labels: Tensor, epoch: int) -> Iterator
         yield plan.global_indices(epoch, step)
 
 
-#: the SPACL forms of the objectives (module docstring); ``params`` override them
-SPACL_FORMS: dict[str, dict[str, Any]] = {
-    "spacl": {"positive_pool": "instance_class", "detach_candidates": False},
-    "spacl_selected": {
-        "positive_pool": "instance_class",
-        "positive_mode": "mean",
-        "anchor_set": "every_view",
-        "detach_candidates": False,
-    },
-}
+def _loss_fn(settings: FinetuneSettings) -> nn.Module:
+    """The loss of ``settings.objective`` from the one registry (:mod:`spacl.losses.registry`).
 
-
-def _loss_fn(settings: FinetuneSettings) -> nn.Module | None:
-    params = dict(settings.params)
-    try:
-        if settings.objective in SPACL_FORMS:
-            from spacl.losses import SPACLLoss
-
-            return SPACLLoss(
-                temperature=settings.temperature,
-                generator=torch.Generator().manual_seed(settings.seed),
-                **{**SPACL_FORMS[settings.objective], **params},
-            )
-        if settings.objective == "supcon":
-            from spacl.losses import SupConLoss
-
-            return SupConLoss(temperature=settings.temperature, **params)
-    except TypeError as err:
-        raise ValueError(f"config key 'objective.params' ({settings.objective}): {err}") from err
-    unknown = sorted(set(params) - {"label_smoothing"})
-    if unknown:
-        raise ValueError(
-            f"config key 'objective.params.{unknown[0]}' is not a parameter of cross_entropy "
-            "(accepted: label_smoothing)"
-        )
-    return None
+    The SPACL forms of the module docstring are the registry rows' defaults
+    (``params`` override them); a classifier's loss takes no temperature.
+    """
+    spec = objective_spec(settings.objective, "text_finetune", key="objective.name")
+    given = {} if spec.classifier_head else {"temperature": settings.temperature}
+    loss = spec.build(
+        settings.params,
+        given=given,
+        optional={"generator": torch.Generator().manual_seed(settings.seed)},
+    )
+    assert loss is not None  # every fine-tuning objective has a loss module
+    return loss
 
 
 def _objective_loss(
@@ -308,15 +289,14 @@ def _objective_loss(
     views: Tensor,
     labels: Tensor,
     classifier: nn.Linear | None,
-    loss_fn: nn.Module | None,
+    loss_fn: nn.Module,
 ) -> Tensor:
     """The step's loss on ``views [b, V, d]``: CE of every view, or the contrastive loss."""
     if classifier is not None:
         b, v, d = views.shape
         logits = classifier(views.reshape(b * v, d))
-        smoothing = float(settings.params.get("label_smoothing", 0.0))
-        return F.cross_entropy(logits, labels.repeat_interleave(v), label_smoothing=smoothing)
-    assert loss_fn is not None
+        ce: Tensor = loss_fn(logits.reshape(b, v, -1), labels)
+        return ce
     z = F.normalize(views, dim=-1)
     if settings.objective in ("spacl", "spacl_selected"):
         loss: Tensor = loss_fn(None, z, labels)

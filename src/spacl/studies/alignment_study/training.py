@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.alignment import (
     alignment_bound,
     kernel_drift,
@@ -20,7 +21,7 @@ from spacl.alignment import (
 )
 from spacl.data import LabeledData, ViewStream, derive_seed
 from spacl.evaluate import extract_features
-from spacl.losses import DecoupledContrastiveLoss, NSCLLoss, SupConLoss
+from spacl.losses.registry import objective_spec
 from spacl.models import build_model
 from spacl.studies.alignment_study.config import ARMS, AlignmentConfig
 from spacl.studies.alignment_study.data import augment
@@ -48,8 +49,6 @@ def build_arms(
     seed: int,
 ) -> dict[str, Any]:
     """One engine :class:`~spacl.engine.Arm` per name in :data:`ARMS`, from ONE initial encoder."""
-    from spacl.engine import CrossEntropyObjective
-
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "alignment", "init"))
         base = build_model(
@@ -63,14 +62,9 @@ def build_arms(
     arms = {}
     for name in names:
         model = copy.deepcopy(base)
-        loss: nn.Module
-        if name == "CL":
-            loss = DecoupledContrastiveLoss(tau)
-        elif name == "NSCL":
-            loss = NSCLLoss(tau)
-        elif name == "SCL":
-            loss = SupConLoss(tau)
-        elif name == "CE":
+        check_choice(name, "arm name", list(ARMS))
+        spec = objective_spec(ARMS[name])  # the arm's row of the one objective registry
+        if spec.classifier_head:
             gen = torch.Generator().manual_seed(derive_seed(seed, "alignment", "classifier"))
             head = nn.Linear(cfg.feature_dim, classes)
             with torch.no_grad():
@@ -78,9 +72,8 @@ def build_arms(
                 head.weight.uniform_(-bound, bound, generator=gen)
                 head.bias.uniform_(-bound, bound, generator=gen)
             model.head = head
-            loss = CrossEntropyObjective()
-        else:
-            raise ValueError(f"arm names must be among {list(ARMS)}, got {name!r}")
+        loss = spec.build(given={} if spec.classifier_head else {"temperature": tau})
+        assert loss is not None
         arms[name] = make_arm(
             name,
             ARMS[name],

@@ -10,7 +10,8 @@ from torch import Tensor, nn
 from spacl.data import NoiseViews, SameClassViews, ViewStream, derive_seed, generator_for
 from spacl.evaluate import nearest_centre_accuracy
 from spacl.geometry import geometry_report
-from spacl.losses import SampledHardNegativeLoss, normalize
+from spacl.losses import normalize
+from spacl.losses.registry import objective_spec
 from spacl.models import MLP
 from spacl.studies.hard_negatives.config import SPECTRUM_FLOOR, HardNegativesConfig
 from spacl.studies.hard_negatives.data import StudyData, simplex_etf
@@ -109,12 +110,11 @@ def train_encoder(
     if init is not None:
         model.load_state_dict(init.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    loss_fn = SampledHardNegativeLoss(
-        beta,
-        cfg.num_negatives,
-        normalize=mode,  # type: ignore[arg-type]
-        generator=generator_for(seed, "hard-negatives", "negatives"),
+    loss_fn = objective_spec("sampled_hard").build(
+        {"beta": beta, "num_negatives": cfg.num_negatives, "normalize": mode},
+        optional={"generator": generator_for(seed, "hard-negatives", "negatives")},
     )
+    assert loss_fn is not None
     stream, views = _stream(data, cfg, seed, supervised, positives, batch_size)
     n_epochs = epochs if epochs is not None else (cfg.epochs if supervised else cfg.unsup_epochs)
     if max_steps is not None:

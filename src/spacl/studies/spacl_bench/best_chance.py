@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from spacl.data import LabeledData, derive_seed, make_synthetic, stratified_split
-from spacl.losses import HardNegativeLoss, SPACLLoss, SupConLoss
 from spacl.models import build_model
 from spacl.studies.spacl_bench.benches import Bench, FeatureDropoutViews
 from spacl.studies.spacl_bench.methods import TEMPERATURES, Method
@@ -147,51 +146,40 @@ def load_best_chance(cfg: BestChance = FULL) -> Bench:
     )
 
 
-def _spacl(variant: str, cfg: BestChance) -> Any:
-    def build(tau: float, seed: int) -> nn.Module:
-        share = 1.0 if variant == "ib" else 0.95
-        return SPACLLoss(
-            tau,
-            2,
-            share,
-            1 if variant == "full" else 0,
-            variant=variant,
-            positive_pool="instance_class",
-            mass="similarity",
-            online="all_views",
-            embedding_dim=cfg.proj_dim,
-            generator=torch.Generator().manual_seed(derive_seed(seed, NAME, variant)),
-        )
-
-    return build
+def _spacl(name: str, variant: str, cfg: BestChance, temps: tuple[float, ...]) -> Method:
+    """A SPACL arm: the registry's ``spacl`` row in the form of ``variant`` (with the queue)."""
+    params = {
+        "num_positives": 2,
+        "share": 1.0 if variant == "ib" else 0.95,
+        "num_adversarial": 1 if variant == "full" else 0,
+        "variant": variant,
+        "positive_pool": "instance_class",
+        "mass": "similarity",
+        "online": "all_views",
+        "embedding_dim": cfg.proj_dim,
+    }
+    return Method(
+        name,
+        "spacl",
+        True,
+        params,
+        family="spacl",
+        temperatures=temps,
+        queue_size=cfg.queue_size,
+        queue_dim=cfg.proj_dim,
+        seed_key=(NAME, variant),
+    )
 
 
 def arms(cfg: BestChance = FULL, temperatures: Sequence[float] = TEMPERATURES) -> list[Method]:
     """The five arms of :data:`ARMS`; all but HSCL with the queue (:data:`PREREGISTRATION`)."""
     size, dim, temps = cfg.queue_size, cfg.proj_dim, tuple(temperatures)
-
-    def spacl(name: str, variant: str) -> Method:
-        build = _spacl(variant, cfg)
-        return Method(name, "spacl", True, build, 0.0, "spacl", temps, size, dim)
-
     return [
-        Method(
-            "SupCon+queue",
-            "supcon",
-            True,
-            lambda t, s: SupConLoss(t),
-            0.0,
-            "baseline",
-            temps,
-            size,
-            dim,
-        ),
-        Method(
-            "HSCL", "hscl", True, lambda t, s: HardNegativeLoss(1.0, 0.0, t), temperatures=temps
-        ),
-        spacl("SPACL IB", "ib"),
-        spacl("SPACL IB+H", "ib_h"),
-        spacl("SPACL full", "full"),
+        Method("SupCon+queue", "supcon", True, temperatures=temps, queue_size=size, queue_dim=dim),
+        Method("HSCL", "hscl", True, {"beta": 1.0, "tau_plus": 0.0}, temperatures=temps),
+        _spacl("SPACL IB", "ib", cfg, temps),
+        _spacl("SPACL IB+H", "ib_h", cfg, temps),
+        _spacl("SPACL full", "full", cfg, temps),
     ]
 
 

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from spacl.data import ViewStream, derive_seed
 from spacl.geometry import collapse_condition, gradient_norm, non_collapse_certificate
 from spacl.losses import SPACLLoss
+from spacl.losses.registry import objective_spec
 
 __all__ = ["ANCHORS", "LOW_DIM", "SIZES", "certified", "collapse_diagnostics", "run_diagnostics"]
 
@@ -73,7 +74,10 @@ def collapse_diagnostics(
     """Every measure of one trained ``model`` (module docstring)."""
     pool = _embed(model, bench, POOL, seed)
     b, v = pool.shape[:2]
-    probe = SPACLLoss(tau, 1, 0.95, 0, variant="no_adversarial").eval()
+    form = {"num_positives": 1, "share": 0.95, "num_adversarial": 0, "variant": "no_adversarial"}
+    probe = objective_spec("spacl").build(form, given={"temperature": tau})
+    assert isinstance(probe, SPACLLoss)
+    probe.eval()
     probe(None, pool[:anchors].float())
     assert probe.last is not None
     a = min(anchors, b)

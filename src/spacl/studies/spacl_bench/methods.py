@@ -1,7 +1,10 @@
 """Methods of the fair SPACL study: baselines and SPACL's choices as data (issue 11).
 
-A :class:`Method` names an engine objective, whether it sees labels in a setting, and
-how to build its loss for a temperature ``tau`` and a seed.  SPACL's options are a
+A :class:`Method` is a row over the one objective registry (:mod:`spacl.losses.registry`):
+a registry name, its constructor arguments, whether it sees labels in a setting, and
+which argument the tuning values set (the temperature, or Barlow Twins'
+``lambda_offdiag``); :meth:`Method.build` makes its loss for a tuning value and a seed.
+A method's identity in the run store is its ``name``.  SPACL's options are a
 :class:`SpaclChoice`; the study varies one factor at a time around :data:`BASE`:
 
 =============  =================================================================
@@ -25,22 +28,15 @@ anchors        ``dynamic`` (one anchor per instance, the paper) or ``every_view`
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 from torch import nn
 
 from spacl.data import derive_seed
-from spacl.losses import (
-    BarlowTwinsLoss,
-    HardNegativeLoss,
-    MaskConLoss,
-    NTXentLoss,
-    SPACLLoss,
-    SupConLoss,
-    VarConLoss,
-)
+from spacl.losses.registry import objective_spec
 
 __all__ = [
     "BASE",
@@ -60,17 +56,33 @@ BARLOW_LAMBDAS: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05)
 
 @dataclass(frozen=True)
 class Method:
-    """One trainable method of a setting."""
+    """One trainable method of a setting: a row over the objective registry."""
 
     name: str
-    objective: str  # engine registry name
+    objective: str  # the registry name (the image task's rows)
     uses_labels: bool
-    build: Callable[[float, int], nn.Module]  # (tau, seed) -> loss module
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)  # constructor args
     momentum: float = 0.0  # EMA target momentum (0: shared encoder)
     family: str = "baseline"  # baseline | spacl
     temperatures: tuple[float, ...] = TEMPERATURES
     queue_size: int = 0  # labelled negative queue of past target embeddings (0: none)
     queue_dim: int = 0  # its width (the projection dimension)
+    tuned: str = "temperature"  # the constructor argument the tuning values set
+    seed_key: tuple[str, ...] = ()  # the loss's generator: derive_seed(seed, *seed_key)
+
+    def build(self, tau: float, seed: int) -> nn.Module:
+        """The loss of this method for tuning value ``tau`` and run seed ``seed``."""
+        gen = None
+        if self.seed_key:
+            gen = torch.Generator().manual_seed(derive_seed(seed, *self.seed_key))
+        loss = objective_spec(self.objective).build(
+            self.params,
+            key=f"method {self.name!r}",
+            given={self.tuned: tau},
+            optional={"generator": gen},
+        )
+        assert loss is not None  # every image objective has a loss module
+        return loss
 
 
 @dataclass(frozen=True)
@@ -128,33 +140,28 @@ def spacl_method(choice: SpaclChoice, setting: str, proj_dim: int) -> Method:
     mass = "similarity" if choice.cut == "none" else choice.cut
     k_adv = 1 if choice.generator == "cond1" else int(choice.generator)
 
-    def build(tau: float, seed: int) -> nn.Module:
-        return SPACLLoss(
-            tau,
-            2,
-            share,
-            k_adv,
-            variant=choice.variant,
-            positive_pool=pool,
-            positive_mode=positive_mode,
-            mass=mass,
-            online="anchor_view" if choice.gradient == "ema" else "all_views",
-            anchor_set=choice.anchors,
-            detach_candidates=choice.gradient != "shared_full",
-            conditional_discriminator=choice.generator == "cond1",
-            embedding_dim=proj_dim,
-            generator=torch.Generator().manual_seed(
-                derive_seed(seed, "spacl-bench", choice.label())
-            ),
-        )
-
+    params = {
+        "num_positives": 2,
+        "share": share,
+        "num_adversarial": k_adv,
+        "variant": choice.variant,
+        "positive_pool": pool,
+        "positive_mode": positive_mode,
+        "mass": mass,
+        "online": "anchor_view" if choice.gradient == "ema" else "all_views",
+        "anchor_set": choice.anchors,
+        "detach_candidates": choice.gradient != "shared_full",
+        "conditional_discriminator": choice.generator == "cond1",
+        "embedding_dim": proj_dim,
+    }
     return Method(
         f"SPACL[{choice.label(supervised)}]",
         "spacl",
         setting != "self-supervised",
-        build,
+        params,
         momentum=0.99 if choice.gradient == "ema" else 0.0,
         family="spacl",
+        seed_key=("spacl-bench", choice.label()),
     )
 
 
@@ -167,26 +174,26 @@ def baselines(setting: str) -> list[Method]:
     VarCon (the paper's best supervised baseline).  Weak (coarse labels): SimCLR,
     SupCon, HSCL and MaskCon (the paper's best weak baseline) on the coarse labels.
     """
-    simclr = Method("SimCLR", "ntxent", False, lambda tau, seed: NTXentLoss(tau))
+    simclr = Method("SimCLR", "ntxent", False)
     if setting == "self-supervised":
         return [
             simclr,
-            Method("HCL", "hcl", False, lambda tau, seed: HardNegativeLoss(1.0, 0.1, tau)),
+            Method("HCL", "hcl", False, {"beta": 1.0, "tau_plus": 0.1}),
             Method(
                 "Barlow Twins",
                 "barlow_twins",
                 False,
-                lambda lam, seed: BarlowTwinsLoss(lambda_offdiag=lam),
                 temperatures=BARLOW_LAMBDAS,
+                tuned="lambda_offdiag",
             ),
         ]
     out = [
         simclr,
-        Method("SupCon", "supcon", True, lambda tau, seed: SupConLoss(tau)),
-        Method("HSCL", "hscl", True, lambda tau, seed: HardNegativeLoss(1.0, 0.0, tau)),
+        Method("SupCon", "supcon", True),
+        Method("HSCL", "hscl", True, {"beta": 1.0, "tau_plus": 0.0}),
     ]
     if setting == "supervised":
-        out.append(Method("VarCon", "varcon", True, lambda tau, seed: VarConLoss(tau)))
+        out.append(Method("VarCon", "varcon", True))
     else:
-        out.append(Method("MaskCon", "maskcon", True, lambda tau, seed: MaskConLoss(tau)))
+        out.append(Method("MaskCon", "maskcon", True))
     return out
