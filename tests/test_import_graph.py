@@ -1,4 +1,4 @@
-"""The shape of the house: no import circle among ``spacl`` modules, small task / study files.
+"""The shape of the house: no import circle, no import up a floor, small task / study files.
 
 Which imports count.  Every module under ``src/spacl`` is parsed with :mod:`ast` (nothing is
 imported).  An edge ``a -> b`` is an ``import spacl.b`` / ``from spacl.b import x`` (or a
@@ -10,6 +10,16 @@ partially initialised module), while a lazy import runs after every module has l
 ``from spacl.pkg import name`` points to the submodule ``spacl.pkg.name`` when that is a
 module, else to ``spacl.pkg``; importing a submodule does not count as an edge to its
 parent package (Python loads the parent first, whatever the parent imports).
+
+The floors (issue 21; :data:`FLOORS`, lowest first): ``studies`` -> ``tasks`` ->
+``engine`` / ``losses`` / ``evaluate`` / ``models`` -> ``data`` / ``geometry`` /
+``mining`` / ``alignment`` -> the base (``schema``, ``_validation``...); the CLI, the
+commands and ``spacl.load`` sit on top.  A module may import its own floor and the ones
+below; an import that runs back up a floor fails the test, **lazy imports inside
+functions included** (they run later, but still tie a low floor to a high one), ``if
+TYPE_CHECKING:`` blocks excepted.  Upward imports allowed on purpose would be listed in
+:data:`ALLOWED_UPWARD` (empty: there are none).  ``schema.task_entry`` reaches the tasks
+through the task registry (``importlib`` by name), not an import statement.
 
 The size rule (issue 21) covers ``spacl.tasks`` and ``spacl.studies``: no file over
 500 lines, no function over 60 lines, its docstring excluded.
@@ -27,6 +37,18 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "spacl"
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 60
 SIZE_RULED = ("tasks", "studies")
+#: the floors, lowest first: a module may import its own floor and the ones below
+#: (a package is named by its first component under ``spacl``; ``""`` is ``spacl`` itself)
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("_validation", "_progress", "_extras", "recipes", "schema"),
+    ("data", "geometry", "mining", "alignment"),
+    ("engine", "losses", "evaluate", "models"),
+    ("tasks",),
+    ("studies",),
+    ("trained", "commands", "cli", "__main__", ""),
+)
+#: ``(importer, imported)`` module pairs allowed to run up a floor, each with its reason
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -50,23 +72,28 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def _module_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements run when the module is imported (no function / class bodies,
-    no ``if TYPE_CHECKING:`` branch; its ``else`` counts)."""
+def _module_level_imports(
+    body: list[ast.stmt], lazy: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements run when the module is imported (no ``if TYPE_CHECKING:``
+    branch; its ``else`` counts); with ``lazy``, those inside function and class bodies
+    too."""
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
         elif isinstance(node, ast.If):
             if not _is_type_checking(node.test):
-                yield from _module_level_imports(node.body)
-            yield from _module_level_imports(node.orelse)
+                yield from _module_level_imports(node.body, lazy)
+            yield from _module_level_imports(node.orelse, lazy)
         elif isinstance(node, ast.Try):
             for block in (node.body, node.orelse, node.finalbody):
-                yield from _module_level_imports(block)
+                yield from _module_level_imports(block, lazy)
             for handler in node.handlers:
-                yield from _module_level_imports(handler.body)
+                yield from _module_level_imports(handler.body, lazy)
         elif isinstance(node, (ast.With, ast.For, ast.While)):
-            yield from _module_level_imports(node.body)
+            yield from _module_level_imports(node.body, lazy)
+        elif lazy and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from _module_level_imports(node.body, lazy)
 
 
 def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
@@ -79,11 +106,13 @@ def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_of(source: str, name: str, known: Mapping[str, object], is_package: bool) -> set[str]:
+def imports_of(
+    source: str, name: str, known: Mapping[str, object], is_package: bool, lazy: bool = False
+) -> set[str]:
     """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
-    level."""
+    level (``lazy``: inside functions too)."""
     found: set[str] = set()
-    for node in _module_level_imports(ast.parse(source).body):
+    for node in _module_level_imports(ast.parse(source).body, lazy):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -96,13 +125,35 @@ def imports_of(source: str, name: str, known: Mapping[str, object], is_package: 
     return found
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the ``spacl`` modules it imports at module level."""
+def import_graph(root: Path = ROOT, lazy: bool = False) -> dict[str, set[str]]:
+    """Module -> the ``spacl`` modules it imports at module level (``lazy``: anywhere)."""
     files = modules(root)
     return {
-        name: imports_of(path.read_text(), name, files, path.name == "__init__.py")
+        name: imports_of(path.read_text(), name, files, path.name == "__init__.py", lazy)
         for name, path in files.items()
     }
+
+
+def floor_of(module: str) -> int:
+    """The floor of ``spacl.<pkg>...`` (``KeyError`` for a package no floor names)."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    for level, packages in enumerate(FLOORS):
+        if top in packages:
+            return level
+    raise KeyError(f"{module}: package {top!r} is on no floor (add it to FLOORS)")
+
+
+def upward_imports(
+    graph: Mapping[str, set[str]], allowed: Mapping[tuple[str, str], str] = ALLOWED_UPWARD
+) -> list[str]:
+    """Every ``a -> b`` of ``graph`` where ``b`` is on a higher floor than ``a``."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if floor_of(b) > floor_of(a) and (a, b) not in allowed
+    )
 
 
 def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
@@ -163,6 +214,8 @@ def test_graph_reading_rules() -> None:
         "def f():\n    from spacl.z import Z\n"
     )
     assert imports_of(source, "spacl.w", known, False) == {"spacl.x", "spacl.pkg.sub"}
+    everywhere = imports_of(source, "spacl.w", known, False, lazy=True)
+    assert everywhere == {"spacl.x", "spacl.pkg.sub", "spacl.z"}  # never TYPE_CHECKING's
     relative = "from . import sub\nfrom ..y import Y\n"
     assert imports_of(relative, "spacl.pkg.other", known, False) == {"spacl.pkg.sub", "spacl.y"}
 
@@ -172,6 +225,36 @@ def test_no_import_circle() -> None:
     assert "spacl.schema" in graph and len(graph) > 50
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_floor_rule_rejects_an_upward_arrow() -> None:
+    """A synthetic graph: data importing the engine (lazily or not) runs up a floor."""
+    graph = {
+        "spacl.data.x": {"spacl.engine.y", "spacl.mining.z"},
+        "spacl.tasks.t": {"spacl.data.x", "spacl.tasks.u"},
+        "spacl.studies.s": {"spacl.tasks.t"},
+        "spacl.tasks.u": {"spacl.studies.s"},
+    }
+    assert upward_imports(graph) == [
+        "spacl.data.x -> spacl.engine.y",
+        "spacl.tasks.u -> spacl.studies.s",
+    ]
+    assert upward_imports(graph, {("spacl.data.x", "spacl.engine.y"): "why"}) == [
+        "spacl.tasks.u -> spacl.studies.s"
+    ]
+    with pytest.raises(KeyError, match="on no floor"):
+        floor_of("spacl.attic.x")
+
+
+def test_every_package_is_on_a_floor() -> None:
+    for name in modules():
+        floor_of(name)
+
+
+def test_no_import_runs_up_a_floor() -> None:
+    """Lazy imports inside functions count; ``if TYPE_CHECKING:`` blocks do not."""
+    up = upward_imports(import_graph(lazy=True))
+    assert not up, "imports up a floor:\n" + "\n".join(up)
 
 
 def _size_ruled_files() -> list[Path]:
