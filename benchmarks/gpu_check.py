@@ -273,13 +273,13 @@ def _arm(name: str, scale: Scale) -> Any:
     from spacl.engine.build import build_arms, resolve_precision
 
     if name == "simclr":
-        extra = ["objective.name=simclr", "objective.temperature=0.5", "data.num_views=2"]
+        extra = ["objective.name=simclr", "objective.temperature=0.5", "views.num_views=2"]
     else:
         extra = [
             "objective.name=spacl",
             "objective.temperature=0.1",
-            "data.num_views=5",
-            "data.keep_original=true",
+            "views.num_views=5",
+            "views.keep_original=true",
             "model.momentum=0.99",
         ]
     backbone = ["model.backbone=resnet18", "model.cifar_stem=true"]

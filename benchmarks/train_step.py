@@ -65,8 +65,8 @@ def build(name: str, batch: int) -> Arm:
     _, views, extra = ARMS[name]
     overrides = [
         "objective.temperature=0.2",
-        f"data.num_views={views}",
-        f"data.keep_original={'true' if name.startswith('spacl') else 'false'}",
+        f"views.num_views={views}",
+        f"views.keep_original={'true' if name.startswith('spacl') else 'false'}",
         *extra,
     ]
     cfg = load_config(

@@ -149,8 +149,8 @@ BAD_CASES = [
     ),
     ("", ["data.label_kind=coarse"], "config key 'data.label_kind' needs coarse labels"),
     ("", ["train.precision=fp16", "train.device=cpu"], "config key 'train.precision'"),
-    ("", ["objective.name=spacl", "data.num_views=2"], "config key 'objective' (spacl)"),
-    ("", ["data.num_views=1"], "config key 'objective' (simclr)"),
+    ("", ["objective.name=spacl", "views.num_views=2"], "config key 'objective' (spacl)"),
+    ("", ["views.num_views=1"], "config key 'objective' (simclr)"),
     (
         "arms:\n  - {name: a, objective: {nme: dcl}}\n",
         [],

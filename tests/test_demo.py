@@ -15,10 +15,10 @@ def test_demo_configs_are_valid_recipes():
         cfg = demo_config(name, epochs=3)
         assert cfg.data.name == "digits" and cfg.train.device == "cpu" and cfg.train.epochs == 3
     spacl = demo_config("spacl")
-    assert spacl.data.num_views == 5 and spacl.data.keep_original and spacl.model.momentum == 0
+    assert spacl.views.num_views == 5 and spacl.views.keep_original and spacl.model.momentum == 0
     sup = demo_config("spacl_sup")
     assert sup.objective.use_labels and sup.objective.params["positive_pool"] == "instance_class"
-    assert all(demo_config(n).data.num_views == 5 for n in DEMO_MODELS)  # the same views
+    assert all(demo_config(n).views.num_views == 5 for n in DEMO_MODELS)  # the same views
     assert demo_config("supcon").objective.name == "supcon"
 
 

@@ -29,7 +29,7 @@ BASE = [
     "data.synthetic.num_classes=4",
     "data.synthetic.dim=6",
     "data.synthetic.samples_per_class=10",
-    "data.noise_sigma=0.3",
+    "views.noise_sigma=0.3",
     "model.hidden_dims=[12]",
     "model.batchnorm=false",  # per-rank BatchNorm statistics would differ by design
     "model.feature_dim=6",
@@ -51,14 +51,14 @@ CASES: dict[str, list[str]] = {
     "cross_entropy": ["objective.name=cross_entropy"],
     "spacl": [
         "objective.name=spacl",
-        "data.num_views=4",
-        "data.keep_original=true",
+        "views.num_views=4",
+        "views.keep_original=true",
         "model.momentum=0.9",
     ],
     "spacl_shared_class": [
         "objective.name=spacl",
-        "data.num_views=3",
-        "data.keep_original=true",
+        "views.num_views=3",
+        "views.keep_original=true",
         "objective.params.positive_pool=class",
     ],
 }

@@ -21,7 +21,7 @@ BASE = [
     "data.synthetic.num_classes=4",
     "data.synthetic.dim=6",
     "data.synthetic.samples_per_class=10",
-    "data.noise_sigma=0.3",
+    "views.noise_sigma=0.3",
     "model.hidden_dims=[12]",
     "model.feature_dim=6",
     "model.proj_dim=5",
@@ -180,7 +180,7 @@ def test_two_gloo_ranks_hold_the_queue_of_one_process(tmp_path):
 # ----------------------------------------------------------------- SIGKILL + resume
 RESUME = [
     *BASE,
-    "data.num_views=3",
+    "views.num_views=3",
     "optim.name=adam",
     "optim.lr=0.01",
     "train.epochs=3",
@@ -189,7 +189,7 @@ RESUME = [
     "arms=[{name: moco_supcon, momentum: 0.9, objective: {name: supcon, queue_size: 24}},"
     " {name: moco_spacl, momentum: 0.9, objective: {name: spacl, queue_size: 30}},"
     " {name: simclr_q, objective: {name: simclr, queue_size: 10}}]",
-    "data.keep_original=true",
+    "views.keep_original=true",
 ]
 TOTAL = 12  # 4 steps (batch 8) x 3 epochs
 

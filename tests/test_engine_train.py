@@ -26,7 +26,7 @@ TINY = [
     "data.synthetic.num_classes=4",
     "data.synthetic.dim=8",
     "data.synthetic.samples_per_class=12",
-    "data.noise_sigma=0.3",
+    "views.noise_sigma=0.3",
     "model.hidden_dims=[16]",
     "model.batchnorm=false",
     "model.feature_dim=8",
@@ -47,8 +47,8 @@ def objective_overrides(name: str) -> list[str]:
     if name == "spacl":
         return [
             "objective.name=spacl",
-            "data.num_views=4",
-            "data.keep_original=true",
+            "views.num_views=4",
+            "views.keep_original=true",
             "model.momentum=0.5",
         ]
     if name == "sampled_hard":
@@ -276,8 +276,8 @@ def test_image_folder_path_trains_with_a_dataloader(tmp_path):
             "data.test_split=val",
             "data.image_size=16",
             "data.num_workers=0",
-            "data.num_views=3",
-            "data.keep_original=true",
+            "views.num_views=3",
+            "views.keep_original=true",
             "model.backbone=small_cnn",
             "model.channels=[8]",
             "model.feature_dim=8",

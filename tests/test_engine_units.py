@@ -193,7 +193,7 @@ def _cfg(*overrides: str):
 @pytest.mark.parametrize("name", sorted(OBJECTIVES))
 def test_every_registered_objective_builds_and_runs(name):
     views = 5 if name == "spacl" else 2
-    cfg = _cfg(f"objective.name={name}", f"data.num_views={views}")
+    cfg = _cfg(f"objective.name={name}", f"views.num_views={views}")
     spec, module, use_labels = build_objective(cfg.objective, cfg, embedding_dim=6)
     assert use_labels == (spec.labels in ("always", "default"))
     g = torch.Generator().manual_seed(0)

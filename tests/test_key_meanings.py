@@ -50,6 +50,22 @@ def test_an_old_key_names_the_new_one(task: str, old: str) -> None:
     assert str(err.value) == f"config key {old!r} was renamed: use {RENAMED_KEYS[old]!r}"
 
 
+@pytest.mark.parametrize("task", ["image", "text"])
+def test_views_are_configured_in_one_section(task: str) -> None:
+    """``views.num_views`` in every task with views; the old ``data.*`` keys name it."""
+    cfg = load_recipe(RECIPES[task], ["views.num_views=3"]).config
+    assert cfg.views.num_views == 3 and "num_views" not in cfg.data
+
+
+def test_an_old_views_key_in_a_recipe_file_names_the_views_section(tmp_path: Path) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text("data:\n  name: digits\n  num_views: 5\n  augment: image\n")
+    with pytest.raises(ValueError, match=r"'data\.num_views' was renamed: use 'views\.num_views'"):
+        load_recipe(old)
+    with pytest.raises(ValueError, match=r"'data\.augment' was renamed: use 'views\.augment'"):
+        load_recipe({"data": {"name": "digits", "augment": "image"}})
+
+
 def test_auto_is_cuda_when_available_else_cpu() -> None:
     want = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type == want

@@ -1,5 +1,5 @@
-"""Every key acts or is rejected (issue 21): the image-folder path follows ``data.flip``,
-``data.normalize``, ``data.augment`` and ``data.augment_strength`` as the in-memory path
+"""Every key acts or is rejected (issue 21): the image-folder path follows ``views.flip``,
+``data.normalize``, ``views.augment`` and ``views.augment_strength`` as the in-memory path
 does; ``train.drop_last``; ``data.num_workers`` defaults to what the machine has."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from test_own_images import overrides, write_folder
 
 def first_batch(root: Path, *extra: str) -> Tensor:
     """The views ``[b, V, C, H, W]`` of the first batch an image-folder run's loader yields."""
-    cfg = load_config(None, overrides(root, "data.num_views=3", *extra))
+    cfg = load_config(None, overrides(root, "views.num_views=3", *extra))
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
     return next(iter(data.stream.epoch_batches(0))).views
 
@@ -32,7 +32,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_flip_normalize_identity_change_the_batches(folder: Path) -> None:
     default = first_batch(folder)
-    plain = first_batch(folder, "data.flip=false", "data.normalize=false", "data.augment=identity")
+    plain = first_batch(
+        folder, "views.flip=false", "data.normalize=false", "views.augment=identity"
+    )
     assert default.shape == plain.shape
     assert not torch.equal(default, plain)
     # identity: every view is the same centre crop; no normalisation: pixels in [0, 1]
@@ -44,18 +46,18 @@ def test_flip_normalize_identity_change_the_batches(folder: Path) -> None:
 
 def test_each_key_alone_changes_the_batches(folder: Path) -> None:
     default = first_batch(folder)
-    for key in ("data.flip=false", "data.normalize=false", "data.augment=identity"):
+    for key in ("views.flip=false", "data.normalize=false", "views.augment=identity"):
         assert not torch.equal(first_batch(folder, key), default), key
     # augment_strength=0: no randomness left, every view is the resized image
-    still = first_batch(folder, "data.augment_strength=0.0")
+    still = first_batch(folder, "views.augment_strength=0.0")
     assert torch.equal(still[:, 0], still[:, 1]) and torch.equal(still[:, 1], still[:, 2])
     assert not torch.equal(still, default)
 
 
 def test_in_memory_only_augments_are_rejected_for_a_folder(folder: Path) -> None:
     for kind in ("noise", "same_class"):
-        with pytest.raises(ValueError, match=r"config key 'data\.augment' must be one of"):
-            load_config(None, overrides(folder, f"data.augment={kind}"))
+        with pytest.raises(ValueError, match=r"config key 'views\.augment' must be one of"):
+            load_config(None, overrides(folder, f"views.augment={kind}"))
 
 
 @pytest.mark.parametrize("drop_last", [True, False])

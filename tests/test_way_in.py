@@ -49,6 +49,23 @@ def test_spacl_train_reads_its_recipe_through_schema_load_recipe(monkeypatch, tm
     assert main(["eval", str(out), "eval.knn_k=3", "--no-write"]) == 0
     assert calls == [(out / "config.yaml", ["eval.knn_k=3"])]
 
+    # and spacl.load (spacl embed / export / predict) reads it through it as well
+    calls.clear()
+    spacl.load(out)
+    assert calls == [(out / "config.yaml", [])]
+
+
+def test_spacl_reproduce_reads_no_recipe():
+    """The studies are data in code (``spacl.studies``): ``spacl reproduce`` loads no
+    recipe, so no reader but :func:`spacl.schema.load_recipe` appears in its path."""
+    from pathlib import Path
+
+    src = Path(schema.__file__).parent
+    files = [src / "commands" / "reproduce.py", *sorted((src / "studies").rglob("*.py"))]
+    readers = ("load_recipe", "load_config", "OmegaConf.load", "find_recipe", "ood_config(")
+    found = [f"{p.name}: {r}" for p in files for r in readers if r in p.read_text()]
+    assert not found, found
+
 
 def test_overrides_are_accepted_after_flags(tmp_path):
     out = tmp_path / "run"

@@ -60,6 +60,7 @@ __all__ = [
     "in_range",
     "int_at_least",
     "load_recipe",
+    "load_structured",
     "merge_structured",
     "parse_overrides",
     "positive",
@@ -137,6 +138,17 @@ def fail(key: str, value: Any, need: str) -> ValueError:
     return ValueError(f"config key {key!r} {need}, got {value!r}")
 
 
+def load_structured(
+    schema: type, validate: Callable[[DictConfig], None], cfg: Any, overrides: Sequence[str]
+) -> DictConfig:
+    """A task's recipe loader in one call: merge ``cfg`` (a mapping, ``DictConfig`` or
+    YAML path) and dot-list ``overrides`` onto the dataclass ``schema`` (unknown keys
+    raise ``ValueError`` naming them), then ``validate`` the result."""
+    merged = merge_structured(schema, [cfg, parse_overrides(overrides)])
+    validate(merged)
+    return merged
+
+
 def choice(key: str, value: Any, options: Sequence[Any], *, where: str = "") -> None:
     """``value`` must be one of ``options`` (:func:`spacl._validation.check_choice`).
 
@@ -199,6 +211,21 @@ def resolve_device(name: str) -> Any:
 #: that names the new one)
 RENAMED_KEYS: dict[str, str] = {
     "train.num_threads": "train.threads",
+    # the views are configured in one section, ``views``, in every task (issue 21)
+    **{
+        f"data.{key}": f"views.{key}"
+        for key in (
+            "num_views",
+            "augment",
+            "augment_strength",
+            "crop_scale",
+            "color_strength",
+            "blur",
+            "flip",
+            "keep_original",
+            "noise_sigma",
+        )
+    },
 }
 
 

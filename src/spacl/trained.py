@@ -188,9 +188,9 @@ def load_image_run(
     state = load_checkpoint(ckpt, map_location="cpu")
     if "arms" not in state or "config" not in state:
         raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
-    from spacl.engine.config import load_config
+    from spacl import schema
 
-    cfg = load_config(rd.config)
+    cfg = schema.load_recipe(rd.config).config  # the one way in (the image schema)
     names = list(state["arms"])
     name = names[0] if arm is None else arm
     check_choice(name, "arm", names)

@@ -31,7 +31,7 @@ __all__ = ["DEMO_MODELS", "demo_config", "register", "run", "run_demo"]
 #: protocol of ``spacl reproduce spacl``; temperatures are the ones that study chose on
 #: MNIST-5k validation for each method
 _VIEWS: dict[str, Any] = {"num_views": 5, "keep_original": True}
-#: name -> (objective section, data overrides)
+#: name -> (objective section, views overrides)
 DEMO_MODELS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "simclr": ({"name": "simclr", "temperature": 0.2}, _VIEWS),
     "supcon": ({"name": "supcon", "temperature": 0.05}, _VIEWS),
@@ -60,19 +60,13 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
     ``threads=1`` by default: the models are tiny, and one thread avoids the OpenMP
     oversubscription that makes small kernels 3-10x slower on busy machines.
     """
-    from spacl.engine import load_config
+    from spacl import schema
 
-    objective, data = DEMO_MODELS[name]
+    objective, views = DEMO_MODELS[name]
     base: dict[str, Any] = {
         "name": f"demo-{name}",
-        "data": {
-            "name": "digits",
-            "augment": "image",
-            "crop_scale": [0.5, 1.0],
-            "flip": False,
-            "test_fraction": 0.2,
-            **data,
-        },
+        "data": {"name": "digits", "test_fraction": 0.2},
+        "views": {"augment": "image", "crop_scale": [0.5, 1.0], "flip": False, **views},
         "model": {
             "backbone": "mlp",
             "hidden_dims": [256],
@@ -95,7 +89,7 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
         "eval": {"every_epochs": 0, "knn_k": 200, "knn_t": 0.1},
         "log": {"tensorboard": False},
     }
-    return load_config(None, base=base)
+    return schema.load_recipe(base).config
 
 
 def register(subparsers: Any) -> None:

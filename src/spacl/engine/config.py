@@ -56,7 +56,7 @@ __all__ = [
 
 ON_DISK_DATASETS = ("cifar10", "cifar100", "imagefolder")
 AUGMENTS = ("auto", "image", "noise", "same_class", "identity")
-#: the ``data.augment`` values an image folder accepts (``noise`` / ``same_class`` need
+#: the ``views.augment`` values an image folder accepts (``noise`` / ``same_class`` need
 #: in-memory data)
 FOLDER_AUGMENTS = ("auto", "image", "identity")
 PRECISIONS = ("auto", "fp32", "fp64", "bf16", "fp16")
@@ -83,15 +83,6 @@ class DataConfig(DataSection):
     train_split: str = "train"
     test_split: str = "test"  # imagefolder: e.g. "val"
     label_kind: str = "fine"  # labels given to supervised objectives: fine | coarse
-    num_views: int = 2  # V; SPACL: 1 + M
-    augment: str = "auto"  # auto | image | noise | same_class | identity
-    augment_strength: float = 1.0  # ImageAugment strength in [0, 1]
-    crop_scale: list[float] = field(default_factory=lambda: [0.08, 1.0])
-    color_strength: float = 0.5  # SimCLR colour strength s (jitter 0.8s/0.8s/0.8s/0.2s)
-    blur: bool = False  # Gaussian blur (ImageNet-sized images)
-    flip: bool = True  # random horizontal flips (in-memory images)
-    keep_original: bool = False  # view 0 is the un-augmented input (SPACL's original view)
-    noise_sigma: float = 0.1  # NoiseViews sigma (synthetic vectors)
     normalize: bool = True  # per-channel mean/std normalisation of images
     balanced: bool = False  # class-balanced batches (shared-randomness study)
     samples_per_class: int | None = None
@@ -102,6 +93,21 @@ class DataConfig(DataSection):
     bad_images: str = "error"  # imagefolder only: error | skip (files PIL cannot open)
     on_device: bool = True  # keep in-memory data on the training device
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+
+
+@dataclass
+class ViewsConfig:
+    """How many views of each instance, and how they are made (``views``, as in every task)."""
+
+    num_views: int = 2  # V; SPACL: 1 + M
+    augment: str = "auto"  # auto | image | noise | same_class | identity
+    augment_strength: float = 1.0  # ImageAugment strength in [0, 1]
+    crop_scale: list[float] = field(default_factory=lambda: [0.08, 1.0])
+    color_strength: float = 0.5  # SimCLR colour strength s (jitter 0.8s/0.8s/0.8s/0.2s)
+    blur: bool = False  # Gaussian blur (ImageNet-sized images)
+    flip: bool = True  # random horizontal flips
+    keep_original: bool = False  # view 0 is the un-augmented input (SPACL's original view)
+    noise_sigma: float = 0.1  # NoiseViews sigma (synthetic vectors)
 
 
 @dataclass
@@ -212,6 +218,7 @@ class Config:
     name: str | None = None  # run name (default: <data>-<objective>)
     out_dir: str = "runs"  # run directory parent (the CLI's --out overrides the full path)
     data: DataConfig = field(default_factory=DataConfig)
+    views: ViewsConfig = field(default_factory=ViewsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -317,6 +324,21 @@ def validate_optim(optim: Any, prefix: str = "optim") -> None:
         positive(f"{prefix}.grad_clip", optim.grad_clip)
 
 
+def _validate_views(v: Any, data_name: str) -> None:
+    """The ``views`` section (the number of views and how they are made)."""
+    int_at_least("views.num_views", v.num_views, 1)
+    choice("views.augment", v.augment, AUGMENTS)
+    if data_name == "imagefolder":
+        choice("views.augment", v.augment, FOLDER_AUGMENTS, where=" for an image folder")
+    in_range("views.augment_strength", v.augment_strength, 0.0, 1.0)
+    in_range("views.color_strength", v.color_strength, 0.0, 1.0)
+    if len(v.crop_scale) != 2 or not 0 < v.crop_scale[0] <= v.crop_scale[1] <= 1:
+        raise fail(
+            "views.crop_scale", list(v.crop_scale), "must be [low, high] with 0 < low <= high <= 1"
+        )
+    positive("views.noise_sigma", v.noise_sigma)
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Semantic checks, each raising ``ValueError`` that names the offending key.
 
@@ -331,15 +353,7 @@ def validate_config(cfg: DictConfig) -> None:
     d, m, t, e = cfg.data, cfg.model, cfg.train, cfg.eval
     validate_shared(cfg, optim_names=OPTIMIZERS, data_names=DATASET_NAMES, min_batch_size=2)
     choice("data.label_kind", d.label_kind, ("fine", "coarse"))
-    int_at_least("data.num_views", d.num_views, 1)
-    choice("data.augment", d.augment, AUGMENTS)
-    in_range("data.augment_strength", d.augment_strength, 0.0, 1.0)
-    in_range("data.color_strength", d.color_strength, 0.0, 1.0)
-    if len(d.crop_scale) != 2 or not 0 < d.crop_scale[0] <= d.crop_scale[1] <= 1:
-        raise fail(
-            "data.crop_scale", list(d.crop_scale), "must be [low, high] with 0 < low <= high <= 1"
-        )
-    positive("data.noise_sigma", d.noise_sigma)
+    _validate_views(cfg.views, d.name)
     if d.samples_per_class is not None:
         int_at_least("data.samples_per_class", d.samples_per_class, 1)
     in_range("data.test_fraction", d.test_fraction, 0.0, 1.0, high_open=True)
@@ -349,8 +363,6 @@ def validate_config(cfg: DictConfig) -> None:
     if d.num_workers is not None:
         int_at_least("data.num_workers", d.num_workers, 0)
     choice("data.bad_images", d.bad_images, ("error", "skip"))
-    if d.name == "imagefolder":
-        choice("data.augment", d.augment, FOLDER_AUGMENTS, where=" for an image folder")
     if d.name == "synthetic":
         s = d.synthetic
         int_at_least("data.synthetic.num_classes", s.num_classes, 2)

@@ -146,9 +146,9 @@ def _view_maker(
     cfg: Any, train: LabeledData
 ) -> tuple[ViewMaker, Callable[[Tensor], Tensor] | None, Normalization | None]:
     """The view maker, the evaluation transform and its ``(mean, std)`` (or None)."""
-    d = cfg.data
+    d, v = cfg.data, cfg.views
     is_image = train.inputs.ndim == 4
-    kind = d.augment if d.augment != "auto" else ("image" if is_image else "noise")
+    kind = v.augment if v.augment != "auto" else ("image" if is_image else "noise")
     mean = std = None
     transform = None
     if is_image and d.normalize:
@@ -157,30 +157,30 @@ def _view_maker(
     if kind == "image":
         if not is_image:
             raise ValueError(
-                f"config key 'data.augment': 'image' needs images [N, C, H, W], dataset "
+                f"config key 'views.augment': 'image' needs images [N, C, H, W], dataset "
                 f"{d.name!r} has inputs of shape {tuple(train.inputs.shape[1:])}"
             )
-        s = d.color_strength
+        s = v.color_strength
         maker: ViewMaker = ImageAugment(
-            strength=d.augment_strength,
-            scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
-            flip_p=0.5 if d.flip else 0.0,
+            strength=v.augment_strength,
+            scale=(float(v.crop_scale[0]), float(v.crop_scale[1])),
+            flip_p=0.5 if v.flip else 0.0,
             jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
-            blur_p=0.5 if d.blur else 0.0,
+            blur_p=0.5 if v.blur else 0.0,
             mean=mean,
             std=std,
-            keep_original=d.keep_original,
+            keep_original=v.keep_original,
         )
         return maker, transform, None if mean is None or std is None else (mean, std)
     if transform is not None:
         raise ValueError(
-            f"config key 'data.augment'={kind!r} does not normalise images; use augment=image "
-            "or set data.normalize=false"
+            f"config key 'views.augment'={kind!r} does not normalise images; use "
+            "views.augment=image or set data.normalize=false"
         )
     if kind == "noise":
-        return NoiseViews(d.noise_sigma, keep_original=d.keep_original), None, None
+        return NoiseViews(v.noise_sigma, keep_original=v.keep_original), None, None
     if kind == "same_class":
-        return SameClassViews(keep_original=d.keep_original), None, None
+        return SameClassViews(keep_original=v.keep_original), None, None
     return IdentityViews(), None, None
 
 
@@ -221,7 +221,7 @@ def build_run_data(
         stream = ViewStream(
             train,
             per_rank,
-            d.num_views,
+            cfg.views.num_views,
             maker,
             seed=t.seed,
             balanced=d.balanced,
@@ -303,10 +303,11 @@ def _build_folder_data(
     root = data_root(cfg)
     base, test = _folder_splits(cfg)
     size = int(d.image_size)
-    train_transform, evaluate, norm = _folder_transforms(d)
-    original = evaluate if d.keep_original else None
+    v = cfg.views
+    train_transform, evaluate, norm = _folder_transforms(d, v)
+    original = evaluate if v.keep_original else None
     views = MultiViewDataset(
-        base, train_transform, d.num_views, seed=t.seed, original_transform=original
+        base, train_transform, v.num_views, seed=t.seed, original_transform=original
     )
     labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
     try:
@@ -344,16 +345,16 @@ def _build_folder_data(
 
 
 def _folder_transforms(
-    d: Any,
+    d: Any, v: Any
 ) -> tuple[Callable[..., Any], Callable[..., Any], Normalization | None]:
     """``(training view transform, evaluation transform, (mean, std) or None)`` of an image
-    folder, from the same keys as the in-memory path: ``data.augment`` (``auto`` / ``image``:
+    folder, from the same keys as the in-memory path: ``views.augment`` (``auto`` / ``image``:
     SimCLR's pipeline; ``identity``: every view is the evaluation view, a centre crop),
-    ``data.flip``, ``data.augment_strength``, ``data.normalize`` (ImageNet mean / std, or
+    ``views.flip``, ``views.augment_strength``, ``data.normalize`` (ImageNet mean / std, or
     none) and the crop / colour / blur keys."""
     size = int(d.image_size)
-    kind = "image" if d.augment == "auto" else str(d.augment)
-    check_choice(kind, "config key 'data.augment'", FOLDER_AUGMENTS, where=" for an image folder")
+    kind = "image" if v.augment == "auto" else str(v.augment)
+    check_choice(kind, "config key 'views.augment'", FOLDER_AUGMENTS, where=" for an image folder")
     norm: Normalization | None = (IMAGENET_MEAN, IMAGENET_STD) if d.normalize else None
     mean, std = norm if norm is not None else (None, None)
     evaluate = eval_transform(size, mean=mean, std=std)
@@ -361,12 +362,12 @@ def _folder_transforms(
         return evaluate, evaluate, norm
     train = simclr_transform(
         size,
-        strength=d.color_strength,
-        scale=(float(d.crop_scale[0]), float(d.crop_scale[1])),
-        blur=d.blur,
+        strength=v.color_strength,
+        scale=(float(v.crop_scale[0]), float(v.crop_scale[1])),
+        blur=v.blur,
         mean=mean,
         std=std,
-        flip_p=0.5 if d.flip else 0.0,
-        augment_strength=float(d.augment_strength),
+        flip_p=0.5 if v.flip else 0.0,
+        augment_strength=float(v.augment_strength),
     )
     return train, evaluate, norm

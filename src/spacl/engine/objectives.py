@@ -97,7 +97,7 @@ def check_objective(
     )
     if "embedding_dim" in (ocfg.params or {}):
         d = int(ocfg.params["embedding_dim"])
-    views = int(cfg.data.num_views)
+    views = int(cfg.views.num_views)
     gen = torch.Generator().manual_seed(0)
     labels = torch.arange(4).repeat_interleave(2) if use_labels else None
     queue = _check_queue_size(ocfg, spec, module, key)
@@ -123,7 +123,7 @@ def check_objective(
         except ValueError as err:
             raise ValueError(
                 f"config key '{key}' ({spec.name}): {err} (found on a dry run with "
-                f"data.num_views={views})"
+                f"views.num_views={views})"
             ) from err
 
 
@@ -178,10 +178,10 @@ def build_objective(
             f"config key '{where}'={m}: objective {spec.name!r} cannot use an EMA target "
             "(set it to 0)"
         )
-    if spec.step == "spacl" and int(cfg.data.num_views) < 2:
+    if spec.step == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError(
-            f"config key 'data.num_views' must be >= 2 for spacl (1 original + M views), "
-            f"got {cfg.data.num_views}"
+            f"config key 'views.num_views' must be >= 2 for spacl (1 original + M views), "
+            f"got {cfg.views.num_views}"
         )
     return spec, module, use_labels
 

@@ -51,7 +51,7 @@ def write_summary(trainer: Trainer, metrics: dict[str, dict[str, float]], second
     lines = [
         f"# Run `{run.path.name}`",
         "",
-        f"- data: **{cfg.data.name}** ({trainer.data.name}), {cfg.data.num_views} views, "
+        f"- data: **{cfg.data.name}** ({trainer.data.name}), {cfg.views.num_views} views, "
         f"labels: {cfg.data.label_kind}",
         f"- model: {cfg.model.backbone} + {cfg.model.head} head (dim {cfg.model.proj_dim}), "
         f"target momentum {cfg.model.momentum}",

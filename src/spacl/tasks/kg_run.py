@@ -16,9 +16,9 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
+from spacl import schema
 from spacl.data.kg import KnowledgeGraph, load_kg
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg_config import kg_config
 from spacl.tasks.rundir import read_task_checkpoint, run_config
 
 __all__ = ["LinkModel", "evaluate_kg_run", "load_link_model"]
@@ -107,7 +107,7 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     if raw.get("task") != "kg":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'kg'")
     state = read_task_checkpoint(run_dir, "kg")
-    cfg = kg_config(raw)
+    cfg = schema.load_recipe(raw).config  # the one way in (the KG schema)
     if kg is None:
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
     from spacl.tasks.kg import build_link_predictor

@@ -23,10 +23,10 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
+from spacl import schema
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
 from spacl.tasks.rundir import read_task_checkpoint, run_config
-from spacl.tasks.text_config import ood_config
 
 __all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
 
@@ -77,7 +77,7 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
     if raw.get("task") != "text":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'text'")
     state = read_task_checkpoint(run_dir, "text")
-    cfg = ood_config(raw)
+    cfg = schema.load_recipe(raw).config  # the one way in (the text schema)
     if int(cfg.finetune.trainable_layers) > 0:
         encoder = _finetuned_encoder(run_dir, state, encoder)
     elif encoder is None:
