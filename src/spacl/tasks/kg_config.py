@@ -1,10 +1,5 @@
-"""The schema of the link-prediction task (``task: kg``): :class:`KGConfig` and its checks.
-
-:func:`kg_config` merges a recipe and dot-list overrides onto :class:`KGConfig` and
-validates it: the shared sections through :func:`spacl.schema.validate_shared`, then the
-KG keys.  It is the task's entry in the recipe registry (:func:`spacl.schema.register_task`);
-the training code is :mod:`spacl.tasks.kg`.
-"""
+"""``task: kg`` recipes: the :class:`KGConfig` dataclasses and :func:`kg_config`, the KG
+entry of the task registry (training: :mod:`spacl.tasks.kg`)."""
 
 from __future__ import annotations
 
@@ -26,8 +21,7 @@ from spacl.schema import (
     choice,
     in_range,
     int_at_least,
-    merge_structured,
-    parse_overrides,
+    load_structured,
     positive,
     register_task,
     validate_shared,
@@ -107,11 +101,8 @@ class KGConfig:
 
 @register_task("kg", runner="spacl.tasks.kg:train_kg")
 def kg_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
-    """Merge ``cfg`` (a mapping, DictConfig or YAML path) and dot-list overrides onto the
-    :class:`KGConfig` schema and validate; unknown keys raise ``ValueError`` naming them."""
-    merged = merge_structured(KGConfig, [cfg, parse_overrides(overrides)])
-    _validate(merged)
-    return merged
+    """A KG recipe and its overrides on :class:`KGConfig`, validated (:func:`_validate`)."""
+    return load_structured(KGConfig, _validate, cfg, overrides)
 
 
 def _validate(cfg: DictConfig) -> None:

@@ -40,7 +40,6 @@ the reject-all floor (``reject_all``) and the test FPR at 95% TPR.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -55,8 +54,6 @@ from spacl._progress import progress
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import (
     OpenClassifier,
-    class_centres,
-    fit_open_classifier,
     reject_all_metrics,
 )
 from spacl.losses.registry import objective_spec
@@ -69,14 +66,9 @@ from spacl.models.text import (
     TextEncoder,
 )
 from spacl.schema import resolve_device
-from spacl.tasks.rundir import TaskRun
 from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
-from spacl.tasks.text_decision import (
-    held_out_threshold,
-    rules_on_test,
-    run_metrics,
-    select_rule,
-)
+from spacl.tasks.text_decision import run_metrics
+from spacl.tasks.text_detector import decide, open_text_run, run_name, write_detector_run
 
 _logger = logging.getLogger(__name__)
 
@@ -221,26 +213,6 @@ def _project(head: nn.Module, x: Tensor, device: torch.device, batch_size: int =
     return out.double()
 
 
-def _select_rule(
-    cfg: DictConfig,
-    split: OpenIntentSplit,
-    inputs: tuple[Tensor, Tensor],
-    features: tuple[Tensor, Tensor, Tensor],
-    device: torch.device,
-) -> tuple[OpenClassifier, dict[str, Any]]:
-    """``ood.method=select``: the rule chosen on train/dev (:func:`.text_decision.select_rule`)."""
-    return select_rule(
-        split,
-        inputs,
-        features,
-        fraction=float(cfg.ood.held_out_fraction),
-        quantile=float(cfg.ood.quantile),
-        seed=int(cfg.train.seed),
-        train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
-        project=lambda head, x: _project(head, x, device),
-    )
-
-
 def _decide(
     cfg: DictConfig,
     split: OpenIntentSplit,
@@ -248,42 +220,16 @@ def _decide(
     features: tuple[Tensor, Tensor, Tensor],
     device: torch.device,
 ) -> tuple[OpenClassifier, dict[str, Any]]:
-    """The open classifier of ``ood.method`` and its summary entries (``rule``, ``rules_test``).
-
-    No test example is used: ``features[2]`` (test) only feeds the ``rules_test`` report.
-    """
-    k = split.num_known
-    (train_x, dev_x), (train_z, dev_z, _) = inputs, features
-    if cfg.ood.method == "select":
-        return _select_rule(cfg, split, inputs, features, device)
-    if cfg.ood.method == "held_out_classes":
-        centres = class_centres(train_z, split.train_labels, k)
-        threshold = held_out_threshold(
-            train_x,
-            split.train_labels,
-            dev_x,
-            split.dev_labels,
-            k,
-            fraction=float(cfg.ood.held_out_fraction),
-            seed=int(cfg.train.seed),
-            train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
-            project=lambda head, x: _project(head, x, device),
-        )
-        clf = OpenClassifier(centres, threshold.to(centres.dtype).expand(k).clone())
-        return clf, {"rule": "held_out_classes"}
-    clf = fit_open_classifier(
-        train_z,
-        split.train_labels,
-        dev_z,
-        split.dev_labels,
-        k,
-        method=str(cfg.ood.method),
-        scope=str(cfg.ood.scope),
-        quantile=float(cfg.ood.quantile),
-        min_class_count=int(cfg.ood.min_class_count),
+    """The open classifier of ``ood.method`` (:func:`.text_detector.decide`): an auxiliary
+    head, where the rule needs one, is trained as the run's head."""
+    return decide(
+        cfg,
+        split,
+        inputs,
+        features,
+        train_head=lambda x, y, n: _train_head(cfg, x, y, n, device)[0],
+        project=lambda head, x: _project(head, x, device),
     )
-    rules = rules_on_test(split, features, quantile=float(cfg.ood.quantile))
-    return clf, {"rule": f"{cfg.ood.method}/{cfg.ood.scope}", "rules_test": rules}
 
 
 def train_ood(
@@ -325,16 +271,9 @@ def train_ood(
         from spacl.tasks.text_finetune_run import train_finetuned
 
         return train_finetuned(cfg, split=split, log=log, run_dir=run_dir, resume=resume)
-    run = TaskRun.open(cfg, "text", _run_name(cfg), run_dir, resume)
-    if run is not None and resume:
-        state = run.checkpoint()
-        if state is not None and state.get("finished"):
-            say(f"{run.path}: finished; its stored summary")
-            return dict(json.loads((run.path / "summary.json").read_text()))
-    if run is not None:
-        run.reset_metrics()
-    if cfg.train.threads:
-        torch.set_num_threads(int(cfg.train.threads))
+    run, stored = open_text_run(cfg, run_dir, resume, say)
+    if stored is not None:
+        return stored
     start = time.perf_counter()
     if split is None:
         data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
@@ -356,46 +295,9 @@ def train_ood(
     summary = _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
     if run is not None:
         summary["run_dir"] = str(run.path)
-        _write_run(run, head, clf, split, int(train_x.shape[1]), summary)
+        state = {"head": {k: v.cpu() for k, v in head.state_dict().items()}}
+        write_detector_run(run, {**state, "in_dim": int(train_x.shape[1])}, clf, split, summary)
     return summary
-
-
-def _run_name(cfg: DictConfig) -> str:
-    if cfg.objective.name == "frozen":
-        return f"{cfg.data.name}-frozen"
-    return str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
-
-
-def _write_run(
-    run: TaskRun,
-    head: nn.Module,
-    clf: OpenClassifier,
-    split: OpenIntentSplit,
-    in_dim: int,
-    summary: dict[str, Any],
-) -> None:
-    """The run directory's checkpoint (head + detector), metrics, ``eval.json``, summary."""
-    for epoch, loss in enumerate(summary["losses"]):
-        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
-    run.save(
-        {
-            "head": {k: v.cpu() for k, v in head.state_dict().items()},
-            "in_dim": in_dim,
-            "detector": {
-                "centres": clf.centres.cpu(),
-                "thresholds": clf.thresholds.cpu(),
-                "class_names": list(split.known_classes),
-            },
-            "finished": True,
-        }
-    )
-    evaluation = {
-        "test": summary["test"],
-        "reject_all": summary["reject_all"],
-        "dev_accuracy": summary["dev_accuracy"],
-    }
-    run.log({"kind": "final", **evaluation})
-    run.finish(evaluation, summary)
 
 
 def _ood_summary(
@@ -409,7 +311,7 @@ def _ood_summary(
 ) -> dict[str, Any]:
     """The summary of :func:`train_ood` (logged, and written to ``out_dir`` if set)."""
     summary: dict[str, Any] = {
-        "name": _run_name(cfg),
+        "name": run_name(cfg),
         "objective": str(cfg.objective.name),
         "known_ratio": split.known_ratio,
         "split_seed": split.seed,

@@ -1,9 +1,9 @@
-"""The schema of the open-intent text task (``task: text``): :class:`OODConfig` and its checks.
+"""Open-intent text recipes (``task: text``): :class:`OODConfig` and :func:`ood_config`.
 
-:func:`ood_config` merges a recipe and dot-list overrides onto :class:`OODConfig` and
-validates it: the shared sections through :func:`spacl.schema.validate_shared`, then the
-text keys.  It is the task's entry in the recipe registry (:func:`spacl.schema.register_task`);
-the training code is :mod:`spacl.tasks.text`.
+The loader is registered for ``task: text`` (:func:`spacl.schema.register_task`): the
+shared sections are checked by :func:`spacl.schema.validate_shared`, then the text keys
+(views, objective, decision rule, fine-tuning).  Training: :mod:`spacl.tasks.text` and,
+for ``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text_finetune_run`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from spacl.schema import (
     choice,
     in_range,
     int_at_least,
-    merge_structured,
-    parse_overrides,
+    load_structured,
     positive,
     register_task,
     validate_shared,
@@ -133,16 +132,9 @@ class OODConfig:
     finetune: OODFinetuneConfig = field(default_factory=OODFinetuneConfig)
 
 
-@register_task("text", runner="spacl.tasks.text:train_ood")
-def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
-    """Merge ``cfg`` (mapping, DictConfig or YAML path) and overrides onto :class:`OODConfig`."""
-    merged = merge_structured(OODConfig, [cfg, parse_overrides(overrides)])
-    _validate(merged)
-    return merged
-
-
 def _validate(cfg: DictConfig) -> None:
-    """The shared sections (:func:`spacl.schema.validate_shared`), then the text keys."""
+    """Every check of a text recipe: the shared sections, the encoder, head, objective,
+    decision rule and views, then the fine-tuning keys."""
     choice("task", cfg.task, ["text"])
     validate_shared(cfg, optim_names=["adam", "adamw", "sgd"], min_batch_size=2)
     choice("encoder.name", cfg.encoder.name, ["minilm"])
@@ -186,3 +178,9 @@ def _validate_finetune(cfg: DictConfig) -> None:
                 "finetune.trainable_layers=0 for the frozen encoder"
             )
         int_at_least("views.num_views", cfg.views.num_views, 2)
+
+
+@register_task("text", runner="spacl.tasks.text:train_ood")
+def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
+    """A text recipe and its overrides on :class:`OODConfig`, validated (:func:`_validate`)."""
+    return load_structured(OODConfig, _validate, cfg, overrides)

@@ -28,7 +28,6 @@ the encoder from the frozen model's bottom layers and these weights.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -41,8 +40,9 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
-from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
-from spacl.tasks.rundir import TaskRun
+from spacl.evaluate.ood import OpenClassifier
+from spacl.tasks.text_decision import run_metrics
+from spacl.tasks.text_detector import decide, open_text_run, write_detector_run
 from spacl.tasks.text_finetune import (
     FinetuneSettings,
     TopLayers,
@@ -128,46 +128,6 @@ def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettin
     )
 
 
-def _decide(
-    cfg: DictConfig,
-    split: OpenIntentSplit,
-    features: tuple[Tensor, Tensor, Tensor],
-    aux: Callable[[Tensor, Tensor, int], nn.Module],
-    project: Callable[[nn.Module, Tensor], Tensor],
-) -> tuple[OpenClassifier, dict[str, Any]]:
-    """The open classifier of ``ood.method`` on the fine-tuned features (no test data);
-    ``select`` / ``held_out_classes`` fine-tune an auxiliary copy on the kept classes."""
-    from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_rule
-
-    k, ood = split.num_known, cfg.ood
-    train_z, dev_z, _ = features
-    a, b = len(split.train_texts), len(split.train_texts) + len(split.dev_texts)
-    idx = (torch.arange(a), torch.arange(a, b))
-    if ood.method == "select":
-        fraction, q, seed = float(ood.held_out_fraction), float(ood.quantile), int(cfg.train.seed)
-        return select_rule(
-            split, idx, features, fraction=fraction, quantile=q, seed=seed,
-            train_head=aux, project=project,
-        )  # fmt: skip
-    if ood.method == "held_out_classes":
-        centres = class_centres(train_z, split.train_labels, k)
-        t = held_out_threshold(
-            idx[0], split.train_labels, idx[1], split.dev_labels, k,
-            fraction=float(ood.held_out_fraction), seed=int(cfg.train.seed),
-            train_head=aux, project=project,
-        )  # fmt: skip
-        return OpenClassifier(centres, t.to(centres.dtype).expand(k).clone()), {
-            "rule": "held_out_classes"
-        }
-    clf = fit_open_classifier(
-        train_z, split.train_labels, dev_z, split.dev_labels, k,
-        method=str(ood.method), scope=str(ood.scope), quantile=float(ood.quantile),
-        min_class_count=int(ood.min_class_count),
-    )  # fmt: skip
-    rules = rules_on_test(split, features, quantile=float(ood.quantile))
-    return clf, {"rule": f"{ood.method}/{ood.scope}", "rules_test": rules}
-
-
 def train_finetuned(
     cfg: DictConfig,
     *,
@@ -180,16 +140,12 @@ def train_finetuned(
     """One fine-tuned open-intent run (module docstring); its summary, as ``train_ood``'s
     (plus ``steps``).  ``backbone`` replaces all-MiniLM-L6-v2 (tests), ``split`` the data."""
     from spacl.evaluate.ood import reject_all_metrics
-    from spacl.tasks.text import _ood_summary, _run_name
-    from spacl.tasks.text_decision import run_metrics
+    from spacl.tasks.text import _ood_summary
 
     say = log or _logger.info
-    run = TaskRun.open(cfg, "text", _run_name(cfg), run_dir, resume)
-    finished = _finished(run, resume, say)
-    if finished is not None:
-        return finished
-    if cfg.train.threads:
-        torch.set_num_threads(int(cfg.train.threads))
+    run, stored = open_text_run(cfg, run_dir, resume, say)
+    if stored is not None:
+        return stored
     start = time.perf_counter()
     split = split or _split(cfg)
     backbone = backbone or load_backbone("cpu")
@@ -218,7 +174,8 @@ def train_finetuned(
     features = tuple(
         embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
     )
-    clf, extra = _decide(cfg, split, features, aux, project)  # type: ignore[arg-type]
+    idx = (torch.arange(n), torch.arange(n, b))  # the train / dev texts' cached states
+    clf, extra = decide(cfg, split, idx, features, aux, project)  # type: ignore[arg-type]
     dev_closed = (clf.distances(features[1]).argmin(1) == split.dev_labels).double().mean()
     test = run_metrics(clf, features[2], split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
@@ -228,7 +185,7 @@ def train_finetuned(
     summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
     if run is not None:
         summary["run_dir"] = str(run.path)
-        _write(run, top, clf, split, summary)
+        write_detector_run(run, _model_state(top, clf), clf, split, summary)
     return summary
 
 
@@ -237,57 +194,16 @@ def _split(cfg: DictConfig) -> OpenIntentSplit:
     return open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
 
 
-def _finished(
-    run: TaskRun | None, resume: bool, say: Callable[[str], None]
-) -> dict[str, Any] | None:
-    """A finished run's stored summary when resuming; else start its metrics afresh."""
-    if run is None:
-        return None
-    if resume:
-        state = run.checkpoint()
-        if state is not None and state.get("finished"):
-            say(f"{run.path}: finished; its stored summary")
-            return dict(json.loads((run.path / "summary.json").read_text()))
-    run.reset_metrics()
-    return None
-
-
 class _NoCache:
     """The fine-tuned task embeds no text through the cache (its ``encoded`` count)."""
 
     encoded = 0
 
 
-def _write(
-    run: TaskRun,
-    top: TopLayers,
-    clf: OpenClassifier,
-    split: OpenIntentSplit,
-    summary: dict[str, Any],
-) -> None:
-    """Checkpoint (top layers + detector), metrics, ``eval.json``, ``summary.json``."""
-    for epoch, loss in enumerate(summary["losses"]):
-        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
-    run.save(
-        {
-            "head": {},
-            "in_dim": int(clf.centres.shape[1]),
-            "encoder": {
-                "trainable_layers": len(top.layers),
-                "top": {k: v.detach().cpu() for k, v in top.state_dict().items()},
-            },
-            "detector": {
-                "centres": clf.centres.cpu(),
-                "thresholds": clf.thresholds.cpu(),
-                "class_names": list(split.known_classes),
-            },
-            "finished": True,
-        }
-    )
-    evaluation = {
-        "test": summary["test"],
-        "reject_all": summary["reject_all"],
-        "dev_accuracy": summary["dev_accuracy"],
+def _model_state(top: TopLayers, clf: OpenClassifier) -> dict[str, Any]:
+    """The checkpoint's model part: no head, the fine-tuned top layers (``encoder``)."""
+    encoder = {
+        "trainable_layers": len(top.layers),
+        "top": {k: v.detach().cpu() for k, v in top.state_dict().items()},
     }
-    run.log({"kind": "final", **evaluation})
-    run.finish(evaluation, summary)
+    return {"head": {}, "in_dim": int(clf.centres.shape[1]), "encoder": encoder}

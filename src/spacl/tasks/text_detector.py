@@ -1,0 +1,132 @@
+"""The open-intent detector of a text run, shared by the frozen-encoder and fine-tuned tasks.
+
+Both :func:`spacl.tasks.text.train_ood` (a head on a frozen encoder) and
+:func:`spacl.tasks.text_finetune_run.train_finetuned` (the encoder's top layers) end the
+same way, here once:
+
+- :func:`decide`: the open classifier of ``ood.method`` from train / dev features (no
+  test data); ``select`` and ``held_out_classes`` train an auxiliary model on the kept
+  classes through the task's ``train_head`` / ``project`` (:mod:`.text_decision`), the
+  fixed rules fit on dev; the other rules and ADB are reported on test (``rules_test``);
+- :func:`open_text_run`: the run directory (if any), a finished run's stored summary
+  when resuming (:func:`stored_summary`), and ``train.threads``;
+- :func:`write_detector_run`: the run directory's checkpoint (the task's model state +
+  the detector: centres, thresholds, class names), epoch and final metrics,
+  ``eval.json`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from spacl.data.text import OpenIntentSplit
+from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
+from spacl.tasks.rundir import TaskRun
+from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_rule
+
+__all__ = ["decide", "open_text_run", "run_name", "stored_summary", "write_detector_run"]
+
+
+def run_name(cfg: DictConfig) -> str:
+    """A text run's name: ``name``, else ``<data>-<objective>`` (``<data>-frozen``)."""
+    if cfg.objective.name == "frozen":
+        return f"{cfg.data.name}-frozen"
+    return str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
+
+
+def open_text_run(
+    cfg: DictConfig, run_dir: str | Path | None, resume: bool, say: Callable[[str], None]
+) -> tuple[TaskRun | None, dict[str, Any] | None]:
+    """``(run, stored)``: the run directory of ``cfg`` (``None`` without one) and, when
+    resuming a finished run, its stored summary; sets ``train.threads`` otherwise."""
+    run = TaskRun.open(cfg, "text", run_name(cfg), run_dir, resume)
+    stored = stored_summary(run, resume, say)
+    if stored is None and cfg.train.threads:
+        torch.set_num_threads(int(cfg.train.threads))
+    return run, stored
+
+
+def decide(
+    cfg: DictConfig,
+    split: OpenIntentSplit,
+    inputs: tuple[Tensor, Tensor],
+    features: tuple[Tensor, Tensor, Tensor],
+    train_head: Callable[[Tensor, Tensor, int], nn.Module],
+    project: Callable[[nn.Module, Tensor], Tensor],
+) -> tuple[OpenClassifier, dict[str, Any]]:
+    """The open classifier of ``cfg.ood.method`` and its summary entries (``rule``...).
+
+    ``inputs``: the train / dev inputs ``train_head`` and ``project`` take (embeddings,
+    or the indices of cached states); ``features``: train / dev / test features.  No test
+    example is used: ``features[2]`` only feeds the ``rules_test`` report.
+    """
+    k, ood, seed = split.num_known, cfg.ood, int(cfg.train.seed)
+    (train_x, dev_x), (train_z, dev_z, _) = inputs, features
+    fraction, q = float(ood.held_out_fraction), float(ood.quantile)
+    if ood.method == "select":
+        return select_rule(
+            split, inputs, features, fraction=fraction, quantile=q, seed=seed,
+            train_head=train_head, project=project,
+        )  # fmt: skip
+    if ood.method == "held_out_classes":
+        centres = class_centres(train_z, split.train_labels, k)
+        threshold = held_out_threshold(
+            train_x, split.train_labels, dev_x, split.dev_labels, k,
+            fraction=fraction, seed=seed, train_head=train_head, project=project,
+        )  # fmt: skip
+        clf = OpenClassifier(centres, threshold.to(centres.dtype).expand(k).clone())
+        return clf, {"rule": "held_out_classes"}
+    clf = fit_open_classifier(
+        train_z, split.train_labels, dev_z, split.dev_labels, k,
+        method=str(ood.method), scope=str(ood.scope), quantile=q,
+        min_class_count=int(ood.min_class_count),
+    )  # fmt: skip
+    rules = rules_on_test(split, features, quantile=q)
+    return clf, {"rule": f"{ood.method}/{ood.scope}", "rules_test": rules}
+
+
+def stored_summary(
+    run: TaskRun | None, resume: bool, say: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """A finished run's stored summary when resuming; else start its metrics afresh."""
+    if run is None:
+        return None
+    if resume:
+        state = run.checkpoint()
+        if state is not None and state.get("finished"):
+            say(f"{run.path}: finished; its stored summary")
+            return dict(json.loads((run.path / "summary.json").read_text()))
+    run.reset_metrics()
+    return None
+
+
+def write_detector_run(
+    run: TaskRun,
+    model_state: Mapping[str, Any],
+    clf: OpenClassifier,
+    split: OpenIntentSplit,
+    summary: dict[str, Any],
+) -> None:
+    """Checkpoint (``model_state`` + the detector), metrics, ``eval.json``, ``summary.json``.
+
+    ``model_state``: what a later prediction rebuilds the features from (the frozen
+    task's ``head`` and ``in_dim``; the fine-tuned task's ``encoder`` top layers).
+    """
+    for epoch, loss in enumerate(summary["losses"]):
+        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
+    detector = {
+        "centres": clf.centres.cpu(),
+        "thresholds": clf.thresholds.cpu(),
+        "class_names": list(split.known_classes),
+    }
+    run.save({**model_state, "detector": detector, "finished": True})
+    evaluation = {key: summary[key] for key in ("test", "reject_all", "dev_accuracy")}
+    run.log({"kind": "final", **evaluation})
+    run.finish(evaluation, summary)
