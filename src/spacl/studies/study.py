@@ -93,6 +93,17 @@ class StudyRun:
         self.timing[name] = time.time() - start
         self.say(f"  {name}: {self.timing[name]:.0f} s")
 
+    def run_parts(
+        self, parts: Sequence[tuple[str, Callable[..., None]]], *args: Any
+    ) -> dict[str, Any]:
+        """Run every ``(name, part)`` in order, timed (:meth:`part`), as
+        ``part(self, *args, metrics)``; return the metrics they filled."""
+        metrics: dict[str, Any] = {}
+        for name, fn in parts:
+            with self.part(name):
+                fn(self, *args, metrics)
+        return metrics
+
     def over_seeds(
         self, part: str, fn: Callable[[int], Mapping[str, float]], **tags: Any
     ) -> list[dict[str, float]]:

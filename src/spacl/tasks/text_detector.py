@@ -34,6 +34,31 @@ from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_
 __all__ = ["decide", "open_text_run", "run_name", "stored_summary", "write_detector_run"]
 
 
+def write_detector_run(
+    run: TaskRun,
+    model_state: Mapping[str, Any],
+    clf: OpenClassifier,
+    split: OpenIntentSplit,
+    summary: dict[str, Any],
+) -> None:
+    """Checkpoint (``model_state`` + the detector), metrics, ``eval.json``, ``summary.json``.
+
+    ``model_state``: what a later prediction rebuilds the features from (the frozen
+    task's ``head`` and ``in_dim``; the fine-tuned task's ``encoder`` top layers).
+    """
+    for epoch, loss in enumerate(summary["losses"]):
+        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
+    detector = {
+        "centres": clf.centres.cpu(),
+        "thresholds": clf.thresholds.cpu(),
+        "class_names": list(split.known_classes),
+    }
+    run.save({**model_state, "detector": detector, "finished": True})
+    evaluation = {key: summary[key] for key in ("test", "reject_all", "dev_accuracy")}
+    run.log({"kind": "final", **evaluation})
+    run.finish(evaluation, summary)
+
+
 def run_name(cfg: DictConfig) -> str:
     """A text run's name: ``name``, else ``<data>-<objective>`` (``<data>-frozen``)."""
     if cfg.objective.name == "frozen":
@@ -105,28 +130,3 @@ def stored_summary(
             return dict(json.loads((run.path / "summary.json").read_text()))
     run.reset_metrics()
     return None
-
-
-def write_detector_run(
-    run: TaskRun,
-    model_state: Mapping[str, Any],
-    clf: OpenClassifier,
-    split: OpenIntentSplit,
-    summary: dict[str, Any],
-) -> None:
-    """Checkpoint (``model_state`` + the detector), metrics, ``eval.json``, ``summary.json``.
-
-    ``model_state``: what a later prediction rebuilds the features from (the frozen
-    task's ``head`` and ``in_dim``; the fine-tuned task's ``encoder`` top layers).
-    """
-    for epoch, loss in enumerate(summary["losses"]):
-        run.log({"kind": "epoch", "epoch": epoch, "loss": loss})
-    detector = {
-        "centres": clf.centres.cpu(),
-        "thresholds": clf.thresholds.cpu(),
-        "class_names": list(split.known_classes),
-    }
-    run.save({**model_state, "detector": detector, "finished": True})
-    evaluation = {key: summary[key] for key in ("test", "reject_all", "dev_accuracy")}
-    run.log({"kind": "final", **evaluation})
-    run.finish(evaluation, summary)

@@ -118,10 +118,7 @@ def run(
         log=log,
     )
     ctx = Context(cfg, datasets, scaled_lr(cfg.lr, cfg.batch_size, cfg.reference_batch, "sqrt"))
-    m: dict[str, Any] = {}
-    for name, part in PARTS:
-        with study.part(name):
-            part(study, ctx, m)
+    m = study.run_parts(PARTS, ctx)
     return finish_study(
         study,
         m,

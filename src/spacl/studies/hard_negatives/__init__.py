@@ -114,10 +114,7 @@ def run(
         log=log,
     )
     study.timing["data"] = time.time() - t0
-    m: dict[str, Any] = {}
-    for name, part in PARTS:
-        with study.part(name):
-            part(study, cfg, data, m)
+    m = study.run_parts(PARTS, cfg, data)
     m["spectra"] = spectra_of(m)
     return finish_study(
         study,
