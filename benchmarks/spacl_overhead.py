@@ -12,7 +12,7 @@ Timed interleaved in one run (median of ``--repeats`` rounds), forward + backwar
   anchor_index=a)`` with ``a = loss.choose_anchor(target)`` included;
 - ``SPACL (every view an anchor)``: ``anchor_set="every_view"`` (``B V`` anchors, as
   NT-Xent has), fused (issue 19: one mining pass, one game round, one cut, one kernel
-  call; the loss on the kept negatives only, ``SPACLLoss._compact``); ``SPACL (exp
+  call; the loss on the kept negatives only, ``spacl.losses.spacl_compact``); ``SPACL (exp
   cut)``: the default with ``mass="exp"``;
 - ``SupCon``: ``SupConLoss(0.1)(z, labels)`` with 10 classes, and beside it the
   supervised every-view SPACL the shipped recipes use

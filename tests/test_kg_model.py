@@ -323,3 +323,36 @@ def test_spacl_train_runs_a_kg_recipe(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert main(["train", str(recipe), "optim.lr=0.05", "--out", str(out), "--quiet"]) == 0
     assert (out / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_kept_logsumexp_is_the_masked_logsumexp(dtype: torch.dtype) -> None:
+    """The link objective's float-mask log-sum-exp equals the kernel's masked one (issue 19):
+    values and gradients, rows keeping nothing included (``-inf``, zero gradient)."""
+    from spacl.losses.kernel import masked_logsumexp
+    from spacl.losses.kg import _KeptLogSumExp
+
+    gen = torch.Generator().manual_seed(9)
+    logits = (torch.randn(7, 50, generator=gen, dtype=torch.float64) * 4).to(dtype)
+    keep = torch.rand(7, 50, generator=gen) < 0.6
+    keep[3] = False  # a row that keeps nothing
+    known = torch.rand(7, 50, generator=gen) < 0.1  # candidates off the mask, larger logits
+    logits = torch.where(known & ~keep, logits + 50.0, logits)
+    shift = torch.where(keep, logits, -math.inf).amax(1)
+    shift = torch.where(torch.isfinite(shift), shift, 0.0)
+    a = logits.clone().requires_grad_(True)
+    b = logits.clone().requires_grad_(True)
+    want = masked_logsumexp(a, keep)
+    got = _KeptLogSumExp.apply(b, keep.to(dtype), shift)
+    assert torch.equal(torch.isinf(got), torch.isinf(want))
+    finite = torch.isfinite(want)
+    torch.testing.assert_close(
+        got[finite], want[finite], rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=0
+    )
+    weights = torch.arange(7, dtype=dtype)
+    (want[finite] * weights[finite]).sum().backward()
+    (got[finite] * weights[finite]).sum().backward()
+    assert a.grad is not None and b.grad is not None
+    torch.testing.assert_close(
+        b.grad, a.grad, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-30
+    )

@@ -366,11 +366,11 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
     """
     from loss_references import cut_loop
     from spacl.losses import SPACLLoss
-    from spacl.losses import spacl as spacl_module
+    from spacl.losses import spacl_compact as spacl_compact_module
     from spacl.losses.kg import LinkSPACLLoss
     from spacl.mining.negatives import _mask_of
 
-    monkeypatch.setattr(spacl_module, "_COMPACT_SHARE", 2.0 if path == "compact" else -1.0)
+    monkeypatch.setattr(spacl_compact_module, "_COMPACT_SHARE", 2.0 if path == "compact" else -1.0)
     b, v, d, tau = 32, 2, 16, 0.5  # tau a power of 2: logits are exact too
     n = b * v
     g = torch.Generator().manual_seed(11)
@@ -403,19 +403,26 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
             seen[_n] = (keys.clone(), kept)
             return kept
 
+        def record_float(keys: torch.Tensor, _s=cut.select_keys_float, _n=name) -> torch.Tensor:
+            kept = _s(keys)  # the link objective's 0/1 float mask
+            assert kept.dtype == keys.dtype
+            seen[_n] = (keys.clone(), kept > 0)
+            return kept
+
         def record_inner(
             keys: torch.Tensor,
             valid: torch.Tensor | None,
             total: torch.Tensor | None,
             _s=cut._select_keys,
             _n=name,
+            **options: bool,
         ) -> tuple:
             # the compact kernel's dense fallback takes this selection as a mask
-            out = _s(keys, valid, total)
+            out = _s(keys, valid, total, **options)
             cols, kept, _, rest, rest_keep = out
             mask = _mask_of(cols, kept, keys.shape[1])
             if rest is not None:
-                mask[rest] = rest_keep
+                mask[rest] = rest_keep > 0
             seen[_n] = (keys[:, :n].clone(), mask[:, :n])
             return out
 
@@ -423,6 +430,7 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
         cut.select_keys = record_keys  # type: ignore[method-assign]
         cut._select_keys = record_inner  # type: ignore[method-assign]
         cut.select_keys_mask = record_mask  # type: ignore[method-assign]
+        cut.select_keys_float = record_float  # type: ignore[method-assign]
     spacl(None, pool)
     entities = pool.reshape(n, d)
     own = torch.arange(n).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)
@@ -476,3 +484,7 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     keys = logits.masked_fill(~valid, -math.inf)
     assert torch.equal(cut.select_keys_mask(keys), kept)
     assert torch.equal(cut.float().select_keys_mask(keys.float()), cut(logits.float(), valid))
+    # the link objective's float mask (made by float arithmetic on these rows): the same
+    assert torch.equal(cut.select_keys_float(keys), kept.to(keys.dtype))
+    kept32 = cut(logits.float(), valid).float()
+    assert torch.equal(cut.select_keys_float(keys.float()), kept32)

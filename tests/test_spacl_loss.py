@@ -18,7 +18,7 @@ from loss_references import (
     unit_rows,
 )
 from spacl.losses import NTXentLoss, SPACLLoss
-from spacl.losses import spacl as spacl_module
+from spacl.losses import spacl_compact as spacl_compact_module
 from spacl.losses.spacl import VARIANT_PARTS, VARIANTS
 
 DTYPES = (torch.float32, torch.float64)
@@ -28,7 +28,9 @@ DTYPES = (torch.float32, torch.float64)
 def kernel_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test twice: the dense kernel only, and the compact one wherever it applies
     (issue 19: the loss on the kept negatives only, however many the cut keeps)."""
-    monkeypatch.setattr(spacl_module, "_COMPACT_SHARE", -1.0 if request.param == "dense" else 2.0)
+    monkeypatch.setattr(
+        spacl_compact_module, "_COMPACT_SHARE", -1.0 if request.param == "dense" else 2.0
+    )
     return str(request.param)
 
 

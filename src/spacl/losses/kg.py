@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -91,6 +92,30 @@ def _row_logsumexp(values: Tensor, row: Tensor, b: int) -> Tensor:
     )
     sums = values.new_zeros(b).index_add(0, row, torch.exp(values - shift[row]))
     return sums.log() + shift
+
+
+class _KeptLogSumExp(torch.autograd.Function):
+    """``log sum_j keep_j e^{l_j}`` per row, ``keep`` a 0/1 float mask (``-inf`` if empty).
+
+    ``shift[B]`` is the largest kept logit (the cut keeps each row's largest candidate
+    first), so ``e_j = keep_j exp(min(l_j - shift, 0))`` are the masked logsumexp's
+    terms, with no ``exp(-inf)`` (slow on CPU) and no boolean pass; backward is
+    ``grad_j = e_j g / sum_j e_j`` (0 off the mask), one float pass.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, keep: Tensor, shift: Tensor) -> Tensor:
+        e = (logits.detach() - shift.unsqueeze(1)).clamp_max_(0.0).exp_().mul_(keep)
+        total = e.sum(1)
+        ctx.save_for_backward(e, total)
+        return total.log() + shift
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        e, total = ctx.saved_tensors
+        scale = torch.where(total > 0, grad / total.clamp_min(torch.finfo(total.dtype).tiny), 0.0)
+        return e * scale.unsqueeze(1), None, None
 
 
 def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
@@ -288,15 +313,20 @@ class LinkSPACLLoss(nn.Module):
         return self.adversarial
 
     @torch.no_grad()
-    def hard_positives(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+    def hard_positives(
+        self, query: Tensor, entities: Tensor, positives: Tensor, counts: Tensor | None = None
+    ) -> Tensor:
         """``BoolTensor[B, E]`` of the hard positives ``P^h`` (module docstring).
 
         Queries with at most ``lambda_P`` known tails keep all of them; the others
         choose ``lambda_P`` by farthest-point selection (or at random for
         ``variant="no_hard_positive"``) among at most ``pool_size`` of their tails.
+        ``counts``: ``positives.sum(1)`` if the caller has it.
         """
         hard = positives.clone()
-        rows = (positives.sum(1) > self.num_positives).nonzero().squeeze(1)
+        if counts is None:
+            counts = positives.sum(1)
+        rows = (counts > self.num_positives).nonzero().squeeze(1)
         if rows.numel() == 0:
             return hard
         members = positives[rows]
@@ -378,25 +408,41 @@ class LinkSPACLLoss(nn.Module):
 
     @torch.no_grad()
     def _cut(
-        self, logits: Tensor, positives: Tensor, adv_logits: Tensor | None
-    ) -> tuple[Tensor, Tensor | None]:
-        """Kept entities ``[B, E]`` and generated negatives ``[B, K_adv]`` (or ``None``).
+        self, logits: Tensor, known: tuple[Tensor, Tensor], adv_logits: Tensor | None
+    ) -> tuple[Tensor, Tensor | None, Tensor]:
+        """Kept entities ``[B, E]`` (0/1 in the logits' dtype), kept generated negatives
+        ``[B, K_adv]`` (bool, or ``None``) and the largest candidate logit of each row.
 
         The candidates are every entity that is not a known tail, then the generated
-        negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row.
+        negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row
+        (:meth:`RelativeThresholdNegatives.select_keys_float`).  ``known``: the
+        ``(row, entity)`` pairs of the known tails, set to ``-inf`` in a copy of the
+        logits (a few entries: no ``[B, E]`` boolean pass).
         """
-        e = logits.shape[1]
-        keys = logits.masked_fill(positives, -math.inf)  # the one [B, E] mask pass
+        b, e = logits.shape
+        k_adv = 0 if adv_logits is None else adv_logits.shape[1]
+        keys = logits.new_empty(b, e + k_adv)
+        keys[:, :e] = logits
+        if adv_logits is not None:
+            keys[:, e:] = adv_logits.detach()
+        keys.index_put_(known, keys.new_full((), -math.inf))
+        row_max = keys[:, :e].amax(1)  # of the entity candidates: their logsumexp's shift
+        row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
+        kept = self.cut.select_keys_float(keys)
         if adv_logits is None:
-            return self.cut.select_keys_mask(keys), None
-        kept = self.cut.select_keys_mask(torch.cat((keys, adv_logits.detach()), 1))
-        return kept[:, :e], kept[:, e:]
+            return kept, None, row_max
+        return kept[:, :e], kept[:, e:] > 0, row_max
 
     def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
         _check_inputs(query, entities, positives)
         b = positives.shape[0]
-        hard = self.hard_positives(query.detach(), entities.detach(), positives)
-        logits = (query @ entities.T) / self.temperature
+        known_row, known_col = positives.nonzero(as_tuple=True)  # a few per query
+        known = (known_row, known_col)
+        n_positives = torch.bincount(known[0], minlength=b)
+        hard = self.hard_positives(query.detach(), entities.detach(), positives, n_positives)
+        logits = query @ entities.T
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
 
         adv_logits = None
         d_loss = g_loss = None
@@ -404,11 +450,10 @@ class LinkSPACLLoss(nn.Module):
         if self.num_adversarial > 0:
             adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard, (row, col))
 
-        keep, keep_adv = self._cut(logits.detach(), positives, adv_logits)
-        neg = masked_logsumexp(logits, keep)
+        keep, keep_adv, shift = self._cut(logits.detach(), known, adv_logits)
+        neg: Tensor = _KeptLogSumExp.apply(logits, keep, shift)
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
-        n_positives = positives.sum(1)
         if self.positive_mode == "log_sum_exp":
             pos = _row_logsumexp(logits[row, col], row, b)
             per_query = torch.logaddexp(pos, neg) - pos
@@ -425,8 +470,8 @@ class LinkSPACLLoss(nn.Module):
         self.last = LinkSPACLStep(
             positives=float(n_positives.float().mean()),
             hard_positives=float(len(row) / b),
-            # count_nonzero: one fast pass (a per-row bool sum costs several on [B, E])
-            kept_negatives=(int(torch.count_nonzero(keep)) + kept_gen) / b,
+            # a float sum: one fast pass (a per-row bool sum costs several on [B, E])
+            kept_negatives=(float(keep.sum()) + kept_gen) / b,
             kept_generated=kept_gen / b,
             d_loss=d_loss,
             g_loss=g_loss,

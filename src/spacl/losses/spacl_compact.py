@@ -1,0 +1,344 @@
+"""SPACL's loss on the kept negatives only (the compact path of :class:`~spacl.losses.SPACLLoss`).
+
+The cut keeps a few of the ``K`` candidate negatives of each anchor row (about 1% of
+``[B V]`` in-batch views on a trained pool), so the loss
+
+    loss_a = log( sum_{p in P_a} e^{l_ap} + sum_{q in Q_a^h} e^{l_aq} ) - pos_a
+    pos_a  = log sum_{p in P_a} e^{l_ap}      ("log_sum_exp")
+           = (1 / |P_a|) sum_{p in P_a} l_ap   ("mean")
+
+needs the logits ``l_aq = <f(a), g(q)> / tau`` of the kept ``Q_a^h`` only.  They are
+taken once without gradient (one ``[A, d] x [d, K]`` matmul, which the cut reads),
+and the loss is computed on ``[A, P + K_adv + m]`` (``m`` = the widest row's kept
+count) with the kept entries' gradient flowing through :class:`_KeptLogits` (a sparse
+``[A, m]`` product).  Under ``positive_pool="instance_class"`` every view of every other
+same-class instance (and every same-class queue row) is a positive too: their logits
+come from one batched matmul per class block (:func:`class_positive_terms`, rows and
+columns grouped by label), never from an ``[A, K]`` mask.  Same value and gradient as
+the dense kernel (tests/test_spacl_loss.py runs every case both ways).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from spacl.losses.kernel import PositiveMode, contrastive_kernel, masked_logsumexp
+from spacl.losses.normalize import normalize
+from spacl.losses.spacl_dense import extra_masks
+from spacl.mining.negatives import _mask_of
+
+if TYPE_CHECKING:
+    from spacl.losses.spacl import SPACLLoss
+
+#: the compact path runs while the widest row keeps at most this share of its candidates
+_COMPACT_SHARE = 0.25
+
+
+class _KeptLogits(torch.autograd.Function):
+    """``out[a, j] = <online[a], table[rows[a, j]]>`` at the kept entries, values given.
+
+    Forward returns ``values`` (the entries of the dense no-gradient logits, so the cut
+    and the loss see the same numbers; 0 off ``kept``).  Backward touches the ``E`` kept
+    entries only (``E`` = the kept count of all rows, not ``A m``): with
+    ``G[a, rows[a, j]] = grad[a, j]`` at the kept ``(a, j)``, ``grad_online = G @ table``
+    (a CSR product, rows already in anchor order) and ``grad_table = G^T @ online`` (an
+    ``index_add`` of ``E`` rows) when the table needs one.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any, online: Tensor, table: Tensor, rows: Tensor, kept: Tensor, values: Tensor
+    ) -> Tensor:
+        anchor, slot = kept.nonzero(as_tuple=True)  # row-major: sorted by anchor
+        at = anchor * kept.shape[1] + slot
+        ctx.save_for_backward(online, table, anchor, rows.reshape(-1)[at], at)
+        return values.clone()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
+        online, table, anchor, column, at = ctx.saved_tensors
+        a = online.shape[0]
+        g = grad.reshape(-1)[at]  # [E]
+        grad_online = grad_table = None
+        if ctx.needs_input_grad[0]:
+            crow = torch.zeros(a + 1, dtype=torch.long, device=anchor.device)
+            crow[1:] = torch.bincount(anchor, minlength=a).cumsum(0)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                sparse = torch.sparse_csr_tensor(crow, column, g, size=(a, table.shape[0]))
+            grad_online = (sparse @ table.detach().to(g.dtype)).to(online.dtype)
+        if ctx.needs_input_grad[1]:
+            contrib = g.unsqueeze(1) * online.detach().index_select(0, anchor).to(g.dtype)  # [E, d]
+            grad_table = torch.zeros_like(table).index_add_(0, column, contrib.to(table.dtype))
+        return grad_online, grad_table, None, None, None
+
+
+def _group_slots(groups: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+    """``(index[G, w], slot[N])``: the members of each group, padded with ``N``.
+
+    ``index[g, j]`` is the ``j``-th member (in increasing order) of group ``g``;
+    ``slot[i]`` is member ``i``'s position ``j`` in its group.  Groups ``>= G`` are left
+    out of ``index`` (their ``slot`` is meaningless).
+    """
+    n = groups.shape[0]
+    device = groups.device
+    order = groups.argsort(stable=True)
+    counts = torch.bincount(groups, minlength=num_groups + 1)
+    starts = torch.cumsum(counts, 0) - counts
+    slot = torch.empty_like(groups)
+    slot[order] = torch.arange(n, device=device) - starts[groups[order]]
+    width = max(int(counts[:num_groups].max()) if num_groups else 0, 1)
+    index = torch.full((num_groups, width), n, dtype=torch.long, device=device)
+    inside = groups < num_groups
+    index[groups[inside], slot[inside]] = torch.arange(n, device=device)[inside]
+    return index, slot
+
+
+def class_positive_terms(
+    online: Tensor,
+    candidates: Tensor,
+    row_groups: Tensor,
+    row_inst: Tensor,
+    cand_groups: Tensor,
+    cand_inst: Tensor,
+    num_groups: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(lse[A], sum[A], count[A])`` of ``l_ac = <online_a, candidates_c>`` over class positives.
+
+    The class positives of row ``a`` are the candidates ``c`` of its group
+    (``cand_groups[c] == row_groups[a]``) that belong to another instance
+    (``cand_inst[c] != row_inst[a]``)::
+
+        lse_a = log sum_c e^{l_ac},   sum_a = sum_c l_ac,   count_a = |{c}|
+
+    (``-inf``, 0, 0 for a row with none).  Rows and candidates are grouped by label and
+    each group's logits come from one batched matmul, ``[G, A_g, d] x [G, d, C_g]``
+    (padded to the largest group): ``sum_g A_g C_g`` entries instead of ``A K``, with
+    the gradient of an ordinary ``bmm`` to ``online`` and ``candidates``.  Candidates of
+    a group ``>= num_groups`` (e.g. a queue row of a class absent from the batch) are
+    no positive of any row.
+    """
+    d = online.shape[1]
+    k = candidates.shape[0]
+    a_index, a_slot = _group_slots(row_groups, num_groups)
+    c_index, _ = _group_slots(cand_groups, num_groups)
+    zero = online.new_zeros(1, d)
+    # index_select (backward: index_add), not advanced indexing (backward: index_put)
+    on_pad = torch.cat((online, zero)).index_select(0, a_index.reshape(-1))
+    c_pad = torch.cat((candidates, zero.to(candidates.dtype))).index_select(0, c_index.reshape(-1))
+    on_pad = on_pad.view(*a_index.shape, d)  # [G, wa, d]
+    c_pad = c_pad.view(*c_index.shape, d).to(online.dtype)  # [G, wc, d]
+    block = torch.bmm(on_pad, c_pad.transpose(1, 2))  # [G, wa, wc]
+    pad_inst = torch.tensor([-1], device=online.device)
+    a_inst = torch.cat((row_inst, pad_inst))[a_index]
+    c_inst = torch.cat((cand_inst, pad_inst - 1))[c_index]
+    valid = (c_index < k).unsqueeze(1) & (a_inst.unsqueeze(2) != c_inst.unsqueeze(1))
+    lse = masked_logsumexp(block, valid, dim=2)  # [G, wa]
+    total = torch.where(valid, block, 0.0).sum(2)
+    count = valid.sum(2)
+    at = row_groups * a_index.shape[1] + a_slot  # row a's place in the [G, wa] layout
+    return (
+        lse.reshape(-1).index_select(0, at),
+        total.reshape(-1).index_select(0, at),
+        count.reshape(-1).index_select(0, at),
+    )
+
+
+def compact_loss(
+    loss: SPACLLoss,
+    online: Tensor,
+    target: Tensor,
+    flat_pos: Tensor,
+    row_inst: Tensor,
+    row_labels: Tensor | None,
+    labels: Tensor | None,
+    gen_logits: Tensor | None,
+    extra: Tensor | None,
+    extra_labels: Tensor | None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor] | Tensor | None:
+    """The loss on the kept negatives only: ``(per_anchor, candidates, kept, kept_gen)``.
+
+    Same value as :func:`spacl.losses.spacl_dense.dense_objective`
+    (``negatives="all_views"``, a cut with ``share < 1``), computed without any
+    ``[A, K]`` tensor in the graph: the in-batch logits are taken once without gradient
+    and their non-candidates filled with ``-inf`` in place (an ``[A, V]`` scatter, or
+    one add of a per-class ``0 / -inf`` row); the cut returns the kept columns as an
+    index (:meth:`RelativeThresholdNegatives.select_keys`, the signed total from sums of
+    the candidate embeddings); the kernel then runs on ``[A, P + K_adv + m]``
+    (positives, generated, the ``m`` kept columns), whose in-batch and queue logits
+    carry their gradient through :class:`_KeptLogits`; the class positives of
+    ``positive_pool="instance_class"`` come from :func:`class_positive_terms`.
+    ``None`` when the case is not covered; the kept mask in the dense kernel's columns
+    when the cut keeps too many for the compact form to pay (then the dense path).
+    """
+    if loss.negatives != "all_views" or loss.effective_share >= 1.0:
+        return None
+    class_pool = loss.positive_pool == "instance_class" and row_labels is not None
+    b, v, d = target.shape
+    a = online.shape[0]
+    n = b * v
+    device = online.device
+    table = target.reshape(n, d)
+    k_adv = 0 if gen_logits is None else gen_logits.shape[1]
+    num_groups = 0
+    row_groups = cand_groups = queue_groups = None
+    with torch.no_grad():
+        anchors = online.detach()
+        queue = None
+        columns = [table.detach()]
+        if k_adv:
+            columns.append(table.new_zeros(k_adv, d))  # filled with gen_logits below
+        if extra is not None:
+            queue = normalize(extra.detach(), loss.normalize).to(online.dtype)
+            columns.append(queue)
+        # one matmul for every candidate column: [in-batch | generated | queue]
+        joint = anchors @ (torch.cat(columns, 0) if len(columns) > 1 else table.detach()).T
+        keys = joint[:, :n]
+        if row_labels is None:
+            own = (row_inst * v).unsqueeze(1) + torch.arange(v, device=device)
+            keys.scatter_(1, own, -torch.inf)
+            excluded = target.detach().sum(1).index_select(0, row_inst)  # [A, d]
+            count = torch.full((a,), n - v, device=device)
+        else:
+            assert labels is not None
+            groups, inverse = torch.unique(labels, return_inverse=True)
+            num_groups = len(groups)
+            cand_groups = inverse.repeat_interleave(v)
+            row_groups = cand_groups[row_inst * v]
+            # -inf at the columns of the row's class: one [A, n] add of a per-class row
+            # (x + 0 = x exactly), no [A, n] boolean pass
+            bias = torch.zeros(num_groups, n, dtype=keys.dtype, device=device)
+            bias[cand_groups, torch.arange(n, device=device)] = -torch.inf
+            keys.add_(bias.index_select(0, row_groups))
+            sums = torch.zeros(num_groups, d, dtype=table.dtype, device=device)
+            excluded = sums.index_add_(0, cand_groups, table.detach()).index_select(0, row_groups)
+            count = n - torch.bincount(cand_groups, minlength=num_groups)[row_groups]
+            if class_pool and extra is not None and extra_labels is not None:
+                at = torch.searchsorted(groups, extra_labels).clamp_max(num_groups - 1)
+                queue_groups = torch.where(groups[at] == extra_labels, at, num_groups)
+        total = (anchors * (table.detach().sum(0) - excluded)).sum(1)
+        if gen_logits is not None:
+            joint[:, n : n + k_adv] = gen_logits.detach()
+            total = total + gen_logits.detach().sum(1)
+            count = count + k_adv
+        if extra is not None:
+            q_logits = joint[:, n + k_adv :]
+            q_neg, _ = extra_masks(loss, row_labels, extra_labels, a, extra.shape[0], device)
+            if row_labels is not None and extra_labels is not None:
+                q_logits.masked_fill_(~q_neg, -torch.inf)
+                total = total + torch.where(q_neg, q_logits, 0.0).sum(1)
+                count = count + q_neg.sum(1)
+            else:
+                total = total + q_logits.sum(1)
+                count = count + extra.shape[0]
+        if not bool((count > 0).any()):
+            return None  # the dense path raises its error
+        cols, kept, _, rest, rest_keep = loss.cut._select_keys(joint, None, total)
+        width = max(int(kept.sum(1).max()), 1)  # the kept entries lead each row
+        if rest_keep is not None:
+            width = max(width, int(rest_keep.sum(1).max()))
+        if width > _COMPACT_SHARE * joint.shape[1]:
+            # many candidates kept: the dense kernel, with this selection moved to its
+            # columns [in-batch | P positives | generated | queue]
+            mask = _mask_of(cols, kept, joint.shape[1])
+            if rest is not None and rest_keep is not None:
+                mask[rest] = rest_keep
+            p = flat_pos.shape[1]
+            hole = torch.zeros(a, p, dtype=torch.bool, device=device)
+            return torch.cat((mask[:, :n], hole, mask[:, n:]), 1)
+        cols, kept = loss.cut._merge(cols, kept, rest, rest_keep)
+        cols, kept = cols[:, :width], kept[:, :width]
+        values = joint.gather(1, cols)
+        is_gen = (cols >= n) & (cols < n + k_adv)
+        in_table = kept & ~is_gen
+        rows = torch.where(cols < n, cols, cols - k_adv).masked_fill_(~in_table, 0)
+    full_table = table if queue is None else torch.cat((table, queue), 0)
+    values = values.masked_fill(~in_table, 0.0)
+    kept_logits = _KeptLogits.apply(online, full_table, rows, in_table, values)
+    hard = table.index_select(0, flat_pos.reshape(-1)).view(*flat_pos.shape, d)
+    pos_logits = torch.einsum("ad,apd->ap", online, hard)
+    p = pos_logits.shape[1]
+    pieces = [pos_logits, kept_logits]
+    negatives = [torch.zeros(a, p, dtype=torch.bool, device=device), in_table]
+    kept_gen = torch.zeros(a, dtype=torch.long, device=device)
+    if gen_logits is not None:
+        gen_kept = torch.zeros(a, k_adv + 1, dtype=torch.bool, device=device)
+        gen_kept.scatter_(1, torch.where(kept & is_gen, cols - n, k_adv), True)
+        pieces.append(gen_logits)
+        negatives.append(gen_kept[:, :k_adv])
+        kept_gen = gen_kept[:, :k_adv].sum(1)
+    if class_pool:
+        assert row_groups is not None and cand_groups is not None
+        per_anchor = _class_pool_loss(
+            loss,
+            online,
+            full_table,
+            pos_logits,
+            torch.cat(pieces[1:], 1),
+            torch.cat(negatives[1:], 1),
+            row_groups,
+            row_inst,
+            cand_groups,
+            queue_groups,
+            num_groups,
+            v,
+        )
+    else:
+        positives = torch.arange(p, device=device).expand(a, p)
+        mode: PositiveMode = "log_sum_exp" if loss.positive_mode == "log_sum_exp" else "mean"
+        per_anchor = contrastive_kernel(
+            torch.cat(pieces, 1), positives, torch.cat(negatives, 1), positive_mode=mode
+        )
+    return per_anchor, count, kept.sum(1), kept_gen
+
+
+def _class_pool_loss(
+    loss: SPACLLoss,
+    online: Tensor,
+    full_table: Tensor,
+    hard_logits: Tensor,
+    neg_logits: Tensor,
+    neg_mask: Tensor,
+    row_groups: Tensor,
+    row_inst: Tensor,
+    cand_groups: Tensor,
+    queue_groups: Tensor | None,
+    num_groups: int,
+    v: int,
+) -> Tensor:
+    """Per-row loss under ``positive_pool="instance_class"`` (module docstring formula).
+
+    ``P_a`` = the ``P`` hard positives (``hard_logits``) and the class positives of
+    :func:`class_positive_terms` (other same-class instances' views and same-class
+    queue rows); ``Q_a^h`` = the kept entries of ``neg_logits``::
+
+        den_a = logaddexp(lse_{p in P_a} l_ap, lse_{q in Q_a^h} l_aq)
+    """
+    n = cand_groups.shape[0]
+    cand_inst = torch.arange(n, device=online.device) // v
+    groups = cand_groups
+    if queue_groups is not None:
+        q = full_table.shape[0] - n
+        groups = torch.cat((cand_groups, queue_groups))
+        cand_inst = torch.cat((cand_inst, cand_inst.new_full((q,), -2)))
+        candidates = full_table
+    else:
+        candidates = full_table[:n]
+    class_lse, class_sum, class_count = class_positive_terms(
+        online, candidates, row_groups, row_inst, groups, cand_inst, num_groups
+    )
+    pos_lse = torch.logaddexp(torch.logsumexp(hard_logits, 1), class_lse)
+    neg = masked_logsumexp(neg_logits, neg_mask)
+    den = torch.logaddexp(pos_lse, neg)
+    if loss.positive_mode == "log_sum_exp":
+        return den - pos_lse
+    count = (class_count + hard_logits.shape[1]).to(online.dtype)
+    return den - (hard_logits.sum(1) + class_sum) / count
+
+
+__all__ = ["class_positive_terms", "compact_loss"]

@@ -1,0 +1,390 @@
+"""The exact relative-threshold selection (radix-style levels) behind the one cut.
+
+:class:`spacl.mining.negatives.RelativeThresholdNegatives` settles most rows by its fast
+path (:mod:`spacl.mining.cut_fast`); the rows it leaves come here.  Given keys and
+non-negative weights non-decreasing in the key, the kept set of a row is the shortest
+prefix, in (key desc, index asc) order, whose cumulative weight reaches
+``target = share * sum_j w_j``.  Each level spreads the row's undecided keys over equal-
+width buckets of their range (a monotone map), adds the weights per bucket with one
+``scatter_add``, keeps the buckets before the crossing one and continues inside it; a
+stable sort of the few candidates left finishes the prefix (:func:`_prefix_mask`).  Rows
+of at least ``_WIDE_ROWS`` candidates take one level of ``_WIDE_BUCKETS`` buckets over a
+range read off a strided sample (:func:`_wide_prefix`).  The module docstring of
+:mod:`spacl.mining.negatives` states the decisions (masses, tie rule, precision).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from spacl._validation import check_in_range, check_tensor
+
+_NUM_BUCKETS = 512
+_EXACT_CAP = 64
+_MAX_LEVELS = 8
+_WIDE_BUCKETS = 2048  # buckets of the one-level exact selection of long rows
+_WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
+_WIDE_ROWS = 4096  # rows at least this long take the one-level selection
+_WIDE_LEVELS = 2  # further levels of it on a crowded bucket, then the general levels
+
+
+def check_share(share: float) -> float:
+    """Require ``0 < share <= 1``."""
+    return check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
+
+
+def _checked_mask(mask: Tensor | None, like: Tensor, name: str = "valid") -> Tensor:
+    """A bool mask of ``like``'s shape (all ``True`` if ``None``), or a clear error."""
+    if mask is None:
+        return torch.ones(like.shape, dtype=torch.bool, device=like.device)
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"{name} must be a bool tensor, got {got}")
+    if mask.shape != like.shape:
+        raise ValueError(f"{name} must have the shape {tuple(like.shape)}, got {tuple(mask.shape)}")
+    return mask
+
+
+def _active_key_range(keys: Tensor, active: Tensor) -> tuple[Tensor, Tensor]:
+    """Largest and smallest active key per row (``0, 0`` for a row with none)."""
+    hi = torch.where(active, keys, -math.inf).amax(1)
+    lo = torch.where(active, keys, math.inf).amin(1)
+    none = ~torch.isfinite(hi)
+    return hi.masked_fill(none, 0.0), lo.masked_fill(none, 0.0)
+
+
+def _keep_first(active: Tensor, need: Tensor) -> Tensor:
+    """The first ``need[b]`` active entries of each row, in index order."""
+    return active & (active.cumsum(1) <= need.unsqueeze(1))
+
+
+def _finish_sorted(
+    keys: Tensor, weights: Tensor, active: Tensor, above: Tensor, target: Tensor
+) -> Tensor:
+    """Exact prefix inside the small active sets: a stable sort of at most a few entries."""
+    b, k = keys.shape
+    position = active.cumsum(1)  # 1-based slot of each active entry
+    m = int(position[:, -1].max())
+    slot = torch.where(active, position, 0)  # slot 0 collects everything else
+    columns = torch.arange(k, device=keys.device).expand(b, k)
+    col = torch.full((b, m + 1), k, dtype=torch.long, device=keys.device)
+    col.scatter_(1, slot, columns)
+    col = col[:, 1:]
+    filled = col < k
+    safe = col.clamp_max(k - 1)
+    sub_keys = torch.where(filled, keys.gather(1, safe), -math.inf)
+    order = sub_keys.sort(dim=1, descending=True, stable=True).indices
+    col_sorted = col.gather(1, order)
+    w_sorted = torch.where(filled, weights.gather(1, safe), 0.0).gather(1, order)
+    reached = (above.unsqueeze(1) + w_sorted.cumsum(1)) >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then every active entry is kept
+    last = torch.where(reached.any(1), reached.long().argmax(1), m - 1)
+    kept = torch.arange(m, device=keys.device).unsqueeze(0) <= last.unsqueeze(1)
+    out = torch.zeros(b, k + 1, dtype=torch.bool, device=keys.device)
+    out.scatter_(1, torch.where(kept & filled, col_sorted, k), True)
+    return out[:, :k]
+
+
+def _bucket_level(
+    keys: Tensor,
+    weights: Tensor,
+    inactive: Tensor,
+    hi: Tensor,
+    lo: Tensor,
+    above: Tensor,
+    target: Tensor,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One radix level: ``(surely_kept, still_active, new_above)``.
+
+    Buckets ``floor((hi - key) * NB / (hi - lo))`` clamped to ``[0, NB)`` (bucket 0 holds
+    the largest keys; a monotone map, so equal keys share a bucket and keys outside
+    ``[lo, hi]`` go to the end buckets).  The bucket where ``above`` plus the cumulative
+    weight first reaches ``target`` stays active; the buckets before it are kept.
+    """
+    b = keys.shape[0]
+    span = hi - lo
+    scale = torch.where(span > 0, _NUM_BUCKETS / torch.where(span > 0, span, 1.0), 0.0)
+    bucket = ((hi.unsqueeze(1) - keys) * scale.unsqueeze(1)).clamp(0, _NUM_BUCKETS - 1).long()
+    bucket.masked_fill_(inactive, _NUM_BUCKETS)
+    hist = torch.zeros(b, _NUM_BUCKETS + 1, dtype=weights.dtype, device=weights.device)
+    hist.scatter_add_(1, bucket, weights)
+    cum = above.unsqueeze(1) + hist[:, :_NUM_BUCKETS].cumsum(1)
+    crossed = cum >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then continue in the last bucket
+    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), _NUM_BUCKETS - 1).unsqueeze(1)
+    new_above = (cum.gather(1, chosen) - hist.gather(1, chosen)).squeeze(1)
+    return bucket < chosen, bucket == chosen, new_above
+
+
+def _prefix_mask(
+    keys: Tensor,
+    weights: Tensor,
+    valid: Tensor,
+    target: Tensor,
+    hi: Tensor | None = None,
+    lo: Tensor | None = None,
+) -> Tensor:
+    """Shortest prefix in (key desc, index asc) order whose weight reaches ``target``.
+
+    ``weights`` are float64, non-negative, 0 off ``valid`` and non-decreasing in ``keys``
+    within each row.  ``hi``/``lo`` optionally bound the level-0 bucket range (the
+    threshold key must lie in ``[lo, hi]``; keys below ``lo`` may exist).
+    """
+    b = keys.shape[0]
+    above = torch.zeros(b, dtype=weights.dtype, device=weights.device)
+    keep = torch.zeros_like(valid)
+    active = valid
+    if hi is None or lo is None:
+        hi, lo = _active_key_range(keys, active)
+    count = active.sum(1)
+    for _ in range(_MAX_LEVELS):
+        if not bool(((count > _EXACT_CAP) & (hi > lo)).any()):
+            break
+        kept, active, above = _bucket_level(keys, weights, ~active, hi, lo, above, target)
+        keep |= kept
+        count = active.sum(1)
+        if bool((count > _EXACT_CAP).any()):
+            hi, lo = _active_key_range(keys, active)
+        else:
+            break
+
+    if bool((count > _EXACT_CAP).any()):
+        # large active sets left have equal keys: keep the first `need` of them by index
+        hi, lo = _active_key_range(keys, active)
+        equal = (count > _EXACT_CAP) & (hi == lo)
+        t = torch.where(active, weights, -math.inf).amax(1)
+        positive = equal & (t > 0)
+        need = torch.where(positive, (target - above) / torch.where(positive, t, 1.0), count)
+        need = torch.minimum(need.ceil().clamp_min(1.0), count.to(need.dtype))
+        keep |= _keep_first(active & equal.unsqueeze(1), need)
+        active = active & ~equal.unsqueeze(1)
+    if bool(active.any()):
+        keep |= _finish_sorted(keys, weights, active, above, target)
+    return keep
+
+
+_INT32_INDEX: bool | None = None
+
+
+def _bucket_index(position: Tensor) -> Tensor:
+    """``floor(position)`` (non-negative) as a scatter index: int32 where this PyTorch's
+    ``scatter_add_`` takes one (a third of the int64 conversion's cost on CPU), else int64."""
+    global _INT32_INDEX
+    if _INT32_INDEX is None:
+        try:
+            probe = torch.zeros(1, 2).scatter_add_(
+                1, torch.ones(1, 1, dtype=torch.int32), torch.ones(1, 1)
+            )
+            _INT32_INDEX = float(probe[0, 1]) == 1.0
+        except (RuntimeError, TypeError):  # pragma: no cover - older PyTorch
+            _INT32_INDEX = False
+    return position.to(torch.int32 if _INT32_INDEX else torch.long)
+
+
+def _sample_min(keys: Tensor) -> Tensor:
+    """``[B]`` smallest candidate key among about 1024 strided columns (``inf`` if none).
+
+    Only a bucket range: keys below it are bunched in the last bucket of
+    :func:`_wide_prefix`, which stays exact either way.
+    """
+    step = max(keys.shape[1] // 1024, 1)
+    return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
+
+
+def _sample_range(
+    keys: Tensor, weights: Tensor, share: float, hi: Tensor, lo: Tensor
+) -> tuple[Tensor, Tensor]:
+    """A key range ``[lo', hi']`` likely to hold the cut of every row, from a sample.
+
+    A histogram of about 1024 strided columns over ``[lo, hi]`` locates where their
+    running weight (from the top) crosses ``share -+ 0.03``; the range spans those
+    buckets.  Only the resolution of :func:`_wide_prefix` depends on it (keys above
+    ``hi'`` share its first bucket, keys below ``lo'`` its last).
+    """
+    b, k = keys.shape
+    nb = _WIDE_BUCKETS
+    step = max(k // 1024, 1)
+    sub_keys, sub_w = keys[:, ::step].contiguous(), weights[:, ::step].contiguous()
+    span = hi - lo
+    scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
+    position = (hi.unsqueeze(1) - sub_keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
+    hist = torch.zeros(b, nb, dtype=weights.dtype, device=keys.device)
+    hist.scatter_add_(1, position.long(), sub_w)
+    cum = hist.cumsum(1)
+    upper = (cum >= max(share - 0.03, 0.0) * cum[:, -1:]).long().argmax(1)
+    past = cum >= (share + 0.03) * cum[:, -1:]
+    lower = torch.where(past.any(1), past.long().argmax(1), nb - 1)
+    new_hi = hi - upper.to(keys.dtype) / scale
+    new_lo = hi - (lower + 1).to(keys.dtype) / scale
+    return torch.minimum(new_hi, hi), torch.maximum(torch.minimum(new_lo, new_hi), lo)
+
+
+def _wide_prefix(
+    keys: Tensor,
+    weights: Tensor,
+    target: Tensor,
+    hi: Tensor,
+    lo: Tensor,
+    *,
+    top: Tensor | None = None,
+    bottom: Tensor | None = None,
+    above: Tensor | None = None,
+    depth: int = 0,
+    as_float: bool = False,
+) -> Tensor:
+    """:func:`_prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
+
+    One level of ``_WIDE_BUCKETS`` buckets over ``[lo, hi]`` (``lo`` only sets the
+    resolution: keys below it share the last bucket, a monotone map either way), one
+    ``scatter_add`` of the weights, and a stable sort of the few candidates of the
+    bucket where the running weight crosses ``target``.  About a dozen passes over
+    ``[B, K]`` and no ``[B, K]`` validity mask (the off-candidate keys are ``-inf``, of
+    weight 0: they add nothing to a bucket and are dropped when that bucket is
+    finished).  Rows whose chosen bucket holds more than ``_WIDE_CAP`` entries (a bulk
+    bunched far below a few large keys) take a level on that bucket alone, up to
+    ``_WIDE_LEVELS`` deep, then :func:`_prefix_mask` (e.g. keys all equal).  ``above``:
+    the weight already kept before these keys (as in :func:`_bucket_level`).  ``top`` /
+    ``bottom``: bounds of the keys above ``hi`` / below ``lo`` (default ``hi`` / ``lo``),
+    the range of a crowded first or last bucket.  ``as_float``: return the mask as 0/1 in
+    the keys' dtype, the buckets before the chosen one found by float arithmetic on the
+    bucket coordinate ``p`` (``ceil(clamp(c - p, 0, 1)) = 1`` iff ``floor(p) < c``), no
+    ``[B, K]`` boolean pass.
+    """
+    b, k = keys.shape
+    nb = _WIDE_BUCKETS
+    device = keys.device
+    lo = torch.minimum(lo, hi)
+    span = hi - lo
+    scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
+    # bucket 0 holds the largest keys; -inf and keys below lo land in the last one
+    position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
+    bucket = _bucket_index(position)
+    hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
+    hist.scatter_add_(1, bucket, weights)
+    if above is None:
+        above = torch.zeros(b, dtype=weights.dtype, device=device)
+    cum = above.unsqueeze(1) + hist.cumsum(1)
+    crossed = cum >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then continue in the last bucket
+    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
+    before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
+    above = torch.where(chosen > 0, before, above)
+    if as_float:  # 1 where floor(position) < chosen: float passes, no [B, K] boolean one
+        keep = chosen.to(keys.dtype).unsqueeze(1).sub(position).clamp_(0.0, 1.0).ceil_()
+    else:
+        keep = bucket < chosen.unsqueeze(1)
+    del position
+    row, col = (bucket == chosen.unsqueeze(1)).nonzero(as_tuple=True)
+    counts = torch.bincount(row, minlength=b)
+    big = counts > _WIDE_CAP
+    if bool(big.any()):
+        # the chosen bucket is crowded (keys bunched far below a few large ones): the
+        # next level spreads that bucket alone over the buckets (the others -inf, 0)
+        small = ~big[row]
+        row, col, counts = row[small], col[small], counts.masked_fill(big, 0)
+        rows = big.nonzero().squeeze(1)
+        member = bucket[rows] == chosen[rows].unsqueeze(1)
+        sub_keys = keys[rows].masked_fill(~member, -math.inf)
+        sub_w = weights[rows].masked_fill(~member, 0.0)
+        if depth < _WIDE_LEVELS:
+            c, step, h = chosen[rows], scale[rows], hi[rows]
+            cf = c.to(keys.dtype)
+            top_r = h if top is None else top[rows]
+            bottom_r = lo[rows] if bottom is None else bottom[rows]
+            hi2 = torch.where(c == 0, top_r, h - cf / step)
+            lo2 = torch.where(c == nb - 1, bottom_r, h - (cf + 1) / step)
+            inner = _wide_prefix(
+                sub_keys,
+                sub_w,
+                target[rows],
+                hi2,
+                lo2,
+                top=hi2,
+                bottom=lo2,
+                above=above[rows],
+                depth=depth + 1,
+            )
+        else:
+            sub_valid = torch.isfinite(sub_keys)
+            inner = _prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
+        if as_float:
+            keep[rows] = torch.maximum(keep[rows], inner.to(keep.dtype))
+        else:
+            keep[rows] |= inner
+    del bucket
+    if row.numel() == 0:
+        return keep
+    m = int(counts.max())
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(row.shape[0], device=device) - starts[row]
+    sub_keys = torch.full((b, m), -math.inf, dtype=keys.dtype, device=device)
+    sub_w = torch.zeros(b, m, dtype=weights.dtype, device=device)
+    sub_col = torch.full((b, m), k, dtype=torch.long, device=device)
+    sub_keys[row, rank] = keys[row, col]  # each row's entries in increasing column order
+    sub_w[row, rank] = weights[row, col]
+    sub_col[row, rank] = col
+    order = sub_keys.sort(dim=1, descending=True, stable=True).indices  # ties: index order
+    keys_sorted = sub_keys.gather(1, order)
+    col_sorted = sub_col.gather(1, order)
+    reached = (above.unsqueeze(1) + sub_w.gather(1, order).cumsum(1)) >= target.unsqueeze(1)
+    # rounding may leave the target just out of reach: then every candidate here is kept
+    last = torch.where(reached.any(1), reached.long().argmax(1), m - 1)
+    kept = (torch.arange(m, device=device) <= last.unsqueeze(1)) & (keys_sorted > -math.inf)
+    kept_row, kept_at = kept.nonzero(as_tuple=True)
+    keep[kept_row, col_sorted[kept_row, kept_at]] = 1.0 if as_float else True
+    return keep
+
+
+@torch.no_grad()
+def top_share_mask(
+    weights: Tensor, share: float, valid: Tensor | None = None, *, keys: Tensor | None = None
+) -> Tensor:
+    """Boolean ``[B, K]`` mask of the shortest heaviest prefix reaching ``share`` of the mass.
+
+    Order the valid candidates of each row by decreasing ``keys`` (default: the weights
+    themselves), ties by increasing index (a stable sort); keep the shortest prefix whose
+    cumulative weight is ``>= share * total``.  Implemented without a full sort (module
+    docstring).  ``share = 1`` keeps every valid candidate; a row of total weight 0
+    keeps every valid candidate.
+
+    Args:
+        weights: ``[B, K]`` non-negative finite weights.
+        share: the kept share, ``0 < share <= 1``.
+        valid: ``[B, K]`` bool of the candidates that take part (default: all).
+        keys: ``[B, K]`` finite sort keys with ``weights`` a non-decreasing function of
+            them in every row (e.g. the logits when ``weights = exp(logits - max)``).
+    """
+    check_share(share)
+    check_tensor(weights, "weights", ndim=2)
+    if bool((weights < 0).any()):
+        raise ValueError(f"weights must be non-negative, got minimum {float(weights.min())}")
+    valid = _checked_mask(valid, weights)
+    if keys is not None:
+        check_tensor(keys, "keys", ndim=2)
+        if keys.shape != weights.shape:
+            raise ValueError(
+                f"keys must have the shape of weights {tuple(weights.shape)}, "
+                f"got {tuple(keys.shape)}"
+            )
+    if share >= 1.0:
+        return valid.clone()
+    w = torch.where(valid, weights.to(torch.float64), 0.0)
+    return _masked_cut(w if keys is None else keys, w, valid, share)
+
+
+def _masked_cut(
+    keys: Tensor,
+    weights: Tensor,
+    valid: Tensor,
+    share: float,
+    hi: Tensor | None = None,
+    lo: Tensor | None = None,
+) -> Tensor:
+    total = weights.sum(1)
+    mask = _prefix_mask(keys, weights, valid, share * total, hi, lo)
+    if bool((total > 0).all()):
+        return mask
+    return torch.where((total > 0).unsqueeze(1), mask, valid)

@@ -1,0 +1,183 @@
+"""The fast path of the one relative-threshold cut: the prefix among a row's largest keys.
+
+The maxima of strided groups of columns pick (``topk``) the groups with the largest
+maxima, and the largest of their keys are taken (a second ``topk``); every key strictly
+above ``M``, the smallest chosen group maximum, is among them, so a row whose prefix
+(``sum`` of weights ``>= target``) ends at a key ``t > M`` with no key equal to ``t``
+left out is settled exactly (:func:`_top_prefix`).  Also the index helpers shared by
+the cut and SPACL's compact kernel (:func:`_mask_of`, :func:`_index_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+_FAST_BLOCKS = 32  # groups taken, and keys looked at, by the fast path
+_WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long prefixes)
+
+
+def _group_width(k: int) -> int:
+    """Columns per group of the fast path: about 160 groups per row, 1 to 16 columns each."""
+    return min(max(k // 160, 1), 16)
+
+
+def _group_max(keys: Tensor) -> Tensor:
+    """``[B, g]`` maxima of the strided groups of :func:`_top_prefix` (the keys if ``w = 1``)."""
+    width = _group_width(keys.shape[1])
+    if width == 1:
+        return keys
+    groups = keys.shape[1] // width
+    return keys[:, : groups * width].unflatten(1, (width, groups)).amax(1)
+
+
+def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
+    """``[B]`` the lowest column holding each row's largest key, from the group maxima.
+
+    Where one group alone holds the maximum (and no tail column), its ``w`` columns
+    are looked at; other rows (a tie across groups) take a full ``argmax``.
+    """
+    k = keys.shape[1]
+    width = _group_width(k)
+    if width == 1:
+        return keys.argmax(1)
+    groups = group_max.shape[1]
+    main = groups * width
+    hit = group_max == row_max.unsqueeze(1)
+    first = hit.long().argmax(1, keepdim=True)
+    members = first + torch.arange(width, device=keys.device) * groups  # ascending columns
+    at = (keys.gather(1, members) == row_max.unsqueeze(1)).long().argmax(1, keepdim=True)
+    col = members.gather(1, at).squeeze(1)
+    unsure = hit.sum(1) != 1
+    if main < k:
+        unsure |= (keys[:, main:] == row_max.unsqueeze(1)).any(1)
+    if bool(unsure.any()):
+        col[unsure] = keys[unsure].argmax(1)
+    return col
+
+
+def _top_prefix(
+    keys: Tensor | None,
+    target: Tensor,
+    weights_of: Callable[[Tensor, Tensor], Tensor],
+    size: int = _FAST_BLOCKS,
+    row_ids: Tensor | None = None,
+    group_max: Tensor | None = None,
+    full_keys: Tensor | None = None,
+    direct: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Fast path of the cut: ``(cols[B, m], kept[B, m], done[B])``, exact on the done rows.
+
+    The first ``w g`` columns form ``g`` strided groups of ``w`` columns (group ``j``:
+    columns ``j, j + g, ...``; :func:`_group_width`); the ``_FAST_BLOCKS`` groups with
+    the largest maxima (one ``topk``) and the last ``K - w g`` columns are the
+    candidate set, and ``m = size`` of its largest keys are taken (a second
+    ``topk``, ties in any order).  Every key strictly above ``M``, the smallest of the
+    chosen group maxima, is in the candidate set.  The running weight of the ``m`` keys
+    does not depend on the order of equal keys, so where it reaches ``target`` at a key
+    ``t > M`` with exactly as many keys ``>= t`` among the ``m`` as the prefix needs
+    (no tie at ``t`` is left out), the prefix of a stable sort of the whole row is
+    exactly the keys ``>= t``, and the row is done.  Other rows (a tie split at the
+    threshold, a prefix longer than ``m - 1``, or one ending at or below ``M``) are left
+    to the exact selection.  No sort of the row, no ``[B, K]`` pass but one ``amax``.
+
+    ``keys`` are ``-inf`` off the candidates; ``weights_of(keys_subset, rows)`` gives
+    their float64 weights (0 at ``-inf``, non-decreasing in the key; ``rows``: the
+    ``row_ids`` of the rows given, default all).  ``kept`` marks the kept entries of
+    ``cols`` (none on rows not done).  ``group_max``: :func:`_group_max` of ``keys``,
+    if the caller has it.  ``full_keys``: a contiguous matrix whose rows ``row_ids`` are
+    ``keys``; with groups (``w > 1``) only ``group_max`` and it are read, and ``keys``
+    may be ``None``.  ``direct``: one ``topk`` of ``size`` over the whole rows of ``keys``
+    instead (cheaper for a few rows and a large ``size``; ``M`` is then the smallest of
+    the ``size`` keys taken).
+    """
+    source = keys if keys is not None else full_keys
+    assert source is not None
+    b = target.shape[0]
+    k = source.shape[1]
+    width = _group_width(k)
+    groups = k // width
+    main = groups * width
+    m_groups = min(size, groups)
+    arange = torch.arange(width, device=source.device) * groups
+    if direct:
+        assert keys is not None
+        values, cols = keys.topk(min(size, k), dim=1)  # descending; equal keys in any order
+        return _prefix_of_top(values, cols, values[:, -1], target, weights_of, row_ids)
+    if width > 1:
+        if group_max is None:
+            assert keys is not None
+            group_max = _group_max(keys)
+        # unsorted: only the set of groups and its smallest maximum matter here
+        top_values, top_index = group_max.topk(m_groups, dim=1, sorted=False)
+        cols = (top_index.unsqueeze(2) + arange).reshape(b, m_groups * width)
+        if main < k:
+            tail = torch.arange(main, k, device=source.device).expand(b, k - main)
+            cols = torch.cat((cols, tail), 1)
+        if full_keys is None:
+            assert keys is not None
+            sub = keys.gather(1, cols)
+        else:  # rows of a larger matrix, read in place (no copy of the rows)
+            flat = full_keys.reshape(-1)
+            at = cols if row_ids is None else cols + (row_ids * k).unsqueeze(1)
+            sub = flat.gather(0, at.reshape(-1)).view(at.shape)
+    else:
+        assert keys is not None
+        top_values, cols = keys.topk(m_groups, dim=1, sorted=False)
+        sub = top_values
+    smallest = top_values.amin(1)
+    values, order = sub.topk(min(size, sub.shape[1]), dim=1)  # descending; ties in any order
+    return _prefix_of_top(values, cols.gather(1, order), smallest, target, weights_of, row_ids)
+
+
+def _prefix_of_top(
+    values: Tensor,
+    cols: Tensor,
+    smallest: Tensor,
+    target: Tensor,
+    weights_of: Callable[[Tensor, Tensor], Tensor],
+    row_ids: Tensor | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The ending of :func:`_top_prefix` on its ``m`` largest keys ``values`` (descending).
+
+    A row is done where the running weight reaches ``target`` at a key ``t > smallest``
+    before the last of the ``m`` with no key equal to ``t`` left out.
+    """
+    b, m = values.shape
+    rows = torch.arange(b, device=values.device) if row_ids is None else row_ids
+    reached = weights_of(values, rows).cumsum(1) >= target.unsqueeze(1)
+    last = reached.long().argmax(1, keepdim=True)  # first position reaching the target
+    threshold = values.gather(1, last)
+    after = values.gather(1, (last + 1).clamp_max(m - 1))
+    done = (
+        reached.any(1)
+        & (threshold.squeeze(1) > smallest)
+        & (last.squeeze(1) < m - 1)
+        & (after.squeeze(1) < threshold.squeeze(1))  # no key equal to the last one left out
+    )
+    kept = (torch.arange(m, device=values.device) <= last) & done.unsqueeze(1)
+    return cols, kept, done
+
+
+def _mask_of(cols: Tensor, kept: Tensor, k: int) -> Tensor:
+    """Bool ``[B, k]`` with ``True`` at the kept entries of an index ``cols[B, m]``."""
+    out = torch.zeros(cols.shape[0], k + 1, dtype=torch.bool, device=cols.device)
+    out.scatter_(1, torch.where(kept, cols, k), True)
+    return out[:, :k]
+
+
+def _index_of(mask: Tensor) -> tuple[Tensor, Tensor]:
+    """``(cols[B, m], kept[B, m])``: the ``True`` columns of each row of ``mask``, padded."""
+    b = mask.shape[0]
+    row, col = mask.nonzero(as_tuple=True)
+    counts = torch.bincount(row, minlength=b)
+    m = max(int(counts.max()) if b else 0, 1)
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(row.shape[0], device=mask.device) - starts[row]
+    cols = torch.zeros(b, m, dtype=torch.long, device=mask.device)
+    kept = torch.zeros(b, m, dtype=torch.bool, device=mask.device)
+    cols[row, rank] = col
+    kept[row, rank] = True
+    return cols, kept
