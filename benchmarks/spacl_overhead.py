@@ -36,6 +36,7 @@ import torch
 
 from _common import header, time_interleaved, write_result
 from spacl.losses import NTXentLoss, SPACLLoss, SupConLoss
+from spacl.losses.spacl_compact import class_positive_terms
 from spacl.mining._common import unit
 from spacl.mining.positives import pool_dissimilarity
 
@@ -110,6 +111,30 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
     excluded = unit_pool.sum(1).repeat_interleave(v, 0)
     every_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - excluded)).sum(1)
 
+    # the supervised every-view form's own parts: the cut on its keys (-inf at the
+    # anchor's class) and the class positives (every view of the other same-class
+    # instances: per-class batched matmuls, forward + backward)
+    row_inst = rows.repeat_interleave(v)
+    row_labels = labels.repeat_interleave(v)
+    sup_keys = every_keys.clone()
+    sup_keys[:, : b * v].masked_fill_(
+        row_labels.unsqueeze(1) == row_labels.unsqueeze(0), -torch.inf
+    )
+    class_sums = torch.zeros(10, d).index_add_(0, row_labels, flat_unit)
+    sup_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - class_sums[row_labels])).sum(1)
+
+    def run_sup_cut() -> None:
+        spacl_every_sup.cut.select_keys(sup_keys, sup_sum)
+
+    def run_class_positives() -> None:
+        x = z.detach().requires_grad_(True)
+        unit_x = x / x.norm(dim=2, keepdim=True)
+        flat = unit_x.reshape(b * v, d)
+        lse, total, _ = class_positive_terms(
+            flat / 0.1, flat, row_labels, row_inst, row_labels, row_inst, 10
+        )
+        (lse.sum() + total.sum()).backward()
+
     def run_every_mining() -> None:
         spacl_every._mine_every(z, None)
 
@@ -151,6 +176,8 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         "every-view mining": run_every_mining,
         "every-view game": run_every_game,
         "every-view cut": run_every_cut,
+        "supervised cut": run_sup_cut,
+        "class positives": run_class_positives,
         "mining": run_mining,
         "game": run_game,
         "cut": run_cut,
@@ -169,6 +196,15 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
     every_parts = ("every-view mining", "every-view game", "every-view cut")
     every_rest = every_total - sum(times[p] for p in every_parts)
     sup_base = times["SupCon"]
+    sup_total = times["SPACL every view, supervised"]
+    sup_parts = ("every-view mining", "every-view game", "supervised cut", "class positives")
+    sup_rest = sup_total - sum(times[p] for p in sup_parts)
+
+    def sup_row(name: str, seconds: float) -> str:
+        return (
+            f"| {name} | {seconds * 1e3:.2f} | {seconds / sup_total:.0%} | "
+            f"{seconds / sup_base:.2f}x |"
+        )
 
     def every_row(name: str, seconds: float) -> str:
         return (
@@ -220,6 +256,16 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         "|---|---|---|---|",
         *(every_row(n, times[n]) for n in every_parts),
         every_row("loss: logits, kernel, backward (the remainder)", every_rest),
+        "",
+        'Breakdown of SPACL every view, supervised (`positive_pool="instance_class"`, '
+        '`positive_mode="mean"`, labels), each part timed on its own (mining and game '
+        "as above; the cut on its keys, the other same-class views masked out; the class "
+        "positives' logits, forward and backward):",
+        "",
+        "| part | time (ms) | share of the supervised form | vs SupCon |",
+        "|---|---|---|---|",
+        *(sup_row(n, times[n]) for n in sup_parts),
+        sup_row("loss: logits, kernel, backward (the remainder)", sup_rest),
         "",
         f"Every view: the cut kept {every_logs.get('spacl/kept_negatives', float('nan')):.1f} "
         f"of {every_logs.get('spacl/candidate_negatives', float('nan')):.0f} candidate "

@@ -45,8 +45,8 @@ class _KeptLogits(torch.autograd.Function):
     and the loss see the same numbers; 0 off ``kept``).  Backward touches the ``E`` kept
     entries only (``E`` = the kept count of all rows, not ``A m``): with
     ``G[a, rows[a, j]] = grad[a, j]`` at the kept ``(a, j)``, ``grad_online = G @ table``
-    (a CSR product, rows already in anchor order) and ``grad_table = G^T @ online`` (an
-    ``index_add`` of ``E`` rows) when the table needs one.
+    (a CSR product, rows already in anchor order) and ``grad_table = G^T @ online`` (the
+    same with the entries sorted by table row) when the table needs one.
     """
 
     @staticmethod
@@ -73,8 +73,16 @@ class _KeptLogits(torch.autograd.Function):
                 sparse = torch.sparse_csr_tensor(crow, column, g, size=(a, table.shape[0]))
             grad_online = (sparse @ table.detach().to(g.dtype)).to(online.dtype)
         if ctx.needs_input_grad[1]:
-            contrib = g.unsqueeze(1) * online.detach().index_select(0, anchor).to(g.dtype)  # [E, d]
-            grad_table = torch.zeros_like(table).index_add_(0, column, contrib.to(table.dtype))
+            # G^T as CSR: the entries sorted by table row (a sort of E indices)
+            order = column.argsort()
+            crow_t = torch.zeros(table.shape[0] + 1, dtype=torch.long, device=anchor.device)
+            crow_t[1:] = torch.bincount(column, minlength=table.shape[0]).cumsum(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                sparse_t = torch.sparse_csr_tensor(
+                    crow_t, anchor[order], g[order], size=(table.shape[0], a)
+                )
+            grad_table = (sparse_t @ online.detach().to(g.dtype)).to(table.dtype)
         return grad_online, grad_table, None, None, None
 
 
