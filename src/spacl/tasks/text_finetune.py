@@ -13,7 +13,8 @@ layers, view 0 in eval mode (the original embedding), views ``1..V-1`` with the
 layers' dropout on (SimCSE-style dropout views, Gao et al. 2021).  Dropout acts in the
 trainable layers only: the frozen bottom is computed once, without dropout.
 
-Objectives (:func:`finetune`), all on the same views, steps and initial weights:
+Objectives (:func:`finetune`), all on the same views, steps and initial weights (the
+``text_finetune`` rows of :mod:`spacl.losses.registry`, which hold the SPACL forms):
 
 - ``spacl``: :class:`spacl.losses.SPACLLoss` supervised
   (``positive_pool="instance_class"``, ``detach_candidates=False``, anchors from the
