@@ -404,7 +404,7 @@ class LinkSPACLLoss(nn.Module):
         else:
             generated = game.sample(unit_anchor)
         generated = generated.to(query.dtype) * scale.view(b, 1, 1)
-        return torch.einsum("bd,bkd->bk", query, generated) / self.temperature, d_loss, g_loss
+        return (query.unsqueeze(1) * generated).sum(2) / self.temperature, d_loss, g_loss
 
     @torch.no_grad()
     def _cut(

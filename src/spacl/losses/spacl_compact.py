@@ -269,7 +269,7 @@ def compact_loss(
     values = values.masked_fill(~in_table, 0.0)
     kept_logits = _KeptLogits.apply(online, full_table, rows, in_table, values)
     hard = table.index_select(0, flat_pos.reshape(-1)).view(*flat_pos.shape, d)
-    pos_logits = torch.einsum("ad,apd->ap", online, hard)
+    pos_logits = (online.unsqueeze(1) * hard).sum(2)  # [A, P]: no per-row bmm
     p = pos_logits.shape[1]
     pieces = [pos_logits, kept_logits]
     negatives = [torch.zeros(a, p, dtype=torch.bool, device=device), in_table]

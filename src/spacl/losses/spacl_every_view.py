@@ -173,7 +173,7 @@ def in_batch_every(
     else:
         by_view = torch.bmm(online.view(b, v, d).transpose(0, 1), target.permute(1, 2, 0))
         cand_logits = by_view.transpose(0, 1).reshape(n, b)  # [V, B, B] -> rows (i, u)
-        pos_logits = torch.einsum("ad,apd->ap", online, target_flat[flat_pos])
+        pos_logits = (online.unsqueeze(1) * target_flat[flat_pos]).sum(2)
         cand_inst, cand_labels = torch.arange(b, device=device), labels
     other = cand_inst.unsqueeze(0) != row_inst.unsqueeze(1)
     same = torch.zeros_like(other)
@@ -204,5 +204,5 @@ def generated_every(
         rows = torch.arange(b, device=unit_pool.device) * v + game_anchor
         d_loss, g_loss = adversarial.step(flat_unit[rows], flat_unit[flat_pos[rows]])
     generated = adversarial.sample(flat_unit)
-    logits = torch.einsum("ad,akd->ak", online, generated.to(online.dtype))
+    logits = (online.unsqueeze(1) * generated.to(online.dtype)).sum(2)
     return logits, d_loss, g_loss

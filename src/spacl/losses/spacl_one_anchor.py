@@ -170,7 +170,7 @@ def in_batch(
         cand_labels = None if labels is None else labels.repeat_interleave(v)
     else:
         cand_logits = online @ target[rows, anchor].T
-        pos_logits = torch.einsum("bd,bpd->bp", online, target_flat[flat_pos])
+        pos_logits = (online.unsqueeze(1) * target_flat[flat_pos]).sum(2)
         cand_inst, cand_labels = rows, labels
     other = cand_inst.unsqueeze(0) != rows.unsqueeze(1)
     same = torch.zeros_like(other)
@@ -199,5 +199,5 @@ def generated(
         generated, d_loss, g_loss = adversarial.play(gen_anchor, real)
     else:
         generated = adversarial.sample(gen_anchor)
-    logits = torch.einsum("bd,bkd->bk", online, generated.to(online.dtype))
+    logits = (online.unsqueeze(1) * generated.to(online.dtype)).sum(2)
     return logits, d_loss, g_loss

@@ -16,7 +16,8 @@ import torch
 from torch import Tensor
 
 _FAST_BLOCKS = 32  # groups taken, and keys looked at, by the fast path
-_WIDE_BLOCKS = 128  # the same for the rows the first pass leaves (a few long prefixes)
+_MID_BLOCKS = 64  # the same for the rows the first pass leaves (longer prefixes)
+_WIDE_BLOCKS = 128  # one topk of the whole row for the few the second pass leaves
 
 
 def _group_width(k: int) -> int:

@@ -47,7 +47,8 @@ prefix ends at a key ``t > M``, with no key equal to ``t`` left out of the 32, i
 settled exactly (ties included: the prefix is then every key ``>= t``); before it, rows
 whose largest weight alone reaches the target keep their first largest key.  Rows whose
 prefix reaches further (a large kept share, as ``"exp"`` and ``"linear"`` usually keep)
-take a wider pass (128) if they are few, then the exact radix-style selection on the key
+take wider passes if they are few (64 keys from the group maxima, then the 128 largest
+of each row by one ``topk``), then the exact radix-style selection on the key
 values.  Each level spreads the still-undecided candidates of a row over 512 equal-width
 buckets of their key range (a monotone map: equal keys share a bucket), adds the weights
 per bucket with one vectorised ``scatter_add`` over ``[B, K]``, keeps every bucket above
@@ -87,6 +88,7 @@ from spacl.mining.cut_exact import _wide_prefix as _wide_prefix
 from spacl.mining.cut_exact import check_share as check_share
 from spacl.mining.cut_exact import top_share_mask as top_share_mask
 from spacl.mining.cut_fast import _FAST_BLOCKS as _FAST_BLOCKS
+from spacl.mining.cut_fast import _MID_BLOCKS as _MID_BLOCKS
 from spacl.mining.cut_fast import _WIDE_BLOCKS as _WIDE_BLOCKS
 from spacl.mining.cut_fast import _first_max as _first_max
 from spacl.mining.cut_fast import _group_max as _group_max
@@ -255,7 +257,9 @@ class RelativeThresholdNegatives(nn.Module):
         1. Rows whose largest weight alone reaches the target keep their first largest
            key (``argmax``: the lowest index among ties, the tie rule), one pass.
         2. The others take :func:`_top_prefix` (``_FAST_BLOCKS`` keys), the few it
-           leaves a wider one (``_WIDE_BLOCKS``), and what is left the exact selection.
+           leaves wider ones (``_MID_BLOCKS`` keys from the group maxima, then
+           ``_WIDE_BLOCKS`` by one ``topk`` of each row), and what is left the exact
+           selection.
         """
         keys = keys.contiguous()
         b, k = keys.shape
@@ -282,8 +286,8 @@ class RelativeThresholdNegatives(nn.Module):
         def weights(sub: Tensor, rows: Tensor) -> Tensor:
             return self._subset_weights(sub, row_max[rows])
 
-        for size in (_FAST_BLOCKS, _WIDE_BLOCKS):
-            if size == _WIDE_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b):
+        for size in (_FAST_BLOCKS, _MID_BLOCKS, _WIDE_BLOCKS):
+            if size > _FAST_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b):
                 break
             # ``size`` keys weigh at most ``size`` times the largest: rows whose target is
             # beyond that cannot end among them (long "exp"/"linear" prefixes), skip them
