@@ -819,14 +819,32 @@ def test_every_view_fused_options_match_the_view_loop(
     every_view_case("full", setting, 2, dtype, **options)
 
 
-def test_every_view_pool_as_anchors_matches_the_view_loop() -> None:
-    """``anchors=None``: the gradient reaches the pool through its anchor views."""
+@pytest.mark.parametrize("supervised", [False, True])
+def test_every_view_pool_as_anchors_matches_the_view_loop(supervised: bool) -> None:
+    """``anchors=None``: the gradient reaches the pool through its anchor views (and,
+    supervised with ``detach_candidates=False`` as the shipped recipes, through the
+    candidates too: the online and target sides are then one normalised pool)."""
     b, v, d = 5, 3, 4
     pool = random_pool(b, v, d, torch.float64, seed=63).requires_grad_(True)
-    loss = SPACLLoss(0.3, share=0.9, variant="ib_h", anchor_set="every_view", reduction="none")
-    value = loss(None, pool)
+    labels = torch.tensor([0, 1, 0, 1, 1]) if supervised else None
+    options: dict[str, object] = {}
+    if supervised:
+        options = {
+            "positive_pool": "instance_class",
+            "positive_mode": "mean",
+            "detach_candidates": False,
+        }
+    loss = SPACLLoss(
+        0.3,
+        share=0.9,
+        variant="ib_h",
+        anchor_set="every_view",
+        reduction="none",
+        **options,  # type: ignore[arg-type]
+    )
+    value = loss(None, pool, labels)
     (grad,) = torch.autograd.grad(value.mean(), pool)
-    want, kept, _ = spacl_every_view_ref(loss, None, pool)
+    want, kept, _ = spacl_every_view_ref(loss, None, pool, labels)
     (want_grad,) = torch.autograd.grad(want.mean(), pool)
     torch.testing.assert_close(value, want, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(grad, want_grad, rtol=1e-10, atol=1e-10)

@@ -58,9 +58,12 @@ def every_view_loss(
     b, v, d = pool.shape
     n = b * v
     unit_pool, positives, flat_pos, game_anchor = mine_every(loss, pool, labels)
-    online = pool if anchors is None else anchors
-    online = normalize(online.reshape(n, d), loss.normalize) / loss.temperature
     target = loss._target(pool, unit_pool)
+    if anchors is None and not loss.detach_candidates:
+        online = target.reshape(n, d) / loss.temperature  # the same normalised pool
+    else:
+        online = pool if anchors is None else anchors
+        online = normalize(online.reshape(n, d), loss.normalize) / loss.temperature
     row_labels = None if labels is None else labels.repeat_interleave(v)
     gen_logits = d_loss = g_loss = None
     if loss.effective_adversarial > 0:
