@@ -356,3 +356,20 @@ def test_kept_logsumexp_is_the_masked_logsumexp(dtype: torch.dtype) -> None:
     torch.testing.assert_close(
         b.grad, a.grad, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-30
     )
+
+
+@pytest.mark.parametrize("variant", ["full", "no_hard_positive"])
+def test_hard_pairs_are_the_hard_mask_nonzero(variant: str) -> None:
+    """The forward pass takes the hard positives as pairs from the known ones (issue 19:
+    no [B, E] pass over the mask): the same pairs, in the same order, with the same draw."""
+    import copy
+
+    q, ents, pos = _problem(6, b=9, e=30)
+    assert int(pos.sum(1).max()) > 3  # some queries are subsampled
+    loss = LinkSPACLLoss(num_positives=2, pool_size=5, variant=variant)
+    twin = copy.deepcopy(loss)
+    known = pos.nonzero(as_tuple=True)
+    row, col = loss._hard_pairs(q, ents, pos, known, pos.sum(1))
+    want_row, want_col = twin.hard_positives(q, ents, pos).nonzero(as_tuple=True)
+    assert torch.equal(row, want_row) and torch.equal(col, want_col)
+    assert torch.equal(loss.rng.get_state(), twin.rng.get_state())

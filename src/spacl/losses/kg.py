@@ -324,11 +324,49 @@ class LinkSPACLLoss(nn.Module):
         ``counts``: ``positives.sum(1)`` if the caller has it.
         """
         hard = positives.clone()
+        picked = self._subsample(query, entities, positives, counts)
+        if picked is None:
+            return hard
+        rows, chosen = picked
+        sub = torch.zeros(rows.numel(), positives.shape[1], dtype=torch.bool, device=rows.device)
+        sub.scatter_(1, chosen, True)
+        hard[rows] = sub
+        return hard
+
+    @torch.no_grad()
+    def _hard_pairs(
+        self,
+        query: Tensor,
+        entities: Tensor,
+        positives: Tensor,
+        known: tuple[Tensor, Tensor],
+        counts: Tensor,
+    ) -> tuple[Tensor, Tensor]:
+        """``(row, col)`` of :meth:`hard_positives` in row-major order, from the known
+        pairs (``positives.nonzero()``) without a ``[B, E]`` pass over the hard mask."""
+        picked = self._subsample(query, entities, positives, counts)
+        if picked is None:
+            return known
+        rows, chosen = picked
+        row, col = known
+        subsampled = torch.zeros(positives.shape[0], dtype=torch.bool, device=row.device)
+        subsampled[rows] = True
+        stay = ~subsampled[row]
+        row = torch.cat((row[stay], rows.repeat_interleave(chosen.shape[1])))
+        col = torch.cat((col[stay], chosen.reshape(-1)))
+        order = (row * positives.shape[1] + col).argsort()
+        return row[order], col[order]
+
+    def _subsample(
+        self, query: Tensor, entities: Tensor, positives: Tensor, counts: Tensor | None
+    ) -> tuple[Tensor, Tensor] | None:
+        """``(rows, chosen[rows, lambda_P])``: the queries with more than ``lambda_P``
+        known tails and the tails they keep (``None`` if there is none)."""
         if counts is None:
             counts = positives.sum(1)
         rows = (counts > self.num_positives).nonzero().squeeze(1)
         if rows.numel() == 0:
-            return hard
+            return None
         members = positives[rows]
         b = rows.numel()
         k = int(min(self.pool_size, int(members.sum(1).max())))
@@ -349,13 +387,10 @@ class LinkSPACLLoss(nn.Module):
             start = torch.zeros(b, dtype=torch.long, device=query.device)
             picks = farthest_point_from_dissimilarity(dissimilarity, start, self.num_positives)
             chosen = pool.gather(1, picks - 1)  # these rows have > lambda_P valid members
-        sub = torch.zeros_like(members)
-        sub.scatter_(1, chosen, True)
-        hard[rows] = sub
-        return hard
+        return rows, chosen
 
     def _adversarial_logits(
-        self, query: Tensor, entities: Tensor, hard: Tensor, pairs: tuple[Tensor, Tensor]
+        self, query: Tensor, entities: Tensor, positives: Tensor, pairs: tuple[Tensor, Tensor]
     ) -> tuple[Tensor, float | None, float | None]:
         """Logits ``[B, K_adv]`` of the generated negatives and the game's losses.
 
@@ -363,9 +398,10 @@ class LinkSPACLLoss(nn.Module):
         with fewer repeat the first), on the unit sphere, given to ``D`` once per distinct
         tail with its multiplicity (:meth:`AdversarialNegatives.play_weighted`: the same
         round up to rounding, ``D`` on ~3 instead of ``P`` rows per query); the generated
-        points are scaled back to the mean norm of those tails.
+        points are scaled back to the mean norm of those tails.  ``pairs``: the
+        ``(query, tail)`` pairs of the hard positives, row-major.
         """
-        b = hard.shape[0]
+        b = positives.shape[0]
         p = self.num_positives
         game = self._game(query.shape[1])
         ents = entities.detach()
@@ -439,16 +475,19 @@ class LinkSPACLLoss(nn.Module):
         known_row, known_col = positives.nonzero(as_tuple=True)  # a few per query
         known = (known_row, known_col)
         n_positives = torch.bincount(known[0], minlength=b)
-        hard = self.hard_positives(query.detach(), entities.detach(), positives, n_positives)
         logits = query @ entities.T
         if self.temperature != 1.0:
             logits = logits / self.temperature
 
         adv_logits = None
         d_loss = g_loss = None
-        row, col = hard.nonzero(as_tuple=True)  # a handful per query: no [B, E] pass after
+        row, col = self._hard_pairs(
+            query.detach(), entities.detach(), positives, known, n_positives
+        )
         if self.num_adversarial > 0:
-            adv_logits, d_loss, g_loss = self._adversarial_logits(query, entities, hard, (row, col))
+            adv_logits, d_loss, g_loss = self._adversarial_logits(
+                query, entities, positives, (row, col)
+            )
 
         keep, keep_adv, shift = self._cut(logits.detach(), known, adv_logits)
         neg: Tensor = _KeptLogSumExp.apply(logits, keep, shift)
