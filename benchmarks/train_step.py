@@ -21,6 +21,7 @@ median and fastest of ``--steps``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -138,6 +139,7 @@ def main() -> None:
 
         return step
 
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     started = time.time()
     samples = time_steps({n: stepper(n) for n in arms}, repeats=args.steps, warmup=2)
     med = {n: statistics.median(v) for n, v in samples.items()}
@@ -157,7 +159,8 @@ def main() -> None:
             f"full `Arm.train_step` (forward, loss, backward, SGD, schedule, EMA); "
             f"{args.steps} interleaved steps per method (order alternating) after 2 warm-up "
             f"steps each; {torch.get_num_threads()} thread(s); "
-            f"{time.time() - started:.0f} s in all.",
+            f"{time.time() - started:.0f} s in all; 1-minute load average {load:.1f} on "
+            f"{os.cpu_count()} CPUs when the timing started.",
             "",
             *rows,
             "",
