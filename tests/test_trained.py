@@ -172,3 +172,50 @@ def test_bad_runs_and_inputs_get_one_line_errors(
     with pytest.raises(ValueError, match=r"inputs must have shape \[N, 1, 8, 8\]"):
         spacl.load(run_dir).embed(torch.zeros(2, 64))
     assert main(["embed", str(run_dir), "--out", str(tmp_path / "f.csv")]) == 2
+
+
+def _as_written_before_the_views_rename(run: Path, old: Path) -> None:
+    """A copy of ``run`` whose config.yaml and checkpoint hold the image view keys under
+    ``data`` (as runs made before issue 21 did)."""
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    shutil.copytree(run, old)
+
+    def downgrade(cfg: dict) -> dict:
+        cfg = json.loads(json.dumps(cfg))
+        cfg["data"].update(cfg.pop("views"))
+        return cfg
+
+    saved = OmegaConf.to_container(OmegaConf.load(old / "config.yaml"))
+    (old / "config.yaml").write_text(OmegaConf.to_yaml(downgrade(saved)))
+    ckpt_path = old / "checkpoints" / "last.pt"
+    ckpt = torch.load(ckpt_path, weights_only=False)
+    ckpt["config"] = downgrade(ckpt["config"])
+    torch.save(ckpt, ckpt_path)
+
+
+def test_a_run_written_before_a_key_rename_still_loads_evaluates_and_resumes(
+    run_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Saved configs are upgraded (data.num_views -> views.num_views, logged); a recipe a
+    user writes with the old key is still an error naming the new one."""
+    old = tmp_path / "old_run"
+    _as_written_before_the_views_rename(run_dir, old)
+    from omegaconf import OmegaConf
+
+    written = OmegaConf.load(old / "config.yaml")
+    assert "num_views" in written.data and "views" not in written
+    user_copy = tmp_path / "my_recipe.yaml"  # the same keys in a recipe a user writes
+    user_copy.write_text((old / "config.yaml").read_text())
+    with caplog.at_level("WARNING"):
+        model = spacl.load(old)
+    assert any("data.num_views -> views.num_views" in r.message for r in caplog.records)
+    x = torch.randn(3, 1, 8, 8)
+    torch.testing.assert_close(model.embed(x), spacl.load(run_dir).embed(x), rtol=0, atol=0)
+    assert main(["eval", str(old), "--json", "--no-write"]) == 0
+    assert main(["train", str(old), "--resume", "--quiet"]) == 0
+    assert "num_views" in OmegaConf.load(old / "config.yaml").views  # rewritten on resume
+    with pytest.raises(ValueError, match=r"'data\.num_views' was renamed: use 'views\.num_views'"):
+        spacl.load_recipe(user_copy)

@@ -65,6 +65,7 @@ __all__ = [
     "parse_overrides",
     "positive",
     "read_recipe",
+    "read_run_config",
     "recipe_layer",
     "recipe_task",
     "register_task",
@@ -72,6 +73,7 @@ __all__ = [
     "task_entry",
     "task_loader",
     "task_names",
+    "upgrade_renamed_keys",
     "validate_shared",
 ]
 
@@ -227,6 +229,47 @@ RENAMED_KEYS: dict[str, str] = {
         )
     },
 }
+
+
+def upgrade_renamed_keys(cfg: Any) -> tuple[DictConfig, list[str]]:
+    """A copy of a *saved* config with every :data:`RENAMED_KEYS` key moved to its new name.
+
+    For configs this package wrote itself (a run directory's ``config.yaml``, a
+    checkpoint's ``config``), so that runs made before a rename still load, evaluate and
+    resume.  A recipe a user writes is not upgraded: its old keys are errors naming the new
+    key.  Returns ``(config, ["old -> new", ...])``; ``ValueError`` if both names are set.
+    """
+    data = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
+    out = OmegaConf.create(data)
+    assert isinstance(out, DictConfig)
+    moved: list[str] = []
+    for old, new in RENAMED_KEYS.items():
+        section, _, leaf = old.partition(".")
+        parent = out.get(section)
+        if not isinstance(parent, DictConfig) or leaf not in parent:
+            continue
+        value = parent.pop(leaf)
+        if OmegaConf.select(out, new) is not None:
+            raise ValueError(f"config sets both {old!r} (renamed) and {new!r}")
+        OmegaConf.update(out, new, value, force_add=True)
+        moved.append(f"{old} -> {new}")
+    return out, moved
+
+
+def read_run_config(path: str | Path) -> DictConfig:
+    """A run directory's saved ``config.yaml``, upgraded by :func:`upgrade_renamed_keys`
+    (logged when a key moved)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.parent} is not a run directory: {path} is missing")
+    cfg, moved = upgrade_renamed_keys(OmegaConf.load(path))
+    if moved:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "%s was written before a key rename; read with %s", path, ", ".join(moved)
+        )
+    return cfg
 
 
 def validate_shared(

@@ -190,7 +190,7 @@ def load_image_run(
         raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
     from spacl import schema
 
-    cfg = schema.load_recipe(rd.config).config  # the one way in (the image schema)
+    cfg = schema.load_recipe(schema.read_run_config(rd.config)).config  # the one way in
     names = list(state["arms"])
     name = names[0] if arm is None else arm
     check_choice(name, "arm", names)

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine import Trainer
     from spacl.engine.rundir import RunDirectory
     from spacl.engine.summary import format_results_table
-    from spacl.schema import load_recipe
+    from spacl.schema import load_recipe, read_run_config
 
     rd = RunDirectory(args.run_dir)
     for item in args.overrides:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     task = str(rd.read_config_dict().get("task", "image"))
     if task in ("kg", "text"):
         return run_task_eval(args, task)
-    cfg = load_recipe(rd.config, list(args.overrides)).config
+    cfg = load_recipe(read_run_config(rd.config), list(args.overrides)).config
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
     if not ckpt.is_file():
         raise FileNotFoundError(f"checkpoint {ckpt} does not exist (has the run saved one yet?)")

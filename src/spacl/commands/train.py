@@ -63,7 +63,7 @@ def resolve_run(
             raise FileNotFoundError(
                 f"{source} is a directory without config.yaml (not a run directory)"
             )
-        loaded = schema.load_recipe(run.config, overrides)
+        loaded = schema.load_recipe(schema.read_run_config(run.config), overrides)
         run_dir = run_dir or source
     else:
         loaded = schema.load_recipe(config, overrides)

@@ -49,6 +49,7 @@ from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import write_summary
 from spacl.evaluate import evaluate_representation, extract_features
 from spacl.evaluate.ncc import class_centres
+from spacl.schema import upgrade_renamed_keys
 
 _logger = logging.getLogger(__name__)
 
@@ -286,7 +287,8 @@ class Trainer:
                 f"checkpoint {path} has format {state.get('format')!r}, "
                 f"expected {CHECKPOINT_FORMAT}"
             )
-        diffs = config_differences(state["config"], config_to_dict(self.cfg))
+        saved = config_to_dict(upgrade_renamed_keys(state["config"])[0])  # older runs
+        diffs = config_differences(saved, config_to_dict(self.cfg))
         if diffs:
             raise ValueError(
                 f"cannot resume {self.run.path}: the config differs from the checkpoint's in "
