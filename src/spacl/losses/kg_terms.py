@@ -1,0 +1,76 @@
+"""Terms shared by the link-prediction objectives of :mod:`spacl.losses.kg`.
+
+Per-query reductions of per-pair losses, a per-row log-sum-exp over ``(row, value)``
+pairs, the kept-mask log-sum-exp ``log sum_j keep_j e^{l_j}`` of SPACL-KG's negatives
+(:class:`_KeptLogSumExp`) and the input checks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def _per_query_mean(per_pair: Tensor, row: Tensor, b: int) -> Tensor:
+    """Mean of ``per_pair`` within each query (``row`` = query of each pair), ``[b]``."""
+    sums = per_pair.new_zeros(b).index_add(0, row, per_pair)
+    counts = torch.bincount(row, minlength=b).to(per_pair.dtype)
+    return sums / counts.clamp_min(1.0)
+
+
+def _reduce(per_pair: Tensor, row: Tensor, b: int, weighting: str) -> Tensor:
+    """``"triple"``: mean over pairs; ``"query"``: mean over queries of their pair means."""
+    if weighting == "triple":
+        return per_pair.mean()
+    return _per_query_mean(per_pair, row, b).mean()
+
+
+def _row_logsumexp(values: Tensor, row: Tensor, b: int) -> Tensor:
+    """``[b]``: ``log sum_{j: row_j = a} exp(values_j)`` (every row must have an entry)."""
+    shift = values.new_full((b,), -math.inf).scatter_reduce(
+        0, row, values.detach(), reduce="amax", include_self=True
+    )
+    sums = values.new_zeros(b).index_add(0, row, torch.exp(values - shift[row]))
+    return sums.log() + shift
+
+
+class _KeptLogSumExp(torch.autograd.Function):
+    """``log sum_j keep_j e^{l_j}`` per row, ``keep`` a 0/1 float mask (``-inf`` if empty).
+
+    ``shift[B]`` is the largest kept logit (the cut keeps each row's largest candidate
+    first), so ``e_j = keep_j exp(min(l_j - shift, 0))`` are the masked logsumexp's
+    terms, with no ``exp(-inf)`` (slow on CPU) and no boolean pass; backward is
+    ``grad_j = e_j g / sum_j e_j`` (0 off the mask), one float pass.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, keep: Tensor, shift: Tensor) -> Tensor:
+        e = (logits.detach() - shift.unsqueeze(1)).clamp_max_(0.0).exp_().mul_(keep)
+        total = e.sum(1)
+        ctx.save_for_backward(e, total)
+        return total.log() + shift
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        e, total = ctx.saved_tensors
+        scale = torch.where(total > 0, grad / total.clamp_min(torch.finfo(total.dtype).tiny), 0.0)
+        return e * scale.unsqueeze(1), None, None
+
+
+def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
+    if query.ndim != 2 or entities.ndim != 2 or query.shape[1] != entities.shape[1]:
+        raise ValueError(
+            f"query must be [B, d] and entities [E, d], got {tuple(query.shape)} and "
+            f"{tuple(entities.shape)}"
+        )
+    if positives.dtype != torch.bool or positives.shape != (query.shape[0], entities.shape[0]):
+        raise ValueError(
+            f"positives must be a bool [B, E] = [{query.shape[0]}, {entities.shape[0]}] mask, "
+            f"got {positives.dtype} {tuple(positives.shape)}"
+        )
+    if not bool(positives.any(1).all()):
+        raise ValueError("every query needs at least one positive (known tail)")
