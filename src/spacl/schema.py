@@ -26,11 +26,15 @@ a ``ValueError`` naming the key, the value and the allowed values
 (``config key 'optim.name' must be one of ['adagrad', 'adam'], got 'sgd'``); an unknown
 key names the closest valid one (``unknown config key 'data.nmae' (did you mean
 'data.name'?)``).
+
+This module holds the shared sections, the layering and the task registry; it
+re-exports the validators and error format (:mod:`spacl.schema_checks`) and the reading
+of recipe files, ``base:`` chains and saved run configs (:mod:`spacl.schema_files`), so
+every name is importable from ``spacl.schema``.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -38,10 +42,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from spacl._validation import check_choice
+from spacl.schema_checks import (
+    check_device,
+    choice,
+    fail,
+    format_error,
+    in_range,
+    int_at_least,
+    positive,
+    resolve_device,
+)
+from spacl.schema_files import (
+    RENAMED_KEYS,
+    find_recipe_file,
+    flat_recipe,
+    read_recipe,
+    read_run_config,
+    upgrade_renamed_keys,
+)
 
 __all__ = [
     "RENAMED_KEYS",
@@ -132,12 +153,7 @@ class EvalSection:
     batch_size: int = 512
 
 
-# -------------------------------------------------------------------- validators
-
-
-def fail(key: str, value: Any, need: str) -> ValueError:
-    """``ValueError("config key 'key' <need>, got <value>")``."""
-    return ValueError(f"config key {key!r} {need}, got {value!r}")
+# --------------------------------------------------------------- a task's loader
 
 
 def load_structured(
@@ -149,127 +165,6 @@ def load_structured(
     merged = merge_structured(schema, [cfg, parse_overrides(overrides)])
     validate(merged)
     return merged
-
-
-def choice(key: str, value: Any, options: Sequence[Any], *, where: str = "") -> None:
-    """``value`` must be one of ``options`` (:func:`spacl._validation.check_choice`).
-
-    A config error is always a ``ValueError`` naming the key: a value of the wrong
-    type (``optim.name: 3``) too.
-    """
-    try:
-        check_choice(value, f"config key {key!r}", options, where=where)
-    except TypeError as err:
-        raise ValueError(str(err)) from err
-
-
-def int_at_least(key: str, value: Any, low: int) -> None:
-    """``value`` must be an integer (not a bool) ``>= low``."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise fail(key, value, f"must be an integer >= {low}")
-
-
-def positive(key: str, value: Any) -> None:
-    """``value`` must be a finite number ``> 0``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or not value > 0:
-        raise fail(key, value, "must be a finite number > 0")
-
-
-def in_range(key: str, value: Any, low: float, high: float, *, high_open: bool = False) -> None:
-    """``low <= value <= high`` (``< high`` when ``high_open``)."""
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and low <= value
-        and (value < high if high_open else value <= high)
-    )
-    if not ok:
-        bracket = ")" if high_open else "]"
-        raise fail(key, value, f"must be in [{low}, {high}{bracket}")
-
-
-def check_device(key: str, value: Any) -> None:
-    """``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
-    ok = isinstance(value, str) and (
-        value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit())
-    )
-    if not ok:
-        raise fail(key, value, "must be auto, cpu, cuda or cuda:N")
-
-
-def resolve_device(name: str) -> Any:
-    """The ``torch.device`` of a ``train.device`` value: ``auto`` is ``cuda`` when CUDA is
-    available, else ``cpu`` (the same in every task)."""
-    import torch
-
-    check_device("train.device", name)
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
-#: keys that were renamed: old dotted key -> the key to use now (an old key is an error
-#: that names the new one)
-RENAMED_KEYS: dict[str, str] = {
-    "train.num_threads": "train.threads",
-    # the views are configured in one section, ``views``, in every task (issue 21)
-    **{
-        f"data.{key}": f"views.{key}"
-        for key in (
-            "num_views",
-            "augment",
-            "augment_strength",
-            "crop_scale",
-            "color_strength",
-            "blur",
-            "flip",
-            "keep_original",
-            "noise_sigma",
-        )
-    },
-}
-
-
-def upgrade_renamed_keys(cfg: Any) -> tuple[DictConfig, list[str]]:
-    """A copy of a *saved* config with every :data:`RENAMED_KEYS` key moved to its new name.
-
-    For configs this package wrote itself (a run directory's ``config.yaml``, a
-    checkpoint's ``config``), so that runs made before a rename still load, evaluate and
-    resume.  A recipe a user writes is not upgraded: its old keys are errors naming the new
-    key.  Returns ``(config, ["old -> new", ...])``; ``ValueError`` if both names are set.
-    """
-    data = OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
-    out = OmegaConf.create(data)
-    assert isinstance(out, DictConfig)
-    moved: list[str] = []
-    for old, new in RENAMED_KEYS.items():
-        section, _, leaf = old.partition(".")
-        parent = out.get(section)
-        if not isinstance(parent, DictConfig) or leaf not in parent:
-            continue
-        value = parent.pop(leaf)
-        if OmegaConf.select(out, new) is not None:
-            raise ValueError(f"config sets both {old!r} (renamed) and {new!r}")
-        OmegaConf.update(out, new, value, force_add=True)
-        moved.append(f"{old} -> {new}")
-    return out, moved
-
-
-def read_run_config(path: str | Path) -> DictConfig:
-    """A run directory's saved ``config.yaml``, upgraded by :func:`upgrade_renamed_keys`
-    (logged when a key moved)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path.parent} is not a run directory: {path} is missing")
-    cfg, moved = upgrade_renamed_keys(OmegaConf.load(path))
-    if moved:
-        import logging
-
-        logging.getLogger(__name__).warning(
-            "%s was written before a key rename; read with %s", path, ", ".join(moved)
-        )
-    return cfg
 
 
 def validate_shared(
@@ -304,105 +199,6 @@ def validate_shared(
 # ----------------------------------------------------------------------- loading
 
 
-def _schema_keys(schema: type, dotted: str, list_items: Mapping[str, type]) -> list[str] | None:
-    """The valid keys of the section ``dotted`` of ``schema`` (``None``: not a section).
-
-    ``list_items`` gives the schema of list elements (``arms[0].objective``, ``arms.0``).
-    """
-
-    def keys_of(cls: type) -> Any:
-        return OmegaConf.to_container(OmegaConf.structured(cls))
-
-    node: Any = keys_of(schema)
-    last = ""
-    for part in [p for p in dotted.split(".") if p]:
-        head = part.split("[")[0]
-        if part.isdigit() and last in list_items:
-            node = keys_of(list_items[last])
-            continue
-        if "[" in part and head in list_items:
-            node, last = keys_of(list_items[head]), head
-            continue
-        if not isinstance(node, dict) or head not in node:
-            return None
-        node, last = node[head], head
-    return sorted(node) if isinstance(node, dict) else None
-
-
-def format_error(
-    err: OmegaConfBaseException,
-    schema: type | None = None,
-    prefix: str = "",
-    list_items: Mapping[str, type] | None = None,
-) -> ValueError:
-    """The ``ValueError`` of an OmegaConf merge error: the full key, and for an unknown
-    key the closest valid one of ``schema`` (``list_items``: schemas of list elements,
-    e.g. ``{"arms": ArmConfig}``)."""
-    key = prefix + (str(err.full_key) if getattr(err, "full_key", None) else "")
-    first = str(getattr(err, "msg", None) or err).splitlines()[0]
-    if isinstance(err, ConfigKeyError) and key in RENAMED_KEYS:
-        return ValueError(f"config key {key!r} was renamed: use {RENAMED_KEYS[key]!r}")
-    if isinstance(err, ConfigKeyError) and key:
-        parent_key, _, leaf = key.rpartition(".")
-        valid = _schema_keys(schema, parent_key, list_items or {}) if schema else None
-        hint = ""
-        if valid:
-            close = difflib.get_close_matches(leaf, valid, n=1)
-            if close:
-                full = f"{parent_key}.{close[0]}" if parent_key else close[0]
-                hint = f" (did you mean {full!r}?)"
-            else:
-                hint = f" (valid keys: {', '.join(valid)})"
-        return ValueError(f"unknown config key {key!r}{hint}")
-    return ValueError(f"config key {key!r}: {first}" if key else f"invalid config: {first}")
-
-
-def _base_path(recipe: Path, base: str) -> Path:
-    """The file a ``base:`` entry of ``recipe`` names: a path relative to the recipe when
-    that file exists, else a built-in recipe name (``digits/_base``, so that a copy of a
-    shipped recipe keeps its base), else the relative path (reported missing)."""
-    from spacl.recipes import find_recipe
-
-    relative = recipe.parent / base
-    if relative.is_file():
-        return relative
-    return find_recipe(base) or relative
-
-
-def read_recipe(path: str | Path, seen: tuple[Path, ...] = ()) -> DictConfig:
-    """Read a recipe file and merge its ``base:`` chain (each a path relative to the recipe
-    or a built-in recipe name such as ``digits/_base``; :func:`_base_path`).
-
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for invalid YAML,
-    a non-mapping or a ``base`` cycle.
-    """
-    path = Path(path).expanduser().resolve()
-    if path in seen:
-        chain = " -> ".join(str(p) for p in (*seen, path))
-        raise ValueError(f"config 'base' cycle: {chain}")
-    if not path.is_file():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        raw = OmegaConf.load(path)
-    except Exception as err:
-        raise ValueError(f"config file {path} is not valid YAML: {err}") from err
-    if not isinstance(raw, DictConfig):
-        raise ValueError(f"config file {path} must hold a mapping, got a {type(raw).__name__}")
-    bases = raw.pop("base", None)
-    if bases is None:
-        return raw
-    if isinstance(bases, str):
-        bases = [bases]
-    if not isinstance(bases, (list, ListConfig)):
-        raise ValueError(f"{path}: 'base' must be a path or a list of paths, got {bases!r}")
-    merged: Any = OmegaConf.create({})
-    for base in bases:
-        merged = OmegaConf.merge(merged, read_recipe(_base_path(path, str(base)), (*seen, path)))
-    out = OmegaConf.merge(merged, raw)
-    assert isinstance(out, DictConfig)
-    return out
-
-
 def parse_overrides(overrides: Sequence[str]) -> DictConfig:
     """Dot-list overrides (``["train.epochs=5", "optim.lr=0.1"]``) as a ``DictConfig``."""
     if isinstance(overrides, str):
@@ -414,20 +210,6 @@ def parse_overrides(overrides: Sequence[str]) -> DictConfig:
         return OmegaConf.from_dotlist(list(overrides))
     except OmegaConfBaseException as err:
         raise format_error(err) from err
-
-
-def find_recipe_file(name_or_path: str | Path) -> Path:
-    """The one recipe lookup: an existing file wins, else a built-in recipe name
-    (``mnist5k/spacl``); ``FileNotFoundError`` naming the argument and close names."""
-    from spacl.recipes import resolve_recipe
-
-    return resolve_recipe(name_or_path)
-
-
-def flat_recipe(name_or_path: str | Path) -> str:
-    """The YAML of a recipe with its ``base:`` chain merged in: a self-contained copy
-    (``spacl recipes NAME --flat``)."""
-    return OmegaConf.to_yaml(read_recipe(find_recipe_file(name_or_path)))
 
 
 def _as_layer(cfg: Any) -> DictConfig:

@@ -13,7 +13,8 @@ and the logger from a validated config, then :meth:`Trainer.fit` runs::
 Resume is exact on the CPU: batch ``k`` of epoch ``e`` is a pure function of
 ``(seed, e, k)`` and the checkpoint holds every model, target, objective (with its
 generators), optimiser, scheduler and scaler state plus the torch / CUDA / NumPy /
-Python RNG states; evaluation runs under ``fork_rng`` so it never moves them.
+Python RNG states; evaluation runs under ``fork_rng`` so it never moves them.  The
+evaluation itself (features, online and final) is in :mod:`spacl.engine.evaluation`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from spacl._progress import progress_enabled
-from spacl.data import generator_for
 from spacl.engine.arm import Arm, NonFiniteLossError
 from spacl.engine.build import build_arms, resolve_precision
 from spacl.engine.checkpoint import (
@@ -45,10 +45,9 @@ from spacl.engine.checkpoint import (
 from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
 from spacl.engine.distributed import DistributedContext, init_from_env
+from spacl.engine.evaluation import arm_features, evaluate_final, evaluate_online
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import write_summary
-from spacl.evaluate import evaluate_representation, extract_features
-from spacl.evaluate.ncc import class_centres
 from spacl.schema import upgrade_renamed_keys
 
 _logger = logging.getLogger(__name__)
@@ -446,102 +445,23 @@ class Trainer:
 
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
-        """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels)."""
-        e = self.cfg.eval
-        train = self.data.train_eval
-        if bank_limit is not None and hasattr(train, "inputs") and len(train) > bank_limit:
-            gen = generator_for(int(self.cfg.train.seed), "eval-bank")
-            idx = torch.randperm(len(train), generator=gen)[:bank_limit].sort().values
-            train = train[idx.to(train.inputs.device)]
-        kw: dict[str, Any] = {
-            "which": e.features,
-            "batch_size": int(e.batch_size),
-            "transform": self.data.eval_transform,
-        }
-        tr_f, tr_y = extract_features(arm.model, train, **kw)
-        te_f, te_y = extract_features(arm.model, self.data.test_eval, **kw)
-        if self.ctx.device.type == "cuda":  # kNN / probe / geometry on the GPU
-            dev = self.ctx.device
-            return tr_f.to(dev), tr_y.to(dev), te_f.to(dev), te_y.to(dev)
-        return tr_f, tr_y, te_f, te_y
+        """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels;
+        :func:`spacl.engine.evaluation.arm_features`)."""
+        return arm_features(self, arm, bank_limit=bank_limit)
 
     def online_evaluation(self, epoch: int) -> None:
         """kNN, NCC and geometry of every arm (main process; no linear probe)."""
-        if self.ctx.is_main:
-            e = self.cfg.eval
-            for arm in self.arms:
-                with torch.random.fork_rng(devices=[]):
-                    tr_f, tr_y, te_f, te_y = self.features(arm, bank_limit=e.max_train_samples)
-                    metrics = evaluate_representation(
-                        tr_f,
-                        tr_y,
-                        te_f,
-                        te_y,
-                        knn_k=int(e.knn_k),
-                        knn_t=float(e.knn_t),
-                        linear=False,
-                        geometry=bool(e.geometry),
-                        num_classes=self.data.num_classes,
-                    )
-                self.logger.log(
-                    {
-                        "kind": "eval",
-                        "arm": arm.name,
-                        "epoch": epoch,
-                        "step": self.progress.global_step,
-                        **metrics,
-                    }
-                )
-                self._say(
-                    f"[{arm.name}] epoch {epoch + 1}: kNN {100 * metrics['knn_accuracy']:.2f}%  "
-                    f"NCC {100 * metrics['ncc_accuracy']:.2f}%"
-                )
-        self.ctx.barrier()
+        evaluate_online(self, epoch)
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
-        """Linear probe, kNN, NCC and geometry of every arm (main process).
+        """Linear probe, kNN, NCC and geometry of every arm (main process;
+        :func:`spacl.engine.evaluation.evaluate_final`).
 
         Also keeps each arm's nearest-class-centre classifier (the float64 training
         means of ``eval.features``) in :attr:`centres`, which :meth:`write_centres`
         stores for ``spacl predict``.
         """
-        results: dict[str, dict[str, float]] = {}
-        self.centres: dict[str, dict[str, Any]] = {}
-        if self.ctx.is_main:
-            e = self.cfg.eval
-            for arm in self.arms:
-                with torch.random.fork_rng(devices=[]):
-                    tr_f, tr_y, te_f, te_y = self.features(arm)
-                    classes, centres = class_centres(tr_f, tr_y)
-                    self.centres[arm.name] = {
-                        "classes": classes.cpu(),
-                        "centres": centres.cpu(),
-                        "features": str(e.features),
-                    }
-                    metrics = evaluate_representation(
-                        tr_f,
-                        tr_y,
-                        te_f,
-                        te_y,
-                        knn_k=int(e.knn_k),
-                        knn_t=float(e.knn_t),
-                        linear=bool(e.linear_probe),
-                        probe_weight_decay=float(e.probe_weight_decay),
-                        probe_max_iter=int(e.probe_max_iter),
-                        geometry=bool(e.geometry),
-                        num_classes=self.data.num_classes,
-                    )
-                results[arm.name] = metrics
-                self.logger.log(
-                    {
-                        "kind": "final",
-                        "arm": arm.name,
-                        "epoch": self.progress.epoch,
-                        "step": self.progress.global_step,
-                        **metrics,
-                    }
-                )
-        self.ctx.barrier()
+        results, self.centres = evaluate_final(self)
         return results
 
     def write_centres(self) -> Path:
