@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 import spacl
 from spacl import schema
@@ -47,12 +47,14 @@ def test_spacl_train_reads_its_recipe_through_schema_load_recipe(monkeypatch, tm
     # spacl eval reads the run's config.yaml through it too
     calls.clear()
     assert main(["eval", str(out), "eval.knn_k=3", "--no-write"]) == 0
-    assert calls == [(out / "config.yaml", ["eval.knn_k=3"])]
+    saved = OmegaConf.load(out / "config.yaml")  # handed over as read (upgraded) from it
+    assert len(calls) == 1 and calls[0][1] == ["eval.knn_k=3"]
+    assert isinstance(calls[0][0], DictConfig) and calls[0][0] == saved
 
     # and spacl.load (spacl embed / export / predict) reads it through it as well
     calls.clear()
     spacl.load(out)
-    assert calls == [(out / "config.yaml", [])]
+    assert len(calls) == 1 and calls[0][1] == [] and calls[0][0] == saved
 
 
 def test_spacl_reproduce_reads_no_recipe():
