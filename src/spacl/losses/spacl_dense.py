@@ -12,6 +12,7 @@ path (:mod:`spacl.losses.spacl_compact`) does not apply or would not pay.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -98,3 +99,43 @@ def extra_masks(
     same = labels.unsqueeze(1) == extra_labels.unsqueeze(0)
     positive = same if loss.positive_pool == "instance_class" else torch.zeros_like(same)
     return ~same, positive
+
+
+def row_objective(
+    loss: SPACLLoss,
+    online: Tensor,
+    target: Tensor,
+    flat_pos: Tensor,
+    row_ids: Tensor,
+    row_labels: Tensor | None,
+    labels: Tensor | None,
+    gen_logits: Tensor | None,
+    extra: Tensor | None,
+    extra_labels: Tensor | None,
+    in_batch: Callable[[], tuple[Tensor, Tensor, Tensor, Tensor]],
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The loss of every anchor row by the compact path where it applies, else the dense
+    one (``in_batch()`` gives the dense path's in-batch logits and masks).
+
+    Returns the per-anchor losses, the candidate and kept negatives per row and the
+    generated negatives kept per row; shared by the one-anchor and every-view forms."""
+    compact = loss._compact(
+        online, target, flat_pos, row_ids, row_labels, labels, gen_logits, extra, extra_labels
+    )
+    if isinstance(compact, tuple):
+        return compact
+    cand_logits, pos_logits, other, same = in_batch()
+    per_anchor, candidates, kept, kept_gen = dense_objective(
+        loss,
+        online,
+        cand_logits,
+        pos_logits,
+        other,
+        same,
+        gen_logits,
+        row_labels,
+        extra,
+        extra_labels,
+        compact,
+    )
+    return per_anchor, candidates.sum(1), kept.sum(1), kept_gen

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from spacl.losses.normalize import normalize
-from spacl.losses.spacl_dense import dense_objective
+from spacl.losses.spacl_dense import row_objective
 from spacl.losses.spacl_step import SPACLStep
 from spacl.mining._common import unit
 from spacl.mining.positives import (
@@ -69,29 +69,19 @@ def every_view_loss(
     if loss.effective_adversarial > 0:
         gen_logits, d_loss, g_loss = generated_every(loss, online, unit_pool, game_anchor, flat_pos)
     row_inst = torch.arange(b, device=pool.device).repeat_interleave(v)
-    compact = loss._compact(
-        online, target, flat_pos, row_inst, row_labels, labels, gen_logits, extra, extra_labels
+    per_anchor, n_candidates, n_kept, kept_gen = row_objective(
+        loss,
+        online,
+        target,
+        flat_pos,
+        row_inst,
+        row_labels,
+        labels,
+        gen_logits,
+        extra,
+        extra_labels,
+        lambda: in_batch_every(loss, online, target, flat_pos, labels, row_labels),
     )
-    if isinstance(compact, tuple):
-        per_anchor, n_candidates, n_kept, kept_gen = compact
-    else:
-        cand_logits, pos_logits, other, same = in_batch_every(
-            loss, online, target, flat_pos, labels, row_labels
-        )
-        per_anchor, candidates, kept, kept_gen = dense_objective(
-            loss,
-            online,
-            cand_logits,
-            pos_logits,
-            other,
-            same,
-            gen_logits,
-            row_labels,
-            extra,
-            extra_labels,
-            compact,
-        )
-        n_candidates, n_kept = candidates.sum(1), kept.sum(1)
     step = SPACLStep(
         anchor=torch.arange(v, device=pool.device).repeat(b),
         positives=positives.detach(),

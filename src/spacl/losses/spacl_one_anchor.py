@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from spacl.losses.normalize import normalize
-from spacl.losses.spacl_dense import dense_objective
+from spacl.losses.spacl_dense import row_objective
 from spacl.losses.spacl_step import SPACLStep
 from spacl.mining._common import unit
 from spacl.mining.positives import (
@@ -61,29 +61,19 @@ def one_anchor_loss(
     gen_logits = d_loss = g_loss = None
     if loss.effective_adversarial > 0:
         gen_logits, d_loss, g_loss = generated(loss, online, unit_pool, anchor, flat_pos)
-    compact = loss._compact(
-        online, target, flat_pos, rows, labels, labels, gen_logits, extra, extra_labels
+    per_anchor, n_candidates, n_kept, kept_gen = row_objective(
+        loss,
+        online,
+        target,
+        flat_pos,
+        rows,
+        labels,
+        labels,
+        gen_logits,
+        extra,
+        extra_labels,
+        lambda: in_batch(loss, online, target, anchor, flat_pos, labels),
     )
-    if isinstance(compact, tuple):
-        per_anchor, n_candidates, n_kept, kept_gen = compact
-    else:
-        cand_logits, pos_logits, other, same = in_batch(
-            loss, online, target, anchor, flat_pos, labels
-        )
-        per_anchor, candidates, kept, kept_gen = dense_objective(
-            loss,
-            online,
-            cand_logits,
-            pos_logits,
-            other,
-            same,
-            gen_logits,
-            labels,
-            extra,
-            extra_labels,
-            compact,
-        )
-        n_candidates, n_kept = candidates.sum(1), kept.sum(1)
     step = SPACLStep(
         anchor=anchor.detach(),
         positives=positives.detach(),
