@@ -72,8 +72,11 @@ def _tagged(method: str) -> Any:
     return log
 
 
-def step_cost(steps: int, root: str | None) -> str:
-    """Median ``_kg_step`` time of both recipes on the same chunks, interleaved (markdown)."""
+def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = None) -> str:
+    """Median ``_kg_step`` time of both recipes on the same chunks, interleaved (markdown).
+
+    ``spacl_overrides`` (``--set``) apply to the SPACL recipe only (e.g. its cut's mass).
+    """
     import os
     import statistics
 
@@ -83,7 +86,8 @@ def step_cost(steps: int, root: str | None) -> str:
     kg = load_kg("fb15k-237", root, unseen="include")
     runs = {}
     for method in ("infonce", "spacl"):
-        cfg = kg_config(RECIPES[method], ["train.threads=1", "train.device=cpu"])
+        extra = list(spacl_overrides or []) if method == "spacl" else []
+        cfg = kg_config(RECIPES[method], ["train.threads=1", "train.device=cpu", *extra])
         torch.manual_seed(int(cfg.train.seed))
         runs[method] = _kg_setup(cfg, kg, lambda _: None)
     batch = int(runs["spacl"][0].cfg.train.batch_size)
@@ -119,7 +123,12 @@ def main() -> int:
         default=None,
         help="validate on the first N valid triples during training",
     )
-    parser.add_argument("--set", nargs="*", default=[], help="extra overrides (key=value)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        help="extra overrides (key=value; with --step-cost: of the SPACL recipe only)",
+    )
     parser.add_argument("--json", default=None, help="also write the summaries here")
     parser.add_argument(
         "--parallel",
@@ -136,7 +145,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.step_cost:
-        print(step_cost(args.step_cost, args.root))
+        print(step_cost(args.step_cost, args.root, args.set))
         return 0
     torch.set_num_threads(args.threads)
     threads = max(1, args.threads // len(args.methods)) if args.parallel else args.threads
