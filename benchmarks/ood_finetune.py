@@ -132,9 +132,19 @@ def run_key(run: dict[str, Any]) -> tuple[str, float, int, str]:
 
 
 def read_store(path: str | Path) -> list[dict[str, Any]]:
+    """The store's runs, one per (dataset, ratio, seed, method): the first one stored.
+
+    Two processes filling the same store can both run a cheap cell (the frozen row of a
+    seed, deterministic) before either has stored it; the later copy is dropped here.
+    """
     p = Path(path)
     lines = p.read_text().splitlines() if p.is_file() else []
-    return [json.loads(line) for line in lines if line.strip()]
+    unique: dict[tuple[str, float, int, str], dict[str, Any]] = {}
+    for line in lines:
+        if line.strip():
+            run = json.loads(line)
+            unique.setdefault(run_key(run), run)
+    return list(unique.values())
 
 
 def _summary(summary: dict[str, Any], method: str, name: str, split: Any) -> dict[str, Any]:
@@ -160,13 +170,13 @@ def run_setting(
     from spacl.tasks.text_finetune_run import train_finetuned
 
     data = load_intent_dataset(name, args.root)
-    done = {run_key(r) for r in read_store(store)}
     for seed in args.seeds:
         split = open_intent_split(data, ratio, seed)
         common = [f"data.name={name}", f"data.known_ratio={ratio}", f"data.split_seed={seed}"]
         common += [f"train.seed={seed}"]
         for method in ["frozen", *args.methods]:
-            if (name, ratio, seed, method) in done:
+            # read again before every run: another process may have stored it meanwhile
+            if (name, ratio, seed, method) in {run_key(r) for r in read_store(store)}:
                 continue
             if method == "frozen":
                 cfg = ood_config(FROZEN_RECIPE, [*common, "objective.name=frozen"])
