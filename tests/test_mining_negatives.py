@@ -488,3 +488,43 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     assert torch.equal(cut.select_keys_float(keys), kept.to(keys.dtype))
     kept32 = cut(logits.float(), valid).float()
     assert torch.equal(cut.select_keys_float(keys.float()), kept32)
+
+
+@pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
+@pytest.mark.parametrize("settled", [1, 4])
+@pytest.mark.parametrize("wide", [False, True])
+def test_rows_settled_early_beside_long_prefixes(
+    mass: str, settled: int, wide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch where the fast path settles some rows (one key far above the rest) and
+    the others keep long prefixes: with 1 of 8 settled every row takes the exact
+    selection, with 4 of 8 only the rest does; each way the loop's prefix, for every
+    entry point (mask, keys, float mask, index)."""
+    from loss_references import cut_loop
+    from spacl.mining import negatives
+
+    if wide:
+        monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)
+    g = torch.Generator().manual_seed(11)
+    b, k, tau, share = 8, 1500, 0.5, 0.9
+    logits = 1.0 + torch.randn(b, k, generator=g, dtype=torch.float64) * 0.3
+    logits[:, :40] = (logits[:, :40] * 8).round() / 8  # ties
+    # one key holding more than `share` of the row's mass under the reading
+    logits[:settled, 3] = 60.0 if mass == "exp" else 1e5
+    valid = torch.rand(b, k, generator=g) > 0.05
+    valid[:, 3] = True
+    cut = RelativeThresholdNegatives(share, mass, tau)
+    kept = cut(logits, valid)
+    for i in range(b):
+        cols = valid[i].nonzero().squeeze(1).tolist()
+        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
+        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
+    assert int(kept[:settled].sum()) == settled  # the settled rows keep their one key
+    assert int(kept[settled:].sum(1).min()) > 100  # the others long prefixes
+    keys = logits.masked_fill(~valid, -math.inf)
+    assert torch.equal(cut.select_keys_mask(keys), kept)
+    assert torch.equal(cut.select_keys_float(keys), kept.to(keys.dtype))
+    cols, flags = cut.select_keys(keys)
+    rebuilt = torch.zeros_like(kept)
+    rebuilt[torch.arange(b).unsqueeze(1).expand_as(cols)[flags], cols[flags]] = True
+    assert torch.equal(rebuilt, kept)

@@ -166,24 +166,6 @@ def _prefix_mask(
     return keep
 
 
-_INT32_INDEX: bool | None = None
-
-
-def _bucket_index(position: Tensor) -> Tensor:
-    """``floor(position)`` (non-negative) as a scatter index: int32 where this PyTorch's
-    ``scatter_add_`` takes one (a third of the int64 conversion's cost on CPU), else int64."""
-    global _INT32_INDEX
-    if _INT32_INDEX is None:
-        try:
-            probe = torch.zeros(1, 2).scatter_add_(
-                1, torch.ones(1, 1, dtype=torch.int32), torch.ones(1, 1)
-            )
-            _INT32_INDEX = float(probe[0, 1]) == 1.0
-        except (RuntimeError, TypeError):  # pragma: no cover - older PyTorch
-            _INT32_INDEX = False
-    return position.to(torch.int32 if _INT32_INDEX else torch.long)
-
-
 def _sample_min(keys: Tensor) -> Tensor:
     """``[B]`` smallest candidate key among about 1024 strided columns (``inf`` if none).
 
@@ -261,7 +243,9 @@ def _wide_prefix(
     scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
     # bucket 0 holds the largest keys; -inf and keys below lo land in the last one
     position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
-    bucket = _bucket_index(position)
+    # int64: the index dtype scatter_add_ and the comparison with `chosen` use natively
+    # (an int32 index costs two hidden int64 copies of [B, K] there: slower overall)
+    bucket = position.long()
     hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
     hist.scatter_add_(1, bucket, weights)
     if above is None:

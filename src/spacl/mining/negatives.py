@@ -319,9 +319,12 @@ class RelativeThresholdNegatives(nn.Module):
             rest = (~done).nonzero().squeeze(1)
             if rest.numel() == 0:
                 return cols, kept, done, None, None
-        if rest.numel() == b:  # every row (long prefixes): no copy of the rows
+        if rest.numel() * 4 > b * 3:
+            # most rows left (long prefixes): the exact selection of every row, without
+            # copying the rows out and merging back (it settles the done rows the same
+            # way: one definition, both exact)
             rest_keep = self._exact(keys, valid_mask, row_max, exp_weights, as_float)
-            return cols, kept, done, rest, rest_keep
+            return cols, kept, done, torch.arange(b, device=keys.device), rest_keep
         return (
             cols,
             kept,
