@@ -231,9 +231,9 @@ def _wide_prefix(
     the weight already kept before these keys (as in :func:`_bucket_level`).  ``top`` /
     ``bottom``: bounds of the keys above ``hi`` / below ``lo`` (default ``hi`` / ``lo``),
     the range of a crowded first or last bucket.  ``as_float``: return the mask as 0/1 in
-    the keys' dtype, the buckets before the chosen one found by float arithmetic on the
-    bucket coordinate ``p`` (``ceil(clamp(c - p, 0, 1)) = 1`` iff ``floor(p) < c``), no
-    ``[B, K]`` boolean pass.
+    the keys' dtype, the buckets before the chosen one found by one comparison of the
+    bucket coordinate ``p`` written as floats (``floor(p) < c`` iff ``p < c`` for an
+    integer ``c``), no ``[B, K]`` boolean pass.
     """
     b, k = keys.shape
     nb = _WIDE_BUCKETS
@@ -256,8 +256,8 @@ def _wide_prefix(
     chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
     before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
     above = torch.where(chosen > 0, before, above)
-    if as_float:  # 1 where floor(position) < chosen: float passes, no [B, K] boolean one
-        keep = chosen.to(keys.dtype).unsqueeze(1).sub(position).clamp_(0.0, 1.0).ceil_()
+    if as_float:  # 1 where floor(position) < chosen, i.e. position < chosen: one pass
+        keep = torch.lt(position, chosen.to(keys.dtype).unsqueeze(1), out=torch.empty_like(keys))
     else:
         keep = bucket < chosen.unsqueeze(1)
     del position
