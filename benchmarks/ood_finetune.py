@@ -338,6 +338,21 @@ def _other_rules(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
     return lines
 
 
+def _losses(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """Mean training loss of every epoch (the runs' ``losses``), mean over seeds."""
+    lines = ["| method | seeds | " + " | ".join(f"epoch {e}" for e in (1, 2, 3)) + " |"]
+    lines.append("|---|---|---|---|---|")
+    for m in methods:
+        mine = [r["losses"] for r in sel if r["method"] == m and r.get("losses")]
+        if not mine:
+            continue
+        epochs = min(len(x) for x in mine)
+        cells = [f"{statistics.mean(x[e] for x in mine):.3g}" for e in range(epochs)]
+        cells += ["—"] * (3 - epochs)
+        lines.append(f"| {m} | {len(mine)} | " + " | ".join(cells[:3]) + " |")
+    return lines
+
+
 def _status(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
     """What was run, cell by cell, against the plan (settings x methods x 3 seeds)."""
     have: dict[tuple[str, float, str], list[int]] = {}
@@ -426,6 +441,15 @@ def render(runs: list[dict[str, Any]]) -> str:
             "Every rule on test, macro-F1 (**not used for selection**):",
             "",
             *_other_rules(sel, methods),
+            "",
+            "Training loss, mean over the steps of each epoch (mean over seeds; each "
+            "objective's own scale).  A loss near 0 for SPACL in the paper's form means "
+            "its log-sum-exp numerator is carried by the anchor's own dropout views, "
+            "near-duplicates of it, with a gradient orders of magnitude below the other "
+            "objectives' (measured on StackOverflow's first batches: "
+            "[ood_finetune_signal.md](ood_finetune_signal.md)):",
+            "",
+            *_losses(sel, methods),
         ]
     out += [
         "",
