@@ -449,6 +449,24 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
     assert ties_at_threshold > 0  # the tie rule is exercised
 
 
+def assert_rows_match_cut_loop(
+    kept: torch.Tensor,
+    logits: torch.Tensor,
+    valid: torch.Tensor,
+    share: float,
+    tau: float,
+    mass: str,
+) -> None:
+    """Every row's kept mask is the loop's prefix on its valid entries, nothing else kept."""
+    from loss_references import cut_loop
+
+    for i in range(kept.shape[0]):
+        cols = valid[i].nonzero().squeeze(1).tolist()
+        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
+        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
+        assert not bool(kept[i][~valid[i]].any())
+
+
 @pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
 @pytest.mark.parametrize("share", [0.5, 0.95])
 def test_long_prefixes_take_the_one_level_selection_exactly(
@@ -460,7 +478,6 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     coarse grid (ties at the threshold), all keys equal (the chosen bucket overflows:
     the multi-level fallback), a few outliers above a bunched bulk, and a wide spread.
     """
-    from loss_references import cut_loop
     from spacl.mining import negatives
 
     monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)  # KG rows are 14,542 wide
@@ -476,11 +493,7 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     valid = torch.rand(b, k, generator=g) > 0.05
     cut = RelativeThresholdNegatives(share, mass, tau)
     kept = cut(logits, valid)
-    for i in range(b):
-        cols = valid[i].nonzero().squeeze(1).tolist()
-        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
-        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
-        assert not bool(kept[i][~valid[i]].any())
+    assert_rows_match_cut_loop(kept, logits, valid, share, tau, mass)
     keys = logits.masked_fill(~valid, -math.inf)
     assert torch.equal(cut.select_keys_mask(keys), kept)
     assert torch.equal(cut.float().select_keys_mask(keys.float()), cut(logits.float(), valid))
@@ -500,7 +513,6 @@ def test_rows_settled_early_beside_long_prefixes(
     the others keep long prefixes: with 1 of 8 settled every row takes the exact
     selection, with 4 of 8 only the rest does; each way the loop's prefix, for every
     entry point (mask, keys, float mask, index)."""
-    from loss_references import cut_loop
     from spacl.mining import negatives
 
     if wide:
@@ -515,10 +527,7 @@ def test_rows_settled_early_beside_long_prefixes(
     valid[:, 3] = True
     cut = RelativeThresholdNegatives(share, mass, tau)
     kept = cut(logits, valid)
-    for i in range(b):
-        cols = valid[i].nonzero().squeeze(1).tolist()
-        want = cut_loop([float(logits[i, c]) for c in cols], share, tau, mass)
-        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
+    assert_rows_match_cut_loop(kept, logits, valid, share, tau, mass)
     assert int(kept[:settled].sum()) == settled  # the settled rows keep their one key
     assert int(kept[settled:].sum(1).min()) > 100  # the others long prefixes
     keys = logits.masked_fill(~valid, -math.inf)
