@@ -93,3 +93,28 @@ def test_build_errors_name_the_config_key() -> None:
         objective_spec("hcl").build({"beta": -1.0})
     with pytest.raises(ValueError, match=r"task must be one of"):
         objectives_for("audio")
+
+
+@pytest.mark.parametrize(
+    ("recipe", "override", "message"),
+    [
+        ("text/stackoverflow_finetune_spacl", "objective.params.bogus=1", r"params\.bogus"),
+        ("text/stackoverflow_spacl", "objective.params.shar=0.9", r"params\.shar"),
+        ("text/stackoverflow_ce", "objective.params.share=0.9", r"params\.share"),
+        ("text/stackoverflow_finetune_supcon", "objective.params.share=2.0", r"params\.share"),
+        ("kg/fb15k237_infonce", "objective.params.mass=similarity", r"params\.mass"),
+        ("kg/fb15k237_spacl", "objective.params.share=1.5", r"share must be in"),
+    ],
+)
+def test_task_recipes_reject_bad_objective_params_at_config_time(
+    recipe: str, override: str, message: str
+) -> None:
+    """text and kg recipes build their loss while validating: a bad ``objective.params``
+    key fails before any data is read (it once failed after minutes of encoding)."""
+    from spacl.tasks.kg_config import kg_config
+    from spacl.tasks.text_config import ood_config
+
+    load = kg_config if recipe.startswith("kg/") else ood_config
+    load(recipe, [])  # the shipped recipe itself is valid
+    with pytest.raises(ValueError, match=message):
+        load(recipe, [override])

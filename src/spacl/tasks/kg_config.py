@@ -125,3 +125,8 @@ def _validate(cfg: DictConfig) -> None:
     if cfg.train.minutes is not None:
         positive("train.minutes", cfg.train.minutes)
     in_range("optim.n3", cfg.optim.n3, 0.0, float("inf"), high_open=True)
+    # build the loss once (cheap, no data): an unknown or invalid objective.params key
+    # fails here, naming it, before the graph is loaded
+    from spacl.tasks.kg import build_kg_objective
+
+    build_kg_objective(cfg.objective, int(cfg.train.seed))

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
-from spacl.losses.registry import objective_names
+from spacl.losses.registry import objective_names, objective_spec
 from spacl.schema import (
     DataSection,
     EvalSection,
@@ -161,6 +162,20 @@ def _validate(cfg: DictConfig) -> None:
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError("config key 'views.num_views' must be >= 2 for spacl")
     _validate_finetune(cfg)
+    _check_objective_params(cfg)
+
+
+def _check_objective_params(cfg: DictConfig) -> None:
+    """Build the loss once (no data, no model): an unknown or invalid
+    ``objective.params`` key fails here, naming it, not after minutes of encoding."""
+    task = "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text"
+    spec = objective_spec(str(cfg.objective.name), task)
+    given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
+    spec.build(
+        cfg.objective.params,
+        given=given,
+        optional={"generator": torch.Generator().manual_seed(0)},
+    )
 
 
 def _validate_finetune(cfg: DictConfig) -> None:
