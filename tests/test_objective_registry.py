@@ -118,3 +118,12 @@ def test_task_recipes_reject_bad_objective_params_at_config_time(
     load(recipe, [])  # the shipped recipe itself is valid
     with pytest.raises(ValueError, match=message):
         load(recipe, [override])
+
+
+def test_a_text_recipe_switched_to_frozen_keeps_its_unused_params() -> None:
+    """``objective.name=frozen`` on a recipe with ``objective.params`` (the frozen rows of
+    the open-intent benchmarks): frozen reads none of them, so the config is valid."""
+    from spacl.tasks.text_config import ood_config
+
+    cfg = ood_config("text/stackoverflow_ce", ["objective.name=frozen"])
+    assert cfg.objective.name == "frozen" and cfg.objective.params.label_smoothing is not None

@@ -167,7 +167,11 @@ def _validate(cfg: DictConfig) -> None:
 
 def _check_objective_params(cfg: DictConfig) -> None:
     """Build the loss once (no data, no model): an unknown or invalid
-    ``objective.params`` key fails here, naming it, not after minutes of encoding."""
+    ``objective.params`` key fails here, naming it, not after minutes of encoding.
+    ``frozen`` trains nothing and reads no parameters (a recipe switched to it with
+    ``objective.name=frozen`` keeps its other objective's params, unused)."""
+    if cfg.objective.name == "frozen":
+        return
     task = "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text"
     spec = objective_spec(str(cfg.objective.name), task)
     given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
