@@ -94,12 +94,13 @@ def embed_split(
     return emb[:a], emb[a:b], emb[b:]
 
 
-def _build_loss(cfg: DictConfig, seed: int) -> nn.Module | None:
-    """The loss of ``objective`` from the one registry (:mod:`spacl.losses.registry`).
+def _build_loss(cfg: DictConfig, seed: int, task: str = "text") -> nn.Module | None:
+    """The loss of ``objective`` from the one registry (:mod:`spacl.losses.registry`),
+    from the rows of ``task`` (``"text"``, or ``"text_finetune"`` for a fine-tuned run).
 
     A classifier's loss (``cross_entropy``) takes no temperature; ``frozen`` has none.
     """
-    spec = objective_spec(str(cfg.objective.name), "text")
+    spec = objective_spec(str(cfg.objective.name), task)
     given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
     return spec.build(
         cfg.objective.params,

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
-from spacl.losses.registry import objective_names, objective_spec
+from spacl.losses.registry import objective_names
 from spacl.schema import (
     DataSection,
     EvalSection,
@@ -172,14 +171,9 @@ def _check_objective_params(cfg: DictConfig) -> None:
     ``objective.name=frozen`` keeps its other objective's params, unused)."""
     if cfg.objective.name == "frozen":
         return
-    task = "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text"
-    spec = objective_spec(str(cfg.objective.name), task)
-    given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
-    spec.build(
-        cfg.objective.params,
-        given=given,
-        optional={"generator": torch.Generator().manual_seed(0)},
-    )
+    from spacl.tasks.text import _build_loss  # the task's own builder (imports this module)
+
+    _build_loss(cfg, 0, "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text")
 
 
 def _validate_finetune(cfg: DictConfig) -> None:
