@@ -11,6 +11,7 @@ from spacl.losses.kg import LinkInfoNCELoss, LinkSPACLLoss
 from spacl.losses.registry import (
     OBJECTIVE_TASKS,
     REGISTRY,
+    build_objective,
     objective_names,
     objective_spec,
     objectives_for,
@@ -74,6 +75,25 @@ def test_build_merges_defaults_params_given_and_fixed() -> None:
         given={"temperature": 1.0}, optional={"generator": gen}
     )
     assert isinstance(kg, LinkInfoNCELoss)
+
+
+def test_build_objective_is_the_tasks_one_call() -> None:
+    """The tasks' helper: temperature for contrastive rows only, the game seeded by ``seed``."""
+    ce = build_objective("cross_entropy", "text_finetune", {}, temperature=None, seed=0)
+    assert isinstance(ce, CrossEntropyObjective)  # a classifier takes no temperature
+    sup = build_objective("supcon", "text", None, temperature="0.2", seed=0)
+    assert isinstance(sup, SupConLoss) and sup.temperature == 0.2
+    with pytest.raises(ValueError, match=r"'objective\.temperature' must be set.*supcon"):
+        build_objective("supcon", "text", None, temperature=None, seed=0)
+    with pytest.raises(ValueError, match=r"'objective\.name'"):
+        build_objective("simclr", "kg", None, temperature=0.1, seed=0)
+    assert build_objective("frozen", "text", {}, temperature=0.1, seed=0) is None
+    states = []
+    for seed in (3, 3, 4):
+        loss = build_objective("spacl", "text_finetune", {}, temperature=0.1, seed=seed)
+        assert isinstance(loss, SPACLLoss)
+        states.append(loss.rng.get_state())
+    assert torch.equal(states[0], states[1]) and not torch.equal(states[0], states[2])
 
 
 def test_build_errors_name_the_config_key() -> None:

@@ -36,7 +36,8 @@ name               class                                 labels    step        t
 (``ft``: ``text_finetune``, the fine-tuned text recipes; (*) with ``classifier_head``:
 the task puts a linear classifier before the loss, which receives logits.)
 
-:meth:`ObjectiveSpec.build` is the one constructor call: the arguments the caller
+:meth:`ObjectiveSpec.build` is the one constructor call (the tasks reach it through
+:func:`build_objective`): the arguments the caller
 gives (``temperature``...), the name's ``defaults`` and ``fixed`` values and the
 recipe's ``params``, with errors that name the config key
 (``objective.params.beta``).  The engine adds how a step feeds the loss
@@ -52,6 +53,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
 
 from spacl._validation import check_choice
@@ -61,6 +63,7 @@ __all__ = [
     "REGISTRY",
     "ObjectiveSpec",
     "accepted_arguments",
+    "build_objective",
     "objective_names",
     "objective_spec",
     "objectives_for",
@@ -257,3 +260,34 @@ def objective_spec(name: str, task: str = "image", key: str = "objective.name") 
     except TypeError as err:  # a config error is a ValueError naming the key
         raise ValueError(str(err)) from err
     return table[name]
+
+
+def build_objective(
+    name: str,
+    task: str,
+    params: Mapping[str, Any] | None,
+    *,
+    temperature: Any,
+    seed: int,
+    key: str = "objective",
+) -> nn.Module | None:
+    """The loss of objective ``name`` of ``task`` as a task builds it.
+
+    The row's ``defaults`` and ``fixed`` values, the recipe's ``params``, the
+    ``temperature`` (not passed to a classifier's loss, which takes logits), and a
+    ``torch.Generator`` seeded with ``seed`` for losses that draw random numbers (the
+    SPACL game).  ``None`` for a row without a loss (``frozen``).  Errors are
+    ``ValueError`` naming ``key`` (``objective.name`` / ``objective.params.<arg>``).
+    """
+    spec = objective_spec(name, task, key=f"{key}.name")
+    given = {}
+    if not spec.classifier_head:
+        if temperature is None:
+            raise ValueError(f"config key '{key}.temperature' must be set for objective {name!r}")
+        given = {"temperature": float(temperature)}
+    return spec.build(
+        params,
+        key=key,
+        given=given,
+        optional={"generator": torch.Generator().manual_seed(seed)},
+    )

@@ -41,7 +41,7 @@ from spacl.losses.kg import (
     LinkSPACLLoss,
     top_share_cut,
 )
-from spacl.losses.registry import objective_names, objective_spec
+from spacl.losses.registry import build_objective, objective_names
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg_config import KGConfig, kg_config
 from spacl.tasks.rundir import TaskRun
@@ -67,10 +67,8 @@ __all__ = [
 def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:
     """The loss module of an ``objective`` section: the ``kg`` rows of the one registry
     (:mod:`spacl.losses.registry`: ``infonce`` | ``spacl``)."""
-    loss = objective_spec(str(ocfg.name), "kg").build(
-        ocfg.params,
-        given={"temperature": float(ocfg.temperature)},
-        optional={"generator": torch.Generator().manual_seed(seed)},
+    loss = build_objective(
+        str(ocfg.name), "kg", ocfg.params, temperature=ocfg.temperature, seed=seed
     )
     assert loss is not None  # every KG objective has a loss module
     return loss

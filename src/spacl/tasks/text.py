@@ -56,7 +56,7 @@ from spacl.evaluate.ood import (
     OpenClassifier,
     reject_all_metrics,
 )
-from spacl.losses.registry import objective_spec
+from spacl.losses.registry import build_objective
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -100,12 +100,12 @@ def _build_loss(cfg: DictConfig, seed: int, task: str = "text") -> nn.Module | N
 
     A classifier's loss (``cross_entropy``) takes no temperature; ``frozen`` has none.
     """
-    spec = objective_spec(str(cfg.objective.name), task)
-    given = {} if spec.classifier_head else {"temperature": float(cfg.objective.temperature)}
-    return spec.build(
+    return build_objective(
+        str(cfg.objective.name),
+        task,
         cfg.objective.params,
-        given=given,
-        optional={"generator": torch.Generator().manual_seed(seed)},
+        temperature=cfg.objective.get("temperature"),
+        seed=seed,
     )
 
 

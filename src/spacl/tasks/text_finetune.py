@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
-from spacl.losses.registry import objective_names, objective_spec
+from spacl.losses.registry import build_objective, objective_names
 
 __all__ = [
     "FINETUNE_OBJECTIVES",
@@ -274,12 +274,12 @@ def _loss_fn(settings: FinetuneSettings) -> nn.Module:
     The SPACL forms of the module docstring are the registry rows' defaults
     (``params`` override them); a classifier's loss takes no temperature.
     """
-    spec = objective_spec(settings.objective, "text_finetune", key="objective.name")
-    given = {} if spec.classifier_head else {"temperature": settings.temperature}
-    loss = spec.build(
+    loss = build_objective(
+        settings.objective,
+        "text_finetune",
         settings.params,
-        given=given,
-        optional={"generator": torch.Generator().manual_seed(settings.seed)},
+        temperature=settings.temperature,
+        seed=settings.seed,
     )
     assert loss is not None  # every fine-tuning objective has a loss module
     return loss
