@@ -25,6 +25,7 @@ from torch import Tensor
 
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl_dense import row_objective
+from spacl.losses.spacl_one_anchor import candidate_masks
 from spacl.losses.spacl_step import SPACLStep
 from spacl.mining._common import unit
 from spacl.mining.positives import (
@@ -168,13 +169,7 @@ def in_batch_every(
         cand_logits = by_view.transpose(0, 1).reshape(n, b)  # [V, B, B] -> rows (i, u)
         pos_logits = (online.unsqueeze(1) * target_flat[flat_pos]).sum(2)
         cand_inst, cand_labels = torch.arange(b, device=device), labels
-    other = cand_inst.unsqueeze(0) != row_inst.unsqueeze(1)
-    same = torch.zeros_like(other)
-    if row_labels is not None and cand_labels is not None:
-        same_class = cand_labels.unsqueeze(0) == row_labels.unsqueeze(1)
-        if loss.positive_pool == "instance_class":
-            same = other & same_class
-        other &= ~same_class
+    other, same = candidate_masks(loss.positive_pool, row_inst, row_labels, cand_inst, cand_labels)
     return cand_logits, pos_logits, other, same
 
 

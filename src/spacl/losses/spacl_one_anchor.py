@@ -162,14 +162,30 @@ def in_batch(
         cand_logits = online @ target[rows, anchor].T
         pos_logits = (online.unsqueeze(1) * target_flat[flat_pos]).sum(2)
         cand_inst, cand_labels = rows, labels
-    other = cand_inst.unsqueeze(0) != rows.unsqueeze(1)
+    other, same = candidate_masks(loss.positive_pool, rows, labels, cand_inst, cand_labels)
+    return cand_logits, pos_logits, other, same
+
+
+def candidate_masks(
+    positive_pool: str,
+    row_inst: Tensor,
+    row_labels: Tensor | None,
+    cand_inst: Tensor,
+    cand_labels: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    """``(negative, positive)`` masks ``[rows, candidates]`` from instance ids and labels.
+
+    A candidate of another instance is a negative; with labels, one of the anchor row's
+    class is not, and under ``positive_pool="instance_class"`` it is a positive instead.
+    """
+    other = cand_inst.unsqueeze(0) != row_inst.unsqueeze(1)
     same = torch.zeros_like(other)
-    if labels is not None and cand_labels is not None:
-        same_class = cand_labels.unsqueeze(0) == labels.unsqueeze(1)
-        if loss.positive_pool == "instance_class":
+    if row_labels is not None and cand_labels is not None:
+        same_class = cand_labels.unsqueeze(0) == row_labels.unsqueeze(1)
+        if positive_pool == "instance_class":
             same = other & same_class
         other &= ~same_class
-    return cand_logits, pos_logits, other, same
+    return other, same
 
 
 def generated(
