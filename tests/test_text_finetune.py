@@ -280,3 +280,27 @@ def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() ->
         ood_config("text/stackoverflow_finetune_spacl", ["objective.name=frozen"])
     with pytest.raises(ValueError, match=r"finetune\.trainable_layers"):
         ood_config("text/stackoverflow_finetune_spacl", ["finetune.trainable_layers=7"])
+    # spacl_selected is a fine-tuning objective: not for a head on the frozen encoder
+    with pytest.raises(ValueError, match=r"'spacl_selected' fine-tunes the encoder"):
+        ood_config("text/stackoverflow_spacl", ["objective.name=spacl_selected"])
+    with pytest.raises(ValueError, match=r"objective\.name.*must be one of"):
+        ood_config("text/stackoverflow_finetune_spacl", ["objective.name=hscl"])
+
+
+def test_text_runs_are_named_after_their_data_and_objective() -> None:
+    """A recipe run on other data is not named after StackOverflow (the recipes set no name)."""
+    from spacl.tasks.text_config import ood_config
+    from spacl.tasks.text_detector import run_name
+
+    def named(recipe: str, *overrides: str) -> str:
+        return run_name(ood_config(f"text/{recipe}", list(overrides)))
+
+    selected = named("stackoverflow_finetune_spacl", "objective.name=spacl_selected")
+    assert selected == "stackoverflow-finetune-spacl-selected"
+    assert named("stackoverflow_finetune_spacl") == "stackoverflow-finetune-spacl"
+    banking_ce = named("stackoverflow_finetune_ce", "data.name=banking")
+    assert banking_ce == "banking-finetune-cross-entropy"
+    assert named("stackoverflow_supcon", "data.name=oos") == "oos-supcon"
+    assert named("stackoverflow_spacl", "objective.name=frozen") == "stackoverflow-frozen"
+    assert named("stackoverflow_ce", "name=mine") == "mine"
+    assert named("stackoverflow_ce", "name=mine", "objective.name=frozen") == "stackoverflow-frozen"

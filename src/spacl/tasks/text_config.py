@@ -35,6 +35,8 @@ __all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
 
 #: the text task's objectives: its rows of the one registry (:mod:`spacl.losses.registry`)
 OOD_OBJECTIVES = objective_names("text")
+#: the fine-tuned encoder's objectives (``finetune.trainable_layers > 0``): its rows
+_FINETUNED = objective_names("text_finetune")
 
 
 @dataclass
@@ -69,7 +71,7 @@ class OODViewsConfig:
 
 @dataclass
 class OODObjectiveConfig:
-    name: str = "spacl"  # spacl | supcon | cross_entropy | frozen
+    name: str = "spacl"  # spacl | supcon | cross_entropy | frozen (fine-tuned: spacl_selected)
     temperature: float = 0.1
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -141,7 +143,7 @@ def _validate(cfg: DictConfig) -> None:
     check_device("encoder.device", cfg.encoder.device)
     int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
     choice("model.head", cfg.model.head, ["residual", "identity", "linear", "mlp"])
-    choice("objective.name", cfg.objective.name, OOD_OBJECTIVES)
+    choice("objective.name", cfg.objective.name, tuple(dict.fromkeys(OOD_OBJECTIVES + _FINETUNED)))
     choice("ood.scope", cfg.ood.scope, THRESHOLD_SCOPES)
     choice("ood.method", cfg.ood.method, ("select", "held_out_classes", *THRESHOLD_METHODS))
     if not 0.0 < float(cfg.ood.held_out_fraction) < 1.0:
@@ -191,6 +193,12 @@ def _validate_finetune(cfg: DictConfig) -> None:
                 "finetune.trainable_layers=0 for the frozen encoder"
             )
         int_at_least("views.num_views", cfg.views.num_views, 2)
+    elif cfg.objective.name not in OOD_OBJECTIVES:
+        raise ValueError(
+            f"config key 'objective.name'={cfg.objective.name!r} fine-tunes the encoder: set "
+            f"finetune.trainable_layers > 0 (a head on the frozen encoder takes one of "
+            f"{list(OOD_OBJECTIVES)})"
+        )
 
 
 @register_task("text", runner="spacl.tasks.text:train_ood")

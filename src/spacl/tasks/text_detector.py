@@ -60,10 +60,20 @@ def write_detector_run(
 
 
 def run_name(cfg: DictConfig) -> str:
-    """A text run's name: ``name``, else ``<data>-<objective>`` (``<data>-frozen``)."""
+    """A text run's name: ``name`` if the config sets one, else from the data and objective.
+
+    ``<data>-<objective>`` for a head on the frozen encoder, ``<data>-finetune-<objective>``
+    for a fine-tuned one (objective names with ``-`` for ``_``), ``<data>-frozen`` for the
+    encoder as is (also when a named recipe is switched to ``objective.name=frozen``).  The
+    shipped recipes set no name, so ``data.name=banking`` names a run ``banking-...``.
+    """
     if cfg.objective.name == "frozen":
         return f"{cfg.data.name}-frozen"
-    return str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
+    if cfg.name:
+        return str(cfg.name)
+    objective = str(cfg.objective.name).replace("_", "-")
+    tuned = "-finetune" if int(cfg.finetune.trainable_layers) > 0 else ""
+    return f"{cfg.data.name}{tuned}-{objective}"
 
 
 def open_text_run(
