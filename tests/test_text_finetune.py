@@ -295,7 +295,7 @@ def test_text_runs_are_named_after_their_data_and_objective() -> None:
     def named(recipe: str, *overrides: str) -> str:
         return run_name(ood_config(f"text/{recipe}", list(overrides)))
 
-    selected = named("stackoverflow_finetune_spacl", "objective.name=spacl_selected")
+    selected = named("stackoverflow_finetune_spacl_selected")
     assert selected == "stackoverflow-finetune-spacl-selected"
     assert named("stackoverflow_finetune_spacl") == "stackoverflow-finetune-spacl"
     banking_ce = named("stackoverflow_finetune_ce", "data.name=banking")
