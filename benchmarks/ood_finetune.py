@@ -101,10 +101,10 @@ TEXTOIR_ADB_SEEDS: dict[tuple[str, float], tuple[list[float], list[float]]] = {
     ),
 }
 #: the command that made the stored runs (the issue's order: StackOverflow 25%, 75%, then
-#: BANKING77 25%; the runs were split over two processes by ``--methods``)
+#: BANKING77 25%, 75%; the runs were split over two processes by ``--methods``)
 RUN_COMMAND = (
     "nice -n 5 python benchmarks/ood_finetune.py --settings stackoverflow:0.25 "
-    "stackoverflow:0.75 banking:0.25 --seeds 0 1 2 --store "
+    "stackoverflow:0.75 banking:0.25 banking:0.75 --seeds 0 1 2 --store "
     "benchmarks/results/ood_finetune_runs.jsonl"
 )
 #: the issue's stability targets: std over seeds, points
