@@ -373,3 +373,38 @@ def test_hard_pairs_are_the_hard_mask_nonzero(variant: str) -> None:
     want_row, want_col = twin.hard_positives(q, ents, pos).nonzero(as_tuple=True)
     assert torch.equal(row, want_row) and torch.equal(col, want_col)
     assert torch.equal(loss.rng.get_state(), twin.rng.get_state())
+
+
+@pytest.mark.parametrize("objective", ["infonce", "spacl"])
+def test_known_pairs_give_the_loss_and_gradients_of_the_mask(objective: str) -> None:
+    """The task hands the objective its (query, tail) pairs: shuffled, repeated, the same
+    loss and gradients as the pairs read off the mask; a wrong pair is an error."""
+    q, ents, pos = _problem(4)
+
+    def make() -> torch.nn.Module:
+        if objective == "infonce":
+            return LinkInfoNCELoss(temperature=0.5)
+        return LinkSPACLLoss(
+            temperature=0.5, num_positives=2, generator=torch.Generator().manual_seed(1)
+        )
+
+    row, col = pos.nonzero(as_tuple=True)
+    shuffle = torch.randperm(len(row), generator=torch.Generator().manual_seed(0))
+    known = (torch.cat((row[shuffle], row[:3])), torch.cat((col[shuffle], col[:3])))
+    results = []
+    for pairs in (None, known):
+        qq, ee = q.clone().requires_grad_(True), ents.clone().requires_grad_(True)
+        loss = make()(qq, ee, pos) if pairs is None else make()(qq, ee, pos, pairs)
+        loss.backward()
+        results.append((loss.detach(), qq.grad, ee.grad))
+    for got, want in zip(results[1], results[0], strict=True):
+        assert torch.equal(got, want)
+    not_positive = (~pos).nonzero()[0]
+    with pytest.raises(ValueError, match="not a positive"):
+        make()(
+            q, ents, pos, (torch.cat((row, not_positive[:1])), torch.cat((col, not_positive[1:])))
+        )
+    with pytest.raises(ValueError, match=r"known col must lie in \[0, 12\)"):
+        make()(q, ents, pos, (row, col + 100))
+    with pytest.raises(ValueError, match="at least one positive"):
+        make()(q, ents, pos, (row[row > 0], col[row > 0]))

@@ -57,6 +57,7 @@ from spacl.losses.kg_cut import top_share_cut  # old name, a thin wrapper of the
 from spacl.losses.kg_terms import (
     _check_inputs,
     _KeptLogSumExp,
+    _known_pairs,
     _reduce,
     _row_logsumexp,
 )
@@ -112,7 +113,15 @@ class LinkInfoNCELoss(nn.Module):
         self.weighting = weighting
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
 
-    def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+    def forward(
+        self,
+        query: Tensor,
+        entities: Tensor,
+        positives: Tensor,
+        known: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
+        entries, if the caller has them (saves a ``[B, E]`` scan; ignored when sampling)."""
         _check_inputs(query, entities, positives)
         if self.num_negatives is not None:
             sampled = torch.randint(
@@ -120,9 +129,10 @@ class LinkInfoNCELoss(nn.Module):
             ).to(positives.device)
             cols = torch.unique(torch.cat((positives.any(0).nonzero().squeeze(1), sampled)))
             entities, positives = entities[cols], positives[:, cols]
+            known = None
+        row, col, _ = _known_pairs(positives, known)
         logits = (query @ entities.T) / self.temperature
         neg = masked_logsumexp(logits, ~positives)  # [B]
-        row, col = positives.nonzero(as_tuple=True)
         pos = logits[row, col]
         per_pair = torch.logaddexp(neg[row], pos) - pos  # -log(e^l / (e^l + e^neg))
         return _reduce(per_pair, row, query.shape[0], self.weighting)
@@ -188,6 +198,9 @@ class LinkSPACLLoss(nn.Module):
             batch, drawn at random (**Decision**: one ``D`` and one ``G`` step per
             training step as in SPEC §1.3, on a sub-batch to bound its cost; ``None``:
             all); the trained generator then draws the negatives of every query.
+        compiled_cut: run the cut's long-row passes through ``torch.compile``
+            (:class:`~spacl.mining.RelativeThresholdNegatives` ``compiled=True``): the
+            same negatives, a faster step on CPU after a one-off compilation.
         generator: source of random positives and of the game's seed.
     """
 
@@ -206,6 +219,7 @@ class LinkSPACLLoss(nn.Module):
         adversarial_lr: float = 1e-3,
         adversarial_hidden: int | None = None,
         game_batch: int | None = 256,
+        compiled_cut: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
@@ -237,7 +251,9 @@ class LinkSPACLLoss(nn.Module):
         self.game_batch = game_batch
         self.num_adversarial = 0 if variant == "no_adversarial" else num_adversarial
         effective_share = 1.0 if variant == "no_negative_selection" else self.share
-        self.cut = RelativeThresholdNegatives(effective_share, mass, self.temperature)
+        self.cut = RelativeThresholdNegatives(
+            effective_share, mass, self.temperature, compiled=compiled_cut
+        )
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
         self.register_module("adversarial", None)
         self.adversarial: AdversarialNegatives | None
@@ -412,12 +428,19 @@ class LinkSPACLLoss(nn.Module):
             return kept, None, row_max
         return kept[:, :e], kept[:, e:] > 0, row_max
 
-    def forward(self, query: Tensor, entities: Tensor, positives: Tensor) -> Tensor:
+    def forward(
+        self,
+        query: Tensor,
+        entities: Tensor,
+        positives: Tensor,
+        known: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
+        entries, if the caller has them (saves a ``[B, E]`` scan)."""
         _check_inputs(query, entities, positives)
         b = positives.shape[0]
-        known_row, known_col = positives.nonzero(as_tuple=True)  # a few per query
+        known_row, known_col, n_positives = _known_pairs(positives, known)  # a few per query
         known = (known_row, known_col)
-        n_positives = torch.bincount(known[0], minlength=b)
         logits = query @ entities.T
         if self.temperature != 1.0:
             logits = logits / self.temperature

@@ -72,5 +72,44 @@ def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
             f"positives must be a bool [B, E] = [{query.shape[0]}, {entities.shape[0]}] mask, "
             f"got {positives.dtype} {tuple(positives.shape)}"
         )
-    if not bool(positives.any(1).all()):
+
+
+def _known_pairs(
+    positives: Tensor, known: tuple[Tensor, Tensor] | None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(row, col, counts)``: the ``True`` entries of ``positives`` in row-major order and
+    their number per query (every query needs one).
+
+    ``known``: the same pairs, if the caller has them (any order, repeats allowed): they
+    are sorted and deduplicated, which saves the ``[B, E]`` scan of ``nonzero``.  They
+    must be ``True`` in ``positives`` (checked); that none is missing is the caller's
+    promise (checking it is the scan saved).
+    """
+    b, e = positives.shape
+    if known is None:
+        row, col = positives.nonzero(as_tuple=True)
+    else:
+        if not isinstance(known, tuple) or len(known) != 2:
+            raise TypeError(
+                f"known must be a (row, col) pair of tensors, got {type(known).__name__}"
+            )
+        row, col = known
+        for name, value, size in (("known row", row, b), ("known col", col, e)):
+            if not isinstance(value, Tensor) or value.ndim != 1 or value.is_floating_point():
+                raise ValueError(f"{name} must be a 1-D integer tensor")
+            if value.numel() and (int(value.min()) < 0 or int(value.max()) >= size):
+                raise ValueError(
+                    f"{name} must lie in [0, {size}), got {int(value.min())}..{int(value.max())}"
+                )
+        if row.shape != col.shape:
+            raise ValueError(
+                f"known row and col must have one length, got {row.numel()} and {col.numel()}"
+            )
+        flat = torch.unique(row.to(positives.device).long() * e + col.to(positives.device).long())
+        row, col = flat // e, flat % e
+        if not bool(positives[row, col].all()):
+            raise ValueError("known lists a pair that is not a positive")
+    counts = torch.bincount(row, minlength=b)
+    if not bool((counts > 0).all()):
         raise ValueError("every query needs at least one positive (known tail)")
+    return row, col, counts

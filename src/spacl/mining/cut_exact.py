@@ -21,11 +21,12 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_in_range, check_tensor
+from spacl.mining.cut_compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
+from spacl.mining.cut_compiled import CompiledPasses
 
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64
 _MAX_LEVELS = 8
-_WIDE_BUCKETS = 2048  # buckets of the one-level exact selection of long rows
 _WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
 _WIDE_ROWS = 4096  # rows at least this long take the one-level selection
 _WIDE_LEVELS = 2  # further levels of it on a crowded bucket, then the general levels
@@ -189,11 +190,12 @@ def _sample_range(
     b, k = keys.shape
     nb = _WIDE_BUCKETS
     step = max(k // 1024, 1)
-    sub_keys, sub_w = keys[:, ::step].contiguous(), weights[:, ::step].contiguous()
+    sub_keys = keys[:, ::step].contiguous()
+    sub_w = weights[:, ::step].to(torch.float64).contiguous()  # float32 weights: exact copy
     span = hi - lo
     scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
     position = (hi.unsqueeze(1) - sub_keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
-    hist = torch.zeros(b, nb, dtype=weights.dtype, device=keys.device)
+    hist = torch.zeros(b, nb, dtype=sub_w.dtype, device=keys.device)
     hist.scatter_add_(1, position.long(), sub_w)
     cum = hist.cumsum(1)
     upper = (cum >= max(share - 0.03, 0.0) * cum[:, -1:]).long().argmax(1)
@@ -207,7 +209,7 @@ def _sample_range(
 def _wide_prefix(
     keys: Tensor,
     weights: Tensor,
-    target: Tensor,
+    target: Tensor | float,
     hi: Tensor,
     lo: Tensor,
     *,
@@ -216,7 +218,8 @@ def _wide_prefix(
     above: Tensor | None = None,
     depth: int = 0,
     as_float: bool = False,
-) -> Tensor:
+    passes: CompiledPasses | None = None,
+) -> tuple[Tensor, Tensor | None]:
     """:func:`_prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
 
     One level of ``_WIDE_BUCKETS`` buckets over ``[lo, hi]`` (``lo`` only sets the
@@ -234,6 +237,11 @@ def _wide_prefix(
     the keys' dtype, the buckets before the chosen one found by one comparison of the
     bucket coordinate ``p`` written as floats (``floor(p) < c`` iff ``p < c`` for an
     integer ``c``), no ``[B, K]`` boolean pass.
+
+    ``passes``: the compiled histogram and mask passes (:mod:`spacl.mining.cut_compiled`;
+    the same buckets and masks, ``weights`` then in any float dtype); ``target`` may then
+    be the share, and the row total comes from the histogram pass.  Returns ``(keep,
+    total)``: ``total`` is that float64 row total, ``None`` without ``passes``.
     """
     b, k = keys.shape
     nb = _WIDE_BUCKETS
@@ -241,13 +249,21 @@ def _wide_prefix(
     lo = torch.minimum(lo, hi)
     span = hi - lo
     scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
-    # bucket 0 holds the largest keys; -inf and keys below lo land in the last one
-    position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
-    # int64: the index dtype scatter_add_ and the comparison with `chosen` use natively
-    # (an int32 index costs two hidden int64 copies of [B, K] there: slower overall)
-    bucket = position.long()
-    hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
-    hist.scatter_add_(1, bucket, weights)
+    total = None
+    if passes is not None:
+        hist, total = passes.histogram(keys, weights, hi, scale)
+    else:
+        # bucket 0 holds the largest keys; -inf and keys below lo land in the last one
+        position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
+        # int64: the index dtype scatter_add_ and the comparison with `chosen` use natively
+        # (an int32 index costs two hidden int64 copies of [B, K] there: slower overall)
+        bucket = position.long()
+        hist = torch.zeros(b, nb, dtype=weights.dtype, device=device)
+        hist.scatter_add_(1, bucket, weights)
+    if not isinstance(target, Tensor):
+        if total is None:
+            raise ValueError("a share as target needs the compiled passes (the row total)")
+        target = target * total
     if above is None:
         above = torch.zeros(b, dtype=weights.dtype, device=device)
     cum = above.unsqueeze(1) + hist.cumsum(1)
@@ -256,12 +272,22 @@ def _wide_prefix(
     chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
     before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
     above = torch.where(chosen > 0, before, above)
-    if as_float:  # 1 where floor(position) < chosen, i.e. position < chosen: one pass
-        keep = torch.lt(position, chosen.to(keys.dtype).unsqueeze(1), out=torch.empty_like(keys))
+    if passes is not None:
+        keep, member_float = passes.masks(keys, hi, scale, chosen)
+        member = member_float.bool()  # 0/1 floats: one fast conversion
+        if not as_float:
+            keep = keep.bool()
     else:
-        keep = bucket < chosen.unsqueeze(1)
-    del position
-    row, col = (bucket == chosen.unsqueeze(1)).nonzero(as_tuple=True)
+        if as_float:  # 1 where floor(position) < chosen, i.e. position < chosen: one pass
+            keep = torch.lt(
+                position, chosen.to(keys.dtype).unsqueeze(1), out=torch.empty_like(keys)
+            )
+        else:
+            keep = bucket < chosen.unsqueeze(1)
+        del position
+        member = bucket == chosen.unsqueeze(1)
+        del bucket
+    row, col = member.nonzero(as_tuple=True)
     counts = torch.bincount(row, minlength=b)
     big = counts > _WIDE_CAP
     if bool(big.any()):
@@ -270,9 +296,9 @@ def _wide_prefix(
         small = ~big[row]
         row, col, counts = row[small], col[small], counts.masked_fill(big, 0)
         rows = big.nonzero().squeeze(1)
-        member = bucket[rows] == chosen[rows].unsqueeze(1)
-        sub_keys = keys[rows].masked_fill(~member, -math.inf)
-        sub_w = weights[rows].masked_fill(~member, 0.0)
+        crowd = member[rows]
+        sub_keys = keys[rows].masked_fill(~crowd, -math.inf)
+        sub_w = weights[rows].to(torch.float64).masked_fill(~crowd, 0.0)
         if depth < _WIDE_LEVELS:
             c, step, h = chosen[rows], scale[rows], hi[rows]
             cf = c.to(keys.dtype)
@@ -280,7 +306,7 @@ def _wide_prefix(
             bottom_r = lo[rows] if bottom is None else bottom[rows]
             hi2 = torch.where(c == 0, top_r, h - cf / step)
             lo2 = torch.where(c == nb - 1, bottom_r, h - (cf + 1) / step)
-            inner = _wide_prefix(
+            inner, _ = _wide_prefix(
                 sub_keys,
                 sub_w,
                 target[rows],
@@ -298,17 +324,17 @@ def _wide_prefix(
             keep[rows] = torch.maximum(keep[rows], inner.to(keep.dtype))
         else:
             keep[rows] |= inner
-    del bucket
+    del member
     if row.numel() == 0:
-        return keep
+        return keep, total
     m = int(counts.max())
     starts = torch.cumsum(counts, 0) - counts
     rank = torch.arange(row.shape[0], device=device) - starts[row]
     sub_keys = torch.full((b, m), -math.inf, dtype=keys.dtype, device=device)
-    sub_w = torch.zeros(b, m, dtype=weights.dtype, device=device)
+    sub_w = torch.zeros(b, m, dtype=torch.float64, device=device)
     sub_col = torch.full((b, m), k, dtype=torch.long, device=device)
     sub_keys[row, rank] = keys[row, col]  # each row's entries in increasing column order
-    sub_w[row, rank] = weights[row, col]
+    sub_w[row, rank] = weights[row, col].to(torch.float64)
     sub_col[row, rank] = col
     order = sub_keys.sort(dim=1, descending=True, stable=True).indices  # ties: index order
     keys_sorted = sub_keys.gather(1, order)
@@ -319,7 +345,7 @@ def _wide_prefix(
     kept = (torch.arange(m, device=device) <= last.unsqueeze(1)) & (keys_sorted > -math.inf)
     kept_row, kept_at = kept.nonzero(as_tuple=True)
     keep[kept_row, col_sorted[kept_row, kept_at]] = 1.0 if as_float else True
-    return keep
+    return keep, total
 
 
 @torch.no_grad()

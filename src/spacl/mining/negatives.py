@@ -78,6 +78,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_positive, check_tensor
+from spacl.mining.cut_compiled import PASSES
 from spacl.mining.cut_exact import _WIDE_ROWS as _WIDE_ROWS
 from spacl.mining.cut_exact import _checked_mask as _checked_mask
 from spacl.mining.cut_exact import _masked_cut as _masked_cut
@@ -114,16 +115,30 @@ class RelativeThresholdNegatives(nn.Module):
     Call: ``RelativeThresholdNegatives(share, mass, temperature)(logits[B, K],
     valid_mask=None) -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off
     ``valid_mask``).
+
+    ``compiled=True``: the exact selection of long rows (``K >= 4096`` under ``"exp"``,
+    the link-prediction rows) runs its histogram and mask passes through
+    ``torch.compile`` (:mod:`spacl.mining.cut_compiled`): the same selection, fewer
+    passes over ``[B, K]``; the first call compiles (tens of seconds, cached on disk by
+    inductor); where compilation fails, a warning and the eager passes.
     """
 
     def __init__(
-        self, share: float = 0.95, mass: str = "similarity", temperature: float = 1.0
+        self,
+        share: float = 0.95,
+        mass: str = "similarity",
+        temperature: float = 1.0,
+        *,
+        compiled: bool = False,
     ) -> None:
         super().__init__()
         self.share = check_share(share)
         check_choice(mass, "mass", MASSES)
         self.mass = mass
         self.temperature = check_positive(temperature, "temperature")
+        if not isinstance(compiled, bool):
+            raise TypeError(f"compiled must be a bool, got {type(compiled).__name__}")
+        self.compiled = compiled
 
     def weights(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
         """Float64 ``[B, K]`` weights (0 off ``valid_mask``); scaled per row for ``exp``.
@@ -402,7 +417,13 @@ class RelativeThresholdNegatives(nn.Module):
         """
         if self.mass == "similarity":
             return self._similarity_cut(keys, valid_mask)
-        if exp_weights is not None:
+        long_rows = keys.shape[1] >= _WIDE_ROWS
+        # the compiled passes read the float32 weights (converted entry by entry)
+        passes = PASSES if self.compiled and long_rows and exp_weights is not None else None
+        if passes is not None:
+            assert exp_weights is not None
+            weights = exp_weights
+        elif exp_weights is not None:
             weights = exp_weights.to(torch.float64)
         else:
             weights = self._subset_weights(keys, row_max)
@@ -411,21 +432,24 @@ class RelativeThresholdNegatives(nn.Module):
             # the last kept weight is >= (1 - share) * total / K >= (1 - share) / K
             # (weights are scaled so that the largest is 1): a lower bound on its key
             lo = row_max + math.log((1.0 - self.share) / keys.shape[1])
-        if keys.shape[1] >= _WIDE_ROWS:
-            total = weights.sum(1)
+        if long_rows:
             sample = _sample_min(keys)
             lo = torch.minimum(sample if lo is None else torch.maximum(lo, sample), row_max)
             hi2, lo2 = _sample_range(keys, weights, self.share, row_max, lo)
-            keep = _wide_prefix(
+            total = None if passes is not None else weights.sum(1)
+            keep, pass_total = _wide_prefix(
                 keys,
                 weights,
-                self.share * total,
+                self.share if total is None else self.share * total,
                 hi2,
                 lo2,
                 top=row_max,
                 bottom=lo,
                 as_float=as_float,
+                passes=passes,
             )
+            total = pass_total if total is None else total
+            assert total is not None
             positive = total > 0
             if bool(positive.all()):
                 return keep
@@ -448,7 +472,7 @@ class RelativeThresholdNegatives(nn.Module):
             hi = torch.where(torch.isfinite(hi), hi, 0.0)
             # zero weight below 0: the prefix of a positive total ends above it
             lo = _sample_min(keys).clamp_min(0.0)
-            keep = _wide_prefix(keys, weights, target, hi, lo)
+            keep, _ = _wide_prefix(keys, weights, target, hi, lo)
         else:
             keep = _prefix_mask(keys, weights, valid, target)
         hardest = torch.zeros_like(valid)
@@ -456,4 +480,5 @@ class RelativeThresholdNegatives(nn.Module):
         return torch.where((total > 0).unsqueeze(1), keep, hardest & valid)
 
     def extra_repr(self) -> str:
-        return f"share={self.share}, mass={self.mass!r}"
+        compiled = ", compiled=True" if self.compiled else ""
+        return f"share={self.share}, mass={self.mass!r}{compiled}"

@@ -148,7 +148,9 @@ def _kg_step(run: _KGRun, train_index: Any, chunk: Tensor, epoch: int, step: int
     positives[row, tail] = True
     chunk, row, tail = chunk.to(device), row.to(device), tail.to(device)
     h, r = chunk[:, 0], chunk[:, 1]
-    loss = run.objective(run.model.query(h, r), run.model.entities(), positives.to(device))
+    # the pairs too: the objective need not scan the [B, E] mask for them
+    known = (row, tail)
+    loss = run.objective(run.model.query(h, r), run.model.entities(), positives.to(device), known)
     n3 = float(run.cfg.optim.n3)
     if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
         loss = loss + n3 * run.model.n3(h[row], r[row], tail)

@@ -1,0 +1,124 @@
+"""The cut's compiled long-row passes (issue 19): the same selection as the eager passes.
+
+One test compiles (inductor, tens of seconds once per process); where this machine
+cannot compile, the fallback is tested and the compiled comparison is skipped with the
+reason.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+
+from loss_references import cut_loop
+from spacl.mining import cut_compiled, negatives
+from spacl.mining.cut_compiled import (
+    NUM_BUCKETS,
+    PASSES,
+    CompiledPasses,
+    bucket_histogram,
+    bucket_masks,
+)
+from spacl.mining.negatives import RelativeThresholdNegatives
+
+
+def _long_rows(dtype: torch.dtype) -> torch.Tensor:
+    """Rows of 2,000 keys (``-inf`` off the candidates): the shapes the cut meets.
+
+    A spread row, a flat one, a coarse grid (ties at the threshold), a bunched bulk
+    under a few outliers (the chosen bucket overflows: the next level), all keys equal,
+    and a row like the link-prediction logits (most keys far above the cut's range).
+    """
+    g = torch.Generator().manual_seed(3)
+    b, k = 6, 2000
+    logits = torch.randn(b, k, generator=g, dtype=torch.float64)
+    logits[0] *= 4.0
+    logits[1] *= 1e-3
+    logits[2] = (logits[2] * 4).round() / 4
+    logits[3] = logits[3] * 1e-4 + 0.5
+    logits[3, :5] += 4.0
+    logits[4] = 0.25
+    logits[5] = -6.0 + 0.3 * logits[5]
+    keys = logits.to(dtype)
+    keys[torch.rand(b, k, generator=g) < 0.05] = -math.inf
+    return keys
+
+
+def _assert_loop(kept: torch.Tensor, keys: torch.Tensor, share: float) -> None:
+    for i in range(keys.shape[0]):
+        cols = torch.isfinite(keys[i]).nonzero().squeeze(1).tolist()
+        want = cut_loop([float(keys[i, c]) for c in cols], share, 1.0, "exp")
+        assert [bool(kept[i, c]) for c in cols] == want, f"row {i}"
+        assert not bool(kept[i][~torch.isfinite(keys[i])].any())
+
+
+def test_compiled_cut_keeps_what_the_eager_cut_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)  # KG rows are 14,542 wide
+    for dtype in (torch.float32, torch.float64):
+        keys = _long_rows(dtype)
+        for share in (0.5, 0.95):
+            eager = RelativeThresholdNegatives(share, "exp")
+            compiled = RelativeThresholdNegatives(share, "exp", compiled=True)
+            kept = compiled.select_keys_float(keys)
+            assert kept.dtype == dtype
+            assert torch.equal(kept, eager.select_keys_float(keys))
+            assert torch.equal(compiled.select_keys_mask(keys), eager.select_keys_mask(keys))
+            if dtype == torch.float64:  # the loop's float64 weights are these keys' weights
+                _assert_loop(kept.bool(), keys, share)
+    if PASSES.failed is not None:
+        pytest.skip(f"this machine cannot compile ({PASSES.failed}): the eager fallback ran")
+    assert PASSES._compiled.keys() == {"histogram", "masks"}
+
+
+def test_the_passes_are_the_eager_histogram_and_masks() -> None:
+    """The plain functions against the eager path's operations: same buckets, sums, masks."""
+    g = torch.Generator().manual_seed(5)
+    keys = torch.randn(4, 3000, generator=g) * 3
+    keys[:, :7] = -math.inf
+    hi = keys.amax(1)
+    lo = hi - 2.0  # most keys below the range: the last bucket, spread then summed
+    scale = NUM_BUCKETS / (hi - lo)
+    weights = (keys - hi.unsqueeze(1)).exp()
+    position = (hi.unsqueeze(1) - keys).mul_(scale.unsqueeze(1)).clamp_(0, NUM_BUCKETS - 1)
+    bucket = position.long()
+    want = torch.zeros(4, NUM_BUCKETS, dtype=torch.float64)
+    want.scatter_add_(1, bucket, weights.double())
+    hist, total = bucket_histogram(keys, weights, hi, scale)
+    assert hist.dtype == total.dtype == torch.float64
+    # float64 sums of float32 weights in another order: equal to a few ulps
+    torch.testing.assert_close(hist, want, rtol=1e-13, atol=0.0)
+    torch.testing.assert_close(total, weights.double().sum(1), rtol=1e-13, atol=0.0)
+    assert torch.equal(hist > 0, want > 0)  # the same occupied buckets
+    chosen = torch.tensor([0, 5, 700, NUM_BUCKETS - 1])
+    keep, member = bucket_masks(keys, hi, scale, chosen)
+    assert torch.equal(keep, (bucket < chosen.unsqueeze(1)).float())
+    assert torch.equal(member, (bucket == chosen.unsqueeze(1)).float())
+
+
+def test_a_failing_compiler_warns_once_and_runs_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("no C++ compiler\nsecond line")
+
+    monkeypatch.setattr(cut_compiled.torch, "compile", broken)
+    passes = CompiledPasses()
+    keys = torch.randn(2, 50)
+    hi, scale = keys.amax(1), torch.full((2,), 100.0)
+    weights = (keys - hi.unsqueeze(1)).exp()
+    with pytest.warns(RuntimeWarning, match=r"no C\+\+ compiler\); using the eager passes"):
+        hist, total = passes.histogram(keys, weights, hi, scale)
+    assert passes.failed == "RuntimeError: no C++ compiler"
+    want = bucket_histogram(keys, weights, hi, scale)
+    assert torch.equal(hist, want[0]) and torch.equal(total, want[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once: the eager passes now, silently
+        keep, _ = passes.masks(keys, hi, scale, torch.tensor([3, 9]))
+    assert torch.equal(keep, bucket_masks(keys, hi, scale, torch.tensor([3, 9]))[0])
+
+
+def test_compiled_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="compiled must be a bool"):
+        RelativeThresholdNegatives(0.9, "exp", compiled="yes")  # type: ignore[arg-type]
+    assert "compiled=True" in repr(RelativeThresholdNegatives(0.9, "exp", compiled=True))
