@@ -100,12 +100,13 @@ TEXTOIR_ADB_SEEDS: dict[tuple[str, float], tuple[list[float], list[float]]] = {
         [66.43, 66.07, 66.76, 66.85, 64.24, 68.33, 66.89, 70.12, 65.7, 67.65],
     ),
 }
-#: the command that made the stored runs (the issue's order: StackOverflow 25%, 75%, then
-#: BANKING77 25%, 75%; the runs were split over two processes by ``--methods``)
+#: the command that made the stored runs (StackOverflow 25%, 75%, BANKING77 25%, 75%,
+#: then StackOverflow 50%, BANKING77 50%, CLINC150; the runs were split over two
+#: processes by ``--methods``)
 RUN_COMMAND = (
     "nice -n 5 python benchmarks/ood_finetune.py --settings stackoverflow:0.25 "
-    "stackoverflow:0.75 banking:0.25 banking:0.75 --seeds 0 1 2 --store "
-    "benchmarks/results/ood_finetune_runs.jsonl"
+    "stackoverflow:0.75 banking:0.25 banking:0.75 stackoverflow:0.5 banking:0.5 oos:1.0 "
+    "--seeds 0 1 2 --store benchmarks/results/ood_finetune_runs.jsonl"
 )
 #: the issue's stability targets: std over seeds, points
 
