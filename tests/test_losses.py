@@ -43,6 +43,7 @@ def labels_for(b: int, classes: int, seed: int = 1) -> torch.Tensor:
 
 
 def close(got: torch.Tensor, want: torch.Tensor, dtype: torch.dtype) -> None:
+    got, want = got.detach(), want.detach()
     assert torch.isfinite(got)
     assert abs(float(got) - float(want)) <= TOL[dtype] * max(1.0, abs(float(want)))
 
