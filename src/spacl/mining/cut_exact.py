@@ -265,7 +265,7 @@ def _wide_prefix(
             raise ValueError("a share as target needs the compiled passes (the row total)")
         target = target * total
     if above is None:
-        above = torch.zeros(b, dtype=weights.dtype, device=device)
+        above = torch.zeros(b, dtype=hist.dtype, device=device)  # float64, as the histogram
     cum = above.unsqueeze(1) + hist.cumsum(1)
     crossed = cum >= target.unsqueeze(1)
     # rounding may leave the target just out of reach: then continue in the last bucket
