@@ -285,6 +285,102 @@ def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() ->
         ood_config("text/stackoverflow_spacl", ["objective.name=spacl_selected"])
     with pytest.raises(ValueError, match=r"objective\.name.*must be one of"):
         ood_config("text/stackoverflow_finetune_spacl", ["objective.name=hscl"])
+    assert cfgs[0].finetune.select_epoch == "last"
+    with pytest.raises(ValueError, match=r"finetune\.select_epoch.*'best'"):
+        ood_config("text/stackoverflow_finetune_spacl", ["finetune.select_epoch=best"])
+
+
+@pytest.mark.parametrize(
+    ("scores", "kept_epochs"), [([0.1, 0.9, 0.5], 2), ([0.5, 0.5, 0.2], 1), ([1, 2, 3], 3)]
+)
+def test_finetune_keeps_the_best_scoring_epoch(scores: list[float], kept_epochs: int) -> None:
+    """With a score, the weights returned are those after the best epoch (the earliest on
+    ties): equal to a run of that many epochs, so scoring draws no randomness."""
+    model, tokenize = tiny_bert()
+    states = bottom_states(model, tokenize, TEXTS, num_frozen=2)  # type: ignore[arg-type]
+    initial = TopLayers(list(model.encoder.layer)[2:])
+    labels = torch.arange(16) % 4
+    settings = FinetuneSettings("supcon", epochs=3, batch_size=8, lr=1e-3, seed=1)
+    calls: list[int] = []
+
+    def score(top: TopLayers) -> float:
+        assert not top.training
+        embed_states(top, states)  # an eval-mode forward, as the dev-accuracy score does
+        calls.append(len(calls))
+        return float(scores[len(calls) - 1])
+
+    chosen, losses = finetune(initial, states, labels, 4, settings, score=score)
+    assert len(calls) == 3 and len(losses) == 3
+    shorter = FinetuneSettings("supcon", epochs=kept_epochs, batch_size=8, lr=1e-3, seed=1)
+    reference, _ = finetune(initial, states, labels, 4, shorter)
+    for a, b in zip(chosen.parameters(), reference.parameters(), strict=True):
+        assert torch.equal(a, b)
+    if kept_epochs < 3:  # the last epoch's weights differ: the selection did something
+        last, _ = finetune(initial, states, labels, 4, settings)
+        assert any(
+            not torch.equal(a, b)
+            for a, b in zip(chosen.parameters(), last.parameters(), strict=True)
+        )
+    with pytest.raises(ValueError, match="NaN after epoch 1"):
+        finetune(initial, states, labels, 4, settings, score=lambda _: float("nan"))
+
+
+def noisy_split(seed: int, num_known: int = 4) -> object:
+    """A split whose texts carry their class word only 60% of the time (random filler
+    otherwise): dev accuracy well below 100% and changing from epoch to epoch."""
+    import random
+
+    from spacl.data.text import OpenIntentSplit
+
+    rng = random.Random(seed)
+
+    def block(n: int, classes: range) -> tuple[list[str], torch.Tensor]:
+        texts = [
+            " ".join([f"w{rng.randrange(40)}" for _ in range(4)] + [f"c{c}"] * (rng.random() < 0.6))
+            for c in classes
+            for _ in range(n)
+        ]
+        return texts, torch.arange(len(classes)).repeat_interleave(n)
+
+    train_x, train_y = block(8, range(num_known))
+    dev_x, dev_y = block(6, range(num_known))
+    test_x, test_y = block(3, range(num_known + 1))  # class num_known: unknown
+    return OpenIntentSplit(
+        known_classes=[f"intent{k}" for k in range(num_known)],
+        unknown_classes=["other"],
+        train_texts=train_x,
+        train_labels=train_y,
+        dev_texts=dev_x,
+        dev_labels=dev_y,
+        test_texts=test_x,
+        test_labels=test_y,
+        known_ratio=0.8,
+        seed=seed,
+    )
+
+
+def test_dev_accuracy_selection_records_every_epoch_and_keeps_the_best(tmp_path) -> None:
+    """``finetune.select_epoch=dev_accuracy``: one known-class dev accuracy per epoch, the
+    first best one selected, its weights kept: the run equals a plain run of that many
+    epochs, and its own dev accuracy (the kept weights' open classifier) is the best."""
+    from spacl.tasks.text_finetune_run import train_finetuned
+
+    split = noisy_split(1)
+    fixed = ["optim.lr=3e-3", "train.epochs=4"]
+    cfg = _finetune_cfg(tmp_path, "finetune.select_epoch=dev_accuracy", *fixed)
+    cfg.finetune.max_steps = None
+    summary = train_finetuned(cfg, backbone=tiny_backbone(), split=split)
+    scores = summary["epoch_dev_accuracy"]
+    assert len(scores) == 4 and summary["steps"] == 16  # 32 texts, batch 8: 4 steps/epoch
+    assert len(set(scores)) > 1  # the epochs differ: the choice is not vacuous
+    chosen = summary["selected_epoch"]
+    assert chosen == scores.index(max(scores)) + 1
+    assert summary["dev_accuracy"] == pytest.approx(max(scores), abs=1e-9)
+    plain_cfg = _finetune_cfg(tmp_path, "optim.lr=3e-3", f"train.epochs={chosen}")
+    plain_cfg.finetune.max_steps = None
+    plain = train_finetuned(plain_cfg, backbone=tiny_backbone(), split=split)
+    assert "epoch_dev_accuracy" not in plain and "selected_epoch" not in plain
+    assert plain["test"] == summary["test"] and plain["dev_accuracy"] == summary["dev_accuracy"]
 
 
 def test_text_runs_are_named_after_their_data_and_objective() -> None:

@@ -31,9 +31,11 @@ is at least as similar to the anchor as every dropped one.
   total weight is 0 keeps every candidate.
 - Running weights are summed in float64 whatever the input dtype (for ``"exp"`` from
   weights exponentiated in the logits' dtype, an ulp or two of relative error each);
-  the total weight of a row is summed in the logits' dtype (for ``"exp"`` from the
-  same weights): a relative error of a few ulps of that dtype, against a margin of
-  ``(1 - share)`` of the total.  It can move the cut only where a running sum lies
+  the total weight of a row is summed in the logits' dtype on the fast path (for
+  ``"exp"`` from the same weights) and again in float64 by the exact selection of the
+  rows the fast path leaves (for long rows with ``compiled=True``, in the histogram
+  pass): totals that differ by a few ulps of the logits' dtype, against a margin of
+  ``(1 - share)`` of the total.  They can move the cut only where a running sum lies
   that close to the target.
 - This is the one implementation of the cut: :class:`SPACLLoss`,
   :class:`RelativeThresholdNegatives` and the link-prediction objective all call

@@ -38,6 +38,9 @@ OOD_OBJECTIVES = objective_names("text")
 #: the fine-tuned encoder's objectives (``finetune.trainable_layers > 0``): its rows
 _FINETUNED = objective_names("text_finetune")
 
+#: ``finetune.select_epoch``: which epoch's weights a fine-tuned run keeps
+SELECT_EPOCH = ("last", "dev_accuracy")
+
 
 @dataclass
 class OODDataConfig(DataSection):
@@ -102,6 +105,8 @@ class OODFinetuneConfig:
     trainable_layers: int = 0
     samples_per_class: int | None = 2  # class-balanced batches (>= 2 classes each); None: uniform
     max_steps: int | None = None  # stop fine-tuning after this many steps (smoke runs)
+    # last | dev_accuracy (the epoch with the best known-class dev accuracy; earliest on ties)
+    select_epoch: str = "last"
 
 
 @dataclass
@@ -182,6 +187,7 @@ def _validate_finetune(cfg: DictConfig) -> None:
     """``finetune.*``: 0 <= trainable_layers <= 6; a fine-tuned run trains an objective."""
     ft = cfg.finetune
     in_range("finetune.trainable_layers", ft.trainable_layers, 0, 6)
+    choice("finetune.select_epoch", ft.select_epoch, SELECT_EPOCH)
     if ft.samples_per_class is not None:
         int_at_least("finetune.samples_per_class", ft.samples_per_class, 1)
     if ft.max_steps is not None:

@@ -314,6 +314,7 @@ def finetune(
     settings: FinetuneSettings,
     *,
     on_step: Callable[[int, float], None] | None = None,
+    score: Callable[[TopLayers], float] | None = None,
 ) -> tuple[TopLayers, list[float]]:
     """Fine-tune a copy of ``initial`` on cached ``states`` with ``labels``.
 
@@ -322,6 +323,12 @@ def finetune(
     and takes one Adam step on the objective.  ``initial`` is not modified.  Returns
     the fine-tuned copy (eval mode) and the mean loss of every epoch.  ``on_step``
     receives ``(step, loss)`` after every step.
+
+    ``score``: called with the copy in eval mode after every epoch (e.g. the known-class
+    dev accuracy, :func:`spacl.tasks.text_finetune_run.dev_accuracy_score`); the weights
+    of the best-scoring epoch (the earliest on ties) are returned instead of the last
+    ones, early stopping without a patience.  It must not draw from torch's global
+    random state (the next epoch's dropout views do); an eval-mode forward does not.
     """
     if len(states) != labels.numel():
         raise ValueError(f"{len(states)} texts' states but {labels.numel()} labels")
@@ -338,6 +345,7 @@ def finetune(
     optimizer = torch.optim.Adam(params, lr=settings.lr)
     epoch_losses: list[float] = []
     step = 0
+    best: tuple[float, dict[str, Tensor]] | None = None
     for epoch in range(settings.epochs):
         total, count = 0.0, 0
         for idx in _batches(settings, labels, epoch):
@@ -357,7 +365,28 @@ def finetune(
             if settings.max_steps is not None and step >= settings.max_steps:
                 break
         epoch_losses.append(total / max(count, 1))
+        if score is not None:
+            best = _keep_best(top, score, best, epoch)
         if settings.max_steps is not None and step >= settings.max_steps:
             break
     top.eval()
+    if best is not None:
+        top.load_state_dict(best[1])
     return top, epoch_losses
+
+
+def _keep_best(
+    top: TopLayers,
+    score: Callable[[TopLayers], float],
+    best: tuple[float, dict[str, Tensor]] | None,
+    epoch: int,
+) -> tuple[float, dict[str, Tensor]]:
+    """``(score, weights)`` of the better of ``best`` and ``top`` now (``best`` on ties)."""
+    top.eval()
+    value = float(score(top))
+    top.train()
+    if value != value:  # NaN: no epoch can be compared with it
+        raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
+    if best is not None and value <= best[0]:
+        return best
+    return value, {k: v.detach().clone() for k, v in top.state_dict().items()}

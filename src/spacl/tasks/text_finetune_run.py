@@ -20,6 +20,13 @@ CPU budget of the shipped recipes (a budget, not the paper's full fine-tune): th
 of 6 layers, 3 epochs (1,125 steps at StackOverflow 25% known: about 5-6 minutes on one
 idle core).
 
+``finetune.select_epoch``: ``last`` (default: the weights after the last epoch) or
+``dev_accuracy`` (after every epoch the known-class dev accuracy of the nearest-centre
+classifier, :func:`dev_accuracy_score`; the best epoch's weights are kept, the earliest
+on ties: ADB's early-stopping criterion without a patience).  The run's summary then
+holds ``epoch_dev_accuracy`` and ``selected_epoch``.  The auxiliary fine-tunes of the
+rules that simulate open classes keep their last epoch.
+
 The run directory holds what a later prediction needs (:mod:`spacl.tasks.text_run`):
 the trained top layers' weights (``encoder.top``, with ``trainable_layers``), the class
 centres, the thresholds and the class names.  ``spacl predict`` / ``spacl eval`` rebuild
@@ -53,7 +60,14 @@ from spacl.tasks.text_finetune import (
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["Backbone", "FinetunedEncoder", "load_backbone", "settings_of", "train_finetuned"]
+__all__ = [
+    "Backbone",
+    "FinetunedEncoder",
+    "dev_accuracy_score",
+    "load_backbone",
+    "settings_of",
+    "train_finetuned",
+]
 
 #: ``(model, tokenize)``: a Hugging Face encoder (``.encoder.layer``) and its tokenizer
 Tokenize = Callable[[list[str]], dict[str, Tensor]]
@@ -168,9 +182,17 @@ def train_finetuned(
         return embed_states(top, [states[int(i)] for i in x]).double()
 
     k, n = split.num_known, len(split.train_texts)
-    top, losses = finetune(initial, states[:n], split.train_labels, k, settings, on_step=tick)
-    main_steps = steps[0]
     b = n + len(split.dev_texts)
+    epoch_scores: list[float] = []
+    score = None
+    if str(cfg.finetune.select_epoch) == "dev_accuracy":
+        score = dev_accuracy_score(
+            states[:n], split.train_labels, states[n:b], split.dev_labels, k, epoch_scores
+        )
+    top, losses = finetune(
+        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score
+    )
+    main_steps = steps[0]
     features = tuple(
         embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
     )
@@ -180,6 +202,9 @@ def train_finetuned(
     test = run_metrics(clf, features[2], split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
     extra.update(steps=main_steps, aux_steps=steps[0] - main_steps)
+    if epoch_scores:
+        extra["epoch_dev_accuracy"] = epoch_scores
+        extra["selected_epoch"] = epoch_scores.index(max(epoch_scores)) + 1
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     dev_acc = 100.0 * float(dev_closed)
     summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
@@ -187,6 +212,39 @@ def train_finetuned(
         summary["run_dir"] = str(run.path)
         write_detector_run(run, _model_state(top, clf), clf, split, summary)
     return summary
+
+
+def dev_accuracy_score(
+    train_states: Sequence[Tensor],
+    train_labels: Tensor,
+    dev_states: Sequence[Tensor],
+    dev_labels: Tensor,
+    num_known: int,
+    record: list[float] | None = None,
+) -> Callable[[TopLayers], float]:
+    """The epoch score of ``finetune.select_epoch=dev_accuracy``: known-class dev accuracy.
+
+    ``score(top)`` embeds the train and dev texts with ``top`` (eval mode), takes the
+    class centres of the train embeddings (:func:`spacl.evaluate.ood.class_centres`, the
+    open classifier's) and returns the percentage of dev texts whose nearest centre
+    (cosine) is their class: the closed-set accuracy ADB's protocol early-stops on
+    (Zhang et al., 2021), read from the nearest-centre classifier every method here
+    shares.  Known classes only: no open-set example is seen.  Each value is appended
+    to ``record``.
+    """
+    from spacl.evaluate.ood import class_centres
+
+    def score(top: TopLayers) -> float:
+        train_z = embed_states(top, train_states).double()
+        dev_z = embed_states(top, dev_states).double()
+        centres = class_centres(train_z, train_labels, num_known)
+        nearest = (dev_z @ centres.T).argmax(1)  # unit rows: largest cosine
+        value = 100.0 * float((nearest == dev_labels).double().mean())
+        if record is not None:
+            record.append(value)
+        return value
+
+    return score
 
 
 def _split(cfg: DictConfig) -> OpenIntentSplit:
