@@ -13,6 +13,9 @@ Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
    ResNet-18, batch 256, bf16), against the 1.4x target of ``benchmarks/train_step.py``;
 4. the loss benchmark on CUDA: forward + backward of spacl's NT-Xent, SupCon and SPACL
    losses (and the peers when installed) as a ratio to the similarity matmul.
+5. the fine-tuned text task's device path (a tiny random BERT, ``transformers``): bottom
+   states on the GPU cached on the host, SPACL / SupCon / cross-entropy fine-tuning steps
+   on the GPU, eval embeddings equal to the same weights' on the CPU.
 
 Without CUDA it prints why and exits 0 (nothing is run).  ``--dry-run`` runs every
 section on the CPU at toy size (gloo instead of nccl), to check the script itself.
@@ -417,6 +420,82 @@ def run_losses(scale: Scale) -> str:
     return f"B={b}, d={d}, fwd+bwd vs matmul ({1e3 * med['matmul']:.2f} ms): " + ", ".join(parts)
 
 
+# ------------------------------------------------------------------ 5. text fine-tune
+
+
+def _tiny_bert(device: str) -> tuple[torch.nn.Module, Callable[[list[str]], dict[str, Any]]]:
+    """A 4-layer random BERT (transformers) and a whitespace tokenizer, on ``device``."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
+    model = transformers.BertModel(cfg, add_pooling_layer=False).to(device)
+
+    def tokenize(texts: list[str]) -> dict[str, Any]:
+        ids = [[1] + [sum(map(ord, w)) % 60 + 3 for w in t.split()] + [2] for t in texts]
+        t = max(len(x) for x in ids)
+        input_ids = torch.zeros(len(ids), t, dtype=torch.long)
+        mask = torch.zeros(len(ids), t, dtype=torch.long)
+        for i, x in enumerate(ids):
+            input_ids[i, : len(x)] = torch.tensor(x)
+            mask[i, : len(x)] = 1
+        return {"input_ids": input_ids, "attention_mask": mask}
+
+    return model, tokenize
+
+
+def run_text_finetune(scale: Scale) -> str:
+    """The fine-tuned text task's device path: bottom states computed on the device and
+    cached on the host, the top layers, loss and classifier trained on the device, eval
+    embeddings equal to the same weights' on the CPU."""
+    import copy
+
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return "not run: transformers is not installed (pip install '.[text]')"
+    from spacl.tasks.text_finetune import (
+        FinetuneSettings,
+        TopLayers,
+        bottom_states,
+        embed_states,
+        finetune,
+    )
+
+    device = scale.device
+    model, tokenize = _tiny_bert(device)
+    texts = [f"intent {i % 4} text {i} " + "word " * (i % 5) for i in range(32)]
+    labels = torch.arange(32) % 4
+    states = bottom_states(model, tokenize, texts, num_frozen=2)
+    reference = bottom_states(copy.deepcopy(model).cpu(), tokenize, texts, num_frozen=2)
+    bottom_gap = max(float((a - b).abs().max()) for a, b in zip(states, reference, strict=True))
+    if states[0].device.type != "cpu" or bottom_gap > 1e-3:
+        raise RuntimeError(f"bottom states: device {states[0].device}, gap {bottom_gap:.2e}")
+    initial = TopLayers(list(model.encoder.layer)[2:])
+    parts = [f"bottom states gap {bottom_gap:.1e}"]
+    for objective in ("spacl_selected", "supcon", "cross_entropy"):
+        settings = FinetuneSettings(objective, batch_size=8, lr=1e-3, seed=0, max_steps=4)
+        top, losses = finetune(initial, states, labels, 4, settings)
+        if next(top.parameters()).device.type != torch.device(device).type:
+            raise RuntimeError(f"{objective}: the top layers left {device}")
+        if not all(math.isfinite(v) for v in losses):
+            raise RuntimeError(f"{objective}: non-finite loss {losses}")
+        z = embed_states(top, states)
+        z_cpu = embed_states(copy.deepcopy(top).cpu(), states)
+        gap = float((z - z_cpu).abs().max())
+        if gap > 1e-3:
+            raise RuntimeError(f"{objective}: {device} vs CPU embeddings differ by {gap:.2e}")
+        parts.append(f"{objective} loss {losses[-1]:.3f}, {device} vs CPU gap {gap:.1e}")
+    return "; ".join(parts)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -467,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         out["ok"], out["detail"] = run_step_ratio(scale)
     with _timed(rows, "losses on " + scale.device) as out:
         out["detail"] = run_losses(scale)
+    with _timed(rows, "text fine-tune on " + scale.device) as out:
+        out["detail"] = run_text_finetune(scale)
     table = format_table(rows, scale, time.perf_counter() - started)
     print(table)
     if not args.dry_run or args.out:

