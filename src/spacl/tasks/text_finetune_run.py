@@ -188,15 +188,7 @@ def train_finetuned(
 
     k, n = split.num_known, len(split.train_texts)
     b = n + len(split.dev_texts)
-    epoch_scores: list[float] = []
-    score = None
-    if str(cfg.finetune.select_epoch) == "dev_accuracy":
-        score = dev_accuracy_score(
-            states[:n], split.train_labels, states[n:b], split.dev_labels, k, epoch_scores
-        )
-    top, losses = finetune(
-        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score
-    )
+    top, losses, selection = _main_finetune(cfg, initial, states, split, settings, tick)
     main_steps = steps[0]
     features = tuple(
         embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
@@ -207,9 +199,7 @@ def train_finetuned(
     test = run_metrics(clf, features[2], split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
     extra.update(steps=main_steps, aux_steps=steps[0] - main_steps)
-    if epoch_scores:
-        extra["epoch_dev_accuracy"] = epoch_scores
-        extra["selected_epoch"] = epoch_scores.index(max(epoch_scores)) + 1
+    extra.update(selection)
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     dev_acc = 100.0 * float(dev_closed)
     summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
@@ -217,6 +207,33 @@ def train_finetuned(
         summary["run_dir"] = str(run.path)
         write_detector_run(run, _model_state(top, clf), clf, split, summary)
     return summary
+
+
+def _main_finetune(
+    cfg: DictConfig,
+    initial: TopLayers,
+    states: Sequence[Tensor],
+    split: OpenIntentSplit,
+    settings: FinetuneSettings,
+    tick: Callable[[int, float], None],
+) -> tuple[TopLayers, list[float], dict[str, Any]]:
+    """The run's fine-tune on the train texts (``states`` = train, dev, test in order):
+    ``(top, epoch losses, selection)``; under ``finetune.select_epoch=dev_accuracy`` the
+    best epoch's weights, ``selection`` = ``epoch_dev_accuracy`` and ``selected_epoch``
+    (1-based), else ``{}``."""
+    k, n = split.num_known, len(split.train_texts)
+    scores: list[float] = []
+    score = None
+    if str(cfg.finetune.select_epoch) == "dev_accuracy":
+        dev = states[n : n + len(split.dev_texts)]
+        score = dev_accuracy_score(states[:n], split.train_labels, dev, split.dev_labels, k, scores)
+    top, losses = finetune(
+        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score
+    )
+    if not scores:
+        return top, losses, {}
+    chosen = scores.index(max(scores)) + 1
+    return top, losses, {"epoch_dev_accuracy": scores, "selected_epoch": chosen}
 
 
 def dev_accuracy_score(
