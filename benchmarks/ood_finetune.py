@@ -43,9 +43,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
-from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, TEXTOIR_SOURCE
+from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, TEXTOIR_SOURCE
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
+from spacl.evaluate.ood import seed_spread
 from spacl.tasks.text_finetune_run import Backbone, load_backbone
 
 log = logging.getLogger("benchmarks.ood_finetune")
@@ -377,6 +378,43 @@ def _status(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
     return [f"Status: {flag} (plan: every setting x method x seeds 0, 1, 2).", "", *lines]
 
 
+def _bounds(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """Issue 18's must-show at a glance: each (setting, method) cell with all planned seeds,
+    its std of macro-F1 and F1-OOD against the bounds (``ood_report.STD_BOUNDS``)."""
+    lines = [
+        "Stability bounds, every setting (std over seeds of macro-F1 / F1-OOD; bounds "
+        f"{STD_BOUNDS['macro_f1']:.1f} / {STD_BOUNDS['f1_ood']:.1f}; ✓ met, ✗ not met; "
+        "cells with fewer than the planned seeds are left out):",
+        "",
+        "| setting | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    met = total = 0
+    for text in SETTINGS:
+        name, _, ratio = text.partition(":")
+        cells = []
+        for m in methods:
+            sel = [
+                r
+                for r in runs
+                if (r["dataset"], float(r["known_ratio"]), r["method"]) == (name, float(ratio), m)
+            ]
+            if len(sel) < len(SEEDS):
+                cells.append("—")
+                continue
+            spread = seed_spread([r["test"] for r in sel], tuple(STD_BOUNDS))
+            ok = [spread[k]["std"] <= b for k, b in STD_BOUNDS.items()]
+            met, total = met + all(ok), total + 1
+            marks = [
+                f"{spread[k]['std']:.2f} {'✓' if good else '✗'}"
+                for k, good in zip(STD_BOUNDS, ok, strict=True)
+            ]
+            cells.append(" / ".join(marks))
+        lines.append(f"| {LABELS.get(name, name)} {float(ratio):.0%} | " + " | ".join(cells) + " |")
+    lines += ["", f"Both bounds met in {met} of {total} complete cells."]
+    return lines
+
+
 def render(runs: list[dict[str, Any]]) -> str:
     methods = [m for m in RECIPES if any(r["method"] == m for r in runs)]
     tuned = [r for r in runs if r["method"] in RECIPES]
@@ -407,6 +445,8 @@ def render(runs: list[dict[str, Any]]) -> str:
         "adds only what is missing).",
         "",
         *_status(runs, list(RECIPES)),
+        "",
+        *_bounds(runs, methods),
     ]
     order = {t: i for i, t in enumerate(SETTINGS)}
     keys = sorted(

@@ -1,0 +1,54 @@
+"""benchmarks/ood_finetune.py: the stability-bounds summary of the fine-tuned table."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Any:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import ood_finetune
+    finally:
+        sys.path.remove(str(BENCH))
+    return ood_finetune
+
+
+def _runs(dataset: str, ratio: float, method: str, macro: list[float], ood: list[float]) -> list:
+    return [
+        {
+            "dataset": dataset,
+            "known_ratio": ratio,
+            "method": method,
+            "split_seed": seed,
+            "test": {"macro_f1": m, "f1_ood": o},
+        }
+        for seed, (m, o) in enumerate(zip(macro, ood, strict=True))
+    ]
+
+
+def test_bounds_summary_flags_each_cell_and_counts_complete_ones(bench: Any) -> None:
+    """A cell over a bound is flagged (the counter-example), a cell with fewer than the
+    planned seeds is left out, and the count covers complete cells only."""
+    runs = [
+        *_runs("stackoverflow", 0.25, "supcon", [70.0, 71.0, 72.0], [60.0, 70.0, 80.0]),
+        *_runs("stackoverflow", 0.25, "spacl", [70.0, 70.5, 71.0], [60.0, 61.0, 62.0]),
+        *_runs("banking", 0.25, "supcon", [50.0, 90.0], [50.0, 90.0]),  # 2 of 3 seeds
+    ]
+    lines = bench._bounds(runs, ["supcon", "spacl"])
+    text = "\n".join(lines)
+    sd = statistics.stdev([60.0, 70.0, 80.0])
+    assert f"| StackOverflow 25% | 1.00 ✓ / {sd:.2f} ✗ | 0.50 ✓ / 1.00 ✓ |" in text
+    assert "| BANKING77 25% | — | — |" in text
+    assert lines[-1] == "Both bounds met in 1 of 2 complete cells."
+    # exactly at a bound counts as met (std <= bound)
+    edge = _runs("stackoverflow", 0.5, "supcon", [67.0, 70.0, 73.0], [60.0, 65.0, 70.0])
+    assert bench._bounds(edge, ["supcon"])[-1] == "Both bounds met in 1 of 1 complete cells."
