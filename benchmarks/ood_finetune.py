@@ -310,7 +310,12 @@ def _tests(sel: list[dict[str, Any]], name: str, ratio: float) -> list[str]:
 def _published(name: str, ratio: float, sel: list[dict[str, Any]]) -> list[str]:
     rows = PUBLISHED.get((name, ratio))
     if not rows:
-        return []
+        return [
+            "None for this setting: the published CLINC150 rows hold out known classes, "
+            "not the real out-of-scope queries used here."
+            if name == "oos"
+            else "None published for this setting."
+        ]
     lines = [
         "| model | accuracy | macro-F1 | F1-OOD | F1-IND |",
         "|---|---|---|---|---|",
@@ -344,6 +349,8 @@ def _other_rules(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
 
 def _losses(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
     """Mean training loss of every epoch (the runs' ``losses``), mean over seeds."""
+    if not any(r["method"] in methods and r.get("losses") for r in sel):
+        return ["No fine-tuned run of this setting yet."]
     lines = ["| method | seeds | " + " | ".join(f"epoch {e}" for e in (1, 2, 3)) + " |"]
     lines.append("|---|---|---|---|---|")
     for m in methods:
@@ -457,14 +464,18 @@ def render(runs: list[dict[str, Any]]) -> str:
         sel = [r for r in runs if r["dataset"] == name and float(r["known_ratio"]) == ratio]
         k, n, ood = sel[0]["num_known"], sel[0]["test_size"], sel[0]["test_ood"]
         secs = [float(r["seconds"]) for r in sel if r["method"] in RECIPES]
-        mean_s = statistics.mean(secs) if secs else 0.0
+        timing = (
+            f"A fine-tuned run takes {statistics.mean(secs) / 60:.1f} min on average (1 "
+            "torch thread, 2 CPU cores shared with other jobs, under `nice`)."
+            if secs
+            else "No fine-tuned run of this setting yet."
+        )
         out += [
             "",
             f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test {n}, of "
             f"which {ood} OOD)",
             "",
-            f"A fine-tuned run takes {mean_s / 60:.1f} min on average (1 torch thread, 2 "
-            "CPU cores shared with other jobs, under `nice`).",
+            timing,
             "",
             *_table(sel, methods),
             "",

@@ -52,3 +52,29 @@ def test_bounds_summary_flags_each_cell_and_counts_complete_ones(bench: Any) -> 
     # exactly at a bound counts as met (std <= bound)
     edge = _runs("stackoverflow", 0.5, "supcon", [67.0, 70.0, 73.0], [60.0, 65.0, 70.0])
     assert bench._bounds(edge, ["supcon"])[-1] == "Both bounds met in 1 of 1 complete cells."
+
+
+def test_a_setting_without_fine_tuned_runs_says_so(bench: Any) -> None:
+    """Before any fine-tuned run of a setting lands (the frozen row only), its section says
+    there is none: no "0.0 min" timing, no empty loss table, and for CLINC150-oos why no
+    published row stands beside it."""
+    frozen = {
+        "dataset": "oos",
+        "known_ratio": 1.0,
+        "method": "frozen",
+        "split_seed": 0,
+        "num_known": 150,
+        "test_size": 5700,
+        "test_ood": 1200,
+        "seconds": 10.0,
+        "test": {k: 50.0 for k in ("auroc", "macro_f1", "f1_ood", "f1_ind", "accuracy")},
+    }
+    frozen["test"]["fpr_at_95_tpr"] = 20.0
+    frozen["reject_all"] = dict(frozen["test"])
+    section = bench.render([frozen]).split("## CLINC150-oos")[1]
+    assert "0.0 min" not in section
+    assert section.count("No fine-tuned run of this setting yet.") == 2  # timing, losses
+    assert "| method | seeds | epoch 1 |" not in section
+    assert "hold out known classes" in section
+    # a setting with published rows keeps its table
+    assert bench._published("stackoverflow", 0.25, [])[0].startswith("| model |")
