@@ -46,7 +46,7 @@ from _common import header, write_result
 from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, TEXTOIR_SOURCE
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.evaluate.ood import seed_spread
+from spacl.evaluate.ood import seed_spread, std_interval
 from spacl.tasks.text_finetune_run import Backbone, load_backbone
 
 log = logging.getLogger("benchmarks.ood_finetune")
@@ -70,6 +70,7 @@ SETTINGS = (
 )
 SEEDS = (0, 1, 2)
 METRICS = ("auroc", "macro_f1", "f1_ood", "f1_ind", "fpr_at_95_tpr", "accuracy")
+_METRIC_NAMES = {"macro_f1": "macro-F1", "f1_ood": "F1-OOD"}
 HEADS = ("AUROC", "macro-F1 (K+1)", "F1-OOD", "F1-IND", "FPR@95TPR", "accuracy")
 #: ADB as re-run by TEXTOIR, one row per seed 0-9, labelled ratio 1.0: (macro-F1, F1-open)
 #: lists, from github.com/thuiar/TEXTOIR open_intent_detection/results/results_final.csv
@@ -385,6 +386,29 @@ def _status(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
     return [f"Status: {flag} (plan: every setting x method x seeds 0, 1, 2).", "", *lines]
 
 
+def _complete_cells(
+    runs: list[dict[str, Any]], methods: list[str]
+) -> list[tuple[str, list[dict[str, dict[str, float]] | None]]]:
+    """Per setting (its label), per method: the seed spread of a cell with all planned
+    seeds, ``None`` for a cell with fewer."""
+    out = []
+    for text in SETTINGS:
+        name, _, ratio = text.partition(":")
+        spreads: list[dict[str, dict[str, float]] | None] = []
+        for m in methods:
+            sel = [
+                r
+                for r in runs
+                if (r["dataset"], float(r["known_ratio"]), r["method"]) == (name, float(ratio), m)
+            ]
+            complete = len(sel) >= len(SEEDS)
+            spreads.append(
+                seed_spread([r["test"] for r in sel], tuple(STD_BOUNDS)) if complete else None
+            )
+        out.append((f"{LABELS.get(name, name)} {float(ratio):.0%}", spreads))
+    return out
+
+
 def _bounds(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
     """Issue 18's must-show at a glance: each (setting, method) cell with all planned seeds,
     its std of macro-F1 and F1-OOD against the bounds (``ood_report.STD_BOUNDS``)."""
@@ -397,19 +421,12 @@ def _bounds(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
         "|---|" + "---|" * len(methods),
     ]
     met = total = 0
-    for text in SETTINGS:
-        name, _, ratio = text.partition(":")
+    for label, spreads in _complete_cells(runs, methods):
         cells = []
-        for m in methods:
-            sel = [
-                r
-                for r in runs
-                if (r["dataset"], float(r["known_ratio"]), r["method"]) == (name, float(ratio), m)
-            ]
-            if len(sel) < len(SEEDS):
+        for spread in spreads:
+            if spread is None:
                 cells.append("—")
                 continue
-            spread = seed_spread([r["test"] for r in sel], tuple(STD_BOUNDS))
             ok = [spread[k]["std"] <= b for k, b in STD_BOUNDS.items()]
             met, total = met + all(ok), total + 1
             marks = [
@@ -417,9 +434,62 @@ def _bounds(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
                 for k, good in zip(STD_BOUNDS, ok, strict=True)
             ]
             cells.append(" / ".join(marks))
-        lines.append(f"| {LABELS.get(name, name)} {float(ratio):.0%} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", f"Both bounds met in {met} of {total} complete cells."]
     return lines
+
+
+def _bounds_confidence(
+    runs: list[dict[str, Any]], methods: list[str], level: float = 0.90
+) -> list[str]:
+    """What the seeds can show about each bound: the ``level`` chi-square interval of the
+    true std (``spacl.evaluate.ood.std_interval``) of every complete cell, and which verdicts
+    the interval settles (wholly above the bound: over it; wholly at or below: under it).
+
+    Informative only: the verdict above stays the issue's rule (sample std <= bound)."""
+    over: list[str] = []
+    under: list[str] = []
+    open_count = 0
+    rows = []
+    for label, spreads in _complete_cells(runs, methods):
+        cells = []
+        for m, spread in zip(methods, spreads, strict=True):
+            if spread is None:
+                cells.append("—")
+                continue
+            parts = []
+            for key, bound in STD_BOUNDS.items():
+                low, high = std_interval(spread[key]["std"], int(spread[key]["n"]), level)
+                parts.append(f"[{low:.2f}, {high:.1f}]")
+                entry = f"{label} {m} {_METRIC_NAMES[key]}"
+                if low > bound:
+                    over.append(entry)
+                elif high <= bound:
+                    under.append(entry)
+                else:
+                    open_count += 1
+            cells.append(" / ".join(parts))
+        if any(c != "—" for c in cells):
+            rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        f"What {len(SEEDS)} seeds can show: the {level:.0%} confidence interval of the true "
+        "std of each cell (macro-F1 / F1-OOD; chi-square interval for normal values, "
+        "`spacl.evaluate.ood.std_interval`), informative only (the verdict above is the sample "
+        "std against the bound):",
+        "",
+        "| setting | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+        *rows,
+        "",
+        f"Over its bound at {level:.0%} confidence (interval wholly above): "
+        + (", ".join(over) if over else "none")
+        + f".  Under its bound at {level:.0%} confidence (interval wholly at or below): "
+        + (", ".join(under) if under else "none")
+        + f".  Not settled by these seeds: {open_count} of "
+        f"{open_count + len(over) + len(under)} (cell, metric) entries.",
+    ]
 
 
 def render(runs: list[dict[str, Any]]) -> str:
@@ -454,6 +524,8 @@ def render(runs: list[dict[str, Any]]) -> str:
         *_status(runs, list(RECIPES)),
         "",
         *_bounds(runs, methods),
+        "",
+        *_bounds_confidence(runs, methods),
     ]
     order = {t: i for i, t in enumerate(SETTINGS)}
     keys = sorted(

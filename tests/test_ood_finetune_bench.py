@@ -78,3 +78,25 @@ def test_a_setting_without_fine_tuned_runs_says_so(bench: Any) -> None:
     assert "hold out known classes" in section
     # a setting with published rows keeps its table
     assert bench._published("stackoverflow", 0.25, [])[0].startswith("| model |")
+
+
+def test_bounds_confidence_settles_only_what_the_seeds_can_show(bench: Any) -> None:
+    """A sample std over a bound is "over it at 90%" only when the chi-square interval's
+    lower end is above the bound (the counter-example: F1-OOD std 5.95 with 3 seeds is
+    not), and "under it" only when the upper end is at or below it."""
+    runs = [
+        # macro-F1 std 0.5 (upper end 2.2 <= 3: under); F1-OOD std 5.95 (lower 3.44: open)
+        *_runs("stackoverflow", 0.25, "supcon", [70.0, 70.5, 71.0], [60.0, 65.95, 71.9]),
+        # macro-F1 std 10 (lower 5.78 > 3: over); F1-OOD std 1.0 (upper 4.4 <= 5: under)
+        *_runs("stackoverflow", 0.25, "spacl", [60.0, 70.0, 80.0], [60.0, 61.0, 62.0]),
+    ]
+    lines = bench._bounds_confidence(runs, ["supcon", "spacl"])
+    summary = lines[-1]
+    assert "wholly above): StackOverflow 25% spacl macro-F1." in summary
+    under = "StackOverflow 25% supcon macro-F1, StackOverflow 25% spacl F1-OOD."
+    assert f"wholly at or below): {under}" in summary
+    assert summary.endswith("Not settled by these seeds: 1 of 4 (cell, metric) entries.")
+    row = next(line for line in lines if line.startswith("| StackOverflow 25% |"))
+    assert "[0.29, 2.2] / [3.44, 26.3]" in row
+    # no complete cell: nothing to say
+    assert bench._bounds_confidence(runs[:2], ["supcon"]) == []

@@ -19,6 +19,7 @@ from spacl.evaluate.ood import (
     open_intent_metrics,
     reject_all_metrics,
     seed_spread,
+    std_interval,
 )
 
 
@@ -220,3 +221,40 @@ def test_seed_spread_is_the_sample_std_over_seeds() -> None:
     assert math.isnan(seed_spread(runs[:1], ["macro_f1"])["macro_f1"]["std"])
     with pytest.raises(ValueError, match="no run holds the metric 'auroc'"):
         seed_spread(runs, ["auroc"])
+
+
+def test_std_interval_closed_form_and_coverage() -> None:
+    """With 3 values the chi-square law has 2 degrees of freedom, an exponential of mean 2
+    (``ppf(p) = -2 log(1 - p)``): the 90% interval is ``s [1 / sqrt(log 20), 1 / sqrt(-log
+    0.95)]``; on normal samples it covers the true std 90% of the time."""
+    low, high = std_interval(2.0, 3, 0.90)
+    assert low == pytest.approx(2.0 / math.sqrt(math.log(20.0)), rel=1e-9)
+    assert high == pytest.approx(2.0 / math.sqrt(-math.log(0.95)), rel=1e-9)
+    assert std_interval(0.0, 5) == (0.0, 0.0)
+    gen = torch.Generator().manual_seed(0)
+    for n in (3, 5):
+        sigma, reps = 2.5, 20000
+        draws = torch.randn(reps, n, generator=gen, dtype=torch.float64) * sigma
+        stds = draws.std(1, correction=1)
+        low_f, high_f = std_interval(1.0, n, 0.90)  # the interval scales with s
+        covered = ((stds * low_f <= sigma) & (sigma <= stds * high_f)).double().mean()
+        # binomial sd of the coverage: sqrt(0.9 * 0.1 / 20000) = 0.0021
+        assert abs(float(covered) - 0.90) < 0.01
+        # each tail misses 5%
+        assert abs(float((stds * low_f > sigma).double().mean()) - 0.05) < 0.008
+
+
+@pytest.mark.parametrize(
+    ("std", "n", "level", "error"),
+    [
+        (1.0, 1, 0.9, ValueError),
+        (float("nan"), 3, 0.9, ValueError),
+        (-1.0, 3, 0.9, ValueError),
+        (1.0, 3, 1.0, ValueError),
+        (1.0, 3, 0.0, ValueError),
+        ("1.0", 3, 0.9, TypeError),
+    ],
+)
+def test_std_interval_rejects_bad_input(std, n, level, error) -> None:
+    with pytest.raises(error):
+        std_interval(std, n, level)
