@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -100,3 +101,21 @@ def test_bounds_confidence_settles_only_what_the_seeds_can_show(bench: Any) -> N
     assert "[0.29, 2.2] / [3.44, 26.3]" in row
     # no complete cell: nothing to say
     assert bench._bounds_confidence(runs[:2], ["supcon"]) == []
+
+
+def test_spread_table_gives_the_true_std_interval_of_both_bounded_metrics(bench: Any) -> None:
+    """ood_report._spread (both reports' std table): the last column is the 90% interval
+    of the true std for macro-F1 / F1-OOD, from the n seeds of the row."""
+    import ood_report
+
+    def run(seed: int, macro: float, ood: float) -> dict:
+        test = {"macro_f1": macro, "f1_ood": ood, "f1_ind": 1.0, "accuracy": 1.0}
+        test |= {"auroc": 90.0 + seed, "fpr_at_95_tpr": 10.0 + seed}
+        return {"method": "supcon", "split_seed": seed, "test": test}
+
+    runs = [run(0, 70.0, 60.0), run(1, 70.5, 61.0), run(2, 71.0, 62.0)]
+    lines = ood_report._spread(runs, ["supcon"])
+    assert lines[0].endswith("| 90% interval of the true std, macro-F1 / F1-OOD |")
+    row = next(line for line in lines if line.startswith("| supcon |"))
+    low, high = (0.5 / math.sqrt(math.log(20.0)), 0.5 / math.sqrt(-math.log(0.95)))
+    assert row.endswith(f"| [{low:.2f}, {high:.1f}] / [{2 * low:.2f}, {2 * high:.1f}] |")
