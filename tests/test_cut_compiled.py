@@ -124,3 +124,35 @@ def test_compiled_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="compiled must be a bool"):
         RelativeThresholdNegatives(0.9, "exp", compiled="yes")  # type: ignore[arg-type]
     assert "compiled=True" in repr(RelativeThresholdNegatives(0.9, "exp", compiled=True))
+
+
+@pytest.mark.parametrize("density", [0.0, 0.002, 0.3, 1.0])
+def test_sparse_nonzero_equals_nonzero_on_every_layout(density: float) -> None:
+    """The word-wise ``nonzero`` of the long-row cut's bucket members gives the pairs of
+    ``Tensor.nonzero`` in the same order: contiguous masks with ``K % 8`` zero or not,
+    column slices of a wider mask (bytes past the view set: left out), row slices,
+    transposes, :func:`padded_bool` views and empty masks."""
+    from spacl.mining._common import padded_bool, sparse_nonzero
+
+    gen = torch.Generator().manual_seed(int(density * 1000))
+    wide = torch.rand(37, 72, generator=gen) < density  # rows at 72 bytes: read in place
+    layouts = {
+        "contiguous, K % 8 != 0": wide[:, :71].contiguous(),
+        "contiguous, K % 8 == 0": wide[:, :64].contiguous(),
+        "column slice from 0": wide[:, :13],
+        "column slice at 8": wide[:, 8:21],
+        "column slice at 3": wide[:, 3:40],
+        "row slice": wide[5:, :64],
+        "strided rows": wide[::3, :40],
+        "transpose": wide.t(),
+        "padded_bool": padded_bool(wide[:, :29].float()),
+        "one column": wide[:, 5:6],
+        "no rows": wide[:0],
+        "no columns": wide[:, :0],
+    }
+    for name, mask in layouts.items():
+        want = mask.nonzero(as_tuple=True)
+        got = sparse_nonzero(mask)
+        assert all(torch.equal(a, b) for a, b in zip(want, got, strict=True)), name
+    with pytest.raises(ValueError, match="2-D bool"):
+        sparse_nonzero(wide.float())

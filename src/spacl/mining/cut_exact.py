@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_in_range, check_tensor
+from spacl.mining._common import padded_bool, sparse_nonzero
 from spacl.mining.cut_compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
 from spacl.mining.cut_compiled import CompiledPasses
 
@@ -274,7 +275,7 @@ def _wide_prefix(
     above = torch.where(chosen > 0, before, above)
     if passes is not None:
         keep, member_float = passes.masks(keys, hi, scale, chosen)
-        member = member_float.bool()  # 0/1 floats: one fast conversion
+        member = padded_bool(member_float)  # 0/1 floats: one fast conversion
         if not as_float:
             keep = keep.bool()
     else:
@@ -287,7 +288,7 @@ def _wide_prefix(
         del position
         member = bucket == chosen.unsqueeze(1)
         del bucket
-    row, col = member.nonzero(as_tuple=True)
+    row, col = sparse_nonzero(member)  # a few per row: word-wise, not byte-wise
     counts = torch.bincount(row, minlength=b)
     big = counts > _WIDE_CAP
     if bool(big.any()):
