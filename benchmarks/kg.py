@@ -144,9 +144,9 @@ def _time_cut(objective: Any) -> list[float]:
         return seconds
     inner = cut.select_keys_float
 
-    def timed(keys: torch.Tensor) -> torch.Tensor:
+    def timed(keys: torch.Tensor, weights_out: dict | None = None) -> torch.Tensor:
         start = time.perf_counter()
-        out = inner(keys)
+        out = inner(keys, weights_out)
         seconds.append(time.perf_counter() - start)
         return out
 

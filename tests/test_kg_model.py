@@ -185,6 +185,55 @@ def test_spacl_cut_keeps_the_heaviest_share() -> None:
     assert loss.last.kept_negatives == pytest.approx(sum(kept) / len(kept))
 
 
+@pytest.mark.parametrize("mass", ["exp", "linear"])
+def test_spacl_with_a_cut_equals_a_loop_value_and_gradient(mass: str) -> None:
+    """SPACL-KG with the cut (every known tail a hard positive, no generated negative)
+    against a loop over queries: the kept negatives are the shortest prefix of the
+    non-known entities sorted by logit (ties: lower index first) holding ``share`` of
+    the mass; ``-log(sum_pos e^l / (sum_pos e^l + sum_kept e^l))``, mean over queries.
+    Under ``"exp"`` the loss reuses the cut's weights; the value and the gradients
+    match the loop in float64."""
+    q, ents, pos = _problem(11, b=7, e=30, d=4)
+    tau, share = 0.4, 0.8
+    loss = LinkSPACLLoss(
+        temperature=tau,
+        num_positives=30,
+        pool_size=30,
+        share=share,
+        num_adversarial=0,
+        mass=mass,
+    )
+    qa, ea = q.clone().requires_grad_(True), ents.clone().requires_grad_(True)
+    value = loss(qa, ea, pos)
+    value.backward()
+    qb, eb = q.clone().requires_grad_(True), ents.clone().requires_grad_(True)
+    logits = (qb @ eb.T) / tau
+    terms = []
+    for a in range(q.shape[0]):
+        row = logits[a].detach().tolist()
+        negs = sorted((k for k in range(len(row)) if not pos[a, k]), key=lambda k: (-row[k], k))
+        mass_of = {
+            "exp": lambda x: math.exp(x),
+            "linear": lambda x: max((1.0 + x * tau) / 2.0, 0.0),
+        }[mass]
+        total = sum(mass_of(row[k]) for k in negs)
+        kept, acc = [], 0.0
+        for k in negs:
+            if acc >= share * total:
+                break
+            kept.append(k)
+            acc += mass_of(row[k])
+        pos_lse = torch.logsumexp(logits[a][pos[a]], 0)
+        den = torch.logsumexp(torch.cat((logits[a][pos[a]], logits[a][kept])), 0)
+        terms.append(den - pos_lse)
+    want = torch.stack(terms).mean()
+    want.backward()
+    assert float(value) == pytest.approx(float(want), rel=1e-12)
+    assert qa.grad is not None and qb.grad is not None and ea.grad is not None
+    torch.testing.assert_close(qa.grad, qb.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ea.grad, eb.grad, rtol=1e-10, atol=1e-12)
+
+
 def test_spacl_full_trains_with_adversarial_negatives() -> None:
     q, ents, pos = _problem(5, dtype=torch.float32)
     q.requires_grad_(True)
@@ -349,13 +398,28 @@ def test_kept_logsumexp_is_the_masked_logsumexp(dtype: torch.dtype) -> None:
     torch.testing.assert_close(
         got[finite], want[finite], rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=0
     )
+    # the cut's own weights exp(l - M), M the largest candidate (a larger non-kept one
+    # included), 0 off the candidates: the same values and gradients
+    candidate = keep | (torch.rand(7, 50, generator=gen) < 0.3)
+    top = torch.where(candidate, logits, -math.inf).amax(1)
+    top = torch.where(torch.isfinite(top), top, 0.0)
+    cut_weights = torch.where(candidate, (logits - top.unsqueeze(1)).exp(), 0.0)
+    c = logits.clone().requires_grad_(True)
+    got_w = _KeptLogSumExp.apply(c, keep.to(dtype), top, cut_weights.clone())
+    assert torch.equal(torch.isinf(got_w), torch.isinf(want))
+    tol = 1e-12 if dtype == torch.float64 else 1e-6
     weights = torch.arange(7, dtype=dtype)
     (want[finite] * weights[finite]).sum().backward()
     (got[finite] * weights[finite]).sum().backward()
-    assert a.grad is not None and b.grad is not None
-    torch.testing.assert_close(
-        b.grad, a.grad, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-30
-    )
+    (got_w[finite] * weights[finite]).sum().backward()
+    assert a.grad is not None and b.grad is not None and c.grad is not None
+    torch.testing.assert_close(b.grad, a.grad, rtol=tol, atol=1e-30)
+    # exp(l - M) rounds l - M, whose size reaches the gap to a larger non-kept candidate:
+    # a relative error of eps |l - M| per weight, twice that in a normalised gradient
+    span = float((top.unsqueeze(1) - logits)[keep].abs().max())
+    tol_w = max(tol, 4 * torch.finfo(dtype).eps * span)
+    torch.testing.assert_close(got_w[finite], want[finite], rtol=tol_w, atol=0)
+    torch.testing.assert_close(c.grad, a.grad, rtol=tol_w, atol=1e-30)
 
 
 @pytest.mark.parametrize("variant", ["full", "no_hard_positive"])

@@ -403,8 +403,10 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
             seen[_n] = (keys.clone(), kept)
             return kept
 
-        def record_float(keys: torch.Tensor, _s=cut.select_keys_float, _n=name) -> torch.Tensor:
-            kept = _s(keys)  # the link objective's 0/1 float mask
+        def record_float(
+            keys: torch.Tensor, weights_out=None, _s=cut.select_keys_float, _n=name
+        ) -> torch.Tensor:
+            kept = _s(keys, weights_out)  # the link objective's 0/1 float mask
             assert kept.dtype == keys.dtype
             seen[_n] = (keys.clone(), kept > 0)
             return kept

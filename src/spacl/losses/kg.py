@@ -404,9 +404,12 @@ class LinkSPACLLoss(nn.Module):
     @torch.no_grad()
     def _cut(
         self, logits: Tensor, known: tuple[Tensor, Tensor], adv_logits: Tensor | None
-    ) -> tuple[Tensor, Tensor | None, Tensor]:
+    ) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
         """Kept entities ``[B, E]`` (0/1 in the logits' dtype), kept generated negatives
-        ``[B, K_adv]`` (bool, or ``None``) and the largest candidate logit of each row.
+        ``[B, K_adv]`` (bool, or ``None``), the largest candidate logit of each row and,
+        under ``mass="exp"``, the cut's weights ``exp(l - shift)`` of the entities
+        (``[B, E]``, for :class:`_KeptLogSumExp`; ``None`` otherwise).  The shift is the
+        largest candidate of the joint row (a generated negative's if that is larger).
 
         The candidates are every entity that is not a known tail, then the generated
         negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row
@@ -421,12 +424,17 @@ class LinkSPACLLoss(nn.Module):
         if adv_logits is not None:
             keys[:, e:] = adv_logits.detach()
         keys.index_put_(known, keys.new_full((), -math.inf))
-        row_max = keys[:, :e].amax(1)  # of the entity candidates: their logsumexp's shift
-        row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
-        kept = self.cut.select_keys_float(keys)
+        cut_weights: dict[str, Tensor] = {}
+        kept = self.cut.select_keys_float(keys, cut_weights)
+        weights = cut_weights.get("weights")
+        if weights is not None:
+            row_max, weights = cut_weights["row_max"], weights[:, :e]
+        else:
+            row_max = keys[:, :e].amax(1)  # of the entity candidates: the logsumexp's shift
+            row_max = torch.where(torch.isfinite(row_max), row_max, 0.0)
         if adv_logits is None:
-            return kept, None, row_max
-        return kept[:, :e], kept[:, e:] > 0, row_max
+            return kept, None, row_max, weights
+        return kept[:, :e], kept[:, e:] > 0, row_max, weights
 
     def forward(
         self,
@@ -455,8 +463,8 @@ class LinkSPACLLoss(nn.Module):
                 query, entities, positives, (row, col)
             )
 
-        keep, keep_adv, shift = self._cut(logits.detach(), known, adv_logits)
-        neg: Tensor = _KeptLogSumExp.apply(logits, keep, shift)
+        keep, keep_adv, shift, cut_weights = self._cut(logits.detach(), known, adv_logits)
+        neg: Tensor = _KeptLogSumExp.apply(logits, keep, shift, cut_weights)
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
         if self.positive_mode == "log_sum_exp":

@@ -43,22 +43,34 @@ class _KeptLogSumExp(torch.autograd.Function):
     ``shift[B]`` is the largest kept logit (the cut keeps each row's largest candidate
     first), so ``e_j = keep_j exp(min(l_j - shift, 0))`` are the masked logsumexp's
     terms, with no ``exp(-inf)`` (slow on CPU) and no boolean pass; backward is
-    ``grad_j = e_j g / sum_j e_j`` (0 off the mask), one float pass.
+    ``grad_j = e_j g / sum_j e_j`` (0 off the mask), one float pass.  ``weights``: the
+    cut's ``exp(l_j - shift)`` (0 off its candidates) with ``shift`` its row maxima, if
+    the caller has them (overwritten here by the terms: the caller must not use them
+    again); then ``e_j = keep_j weights_j``, one pass instead of four.  A
+    row whose largest candidate is a generated negative far above every kept entity
+    (``shift - l_j`` beyond the dtype's exponent range) then gives ``-inf``, a term
+    ``e^{-88}`` or less of the largest, which the caller's sum with that negative does
+    not see in float32.
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: Tensor, keep: Tensor, shift: Tensor) -> Tensor:
-        e = (logits.detach() - shift.unsqueeze(1)).clamp_max_(0.0).exp_().mul_(keep)
+    def forward(
+        ctx: Any, logits: Tensor, keep: Tensor, shift: Tensor, weights: Tensor | None = None
+    ) -> Tensor:
+        if weights is None:
+            e = (logits.detach() - shift.unsqueeze(1)).clamp_max_(0.0).exp_().mul_(keep)
+        else:  # the cut's own exp(l_j - shift), consumed here: no second exponentiation
+            e = weights.mul_(keep)
         total = e.sum(1)
         ctx.save_for_backward(e, total)
         return total.log() + shift
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
         e, total = ctx.saved_tensors
         scale = torch.where(total > 0, grad / total.clamp_min(torch.finfo(total.dtype).tiny), 0.0)
-        return e * scale.unsqueeze(1), None, None
+        return e.mul_(scale.unsqueeze(1)), None, None, None  # e is not needed again
 
 
 def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:

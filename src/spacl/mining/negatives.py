@@ -225,17 +225,27 @@ class RelativeThresholdNegatives(nn.Module):
         return keep
 
     @torch.no_grad()
-    def select_keys_float(self, keys: Tensor) -> Tensor:
+    def select_keys_float(
+        self, keys: Tensor, weights_out: dict[str, Tensor] | None = None
+    ) -> Tensor:
         """:meth:`select_keys_mask` as a 0/1 mask in ``keys``' dtype.
 
         For a loss that weighs its terms by the mask (``sum_j keep_j e^{l_j}``): where every
         row takes the long-row exact selection (the link-prediction rows under ``"exp"``)
         the mask is made by float arithmetic, without a ``[B, K]`` boolean pass (several
         times slower than a float one on CPU) and without its conversion.
+
+        ``weights_out``: under ``mass="exp"`` (and ``share < 1``) it receives the cut's
+        own weights, ``"weights"`` = ``exp(keys - row_max)`` in ``keys``' dtype (0 off the
+        candidates) and ``"row_max"`` (the largest candidate key of each row, 0 for a row
+        without one), so that the loss's ``log sum_j keep_j e^{l_j}`` can reuse them
+        (``row_max + log sum_j keep_j weights_j``) instead of exponentiating again.
         """
         if self.share >= 1.0:
             return torch.isfinite(keys).to(keys.dtype)
-        cols, kept, _, rest, rest_keep = self._select_keys(keys, None, None, as_float=True)
+        cols, kept, _, rest, rest_keep = self._select_keys(
+            keys, None, None, as_float=True, weights_out=weights_out
+        )
         if rest is not None and rest_keep is not None and rest.numel() == keys.shape[0]:
             return rest_keep.to(keys.dtype)
         keep = _mask_of(cols, kept, keys.shape[1])
@@ -268,8 +278,12 @@ class RelativeThresholdNegatives(nn.Module):
         valid_mask: Tensor | None,
         similarity_total: Tensor | None,
         as_float: bool = False,
+        weights_out: dict[str, Tensor] | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
         """Fast paths, then the exact one: ``(cols, kept, done, rest_rows, rest_keep)``.
+
+        ``weights_out``: receives the ``"exp"`` weights and the row maxima
+        (:meth:`select_keys_float`).
 
         1. Rows whose largest weight alone reaches the target keep their first largest
            key (``argmax``: the lowest index among ties, the tie rule), one pass.
@@ -288,6 +302,8 @@ class RelativeThresholdNegatives(nn.Module):
         some = torch.isfinite(row_max)  # rows with a candidate
         row_max = torch.where(some, row_max, 0.0)
         total, exp_weights = self._total_and_weights(keys, valid_mask, row_max, similarity_total)
+        if weights_out is not None and exp_weights is not None:
+            weights_out["weights"], weights_out["row_max"] = exp_weights, row_max
         target = self.share * total
         top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
         alone = (top_weight >= target) & some
