@@ -156,3 +156,24 @@ def test_sparse_nonzero_equals_nonzero_on_every_layout(density: float) -> None:
         assert all(torch.equal(a, b) for a, b in zip(want, got, strict=True)), name
     with pytest.raises(ValueError, match="2-D bool"):
         sparse_nonzero(wide.float())
+
+
+def test_first_at_least_is_the_first_crossing_of_a_running_sum() -> None:
+    """The binary search that picks the chosen bucket gives the first column whose running
+    sum reaches the target (equality included), the last column when none does, on rows
+    with zero weights (flat runs) and exact hits."""
+    from spacl.mining.cut_exact import _first_at_least
+
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(100):
+        b, n = (int(torch.randint(1, 12, (1,), generator=gen)) for _ in range(2))
+        w = torch.rand(b, n, generator=gen, dtype=torch.float64)
+        w[torch.rand(b, n, generator=gen) < 0.4] = 0.0
+        cum = w.cumsum(1)
+        target = torch.rand(b, generator=gen, dtype=torch.float64) * 1.3 * cum[:, -1]
+        target[0] = cum[0, n // 2]  # an exact hit of a (possibly flat) running sum
+        want = [
+            next((j for j in range(n) if float(cum[r, j]) >= float(target[r])), n - 1)
+            for r in range(b)
+        ]
+        assert _first_at_least(cum, target).tolist() == want

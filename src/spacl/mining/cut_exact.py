@@ -90,6 +90,17 @@ def _finish_sorted(
     return out[:, :k]
 
 
+def _first_at_least(cum: Tensor, target: Tensor) -> Tensor:
+    """``[B]`` the first column ``j`` with ``cum[b, j] >= target[b]`` (the last column if
+    none), for ``cum`` non-decreasing along each row (running sums of weights >= 0).
+
+    A binary search per row (``searchsorted``, left side: the first ``j`` with ``target <=
+    cum[j]``), instead of a ``[B, NB]`` comparison, its integer copy and an ``argmax``.
+    """
+    found = torch.searchsorted(cum, target.to(cum.dtype).unsqueeze(1)).squeeze(1)
+    return found.clamp_max(cum.shape[1] - 1)
+
+
 def _bucket_level(
     keys: Tensor,
     weights: Tensor,
@@ -114,9 +125,8 @@ def _bucket_level(
     hist = torch.zeros(b, _NUM_BUCKETS + 1, dtype=weights.dtype, device=weights.device)
     hist.scatter_add_(1, bucket, weights)
     cum = above.unsqueeze(1) + hist[:, :_NUM_BUCKETS].cumsum(1)
-    crossed = cum >= target.unsqueeze(1)
     # rounding may leave the target just out of reach: then continue in the last bucket
-    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), _NUM_BUCKETS - 1).unsqueeze(1)
+    chosen = _first_at_least(cum, target).unsqueeze(1)
     new_above = (cum.gather(1, chosen) - hist.gather(1, chosen)).squeeze(1)
     return bucket < chosen, bucket == chosen, new_above
 
@@ -199,9 +209,8 @@ def _sample_range(
     hist = torch.zeros(b, nb, dtype=sub_w.dtype, device=keys.device)
     hist.scatter_add_(1, position.long(), sub_w)
     cum = hist.cumsum(1)
-    upper = (cum >= max(share - 0.03, 0.0) * cum[:, -1:]).long().argmax(1)
-    past = cum >= (share + 0.03) * cum[:, -1:]
-    lower = torch.where(past.any(1), past.long().argmax(1), nb - 1)
+    upper = _first_at_least(cum, max(share - 0.03, 0.0) * cum[:, -1])
+    lower = _first_at_least(cum, (share + 0.03) * cum[:, -1])
     new_hi = hi - upper.to(keys.dtype) / scale
     new_lo = hi - (lower + 1).to(keys.dtype) / scale
     return torch.minimum(new_hi, hi), torch.maximum(torch.minimum(new_lo, new_hi), lo)
@@ -268,9 +277,8 @@ def _wide_prefix(
     if above is None:
         above = torch.zeros(b, dtype=hist.dtype, device=device)  # float64, as the histogram
     cum = above.unsqueeze(1) + hist.cumsum(1)
-    crossed = cum >= target.unsqueeze(1)
     # rounding may leave the target just out of reach: then continue in the last bucket
-    chosen = torch.where(crossed.any(1), crossed.long().argmax(1), nb - 1)
+    chosen = _first_at_least(cum, target)
     before = cum.gather(1, (chosen - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
     above = torch.where(chosen > 0, before, above)
     if passes is not None:
