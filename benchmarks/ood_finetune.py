@@ -542,6 +542,12 @@ def render(runs: list[dict[str, Any]]) -> str:
             if secs
             else "No fine-tuned run of this setting yet."
         )
+        if ratio >= 1.0:
+            timing += (
+                "  Every class is known whatever the seed, so the split is the same on every "
+                "seed (the frozen row too): the spread of a fine-tuned row is its training's "
+                "alone (initial weights, batches, dropout)."
+            )
         out += [
             "",
             f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test {n}, of "

@@ -77,6 +77,8 @@ def test_a_setting_without_fine_tuned_runs_says_so(bench: Any) -> None:
     assert section.count("No fine-tuned run of this setting yet.") == 2  # timing, losses
     assert "| method | seeds | epoch 1 |" not in section
     assert "hold out known classes" in section
+    assert "the split is the same on every seed" in section  # all classes known
+    assert "the split is the same" not in bench.render([frozen | {"known_ratio": 0.5}])
     # a setting with published rows keeps its table
     assert bench._published("stackoverflow", 0.25, [])[0].startswith("| model |")
 
