@@ -216,13 +216,7 @@ class RelativeThresholdNegatives(nn.Module):
         """:meth:`select` of ``keys`` (the logits, ``-inf`` off the candidates): a mask."""
         if self.share >= 1.0:
             return torch.isfinite(keys)
-        cols, kept, _, rest, rest_keep = self._select_keys(keys, None, None)
-        if rest is not None and rest_keep is not None and rest.numel() == keys.shape[0]:
-            return rest_keep  # every row took the exact selection (long prefixes)
-        keep = _mask_of(cols, kept, keys.shape[1])
-        if rest is not None and rest_keep is not None:
-            keep[rest] = rest_keep
-        return keep
+        return self._assemble(keys.shape[1], *self._select_keys(keys, None, None))
 
     @torch.no_grad()
     def select_keys_float(
@@ -235,23 +229,27 @@ class RelativeThresholdNegatives(nn.Module):
         the mask is made by float arithmetic, without a ``[B, K]`` boolean pass (several
         times slower than a float one on CPU) and without its conversion.
 
-        ``weights_out``: under ``mass="exp"`` (and ``share < 1``) it receives the cut's
-        own weights, ``"weights"`` = ``exp(keys - row_max)`` in ``keys``' dtype (0 off the
-        candidates) and ``"row_max"`` (the largest candidate key of each row, 0 for a row
-        without one), so that the loss's ``log sum_j keep_j e^{l_j}`` can reuse them
-        (``row_max + log sum_j keep_j weights_j``) instead of exponentiating again.
+        ``weights_out`` (``mass="exp"``, ``share < 1``) receives ``"weights"`` = ``exp(keys -
+        row_max)`` (0 off the candidates) and ``"row_max"`` (0 for a row without one), for a
+        loss's ``row_max + log sum_j keep_j weights_j`` without a second ``exp``.
         """
         if self.share >= 1.0:
             return torch.isfinite(keys).to(keys.dtype)
-        cols, kept, _, rest, rest_keep = self._select_keys(
-            keys, None, None, as_float=True, weights_out=weights_out
-        )
-        if rest is not None and rest_keep is not None and rest.numel() == keys.shape[0]:
-            return rest_keep.to(keys.dtype)
-        keep = _mask_of(cols, kept, keys.shape[1])
+        selection = self._select_keys(keys, None, None, as_float=True, weights_out=weights_out)
+        return self._assemble(keys.shape[1], *selection).to(keys.dtype)
+
+    @staticmethod
+    def _assemble(
+        k: int, cols: Tensor, kept: Tensor, _: Tensor, rest: Tensor | None, rest_keep: Tensor | None
+    ) -> Tensor:
+        """The ``[B, k]`` keep mask of a :meth:`_select_keys` result (``rest_keep`` as is
+        where every row took the exact selection: long prefixes)."""
+        if rest is not None and rest_keep is not None and rest.numel() == cols.shape[0]:
+            return rest_keep
+        keep = _mask_of(cols, kept, k)
         if rest is not None and rest_keep is not None:
             keep[rest] = rest_keep.to(torch.bool)
-        return keep.to(keys.dtype)
+        return keep
 
     def _merge(
         self, cols: Tensor, kept: Tensor, rest: Tensor | None, rest_keep: Tensor | None
