@@ -46,8 +46,10 @@ def met(ratio: float, bar: float) -> str:
     return "met" if ratio <= bar else "**NOT met**"
 
 
-def measure(b: int, v: int, d: int, repeats: int) -> str:
-    """One interleaved measurement at the current thread count, as a markdown section."""
+def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]]:
+    """One interleaved measurement at the current thread count: a markdown section and
+    the target ratios (``"dynamic"``, ``"ema"`` vs NT-Xent; ``"every"``, ``"every_sup"``
+    vs SupCon)."""
     g = torch.Generator().manual_seed(0)
     # a mildly structured pool: views of an instance near its centre, as after some training
     z = torch.randn(b, 1, d, generator=g) + 0.7 * torch.randn(b, v, d, generator=g)
@@ -302,6 +304,43 @@ def measure(b: int, v: int, d: int, repeats: int) -> str:
         f"**{sup_total / sup_base:.2f}x** (supervised form): {met(sup_total / sup_base, 2.0)}.",
         "",
     ]
+    ratios = {
+        "dynamic": total / base,
+        "ema": times["SPACL (EMA)"] / base,
+        "every": every_total / sup_base,
+        "every_sup": sup_total / sup_base,
+    }
+    return "\n".join(lines), ratios
+
+
+def sessions_table(threads: int, ratios: list[dict[str, float]]) -> str:
+    """The target ratios of every repeated session at one thread count (``--sessions``)."""
+    lines = [
+        f"### {threads} thread(s): the target ratios in each of {len(ratios)} sessions",
+        "",
+        "Each session is a whole measurement (its own warm-up and interleaved rounds), "
+        "run one after another; the tables above are the last session's.",
+        "",
+        "| session | SPACL / NT-Xent | EMA / NT-Xent | every view / SupCon "
+        "| supervised every view / SupCon |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {i + 1} | {r['dynamic']:.2f}x | {r['ema']:.2f}x | {r['every']:.2f}x "
+            f"| {r['every_sup']:.2f}x |"
+            for i, r in enumerate(ratios)
+        ),
+    ]
+    for key, name, bar in (
+        ("every", "every view (self-supervised form)", 2.0),
+        ("every_sup", "supervised every view", 2.0),
+    ):
+        values = [r[key] for r in ratios]
+        lines.append("")
+        lines.append(
+            f"{name}: {min(values):.2f}x to {max(values):.2f}x over the sessions "
+            f"(<= {bar}x in {sum(x <= bar for x in values)} of {len(values)})."
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -318,6 +357,14 @@ def main() -> None:
         default=[1, 2],
         help="torch thread counts, one section each",
     )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=1,
+        help="repeat the whole measurement this many times per thread count and list "
+        "every session's target ratios (the machine's run-to-run spread)",
+    )
+    parser.add_argument("--note", default="", help="a sentence on the machine's state, printed")
     parser.add_argument("--out", default="spacl_overhead")
     args = parser.parse_args()
     default_threads = torch.get_num_threads()
@@ -325,7 +372,12 @@ def main() -> None:
     sections = []
     for threads in args.threads:
         torch.set_num_threads(threads)
-        sections.append(measure(args.batch, args.views, args.dim, args.repeats))
+        runs = [
+            measure(args.batch, args.views, args.dim, args.repeats) for _ in range(args.sessions)
+        ]
+        sections.append(runs[-1][0])
+        if args.sessions > 1:
+            sections.append(sessions_table(threads, [r for _, r in runs]))
     torch.set_num_threads(default_threads)
     text = "\n".join(
         [
@@ -344,7 +396,7 @@ def main() -> None:
             f"{os.cpu_count()} CPUs when the run started.  With more threads than free cores, "
             "OpenMP spin-waits inflate every small operation, which hurts SPACL (many small "
             "kernels) more than NT-Xent (a few large ones); the 1-thread section is the "
-            "cleaner comparison.",
+            "cleaner comparison." + (f"  {args.note}" if args.note else ""),
             "",
             *sections,
         ]
