@@ -8,7 +8,11 @@ next to ``FILE`` (then packed), so the memory used is one batch plus the labels.
 
 ``spacl export RUN_DIR --out FILE [--arm NAME]`` writes the encoder as a ``torch.export``
 program: ``torch.export.load(FILE).module()`` runs it without spacl installed (see
-:func:`spacl.trained.export_encoder` for its input and its metadata).
+:func:`spacl.trained.export_encoder` for its input and its metadata).  For a text run
+(an open-intent detector) ``--out`` is a new folder: the sentence-transformers encoder
+(fine-tuned layers included), the head as a ``torch.export`` program, the class
+centres, thresholds and names, and a README with the code that runs it without spacl
+(:mod:`spacl.tasks.text_export`).
 """
 
 from __future__ import annotations
@@ -50,19 +54,37 @@ def register(subparsers: Any) -> None:
 
     export = subparsers.add_parser(
         "export",
-        help="write a trained run's encoder as a torch.export program (runs without spacl)",
+        help="write a trained run's encoder (image runs) or open-intent detector (text runs) "
+        "in a form that runs without spacl",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
-    export.add_argument("--out", type=Path, required=True, help="output file (.pt2)")
+    export.add_argument(
+        "--out", type=Path, required=True, help="output file (.pt2); for a text run a new folder"
+    )
     export.add_argument("--arm", help="the arm to export (default: the run's first)")
     export.set_defaults(func=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from spacl.tasks.rundir import run_config
     from spacl.trained import export_encoder, load_image_run
 
+    task = str(run_config(args.run_dir).get("task", "image"))
+    if task == "text":
+        from spacl.tasks.text_export import export_text_run
+
+        if args.arm is not None:
+            raise ValueError(f"--arm applies to image runs, not to a text run (got {args.arm!r})")
+        folder = export_text_run(args.run_dir, args.out)
+        print(f"wrote {folder} (README.md there shows how to use it)", file=sys.stderr)
+        return 0
+    if task != "image":
+        raise ValueError(
+            f"spacl export writes image encoders and text detectors; {args.run_dir} is a "
+            f"{task} run (spacl embed writes its entity embeddings)"
+        )
     model = load_image_run(args.run_dir, args.arm)
     path = export_encoder(model, args.out)
     print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
