@@ -275,11 +275,13 @@ def compact_loss(
     negatives = [torch.zeros(a, p, dtype=torch.bool, device=device), in_table]
     kept_gen = torch.zeros(a, dtype=torch.long, device=device)
     if gen_logits is not None:
-        gen_kept = torch.zeros(a, k_adv + 1, dtype=torch.bool, device=device)
-        gen_kept.scatter_(1, torch.where(kept & is_gen, cols - n, k_adv), True)
+        # generated column j of row a is kept where some kept entry of a is column n + j
+        # (a compare over [A, m, K_adv]: a bool scatter with a scalar is slower on CPU)
+        slot = torch.arange(n, n + k_adv, device=device)
+        gen_kept = ((cols.unsqueeze(2) == slot) & (kept & is_gen).unsqueeze(2)).any(1)
         pieces.append(gen_logits)
-        negatives.append(gen_kept[:, :k_adv])
-        kept_gen = gen_kept[:, :k_adv].sum(1)
+        negatives.append(gen_kept)
+        kept_gen = gen_kept.sum(1)
     if class_pool:
         assert row_groups is not None and cand_groups is not None
         per_anchor = _class_pool_loss(
