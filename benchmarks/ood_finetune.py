@@ -46,7 +46,7 @@ from _common import header, write_result
 from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, TEXTOIR_SOURCE
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.evaluate.ood import seed_spread, std_interval
+from spacl.evaluate.ood import seed_spread, seeds_to_settle, std_interval
 from spacl.tasks.text_finetune_run import Backbone, load_backbone
 
 log = logging.getLogger("benchmarks.ood_finetune")
@@ -450,27 +450,34 @@ def _bounds_confidence(
     over: list[str] = []
     under: list[str] = []
     open_count = 0
-    rows = []
+    rows, plan_rows = [], []
     for label, spreads in _complete_cells(runs, methods):
-        cells = []
+        cells, plans = [], []
         for m, spread in zip(methods, spreads, strict=True):
             if spread is None:
                 cells.append("—")
+                plans.append("—")
                 continue
-            parts = []
+            parts, needs = [], []
             for key, bound in STD_BOUNDS.items():
                 low, high = std_interval(spread[key]["std"], int(spread[key]["n"]), level)
                 parts.append(f"[{low:.2f}, {high:.1f}]")
                 entry = f"{label} {m} {_METRIC_NAMES[key]}"
                 if low > bound:
                     over.append(entry)
+                    needs.append("over")
                 elif high <= bound:
                     under.append(entry)
+                    needs.append("under")
                 else:
                     open_count += 1
+                    n = seeds_to_settle(spread[key]["std"], bound, level)
+                    needs.append("> 1000" if n is None else str(n))
             cells.append(" / ".join(parts))
+            plans.append(" / ".join(needs))
         if any(c != "—" for c in cells):
             rows.append(f"| {label} | " + " | ".join(cells) + " |")
+            plan_rows.append(f"| {label} | " + " | ".join(plans) + " |")
     if not rows:
         return []
     return [
@@ -489,6 +496,14 @@ def _bounds_confidence(
         + (", ".join(under) if under else "none")
         + f".  Not settled by these seeds: {open_count} of "
         f"{open_count + len(over) + len(under)} (cell, metric) entries.",
+        "",
+        "Seeds each open entry would need for its interval to leave the bound, if its "
+        "sample std held (`spacl.evaluate.ood.seeds_to_settle`; a planning figure, not a "
+        "test: with more seeds the std moves too; `over` / `under`: settled now):",
+        "",
+        "| setting | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+        *plan_rows,
     ]
 
 

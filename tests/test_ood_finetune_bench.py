@@ -94,13 +94,20 @@ def test_bounds_confidence_settles_only_what_the_seeds_can_show(bench: Any) -> N
         *_runs("stackoverflow", 0.25, "spacl", [60.0, 70.0, 80.0], [60.0, 61.0, 62.0]),
     ]
     lines = bench._bounds_confidence(runs, ["supcon", "spacl"])
-    summary = lines[-1]
+    summary = next(line for line in lines if line.startswith("Over its bound"))
     assert "wholly above): StackOverflow 25% spacl macro-F1." in summary
     under = "StackOverflow 25% supcon macro-F1, StackOverflow 25% spacl F1-OOD."
     assert f"wholly at or below): {under}" in summary
     assert summary.endswith("Not settled by these seeds: 1 of 4 (cell, metric) entries.")
-    row = next(line for line in lines if line.startswith("| StackOverflow 25% |"))
-    assert "[0.29, 2.2] / [3.44, 26.3]" in row
+    rows = [line for line in lines if line.startswith("| StackOverflow 25% |")]
+    assert "[0.29, 2.2] / [3.44, 26.3]" in rows[0]
+    # the planning table: settled entries say so, the open one the seeds it would need
+    from spacl.evaluate.ood import seeds_to_settle, std_interval
+
+    need = seeds_to_settle(5.95, 5.0)
+    assert need is not None and std_interval(5.95, need)[0] > 5.0
+    assert std_interval(5.95, need - 1)[0] <= 5.0  # the first n that settles it
+    assert rows[1] == f"| StackOverflow 25% | under / {need} | over / under |"
     # no complete cell: nothing to say
     assert bench._bounds_confidence(runs[:2], ["supcon"]) == []
 

@@ -19,6 +19,7 @@ from spacl.evaluate.ood import (
     open_intent_metrics,
     reject_all_metrics,
     seed_spread,
+    seeds_to_settle,
     std_interval,
 )
 
@@ -258,3 +259,42 @@ def test_std_interval_closed_form_and_coverage() -> None:
 def test_std_interval_rejects_bad_input(std, n, level, error) -> None:
     with pytest.raises(error):
         std_interval(std, n, level)
+
+
+def test_seeds_to_settle_is_the_first_n_whose_interval_leaves_the_bound() -> None:
+    """Closed forms at n = 2 and 3 (1 and 2 degrees of freedom) and the first-n property.
+
+    90% intervals: n = 3 gives ``s [0.5815, 4.4153]`` (see the closed-form test above),
+    n = 2 gives ``s [1 / 1.9600, 1 / 0.06271]`` (``chi2_1`` quantiles = squared normal
+    ones).  So ``s = 1.8`` is over a bound of 1 from 3 seeds on (``1.8 / 1.96 = 0.918``
+    is not), ``s = 1.7`` is not over it at 3 (``0.989``), ``s = 1 / 4.5`` is under it from
+    3 seeds on; ``s`` at the bound is never settled."""
+    assert seeds_to_settle(1.8, 1.0) == 3
+    assert seeds_to_settle(1.7, 1.0) == 4
+    assert seeds_to_settle(1.0 / 4.5, 1.0) == 3
+    assert seeds_to_settle(2.5, 1.0) == 2  # 2.5 / 1.96 = 1.28 > 1
+    assert seeds_to_settle(1.0, 1.0) is None
+    assert seeds_to_settle(1.01, 1.0) is None  # needs more than 1000 seeds
+    assert seeds_to_settle(1.01, 1.0, max_n=100000) is not None
+    for std, bound in ((4.47, 3.0), (2.83, 3.0), (12.51, 5.0), (3.61, 5.0), (0.1, 3.0)):
+        n = seeds_to_settle(std, bound, max_n=5000)
+        assert n is not None
+        low, high = std_interval(std, n)
+        assert low > bound or high <= bound
+        if n > 2:
+            low, high = std_interval(std, n - 1)
+            assert not (low > bound or high <= bound)
+
+
+@pytest.mark.parametrize(
+    ("std", "bound", "max_n", "error"),
+    [
+        (-1.0, 3.0, 100, ValueError),
+        (1.0, float("inf"), 100, ValueError),
+        (1.0, 3.0, 1, ValueError),
+        ("1", 3.0, 100, TypeError),
+    ],
+)
+def test_seeds_to_settle_rejects_bad_input(std, bound, max_n, error) -> None:
+    with pytest.raises(error):
+        seeds_to_settle(std, bound, max_n=max_n)

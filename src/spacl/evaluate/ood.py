@@ -79,7 +79,12 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_choice, check_in_range, check_labels, check_tensor
-from spacl.evaluate.spread import THRESHOLDED_METRICS, seed_spread, std_interval
+from spacl.evaluate.spread import (
+    THRESHOLDED_METRICS,
+    seed_spread,
+    seeds_to_settle,
+    std_interval,
+)
 
 __all__ = [
     "MIN_CLASS_COUNT",
@@ -97,6 +102,7 @@ __all__ = [
     "open_intent_metrics",
     "reject_all_metrics",
     "seed_spread",
+    "seeds_to_settle",
     "std_interval",
 ]
 

@@ -2,7 +2,8 @@
 
 :func:`seed_spread`: mean, sample standard deviation and count over seeds of each metric;
 :func:`std_interval`: the confidence interval of the true standard deviation that a few
-seeds allow.  Re-exported by :mod:`spacl.evaluate.ood`.
+seeds allow; :func:`seeds_to_settle`: how many seeds that interval would need to fall on
+one side of a bound.  Re-exported by :mod:`spacl.evaluate.ood`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from spacl._validation import check_in_range
 #: the metrics of a thresholded decision (their spread over seeds: :func:`seed_spread`)
 THRESHOLDED_METRICS = ("accuracy", "macro_f1", "f1_ood", "f1_ind")
 
-__all__ = ["THRESHOLDED_METRICS", "seed_spread", "std_interval"]
+__all__ = ["THRESHOLDED_METRICS", "seed_spread", "seeds_to_settle", "std_interval"]
 
 
 def seed_spread(
@@ -75,3 +76,41 @@ def std_interval(std: float, n: int, level: float = 0.90) -> tuple[float, float]
     low = std * math.sqrt(dof / float(stats.chi2.ppf((1.0 + level) / 2.0, dof)))
     high = std * math.sqrt(dof / float(stats.chi2.ppf((1.0 - level) / 2.0, dof)))
     return low, high
+
+
+def seeds_to_settle(std: float, bound: float, level: float = 0.90, max_n: int = 1000) -> int | None:
+    """The fewest seeds ``n >= 2`` whose :func:`std_interval` settles ``std`` against ``bound``.
+
+    Settled: the interval lies wholly above the bound (``low > bound``: over it) or wholly
+    at or below it (``high <= bound``: under it), as if the sample std stayed ``std`` with
+    ``n`` seeds.  A planning figure, not a test: with more seeds the sample std moves too.
+    The interval narrows as ``n`` grows (both ends tend to ``std``), so the answer is the
+    first ``n`` of a bisection; ``None`` where even ``max_n`` seeds leave it open (``std``
+    within a few percent of ``bound``, or equal to it).
+
+    Raises:
+        ValueError: a negative or non-finite ``std`` or ``bound``, ``max_n < 2``, or
+            ``level`` outside (0, 1).
+    """
+    for name, value in (("std", std), ("bound", bound)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if isinstance(max_n, bool) or not isinstance(max_n, int) or max_n < 2:
+        raise ValueError(f"max_n must be an int >= 2, got {max_n!r}")
+
+    def settled(n: int) -> bool:
+        low, high = std_interval(std, n, level)
+        return low > bound or high <= bound
+
+    if not settled(max_n):
+        return None
+    lo, hi = 1, max_n  # settled(hi); lo is below every settled n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if settled(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
