@@ -486,9 +486,7 @@ def _bounds_confidence(
         "`spacl.evaluate.ood.std_interval`), informative only (the verdict above is the sample "
         "std against the bound):",
         "",
-        "| setting | " + " | ".join(methods) + " |",
-        "|---|" + "---|" * len(methods),
-        *rows,
+        *_grid(methods, rows),
         "",
         f"Over its bound at {level:.0%} confidence (interval wholly above): "
         + (", ".join(over) if over else "none")
@@ -501,10 +499,13 @@ def _bounds_confidence(
         "sample std held (`spacl.evaluate.ood.seeds_to_settle`; a planning figure, not a "
         "test: with more seeds the std moves too; `over` / `under`: settled now):",
         "",
-        "| setting | " + " | ".join(methods) + " |",
-        "|---|" + "---|" * len(methods),
-        *plan_rows,
+        *_grid(methods, plan_rows),
     ]
+
+
+def _grid(methods: list[str], rows: list[str]) -> list[str]:
+    """A markdown table of settings x methods: its header, then ``rows``."""
+    return ["| setting | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods), *rows]
 
 
 def render(runs: list[dict[str, Any]]) -> str:
