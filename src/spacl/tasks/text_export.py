@@ -10,7 +10,7 @@ The folder (:func:`export_detector`) holds:
   features are then the encoder's embeddings).
 - ``detector.json``: the class names, the unit class centres ``c_k``, the per-class
   thresholds ``t_k``, the name of the open class, and the head's input dtype.
-- ``README.md``: the ~15 lines of sentence-transformers + torch that use it (the same
+- ``README.md``: the ~20 lines of sentence-transformers + torch that use it (the same
   code the tests run in a process that never imports spacl).
 
 The decision it carries is :meth:`spacl.tasks.text_run.IntentDetector.predict`'s::
