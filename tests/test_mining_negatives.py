@@ -505,6 +505,43 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     assert torch.equal(cut.select_keys_float(keys.float()), kept32)
 
 
+def test_long_rows_with_heavy_tops_settle_in_one_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Link-prediction-like rows (a bulk of 14,541 scores, a long upper tail) under
+    ``"exp"``: the crossing lies in the bulk, and the one level over [lower bound, row
+    max] finds it in a bucket of few members, so no row takes a second level.
+
+    Regression: a range read off a strided sample of the columns missed the heavy top
+    keys and put the crossing of 20-30% of FB15k-237's rows in a crowded end bucket
+    (hundreds of thousands of members, a second level): the same negatives, ~30% more
+    cut time.  Checked against the loop too.
+    """
+    from spacl.mining import cut_exact
+
+    g = torch.Generator().manual_seed(7)
+    b, k = 8, 14541
+    logits = torch.randn(b, k, generator=g) * 0.8 - 3.5
+    tail = torch.rand(b, k, generator=g) < 0.02  # a long upper tail, up to ~10 above
+    top = -2.0 + torch.empty(b, k).exponential_(1.0, generator=g) * 1.5
+    logits = torch.where(tail, top, logits)
+    calls: list[int] = []
+    inner = cut_exact._wide_prefix
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(int(kwargs.get("depth", 0)))  # type: ignore[call-overload]
+        return inner(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cut_exact, "_wide_prefix", counted)
+    from spacl.mining import negatives
+
+    monkeypatch.setattr(negatives, "_wide_prefix", counted)
+    cut = RelativeThresholdNegatives(0.95, "exp")
+    kept = cut.select_keys_float(logits)
+    assert calls == [0]  # one level, no crowded bucket
+    valid = torch.ones(b, k, dtype=torch.bool)
+    assert_rows_match_cut_loop(kept.bool(), logits.double(), valid, 0.95, 1.0, "exp")
+    assert int((kept.sum(1) > 1000).sum()) >= 6  # long prefixes: the exact selection ran
+
+
 @pytest.mark.parametrize("mass", ["similarity", "exp", "linear"])
 @pytest.mark.parametrize("settled", [1, 4])
 @pytest.mark.parametrize("wide", [False, True])

@@ -45,11 +45,11 @@ def bucket_histogram(
 
     Bucket of ``keys[b, j]``: ``floor(clamp((hi[b] - keys[b, j]) * scale[b], 0, NB - 1))``
     (bucket 0 holds the largest keys; ``-inf`` lands in the last one).  ``weights``: any
-    float dtype, converted to float64 entry by entry.  Most keys of a long row lie
-    outside the sampled range ``[lo, hi]`` and fall into an end bucket; a histogram that
-    adds them all into one accumulator is a chain of dependent additions, so the two end
-    buckets are first spread over ``SPREAD`` accumulators each (by column) and summed at
-    the end: the same sums, added in another order.
+    float dtype, converted to float64 entry by entry.  Keys outside the range ``[lo,
+    hi]`` fall into an end bucket (the ``-inf`` of the known tails, keys below a narrow
+    range); a histogram that adds many into one accumulator is a chain of dependent
+    additions, so the two end buckets are first spread over ``SPREAD`` accumulators each
+    (by column) and summed at the end: the same sums, added in another order.
     """
     position = ((hi.unsqueeze(1) - keys) * scale.unsqueeze(1)).clamp(0, NUM_BUCKETS - 1)
     spread = torch.arange(keys.shape[1], device=keys.device) % SPREAD

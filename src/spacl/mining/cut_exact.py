@@ -8,9 +8,9 @@ prefix, in (key desc, index asc) order, whose cumulative weight reaches
 width buckets of their range (a monotone map), adds the weights per bucket with one
 ``scatter_add``, keeps the buckets before the crossing one and continues inside it; a
 stable sort of the few candidates left finishes the prefix (:func:`_prefix_mask`).  Rows
-of at least ``_WIDE_ROWS`` candidates take one level of ``_WIDE_BUCKETS`` buckets over a
-range read off a strided sample (:func:`_wide_prefix`).  The module docstring of
-:mod:`spacl.mining.negatives` states the decisions (masses, tie rule, precision).
+of at least ``_WIDE_ROWS`` candidates take one level of ``_WIDE_BUCKETS`` buckets from
+the row's largest key down to a lower bound (:func:`_wide_prefix`).  The module
+docstring of :mod:`spacl.mining.negatives` states the decisions (masses, tie rule, precision).
 """
 
 from __future__ import annotations
@@ -186,34 +186,6 @@ def _sample_min(keys: Tensor) -> Tensor:
     """
     step = max(keys.shape[1] // 1024, 1)
     return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
-
-
-def _sample_range(
-    keys: Tensor, weights: Tensor, share: float, hi: Tensor, lo: Tensor
-) -> tuple[Tensor, Tensor]:
-    """A key range ``[lo', hi']`` likely to hold the cut of every row, from a sample.
-
-    A histogram of about 1024 strided columns over ``[lo, hi]`` locates where their
-    running weight (from the top) crosses ``share -+ 0.03``; the range spans those
-    buckets.  Only the resolution of :func:`_wide_prefix` depends on it (keys above
-    ``hi'`` share its first bucket, keys below ``lo'`` its last).
-    """
-    b, k = keys.shape
-    nb = _WIDE_BUCKETS
-    step = max(k // 1024, 1)
-    sub_keys = keys[:, ::step].contiguous()
-    sub_w = weights[:, ::step].to(torch.float64).contiguous()  # float32 weights: exact copy
-    span = hi - lo
-    scale = torch.where(span > 0, nb / torch.where(span > 0, span, 1.0), 1.0)
-    position = (hi.unsqueeze(1) - sub_keys).mul_(scale.unsqueeze(1)).clamp_(0, nb - 1)
-    hist = torch.zeros(b, nb, dtype=sub_w.dtype, device=keys.device)
-    hist.scatter_add_(1, position.long(), sub_w)
-    cum = hist.cumsum(1)
-    upper = _first_at_least(cum, max(share - 0.03, 0.0) * cum[:, -1])
-    lower = _first_at_least(cum, (share + 0.03) * cum[:, -1])
-    new_hi = hi - upper.to(keys.dtype) / scale
-    new_lo = hi - (lower + 1).to(keys.dtype) / scale
-    return torch.minimum(new_hi, hi), torch.maximum(torch.minimum(new_lo, new_hi), lo)
 
 
 def _wide_prefix(
