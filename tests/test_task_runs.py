@@ -97,9 +97,8 @@ def test_kg_predict_errors_name_the_input(kg_run: Path, capsys: pytest.CaptureFi
     assert "exactly one of --head and --tail" in capsys.readouterr().err
     assert main(["predict", str(kg_run), "some text"]) == 2
     assert "not inputs" in capsys.readouterr().err
-    assert main(["export", str(kg_run), "--out", str(kg_run.parent / "x.pt2")]) == 2
-    err = capsys.readouterr().err
-    assert "writes image encoders and text detectors" in err and "is a kg run" in err
+    assert main(["export", str(kg_run), "--out", str(kg_run.parent / "x"), "--arm", "a"]) == 2
+    assert "--arm applies to image runs, not to a kg run" in capsys.readouterr().err
     with pytest.raises(ValueError, match="top must be an int >= 1"):
         load_link_model(kg_run).predict("r0", head="e1", top=0)
 

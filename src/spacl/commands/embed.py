@@ -12,7 +12,9 @@ program: ``torch.export.load(FILE).module()`` runs it without spacl installed (s
 (an open-intent detector) ``--out`` is a new folder: the sentence-transformers encoder
 (fine-tuned layers included), the head as a ``torch.export`` program, the class
 centres, thresholds and names, and a README with the code that runs it without spacl
-(:mod:`spacl.tasks.text_export`).
+(:mod:`spacl.tasks.text_export`).  For a KG run ``--out`` is a new folder too: the entity
+and relation tables, the names, and a README with the scoring code
+(:mod:`spacl.tasks.kg_export`).
 """
 
 from __future__ import annotations
@@ -54,14 +56,17 @@ def register(subparsers: Any) -> None:
 
     export = subparsers.add_parser(
         "export",
-        help="write a trained run's encoder (image runs) or open-intent detector (text runs) "
-        "in a form that runs without spacl",
+        help="write a trained run's encoder (image runs), open-intent detector (text runs) "
+        "or link predictor (kg runs) in a form that runs without spacl",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
     export.add_argument(
-        "--out", type=Path, required=True, help="output file (.pt2); for a text run a new folder"
+        "--out",
+        type=Path,
+        required=True,
+        help="output file (.pt2); for text and kg runs a new folder",
     )
     export.add_argument("--arm", help="the arm to export (default: the run's first)")
     export.set_defaults(func=run_export)
@@ -72,23 +77,32 @@ def run_export(args: argparse.Namespace) -> int:
     from spacl.trained import export_encoder, load_image_run
 
     task = str(run_config(args.run_dir).get("task", "image"))
-    if task == "text":
-        from spacl.tasks.text_export import export_text_run
-
+    if task in ("text", "kg"):
         if args.arm is not None:
-            raise ValueError(f"--arm applies to image runs, not to a text run (got {args.arm!r})")
-        folder = export_text_run(args.run_dir, args.out)
+            raise ValueError(f"--arm applies to image runs, not to a {task} run (got {args.arm!r})")
+        folder = _folder_exporter(task)(args.run_dir, args.out)
         print(f"wrote {folder} (README.md there shows how to use it)", file=sys.stderr)
         return 0
     if task != "image":
         raise ValueError(
-            f"spacl export writes image encoders and text detectors; {args.run_dir} is a "
-            f"{task} run (spacl embed writes its entity embeddings)"
+            f"spacl export writes image encoders, text detectors and link predictors; "
+            f"{args.run_dir} is a {task} run"
         )
     model = load_image_run(args.run_dir, args.arm)
     path = export_encoder(model, args.out)
     print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
     return 0
+
+
+def _folder_exporter(task: str) -> Any:
+    """The exporter of a text run (the detector) or a KG run (the link predictor)."""
+    if task == "text":
+        from spacl.tasks.text_export import export_text_run
+
+        return export_text_run
+    from spacl.tasks.kg_export import export_kg_run
+
+    return export_kg_run
 
 
 def run_embed(args: argparse.Namespace) -> int:
