@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from spacl._validation import check_choice
 from spacl.engine.checkpoint import load_checkpoint
 from spacl.engine.rundir import RunDirectory
+from spacl.models.export import export_batch_program
 
 if TYPE_CHECKING:
     from spacl.tasks.kg_run import LinkModel
@@ -274,9 +275,7 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
     path = Path(path)
     param = next(model.encoder.parameters())
     example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
-    batch = torch.export.Dim("batch", min=1, max=1 << 30)
-    with torch.no_grad():
-        program = torch.export.export(model.encoder, (example,), dynamic_shapes=({0: batch},))
+    program = export_batch_program(model.encoder, example)
     norm = model.transform
     meta = {
         "arm": model.arm,

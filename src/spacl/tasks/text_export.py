@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from spacl.models.export import export_batch_program
 from spacl.tasks.text_run import OPEN, IntentDetector, load_intent_detector
 
 __all__ = ["USAGE", "export_detector", "export_text_run"]
@@ -124,11 +125,7 @@ def _sentence_model(det: IntentDetector) -> Any:
 
 def _export_head(head: nn.Module, in_dim: int, dtype: torch.dtype, path: Path) -> None:
     """``head`` (eval mode) as a ``torch.export`` program with a dynamic batch dimension."""
-    head = head.eval()
-    example = torch.zeros(2, in_dim, dtype=dtype)
-    batch = torch.export.Dim("batch", min=1, max=1 << 30)
-    with torch.no_grad():
-        program = torch.export.export(head, (example,), dynamic_shapes=({0: batch},))
+    program = export_batch_program(head.eval(), torch.zeros(2, in_dim, dtype=dtype))
     torch.export.save(program, str(path))
 
 
