@@ -425,11 +425,23 @@ def test_fast_paths_match_generic_kernel(dtype: torch.dtype, tau: float, supervi
 @pytest.mark.parametrize("tau", [0.01, 0.1, 0.5])  # 0.01: float32 falls back to logits
 @pytest.mark.parametrize("mode", ["sphere", "ball"])
 @pytest.mark.parametrize("supervised", [False, True])
+@pytest.mark.parametrize("blocks", [False, True])
 def test_shared_fused_path_matches_loop_and_target_form(
-    dtype: torch.dtype, tau: float, mode: str, supervised: bool
+    dtype: torch.dtype,
+    tau: float,
+    mode: str,
+    supervised: bool,
+    blocks: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # anchors == candidates takes the fused Gram log-sum-exp (one backward matmul);
     # targets=features (same tensor, not detached) takes the generic A @ C^T path.
+    # blocks: the Gram matrix mirrored from its upper block triangle (4 rows a block)
+    if blocks:
+        from spacl.losses import _mirror
+
+        monkeypatch.setattr(_mirror, "_BLOCK_ROWS", 4)
+        monkeypatch.setattr(_mirror, "_MIN_ROWS", 8)
     x = views(7, 3, 5, dtype, seed=5) * (1.5 if mode == "ball" else 1.0)
     lab = labels_for(7, 3) if supervised else None
     loss = SupConLoss(tau, normalize=mode)  # type: ignore[arg-type]

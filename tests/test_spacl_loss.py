@@ -18,6 +18,7 @@ from loss_references import (
     unit_rows,
 )
 from spacl.losses import NTXentLoss, SPACLLoss
+from spacl.losses import _mirror as mirror_module
 from spacl.losses import spacl_compact as spacl_compact_module
 from spacl.losses.spacl import VARIANT_PARTS, VARIANTS
 
@@ -696,6 +697,7 @@ EVERY_VIEW_SETTINGS = {
     "unsupervised": ("instance", False, False),
     "unsupervised_queue": ("instance", False, True),
     "weak_labels": ("instance", True, False),
+    "instance_class": ("instance_class", True, False),
     "instance_class_queue": ("instance_class", True, True),
     "class": ("class", True, False),
 }
@@ -724,13 +726,23 @@ def replay_every_view_game(
 
 
 def every_view_case(
-    variant: str, setting: str, k_adv: int, dtype: torch.dtype, **options: object
+    variant: str,
+    setting: str,
+    k_adv: int,
+    dtype: torch.dtype,
+    pool_as_anchors: bool = False,
+    **options: object,
 ) -> None:
-    """Fused every-view loss == the view loop, values, kept counts, positives and gradients."""
+    """Fused every-view loss == the view loop, values, kept counts, positives and gradients.
+
+    ``pool_as_anchors``: ``anchors=None`` (one encoder: the pool's views are the anchors),
+    the gradient taken with respect to the pool."""
     b, v, d, tau = 6, 4, 5, 0.2
     pool_kind, with_labels, with_queue = EVERY_VIEW_SETTINGS[setting]
     pool = random_pool(b, v, d, dtype, seed=60)
-    online = random_pool(b, v, d, dtype, seed=61).requires_grad_(True)
+    online = None if pool_as_anchors else random_pool(b, v, d, dtype, seed=61)
+    source = pool if online is None else online
+    source.requires_grad_(True)
     labels = torch.tensor([0, 1, 2, 0, 1, 2]) if with_labels else None
     g = torch.Generator().manual_seed(62)
     queue = torch.randn(9, d, generator=g, dtype=torch.float64).to(dtype) if with_queue else None
@@ -750,7 +762,7 @@ def every_view_case(
     twin = copy.deepcopy(loss)
     value = loss(online, pool, labels, extra_negatives=queue, extra_negative_labels=queue_labels)
     assert value.shape == (b * v,)
-    (grad,) = torch.autograd.grad(value.mean(), online)
+    (grad,) = torch.autograd.grad(value.mean(), source)
     step = loss.last
     assert step is not None
 
@@ -762,8 +774,9 @@ def every_view_case(
             flat = step.positives + (torch.arange(b * v) // v * v).unsqueeze(1)
         given = flat.tolist()
         assert all(len(set(row)) == 2 and r not in row for r, row in enumerate(given))
-    ref_online = online.detach().double().requires_grad_(True)
-    _, _, positives = spacl_every_view_ref(loss, ref_online, pool, labels, positives=given)
+    ref_source = source.detach().double().requires_grad_(True)
+    ref_online, ref_pool = (None, ref_source) if online is None else (ref_source, pool)
+    _, _, positives = spacl_every_view_ref(loss, ref_online, ref_pool, labels, positives=given)
     if given is None:
         want_pos = (
             positives if pool_kind == "class" else [[p % v for p in row] for row in positives]
@@ -778,9 +791,9 @@ def every_view_case(
     else:
         assert step.d_loss is None and loss.adversarial is None
     want, kept, _ = spacl_every_view_ref(
-        loss, ref_online, pool, labels, queue, queue_labels, generated, positives
+        loss, ref_online, ref_pool, labels, queue, queue_labels, generated, positives
     )
-    (want_grad,) = torch.autograd.grad(want.mean(), ref_online)
+    (want_grad,) = torch.autograd.grad(want.mean(), ref_source)
     torch.testing.assert_close(value.double(), want.detach(), **tol(dtype))
     torch.testing.assert_close(grad.double(), want_grad, **tol(dtype))
     assert step.kept_negatives.tolist() == kept
@@ -817,6 +830,38 @@ def test_every_view_fused_options_match_the_view_loop(
     options: dict[str, object], setting: str, dtype: torch.dtype
 ) -> None:
     every_view_case("full", setting, 2, dtype, **options)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("detach", "positive_mode"), [(True, "log_sum_exp"), (False, "log_sum_exp"), (False, "mean")]
+)
+@pytest.mark.parametrize("k_adv", [0, 8])
+@pytest.mark.parametrize("setting", list(EVERY_VIEW_SETTINGS))
+def test_every_view_mirrored_logits_match_the_view_loop(
+    setting: str,
+    k_adv: int,
+    detach: bool,
+    positive_mode: str,
+    dtype: torch.dtype,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``anchors=None``: the in-batch logits are mirrored from their upper block triangle
+    (blocks of 6 rows here, 4 block rows), and under ``instance_class`` with
+    ``detach_candidates=False`` the class positives' gradient is one ``bmm`` of
+    ``W + W^T``: equal to the view loop, values and gradients, with the game on."""
+    monkeypatch.setattr(mirror_module, "_BLOCK_ROWS", 6)
+    monkeypatch.setattr(mirror_module, "_MIN_ROWS", 8)
+    variant = "full" if k_adv else "no_adversarial"
+    every_view_case(
+        variant,
+        setting,
+        k_adv,
+        dtype,
+        pool_as_anchors=True,
+        detach_candidates=detach,
+        positive_mode=positive_mode,
+    )
 
 
 @pytest.mark.parametrize("supervised", [False, True])

@@ -10,7 +10,8 @@ With ``W_ak = exp(s <z_a, z_k> - s)`` (zero on the diagonal; ``W`` symmetric) an
 incoming gradient ``g``, the gradient is ``d/dz_a = s sum_k W_ak (c_a + c_k) z_k`` with
 ``c = g / sum_k W_ak``: one ``[N, N] x [N, d]`` matmul in the backward pass where
 autograd runs two for ``A @ C^T``, and no ``[N, N]`` transpose.  The similarity matmul is
-most of the cost of these losses at ``d ~ 128``.
+most of the cost of these losses at ``d ~ 128``; the forward one is taken from its upper
+block triangle (:func:`spacl.losses._mirror.mirrored_mm`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from spacl.losses._mirror import mirrored_mm
+
 
 class _GramLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, z: Tensor, scale: float, bound: float) -> Tensor:
         # exp(s <z_a, z_k> - bound) <= 1: the fixed shift cannot overflow (caller checks
         # that 2 * bound cannot underflow a whole row either)
-        weights = torch.mm(z, z.T).mul_(scale).sub_(bound).exp_()
+        weights = mirrored_mm(z, z).mul_(scale).sub_(bound).exp_()
         weights.diagonal().zero_()
         total = weights.sum(1)
         ctx.save_for_backward(z, weights, total)

@@ -425,6 +425,7 @@ class SPACLLoss(nn.Module):
         gen_logits: Tensor | None,
         extra: Tensor | None,
         extra_labels: Tensor | None,
+        mirrored: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor] | Tensor | None:
         """The loss on the kept negatives only (:func:`spacl.losses.spacl_compact.compact_loss`)."""
         return compact_loss(
@@ -438,6 +439,7 @@ class SPACLLoss(nn.Module):
             gen_logits,
             extra,
             extra_labels,
+            mirrored,
         )
 
     def _mine(

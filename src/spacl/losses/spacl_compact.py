@@ -13,9 +13,13 @@ and the loss is computed on ``[A, P + K_adv + m]`` (``m`` = the widest row's kep
 count) with the kept entries' gradient flowing through :class:`_KeptLogits` (a sparse
 ``[A, m]`` product).  Under ``positive_pool="instance_class"`` every view of every other
 same-class instance (and every same-class queue row) is a positive too: their logits
-come from one batched matmul per class block (:func:`class_positive_terms`, rows and
-columns grouped by label), never from an ``[A, K]`` mask.  Same value and gradient as
-the dense kernel (tests/test_spacl_loss.py runs every case both ways).
+are read per class block out of the same no-gradient matrix, before the cut masks them
+(:mod:`spacl.losses.spacl_class_pool`: rows and columns grouped by label, a batched
+matmul per gradient, the sum of their logits in closed form), never from an ``[A, K]``
+mask.  With every view an anchor on one encoder the in-batch logits are symmetric and
+mirrored from their upper block triangle (:func:`spacl.losses._mirror.mirrored_mm`).
+Same value and gradient as the dense kernel (tests/test_spacl_loss.py runs every case
+both ways).
 """
 
 from __future__ import annotations
@@ -26,8 +30,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from spacl.losses.kernel import PositiveMode, contrastive_kernel, masked_logsumexp
+from spacl.losses._mirror import mirrored_mm
+from spacl.losses.kernel import PositiveMode, contrastive_kernel
 from spacl.losses.normalize import normalize
+from spacl.losses.spacl_class_pool import (
+    ClassBlocks,
+    class_blocks,
+    class_pool_loss,
+)
 from spacl.losses.spacl_dense import extra_masks
 from spacl.mining.negatives import _mask_of
 
@@ -86,77 +96,6 @@ class _KeptLogits(torch.autograd.Function):
         return grad_online, grad_table, None, None, None
 
 
-def _group_slots(groups: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
-    """``(index[G, w], slot[N])``: the members of each group, padded with ``N``.
-
-    ``index[g, j]`` is the ``j``-th member (in increasing order) of group ``g``;
-    ``slot[i]`` is member ``i``'s position ``j`` in its group.  Groups ``>= G`` are left
-    out of ``index`` (their ``slot`` is meaningless).
-    """
-    n = groups.shape[0]
-    device = groups.device
-    order = groups.argsort(stable=True)
-    counts = torch.bincount(groups, minlength=num_groups + 1)
-    starts = torch.cumsum(counts, 0) - counts
-    slot = torch.empty_like(groups)
-    slot[order] = torch.arange(n, device=device) - starts[groups[order]]
-    width = max(int(counts[:num_groups].max()) if num_groups else 0, 1)
-    index = torch.full((num_groups, width), n, dtype=torch.long, device=device)
-    inside = groups < num_groups
-    index[groups[inside], slot[inside]] = torch.arange(n, device=device)[inside]
-    return index, slot
-
-
-def class_positive_terms(
-    online: Tensor,
-    candidates: Tensor,
-    row_groups: Tensor,
-    row_inst: Tensor,
-    cand_groups: Tensor,
-    cand_inst: Tensor,
-    num_groups: int,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """``(lse[A], sum[A], count[A])`` of ``l_ac = <online_a, candidates_c>`` over class positives.
-
-    The class positives of row ``a`` are the candidates ``c`` of its group
-    (``cand_groups[c] == row_groups[a]``) that belong to another instance
-    (``cand_inst[c] != row_inst[a]``)::
-
-        lse_a = log sum_c e^{l_ac},   sum_a = sum_c l_ac,   count_a = |{c}|
-
-    (``-inf``, 0, 0 for a row with none).  Rows and candidates are grouped by label and
-    each group's logits come from one batched matmul, ``[G, A_g, d] x [G, d, C_g]``
-    (padded to the largest group): ``sum_g A_g C_g`` entries instead of ``A K``, with
-    the gradient of an ordinary ``bmm`` to ``online`` and ``candidates``.  Candidates of
-    a group ``>= num_groups`` (e.g. a queue row of a class absent from the batch) are
-    no positive of any row.
-    """
-    d = online.shape[1]
-    k = candidates.shape[0]
-    a_index, a_slot = _group_slots(row_groups, num_groups)
-    c_index, _ = _group_slots(cand_groups, num_groups)
-    zero = online.new_zeros(1, d)
-    # index_select (backward: index_add), not advanced indexing (backward: index_put)
-    on_pad = torch.cat((online, zero)).index_select(0, a_index.reshape(-1))
-    c_pad = torch.cat((candidates, zero.to(candidates.dtype))).index_select(0, c_index.reshape(-1))
-    on_pad = on_pad.view(*a_index.shape, d)  # [G, wa, d]
-    c_pad = c_pad.view(*c_index.shape, d).to(online.dtype)  # [G, wc, d]
-    block = torch.bmm(on_pad, c_pad.transpose(1, 2))  # [G, wa, wc]
-    pad_inst = torch.tensor([-1], device=online.device)
-    a_inst = torch.cat((row_inst, pad_inst))[a_index]
-    c_inst = torch.cat((cand_inst, pad_inst - 1))[c_index]
-    valid = (c_index < k).unsqueeze(1) & (a_inst.unsqueeze(2) != c_inst.unsqueeze(1))
-    lse = masked_logsumexp(block, valid, dim=2)  # [G, wa]
-    total = torch.where(valid, block, 0.0).sum(2)
-    count = valid.sum(2)
-    at = row_groups * a_index.shape[1] + a_slot  # row a's place in the [G, wa] layout
-    return (
-        lse.reshape(-1).index_select(0, at),
-        total.reshape(-1).index_select(0, at),
-        count.reshape(-1).index_select(0, at),
-    )
-
-
 def compact_loss(
     loss: SPACLLoss,
     online: Tensor,
@@ -168,6 +107,7 @@ def compact_loss(
     gen_logits: Tensor | None,
     extra: Tensor | None,
     extra_labels: Tensor | None,
+    mirrored: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor] | Tensor | None:
     """The loss on the kept negatives only: ``(per_anchor, candidates, kept, kept_gen)``.
 
@@ -180,9 +120,13 @@ def compact_loss(
     the candidate embeddings); the kernel then runs on ``[A, P + K_adv + m]``
     (positives, generated, the ``m`` kept columns), whose in-batch and queue logits
     carry their gradient through :class:`_KeptLogits`; the class positives of
-    ``positive_pool="instance_class"`` come from :func:`class_positive_terms`.
+    ``positive_pool="instance_class"`` come from
+    :func:`spacl.losses.spacl_class_pool.class_pool_loss`.
     ``None`` when the case is not covered; the kept mask in the dense kernel's columns
     when the cut keeps too many for the compact form to pay (then the dense path).
+    ``mirrored``: anchor row ``r`` is ``table`` row ``r`` over the temperature (every
+    view an anchor, one encoder): the in-batch logits come from their upper block
+    triangle (:func:`spacl.losses._mirror.mirrored_mm`).
     """
     if loss.negatives != "all_views" or loss.effective_share >= 1.0:
         return None
@@ -195,6 +139,7 @@ def compact_loss(
     k_adv = 0 if gen_logits is None else gen_logits.shape[1]
     num_groups = 0
     row_groups = cand_groups = queue_groups = None
+    blocks = None
     with torch.no_grad():
         anchors = online.detach()
         queue = None
@@ -204,8 +149,15 @@ def compact_loss(
         if extra is not None:
             queue = normalize(extra.detach(), loss.normalize).to(online.dtype)
             columns.append(queue)
-        # one matmul for every candidate column: [in-batch | generated | queue]
-        joint = anchors @ (torch.cat(columns, 0) if len(columns) > 1 else table.detach()).T
+        if mirrored and a == n:
+            # anchor row r is table row r / tau: the in-batch block is symmetric
+            joint = anchors.new_empty(a, n + sum(c.shape[0] for c in columns[1:]))
+            mirrored_mm(anchors, table.detach(), out=joint[:, :n])
+            if queue is not None:
+                torch.mm(anchors, queue.T, out=joint[:, n + k_adv :])
+        else:
+            # one matmul for every candidate column: [in-batch | generated | queue]
+            joint = anchors @ (torch.cat(columns, 0) if len(columns) > 1 else table.detach()).T
         keys = joint[:, :n]
         if row_labels is None:
             own = (row_inst * v).unsqueeze(1) + torch.arange(v, device=device)
@@ -218,6 +170,14 @@ def compact_loss(
             num_groups = len(groups)
             cand_groups = inverse.repeat_interleave(v)
             row_groups = cand_groups[row_inst * v]
+            if class_pool:
+                if extra is not None and extra_labels is not None:
+                    at = torch.searchsorted(groups, extra_labels).clamp_max(num_groups - 1)
+                    queue_groups = torch.where(groups[at] == extra_labels, at, num_groups)
+                # the class positives' logits, read before their columns are cut out
+                blocks = _blocks_of(
+                    joint, row_groups, row_inst, cand_groups, queue_groups, num_groups, v, k_adv
+                )
             # -inf at the columns of the row's class: one [A, n] add of a per-class row
             # (x + 0 = x exactly), no [A, n] boolean pass
             bias = torch.zeros(num_groups, n, dtype=keys.dtype, device=device)
@@ -226,9 +186,6 @@ def compact_loss(
             sums = torch.zeros(num_groups, d, dtype=table.dtype, device=device)
             excluded = sums.index_add_(0, cand_groups, table.detach()).index_select(0, row_groups)
             count = n - torch.bincount(cand_groups, minlength=num_groups)[row_groups]
-            if class_pool and extra is not None and extra_labels is not None:
-                at = torch.searchsorted(groups, extra_labels).clamp_max(num_groups - 1)
-                queue_groups = torch.where(groups[at] == extra_labels, at, num_groups)
         total = (anchors * (table.detach().sum(0) - excluded)).sum(1)
         if gen_logits is not None:
             joint[:, n : n + k_adv] = gen_logits.detach()
@@ -284,19 +241,24 @@ def compact_loss(
         kept_gen = gen_kept.sum(1)
     if class_pool:
         assert row_groups is not None and cand_groups is not None
-        per_anchor = _class_pool_loss(
-            loss,
+        assert blocks is not None
+        # every view an anchor on one encoder, no queue: online = table / tau, one bmm
+        tied = mirrored and queue is None and not loss.detach_candidates and a == n
+        per_anchor = class_pool_loss(
+            loss.positive_mode,
             online,
-            full_table,
+            full_table if queue_groups is not None else table,
             pos_logits,
             torch.cat(pieces[1:], 1),
             torch.cat(negatives[1:], 1),
+            blocks,
             row_groups,
             row_inst,
-            cand_groups,
-            queue_groups,
+            cand_groups if queue_groups is None else torch.cat((cand_groups, queue_groups)),
             num_groups,
             v,
+            n,
+            1.0 / loss.temperature if tied else None,
         )
     else:
         positives = torch.arange(p, device=device).expand(a, p)
@@ -307,48 +269,27 @@ def compact_loss(
     return per_anchor, count, kept.sum(1), kept_gen
 
 
-def _class_pool_loss(
-    loss: SPACLLoss,
-    online: Tensor,
-    full_table: Tensor,
-    hard_logits: Tensor,
-    neg_logits: Tensor,
-    neg_mask: Tensor,
+def _blocks_of(
+    joint: Tensor,
     row_groups: Tensor,
     row_inst: Tensor,
     cand_groups: Tensor,
     queue_groups: Tensor | None,
     num_groups: int,
     v: int,
-) -> Tensor:
-    """Per-row loss under ``positive_pool="instance_class"`` (module docstring formula).
-
-    ``P_a`` = the ``P`` hard positives (``hard_logits``) and the class positives of
-    :func:`class_positive_terms` (other same-class instances' views and same-class
-    queue rows); ``Q_a^h`` = the kept entries of ``neg_logits``::
-
-        den_a = logaddexp(lse_{p in P_a} l_ap, lse_{q in Q_a^h} l_aq)
-    """
+    k_adv: int,
+) -> ClassBlocks:
+    """The class blocks of the rows in ``joint`` = ``[in-batch n | K_adv generated | queue]``."""
     n = cand_groups.shape[0]
-    cand_inst = torch.arange(n, device=online.device) // v
-    groups = cand_groups
+    device = joint.device
+    cand_inst = torch.arange(n, device=device) // v
+    column = torch.arange(n, device=device)
     if queue_groups is not None:
-        q = full_table.shape[0] - n
-        groups = torch.cat((cand_groups, queue_groups))
+        q = queue_groups.shape[0]
+        cand_groups = torch.cat((cand_groups, queue_groups))
         cand_inst = torch.cat((cand_inst, cand_inst.new_full((q,), -2)))
-        candidates = full_table
-    else:
-        candidates = full_table[:n]
-    class_lse, class_sum, class_count = class_positive_terms(
-        online, candidates, row_groups, row_inst, groups, cand_inst, num_groups
-    )
-    pos_lse = torch.logaddexp(torch.logsumexp(hard_logits, 1), class_lse)
-    neg = masked_logsumexp(neg_logits, neg_mask)
-    den = torch.logaddexp(pos_lse, neg)
-    if loss.positive_mode == "log_sum_exp":
-        return den - pos_lse
-    count = (class_count + hard_logits.shape[1]).to(online.dtype)
-    return den - (hard_logits.sum(1) + class_sum) / count
+        column = torch.cat((column, torch.arange(n + k_adv, n + k_adv + q, device=device)))
+    return class_blocks(joint, row_groups, row_inst, cand_groups, cand_inst, num_groups, column)
 
 
-__all__ = ["class_positive_terms", "compact_loss"]
+__all__ = ["compact_loss"]

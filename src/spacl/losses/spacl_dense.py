@@ -113,14 +113,26 @@ def row_objective(
     extra: Tensor | None,
     extra_labels: Tensor | None,
     in_batch: Callable[[], tuple[Tensor, Tensor, Tensor, Tensor]],
+    mirrored: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The loss of every anchor row by the compact path where it applies, else the dense
     one (``in_batch()`` gives the dense path's in-batch logits and masks).
 
     Returns the per-anchor losses, the candidate and kept negatives per row and the
-    generated negatives kept per row; shared by the one-anchor and every-view forms."""
+    generated negatives kept per row; shared by the one-anchor and every-view forms.
+    ``mirrored``: anchor row ``r`` is candidate row ``r`` over the temperature (the
+    compact path then mirrors the in-batch logits)."""
     compact = loss._compact(
-        online, target, flat_pos, row_ids, row_labels, labels, gen_logits, extra, extra_labels
+        online,
+        target,
+        flat_pos,
+        row_ids,
+        row_labels,
+        labels,
+        gen_logits,
+        extra,
+        extra_labels,
+        mirrored,
     )
     if isinstance(compact, tuple):
         return compact

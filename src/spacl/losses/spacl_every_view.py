@@ -82,6 +82,7 @@ def every_view_loss(
         extra,
         extra_labels,
         lambda: in_batch_every(loss, online, target, flat_pos, labels, row_labels),
+        mirrored=anchors is None,  # online row r: target row r / tau
     )
     step = SPACLStep(
         anchor=torch.arange(v, device=pool.device).repeat(b),
