@@ -12,7 +12,9 @@ Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
 3. the SPACL vs SimCLR training-step time ratio on the GPU (engine arms, CIFAR-stem
    ResNet-18, batch 256, bf16), against the 1.4x target of ``benchmarks/train_step.py``;
 4. the loss benchmark on CUDA: forward + backward of spacl's NT-Xent, SupCon and SPACL
-   losses (and the peers when installed) as a ratio to the similarity matmul.
+   losses (the dynamic form, every view an anchor, its supervised form; the peers when
+   installed) as a ratio to the similarity matmul; then SPACL with every view an anchor
+   on CUDA against the same loss on the CPU (values and gradients, both forms).
 5. the fine-tuned text task's device path (a tiny random BERT, ``transformers``): bottom
    states on the GPU cached on the host, SPACL / SupCon / cross-entropy fine-tuning steps
    on the GPU, eval embeddings equal to the same weights' on the CPU.
@@ -373,6 +375,8 @@ def run_losses(scale: Scale) -> str:
     labels = (torch.arange(b) % 10).to(device)
     nt, sc = NTXentLoss(0.5), SupConLoss(0.1)
     sp = SPACLLoss(temperature=0.1, num_positives=2, share=0.95, num_adversarial=1).to(device)
+    every = SPACLLoss(0.1, anchor_set="every_view").to(device)
+    every_sup = SPACLLoss(0.1, **EVERY_VIEW_SUPERVISED).to(device)  # type: ignore[arg-type]
     rows = torch.arange(b, device=device)
 
     def spacl_step() -> torch.Tensor:  # as in README: anchor on the pool, online anchors
@@ -384,6 +388,8 @@ def run_losses(scale: Scale) -> str:
         "NT-Xent": lambda: nt(z0, z1),
         "SupCon": lambda: sc(torch.stack([z0, z1], 1), labels),
         "SPACL": lambda: spacl_step(),
+        "SPACL every view": lambda: every(None, pool),
+        "SPACL every view, supervised": lambda: every_sup(None, pool, labels),
     }
     with contextlib.suppress(ImportError):
         from lightly.loss import NTXentLoss as LightlyNTXent
@@ -418,6 +424,53 @@ def run_losses(scale: Scale) -> str:
     med = {n: statistics.median(v) for n, v in samples.items()}
     parts = [f"{n} {med[n] / med['matmul']:.1f}x" for n in fns if n != "matmul"]
     return f"B={b}, d={d}, fwd+bwd vs matmul ({1e3 * med['matmul']:.2f} ms): " + ", ".join(parts)
+
+
+#: the supervised every-view form of the shipped recipes
+EVERY_VIEW_SUPERVISED = {
+    "anchor_set": "every_view",
+    "positive_pool": "instance_class",
+    "positive_mode": "mean",
+    "detach_candidates": False,
+}
+
+
+def run_every_view_parity(scale: Scale) -> tuple[bool, str]:
+    """SPACL with every view an anchor on ``scale.device`` against the same loss on the CPU.
+
+    Two copies of one loss (the same generator weights, optimiser states and noise
+    stream), the same pool ``[256, 5, 128]`` with labels: the per-anchor values and the
+    pool's gradient after one training-mode forward + backward (one game round each),
+    self-supervised and in the supervised form.  Passes when every value and gradient
+    entry agrees to 1e-3 (float32 matmuls of two devices; a row whose cut decision sits
+    on a near-tie would show here as a large difference).
+    """
+    from spacl.losses.spacl import SPACLLoss
+
+    device = "cuda" if scale.device == "cuda" else "cpu"
+    gen = torch.Generator().manual_seed(1)
+    b, v, d = 256, 5, 128
+    pool = torch.randn(b, 1, d, generator=gen) + 0.7 * torch.randn(b, v, d, generator=gen)
+    labels = torch.arange(b) % 10
+    worst = 0.0
+    parts = []
+    forms = (
+        ("self-supervised", {"anchor_set": "every_view"}),
+        ("supervised", EVERY_VIEW_SUPERVISED),
+    )
+    for name, options in forms:
+        base = SPACLLoss(0.1, embedding_dim=d, reduction="none", **options)  # type: ignore[arg-type]
+        results = []
+        for where, loss in (("cpu", base), (device, _copy(base).to(device))):
+            x = pool.to(where).requires_grad_(True)
+            value = loss(None, x, labels.to(where) if name == "supervised" else None)
+            (grad,) = torch.autograd.grad(value.sum(), x)
+            results.append((value.detach().cpu().double(), grad.cpu().double()))
+        (v0, g0), (v1, g1) = results
+        diff = max(float((v0 - v1).abs().max()), float((g0 - g1).abs().max()))
+        worst = max(worst, diff)
+        parts.append(f"{name} max |diff| {diff:.1e}")
+    return worst <= 1e-3, f"{device} vs cpu, B={b} V={v} d={d}: " + ", ".join(parts)
 
 
 # ------------------------------------------------------------------ 5. text fine-tune
@@ -546,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         out["ok"], out["detail"] = run_step_ratio(scale)
     with _timed(rows, "losses on " + scale.device) as out:
         out["detail"] = run_losses(scale)
+    with _timed(rows, "SPACL every view on " + scale.device + " = CPU") as out:
+        out["ok"], out["detail"] = run_every_view_parity(scale)
     with _timed(rows, "text fine-tune on " + scale.device) as out:
         out["detail"] = run_text_finetune(scale)
     table = format_table(rows, scale, time.perf_counter() - started)

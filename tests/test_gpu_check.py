@@ -54,11 +54,13 @@ def test_dry_run_runs_every_section_on_the_cpu(tmp_path, monkeypatch, capsys):
         "1-process gloo",
         "SPACL / SimCLR step time",
         "losses on cpu",
+        "SPACL every view on cpu = CPU",
         "text fine-tune on cpu",
     ]
     assert all(" | ok | " in r for r in rows[1:])
     assert "2 steps at batch 8" in table and "DDP step = plain step" in table
-    assert "6/6 checks passed" in (tmp_path / "gpu.md").read_text()
+    assert "SPACL every view, supervised" in table and "supervised max |diff| 0.0e+00" in table
+    assert "7/7 checks passed" in (tmp_path / "gpu.md").read_text()
 
 
 def test_synthetic_cifar100_is_read_by_the_loader(tmp_path):
