@@ -864,6 +864,39 @@ def test_every_view_mirrored_logits_match_the_view_loop(
     )
 
 
+@pytest.mark.parametrize("positive_mode", ["log_sum_exp", "mean"])
+@pytest.mark.parametrize("detach", [True, False])
+def test_every_view_class_pool_with_a_one_instance_class_matches_the_view_loop(
+    detach: bool, positive_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A class with one instance: its rows have no class positive (log-sum-exp ``-inf``,
+    zero gradient through it), the others as usual; mirrored blocks, tied or not."""
+    monkeypatch.setattr(mirror_module, "_BLOCK_ROWS", 6)
+    monkeypatch.setattr(mirror_module, "_MIN_ROWS", 8)
+    b, v, d = 6, 4, 5
+    pool = random_pool(b, v, d, torch.float64, seed=66).requires_grad_(True)
+    labels = torch.tensor([0, 1, 2, 0, 1, 3])
+    loss = SPACLLoss(
+        0.2,
+        share=0.8,
+        variant="ib_h",
+        positive_pool="instance_class",
+        anchor_set="every_view",
+        reduction="none",
+        detach_candidates=detach,
+        positive_mode=positive_mode,  # type: ignore[arg-type]
+    )
+    value = loss(None, pool, labels)
+    (grad,) = torch.autograd.grad(value.mean(), pool)
+    ref_pool = pool.detach().clone().requires_grad_(True)
+    want, kept, _ = spacl_every_view_ref(loss, None, ref_pool, labels)
+    (want_grad,) = torch.autograd.grad(want.mean(), ref_pool)
+    assert bool(torch.isfinite(value).all()) and bool(torch.isfinite(grad).all())
+    torch.testing.assert_close(value, want, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(grad, want_grad, rtol=1e-10, atol=1e-10)
+    assert loss.last is not None and loss.last.kept_negatives.tolist() == kept
+
+
 @pytest.mark.parametrize("supervised", [False, True])
 def test_every_view_pool_as_anchors_matches_the_view_loop(supervised: bool) -> None:
     """``anchors=None``: the gradient reaches the pool through its anchor views (and,
