@@ -22,25 +22,34 @@ from torch import Tensor
 _BLOCK_ROWS = 160
 #: below this many rows the saving does not pay for the extra calls
 _MIN_ROWS = 512
+#: padding of the rows of a buffer this module allocates (16 float32: one cache line)
+_ROW_PAD = 16
 
 
 def mirrored_mm(anchors: Tensor, candidates: Tensor, out: Tensor | None = None) -> Tensor:
     """``anchors @ candidates.T`` ``[N, N]`` for ``anchors = c * candidates`` (``c > 0``).
 
     Computed from the blocks on and above the diagonal (module docstring); ``out``: an
-    ``[N, N]`` view (unit column stride) to write into.  No gradient: for use inside
-    ``torch.no_grad()`` or a custom autograd function's forward.
+    ``[N, N]`` view (unit column stride) to write into, else a view of a buffer with
+    padded rows (not contiguous: its rows are ``N + 16`` apart).  No gradient: for use
+    inside ``torch.no_grad()`` or a custom autograd function's forward.
     """
     n, d = candidates.shape
     if anchors.shape != (n, d):
         raise ValueError(
             f"anchors must have the candidates' shape {(n, d)}, got {tuple(anchors.shape)}"
         )
-    if out is None:
-        out = anchors.new_empty(n, n)
     parts = n // _BLOCK_ROWS
     if anchors.device.type != "cpu" or n < _MIN_ROWS or parts < 2:
-        return torch.mm(anchors, candidates.T, out=out)
+        return (
+            torch.mm(anchors, candidates.T)
+            if out is None
+            else torch.mm(anchors, candidates.T, out=out)
+        )
+    if out is None:
+        # rows _ROW_PAD entries apart: the transposed block copies read down columns, and
+        # a row stride of a large power of two maps a column onto a few cache sets
+        out = anchors.new_empty(n, n + _ROW_PAD)[:, :n]
     bounds = [n * i // parts for i in range(parts + 1)]
     for i in range(parts):
         lo, hi = bounds[i], bounds[i + 1]
