@@ -394,7 +394,8 @@ def main() -> None:
             "keeps few negatives the kernel runs on the kept ones only.  Where every view is "
             "an anchor on one encoder (NT-Xent, SupCon, SPACL every view) the `[B V, B V]` "
             "similarity matrix is symmetric and all three take it from its upper block "
-            "triangle (`spacl.losses._mirror.mirrored_mm`, ~0.7 of a full matmul's time); "
+            "triangle on one thread (`spacl.losses._mirror.mirrored_mm`, ~0.7 of a full "
+            "matmul's time; the plain matmul on several threads); "
             "`matmul NT-Xent` below is the plain product, for reference.",
             "",
             f"The machine is shared: 1-minute load average {load:.1f} on "

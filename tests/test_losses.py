@@ -442,6 +442,7 @@ def test_shared_fused_path_matches_loop_and_target_form(
 
         monkeypatch.setattr(_mirror, "_BLOCK_ROWS", 4)
         monkeypatch.setattr(_mirror, "_MIN_ROWS", 8)
+        monkeypatch.setattr(_mirror, "_MAX_THREADS", 1024)
     x = views(7, 3, 5, dtype, seed=5) * (1.5 if mode == "ball" else 1.0)
     lab = labels_for(7, 3) if supervised else None
     loss = SupConLoss(tau, normalize=mode)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ def test_mirrored_equals_the_product(
     """Every entry within the rounding of a length-d dot product of the full matmul."""
     monkeypatch.setattr(_mirror, "_BLOCK_ROWS", block_rows)
     monkeypatch.setattr(_mirror, "_MIN_ROWS", 8)
+    monkeypatch.setattr(_mirror, "_MAX_THREADS", 1024)
     g = torch.Generator().manual_seed(n)
     d, tau = 16, 0.07
     table = torch.randn(n, d, generator=g, dtype=torch.float64)
@@ -40,6 +41,7 @@ def test_mirrored_writes_into_a_wider_buffer(monkeypatch: pytest.MonkeyPatch) ->
     left alone."""
     monkeypatch.setattr(_mirror, "_BLOCK_ROWS", 5)
     monkeypatch.setattr(_mirror, "_MIN_ROWS", 8)
+    monkeypatch.setattr(_mirror, "_MAX_THREADS", 1024)
     table = torch.randn(23, 6, generator=torch.Generator().manual_seed(0))
     buffer = torch.full((23, 26), 7.0)
     mirrored_mm(table * 2.0, table, out=buffer[:, :23])
@@ -50,3 +52,14 @@ def test_mirrored_writes_into_a_wider_buffer(monkeypatch: pytest.MonkeyPatch) ->
 def test_mirrored_rejects_mismatched_shapes() -> None:
     with pytest.raises(ValueError, match="anchors must have the candidates' shape"):
         mirrored_mm(torch.zeros(4, 3), torch.zeros(5, 3))
+
+
+def test_several_threads_take_the_plain_product() -> None:
+    """Above one thread the blocks do not pay (module docstring): the plain matmul, to the bit."""
+    table = torch.randn(600, 16, generator=torch.Generator().manual_seed(1))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert torch.equal(mirrored_mm(table / 0.1, table), (table / 0.1) @ table.T)
+    finally:
+        torch.set_num_threads(before)

@@ -852,6 +852,7 @@ def test_every_view_mirrored_logits_match_the_view_loop(
     ``W + W^T``: equal to the view loop, values and gradients, with the game on."""
     monkeypatch.setattr(mirror_module, "_BLOCK_ROWS", 6)
     monkeypatch.setattr(mirror_module, "_MIN_ROWS", 8)
+    monkeypatch.setattr(mirror_module, "_MAX_THREADS", 1024)
     variant = "full" if k_adv else "no_adversarial"
     every_view_case(
         variant,
@@ -873,6 +874,7 @@ def test_every_view_class_pool_with_a_one_instance_class_matches_the_view_loop(
     zero gradient through it), the others as usual; mirrored blocks, tied or not."""
     monkeypatch.setattr(mirror_module, "_BLOCK_ROWS", 6)
     monkeypatch.setattr(mirror_module, "_MIN_ROWS", 8)
+    monkeypatch.setattr(mirror_module, "_MAX_THREADS", 1024)
     b, v, d = 6, 4, 5
     pool = random_pool(b, v, d, torch.float64, seed=66).requires_grad_(True)
     labels = torch.tensor([0, 1, 2, 0, 1, 3])

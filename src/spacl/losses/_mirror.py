@@ -8,9 +8,13 @@ is the transpose of the one above it: ``(p + 1) / (2 p)`` of the multiply-adds (
 ``p = 8``) for ``p (p - 1) / 2`` block copies.  The mirrored entries are ``c <b_j, b_i>``
 where a full matmul computes ``c <b_i, b_j>``: equal up to the rounding of the products.
 
-At ``N = 1280``, ``d = 128`` on one CPU thread: 2.6 ms against 3.9 ms for ``A @ B.T``
-(benchmarks/results/spacl_overhead.md times the losses that use it).  Elsewhere (small
-``N``, other devices, where a matmul is not worth splitting) it is ``A @ B.T``.
+At ``N = 1280``, ``d = 128`` on one CPU thread: 2.6 ms against 3.9 ms for ``A @ B.T``;
+the Gram log-sum-exp of NT-Xent / SupCon, forward and backward, 0.87x-0.98x the plain
+path's time at ``N = 768 .. 3072`` over two interleaved runs (about 1.0x at 512)
+(benchmarks/results/spacl_overhead.md times the losses that use it).  Only there: on
+several threads the one large matmul parallelises better than the blocks and their copies
+(2 threads: the blocks 1.04x-1.29x the plain path's time in one run), and on other
+devices or small ``N`` a matmul is not worth splitting; there it is ``A @ B.T``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from torch import Tensor
 #: rows per block: large enough that each block's matmul runs at the full BLAS rate
 _BLOCK_ROWS = 160
 #: below this many rows the saving does not pay for the extra calls
-_MIN_ROWS = 512
+_MIN_ROWS = 768
+#: above this many CPU threads the one large matmul parallelises better than the blocks
+#: and their copies (module docstring)
+_MAX_THREADS = 1
 #: padding of the rows of a buffer this module allocates (16 float32: one cache line)
 _ROW_PAD = 16
 
@@ -40,7 +47,12 @@ def mirrored_mm(anchors: Tensor, candidates: Tensor, out: Tensor | None = None) 
             f"anchors must have the candidates' shape {(n, d)}, got {tuple(anchors.shape)}"
         )
     parts = n // _BLOCK_ROWS
-    if anchors.device.type != "cpu" or n < _MIN_ROWS or parts < 2:
+    if (
+        anchors.device.type != "cpu"
+        or n < _MIN_ROWS
+        or parts < 2
+        or torch.get_num_threads() > _MAX_THREADS
+    ):
         return (
             torch.mm(anchors, candidates.T)
             if out is None
