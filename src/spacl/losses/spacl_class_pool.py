@@ -69,7 +69,8 @@ class ClassBlocks:
     ``a_index[G, wa]`` / ``c_index[G, wc]``: the rows / candidates of each class
     (padded with ``A`` / ``K``); ``at[A]``: row ``a``'s place in the flattened
     ``[G, wa]`` layout; ``values[G, wa, wc]``: their logits (no gradient);
-    ``valid[G, wa, wc]``: the class positives; ``count[A]``: ``|C_a|``.
+    ``valid[G, wa, wc]``: the class positives; ``count[A]``: ``|C_a|``;
+    ``row_groups[A]`` / ``cand_groups[K]``: the classes (``>= G``: none).
     """
 
     a_index: Tensor
@@ -78,6 +79,8 @@ class ClassBlocks:
     values: Tensor
     valid: Tensor
     count: Tensor
+    row_groups: Tensor
+    cand_groups: Tensor
 
 
 def class_blocks(
@@ -106,7 +109,7 @@ def class_blocks(
     valid = _block_valid(a_index, c_index, row_inst, cand_inst, k)
     at = row_groups * a_index.shape[1] + a_slot
     count = valid.sum(2).reshape(-1).index_select(0, at)
-    return ClassBlocks(a_index, c_index, at, values, valid, count)
+    return ClassBlocks(a_index, c_index, at, values, valid, count, row_groups, cand_groups)
 
 
 class _ClassLogSumExp(torch.autograd.Function):
@@ -197,10 +200,7 @@ def class_pool_loss(
     neg_logits: Tensor,
     neg_mask: Tensor,
     blocks: ClassBlocks,
-    row_groups: Tensor,
     row_inst: Tensor,
-    cand_groups: Tensor,
-    num_groups: int,
     v: int,
     n: int,
     tied: float | None = None,
@@ -215,8 +215,8 @@ def class_pool_loss(
                = den_a - (sum_{p in P_a} l_ap) / |P_a|             ("mean")
 
     ``candidates``: the ``n`` in-batch candidates (instance-major, ``v`` views each) then
-    any queue rows, ``cand_groups`` their classes (``num_groups``: none);
-    ``tied``: ``s`` where ``online = s * candidates`` (the same rows, no queue).
+    any queue rows (``blocks.cand_groups`` their classes); ``tied``: ``s`` where
+    ``online = s * candidates`` (the same rows, no queue).
     """
     class_lse = class_logsumexp(online, candidates, blocks, tied)
     pos_lse = torch.logaddexp(torch.logsumexp(hard_logits, 1), class_lse)
@@ -224,9 +224,10 @@ def class_pool_loss(
     if positive_mode == "log_sum_exp":
         return den - pos_lse
     d = candidates.shape[1]
-    sums = candidates.new_zeros(num_groups + 1, d).index_add(0, cand_groups, candidates)
+    num_groups = blocks.a_index.shape[0]
+    sums = candidates.new_zeros(num_groups + 1, d).index_add(0, blocks.cand_groups, candidates)
     own = candidates[:n].view(n // v, v, d).sum(1).index_select(0, row_inst)  # [A, d]
-    class_sum = (online * (sums.index_select(0, row_groups) - own).to(online.dtype)).sum(1)
+    class_sum = (online * (sums.index_select(0, blocks.row_groups) - own).to(online.dtype)).sum(1)
     count = (blocks.count + hard_logits.shape[1]).to(online.dtype)
     return den - (hard_logits.sum(1) + class_sum) / count
 

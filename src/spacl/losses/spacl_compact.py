@@ -240,7 +240,6 @@ def compact_loss(
         negatives.append(gen_kept)
         kept_gen = gen_kept.sum(1)
     if class_pool:
-        assert row_groups is not None and cand_groups is not None
         assert blocks is not None
         # every view an anchor on one encoder, no queue: online = table / tau, one bmm
         tied = mirrored and queue is None and not loss.detach_candidates and a == n
@@ -252,10 +251,7 @@ def compact_loss(
             torch.cat(pieces[1:], 1),
             torch.cat(negatives[1:], 1),
             blocks,
-            row_groups,
             row_inst,
-            cand_groups if queue_groups is None else torch.cat((cand_groups, queue_groups)),
-            num_groups,
             v,
             n,
             1.0 / loss.temperature if tied else None,
