@@ -27,8 +27,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from spacl.losses.kernel import masked_logsumexp
-
 
 def _group_slots(groups: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
     """``(index[G, w], slot[N])``: the members of each group, padded with ``N``.
@@ -197,8 +195,7 @@ def class_pool_loss(
     online: Tensor,
     candidates: Tensor,
     hard_logits: Tensor,
-    neg_logits: Tensor,
-    neg_mask: Tensor,
+    neg_lse: Tensor,
     blocks: ClassBlocks,
     row_inst: Tensor,
     v: int,
@@ -208,9 +205,10 @@ def class_pool_loss(
     """Per-row loss under ``positive_pool="instance_class"`` (SPACL's multi-positive loss).
 
     ``P_a`` = the ``P`` hard positives (``hard_logits``) and the class positives ``C_a``
-    (module docstring); ``Q_a^h`` = the kept entries of ``neg_logits``::
+    (module docstring); ``neg_lse[a] = lse_{q in Q_a^h} l_aq`` over the kept negatives
+    (``-inf`` for none)::
 
-        den_a = logaddexp(lse_{p in P_a} l_ap, lse_{q in Q_a^h} l_aq)
+        den_a = logaddexp(lse_{p in P_a} l_ap, neg_lse_a)
         loss_a = den_a - lse_{p in P_a} l_ap                      ("log_sum_exp")
                = den_a - (sum_{p in P_a} l_ap) / |P_a|             ("mean")
 
@@ -220,7 +218,7 @@ def class_pool_loss(
     """
     class_lse = class_logsumexp(online, candidates, blocks, tied)
     pos_lse = torch.logaddexp(torch.logsumexp(hard_logits, 1), class_lse)
-    den = torch.logaddexp(pos_lse, masked_logsumexp(neg_logits, neg_mask))
+    den = torch.logaddexp(pos_lse, neg_lse)
     if positive_mode == "log_sum_exp":
         return den - pos_lse
     d = candidates.shape[1]

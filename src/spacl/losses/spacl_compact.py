@@ -8,15 +8,19 @@ The cut keeps a few of the ``K`` candidate negatives of each anchor row (about 1
            = (1 / |P_a|) sum_{p in P_a} l_ap   ("mean")
 
 needs the logits ``l_aq = <f(a), g(q)> / tau`` of the kept ``Q_a^h`` only.  They are
-taken once without gradient (one ``[A, d] x [d, K]`` matmul, which the cut reads),
-and the loss is computed on ``[A, P + K_adv + m]`` (``m`` = the widest row's kept
-count) with the kept entries' gradient flowing through :class:`_KeptLogits` (a sparse
-``[A, m]`` product).  Under ``positive_pool="instance_class"`` every view of every other
-same-class instance (and every same-class queue row) is a positive too: their logits
-are read per class block out of the same no-gradient matrix, before the cut masks them
+taken once without gradient (one ``[A, d] x [d, K]`` matmul, which the cut reads).
+The hard positives (in-batch columns too, read before the cut masks them) and the kept
+negatives then form two flat lists of ``(row, column, logit)`` entries (``A P`` and
+``E`` = the kept count of all rows, no padding to the widest row), whose gradient
+flows through :class:`_KeptLogits` (a sparse CSR product per gradient); the negatives'
+log-sum-exp per row is a segment ``amax`` and one ``index_add``
+(:func:`_negative_logsumexp`), with the kept generated negatives beside them. Under
+``positive_pool="instance_class"`` every view of every other same-class instance (and
+every same-class queue row) is a positive too: their logits are read per class block out
+of the same no-gradient matrix, before the cut masks them
 (:mod:`spacl.losses.spacl_class_pool`: rows and columns grouped by label, a batched
 matmul per gradient, the sum of their logits in closed form), never from an ``[A, K]``
-mask.  With every view an anchor on one encoder the in-batch logits are symmetric and
+mask. With every view an anchor on one encoder the in-batch logits are symmetric and
 mirrored from their upper block triangle (:func:`spacl.losses._mirror.mirrored_mm`).
 Same value and gradient as the dense kernel (tests/test_spacl_loss.py runs every case
 both ways).
@@ -31,7 +35,6 @@ import torch
 from torch import Tensor
 
 from spacl.losses._mirror import mirrored_mm
-from spacl.losses.kernel import PositiveMode, contrastive_kernel
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl_class_pool import (
     ClassBlocks,
@@ -49,31 +52,28 @@ _COMPACT_SHARE = 0.25
 
 
 class _KeptLogits(torch.autograd.Function):
-    """``out[a, j] = <online[a], table[rows[a, j]]>`` at the kept entries, values given.
+    """``out[e] = <online[anchor[e]], table[rows[e]]>`` for a flat list of entries, values given.
 
-    Forward returns ``values`` (the entries of the dense no-gradient logits, so the cut
-    and the loss see the same numbers; 0 off ``kept``).  Backward touches the ``E`` kept
-    entries only (``E`` = the kept count of all rows, not ``A m``): with
-    ``G[a, rows[a, j]] = grad[a, j]`` at the kept ``(a, j)``, ``grad_online = G @ table``
-    (a CSR product, rows already in anchor order) and ``grad_table = G^T @ online`` (the
+    Forward returns ``values`` (read from the dense no-gradient logits, so the cut and
+    the loss see the same numbers).  ``anchor`` must be sorted (row-major entries).
+    Backward touches the ``E`` entries only: with ``G[anchor[e], rows[e]] = grad[e]``,
+    ``grad_online = G @ table`` (a CSR product) and ``grad_table = G^T @ online`` (the
     same with the entries sorted by table row) when the table needs one.
     """
 
     @staticmethod
     def forward(
-        ctx: Any, online: Tensor, table: Tensor, rows: Tensor, kept: Tensor, values: Tensor
+        ctx: Any, online: Tensor, table: Tensor, anchor: Tensor, rows: Tensor, values: Tensor
     ) -> Tensor:
-        anchor, slot = kept.nonzero(as_tuple=True)  # row-major: sorted by anchor
-        at = anchor * kept.shape[1] + slot
-        ctx.save_for_backward(online, table, anchor, rows.reshape(-1)[at], at)
+        ctx.save_for_backward(online, table, anchor, rows)
         return values.clone()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
-        online, table, anchor, column, at = ctx.saved_tensors
+        online, table, anchor, column = ctx.saved_tensors
         a = online.shape[0]
-        g = grad.reshape(-1)[at]  # [E]
+        g = grad.reshape(-1)
         grad_online = grad_table = None
         if ctx.needs_input_grad[0]:
             crow = torch.zeros(a + 1, dtype=torch.long, device=anchor.device)
@@ -117,9 +117,10 @@ def compact_loss(
     and their non-candidates filled with ``-inf`` in place (an ``[A, V]`` scatter, or
     one add of a per-class ``0 / -inf`` row); the cut returns the kept columns as an
     index (:meth:`RelativeThresholdNegatives.select_keys`, the signed total from sums of
-    the candidate embeddings); the kernel then runs on ``[A, P + K_adv + m]``
-    (positives, generated, the ``m`` kept columns), whose in-batch and queue logits
-    carry their gradient through :class:`_KeptLogits`; the class positives of
+    the candidate embeddings); the loss then runs on the flat lists of the ``A P``
+    positive and ``E`` kept entries (their logits read from that matrix, their
+    gradient through :class:`_KeptLogits`) and the ``[A, K_adv]`` generated logits,
+    with the formula of :func:`spacl.losses.kernel.contrastive_kernel`; the class positives of
     ``positive_pool="instance_class"`` come from
     :func:`spacl.losses.spacl_class_pool.class_pool_loss`.
     ``None`` when the case is not covered; the kept mask in the dense kernel's columns
@@ -140,6 +141,11 @@ def compact_loss(
     num_groups = 0
     row_groups = cand_groups = queue_groups = None
     blocks = None
+    # the rows are instance-major: ``a // b`` consecutive rows per instance (one for
+    # the dynamic form, ``V`` with every view an anchor)
+    assert a % b == 0 and torch.equal(
+        row_inst, torch.arange(b, device=device).repeat_interleave(a // b)
+    )
     with torch.no_grad():
         anchors = online.detach()
         queue = None
@@ -159,6 +165,10 @@ def compact_loss(
             # one matmul for every candidate column: [in-batch | generated | queue]
             joint = anchors @ (torch.cat(columns, 0) if len(columns) > 1 else table.detach()).T
         keys = joint[:, :n]
+        # the hard positives are in-batch columns: their logits are read here, before
+        # the own instance's (or class's) columns are masked, and carry their gradient
+        # through the same sparse product as the kept negatives
+        pos_values = keys.gather(1, flat_pos)
         if row_labels is None:
             own = (row_inst * v).unsqueeze(1) + torch.arange(v, device=device)
             keys.scatter_(1, own, -torch.inf)
@@ -179,10 +189,12 @@ def compact_loss(
                     joint, row_groups, row_inst, cand_groups, queue_groups, num_groups, v, k_adv
                 )
             # -inf at the columns of the row's class: one [A, n] add of a per-class row
-            # (x + 0 = x exactly), no [A, n] boolean pass
+            # (x + 0 = x exactly), no [A, n] boolean pass; broadcast over an instance's
+            # rows where they are consecutive (every view an anchor), no [A, n] bias copy
             bias = torch.zeros(num_groups, n, dtype=keys.dtype, device=device)
             bias[cand_groups, torch.arange(n, device=device)] = -torch.inf
-            keys.add_(bias.index_select(0, row_groups))
+            per = a // b  # rows are instance-major, ``per`` consecutive rows each
+            keys.unflatten(0, (b, per)).add_(bias.index_select(0, inverse).unsqueeze(1))
             sums = torch.zeros(num_groups, d, dtype=table.dtype, device=device)
             excluded = sums.index_add_(0, cand_groups, table.detach()).index_select(0, row_groups)
             count = n - torch.bincount(cand_groups, minlength=num_groups)[row_groups]
@@ -217,28 +229,33 @@ def compact_loss(
             hole = torch.zeros(a, p, dtype=torch.bool, device=device)
             return torch.cat((mask[:, :n], hole, mask[:, n:]), 1)
         cols, kept = loss.cut._merge(cols, kept, rest, rest_keep)
-        cols, kept = cols[:, :width], kept[:, :width]
-        values = joint.gather(1, cols)
-        is_gen = (cols >= n) & (cols < n + k_adv)
-        in_table = kept & ~is_gen
-        rows = torch.where(cols < n, cols, cols - k_adv).masked_fill_(~in_table, 0)
+        # the kept entries as a flat list, row-major (sorted by anchor row)
+        anchor, slot = kept[:, :width].nonzero(as_tuple=True)
+        col = cols[anchor, slot]
+        kept_count = torch.bincount(anchor, minlength=a)
+        is_gen = (col >= n) & (col < n + k_adv)
+        gen_kept = None
+        if gen_logits is not None:
+            gen_kept = torch.zeros(a, k_adv, dtype=torch.bool, device=device)
+            gen_kept[anchor[is_gen], col[is_gen] - n] = True
+            in_table = ~is_gen
+            anchor, col = anchor[in_table], col[in_table]
+        neg_values = joint[anchor, col]
+        neg_rows = torch.where(col < n, col, col - k_adv)  # queue rows follow the table's
     full_table = table if queue is None else torch.cat((table, queue), 0)
-    values = values.masked_fill(~in_table, 0.0)
-    kept_logits = _KeptLogits.apply(online, full_table, rows, in_table, values)
-    hard = table.index_select(0, flat_pos.reshape(-1)).view(*flat_pos.shape, d)
-    pos_logits = (online.unsqueeze(1) * hard).sum(2)  # [A, P]: no per-row bmm
-    p = pos_logits.shape[1]
-    pieces = [pos_logits, kept_logits]
-    negatives = [torch.zeros(a, p, dtype=torch.bool, device=device), in_table]
+    p = flat_pos.shape[1]
+    pos_anchor = torch.arange(a, device=device).repeat_interleave(p)
+    pos = _KeptLogits.apply(
+        online, full_table, pos_anchor, flat_pos.reshape(-1), pos_values.reshape(-1)
+    ).view(a, p)
+    neg = _KeptLogits.apply(online, full_table, anchor, neg_rows, neg_values)
+    gen = None
     kept_gen = torch.zeros(a, dtype=torch.long, device=device)
     if gen_logits is not None:
-        # generated column j of row a is kept where some kept entry of a is column n + j
-        # (a compare over [A, m, K_adv]: a bool scatter with a scalar is slower on CPU)
-        slot = torch.arange(n, n + k_adv, device=device)
-        gen_kept = ((cols.unsqueeze(2) == slot) & (kept & is_gen).unsqueeze(2)).any(1)
-        pieces.append(gen_logits)
-        negatives.append(gen_kept)
+        assert gen_kept is not None
+        gen = gen_logits.masked_fill(~gen_kept, -torch.inf)
         kept_gen = gen_kept.sum(1)
+    neg_lse = _negative_logsumexp(neg, anchor, gen, a)
     if class_pool:
         assert blocks is not None
         # every view an anchor on one encoder, no queue: online = table / tau, one bmm
@@ -247,9 +264,8 @@ def compact_loss(
             loss.positive_mode,
             online,
             full_table if queue_groups is not None else table,
-            pos_logits,
-            torch.cat(pieces[1:], 1),
-            torch.cat(negatives[1:], 1),
+            pos,
+            neg_lse,
             blocks,
             row_inst,
             v,
@@ -257,12 +273,29 @@ def compact_loss(
             1.0 / loss.temperature if tied else None,
         )
     else:
-        positives = torch.arange(p, device=device).expand(a, p)
-        mode: PositiveMode = "log_sum_exp" if loss.positive_mode == "log_sum_exp" else "mean"
-        per_anchor = contrastive_kernel(
-            torch.cat(pieces, 1), positives, torch.cat(negatives, 1), positive_mode=mode
-        )
-    return per_anchor, count, kept.sum(1), kept_gen
+        pos_lse = torch.logsumexp(pos, 1)
+        den = torch.logaddexp(pos_lse, neg_lse)
+        per_anchor = den - (pos_lse if loss.positive_mode == "log_sum_exp" else pos.mean(1))
+    return per_anchor, count, kept_count, kept_gen
+
+
+def _negative_logsumexp(neg: Tensor, anchor: Tensor, gen: Tensor | None, a: int) -> Tensor:
+    """``log( sum_{e: anchor_e = r} e^{neg_e} + sum_j e^{gen_rj} )`` per row ``r``, ``[a]``.
+
+    ``neg[E]``: the kept in-batch / queue logits of the rows ``anchor[E]``; ``gen[a,
+    K_adv]``: the generated logits, ``-inf`` where not kept.  ``-inf`` for a row with
+    nothing kept, with a zero (never NaN) gradient.  Shifted by each row's largest kept
+    logit (detached): one segment ``amax``, one ``index_add`` of the exponentials.
+    """
+    shift = neg.new_full((a,), -torch.inf).scatter_reduce_(0, anchor, neg.detach(), "amax")
+    if gen is not None:
+        shift = torch.maximum(shift, gen.detach().amax(1))
+    shift = torch.where(torch.isfinite(shift), shift, 0.0)
+    total = neg.new_zeros(a).index_add(0, anchor, (neg - shift[anchor]).exp())
+    if gen is not None:
+        total = total + (gen - shift.unsqueeze(1)).exp().sum(1)
+    some = total > 0
+    return torch.where(some, torch.where(some, total, 1.0).log() + shift, -torch.inf)
 
 
 def _blocks_of(

@@ -46,12 +46,12 @@ def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
         return keys.argmax(1)
     groups = group_max.shape[1]
     main = groups * width
-    hit = group_max == row_max.unsqueeze(1)
-    first = hit.long().argmax(1, keepdim=True)
+    first = group_max.argmax(1, keepdim=True)  # the first group holding the maximum
     members = first + torch.arange(width, device=keys.device) * groups  # ascending columns
     at = (keys.gather(1, members) == row_max.unsqueeze(1)).long().argmax(1, keepdim=True)
     col = members.gather(1, at).squeeze(1)
-    unsure = hit.sum(1) != 1
+    # a tie across groups (or with a tail column): a full argmax of those rows
+    unsure = torch.count_nonzero(group_max == row_max.unsqueeze(1), 1) != 1
     if main < k:
         unsure |= (keys[:, main:] == row_max.unsqueeze(1)).any(1)
     if bool(unsure.any()):
@@ -82,17 +82,20 @@ def _top_prefix(
     (no tie at ``t`` is left out), the prefix of a stable sort of the whole row is
     exactly the keys ``>= t``, and the row is done.  Other rows (a tie split at the
     threshold, a prefix longer than ``m - 1``, or one ending at or below ``M``) are left
-    to the exact selection.  No sort of the row, no ``[B, K]`` pass but one ``amax``.
+    to the exact selection.  No sort of the row; the members are read as a ``gather``
+    of the ``[B, w, g]`` view along its groups, and only the ``m`` keys taken have their
+    columns computed.
 
     ``keys`` are ``-inf`` off the candidates; ``weights_of(keys_subset, rows)`` gives
     their float64 weights (0 at ``-inf``, non-decreasing in the key; ``rows``: the
     ``row_ids`` of the rows given, default all).  ``kept`` marks the kept entries of
     ``cols`` (none on rows not done).  ``group_max``: :func:`_group_max` of ``keys``,
     if the caller has it.  ``full_keys``: a contiguous matrix whose rows ``row_ids`` are
-    ``keys``; with groups (``w > 1``) only ``group_max`` and it are read, and ``keys``
-    may be ``None``.  ``direct``: one ``topk`` of ``size`` over the whole rows of ``keys``
-    instead (cheaper for a few rows and a large ``size``; ``M`` is then the smallest of
-    the ``size`` keys taken).
+    ``keys``; with groups (``w > 1``) ``keys`` may be ``None``: those rows are copied
+    out of it (one contiguous copy each, cheaper than indexing the members in place).
+    ``direct``: one ``topk`` of ``size`` over the whole rows of ``keys`` instead
+    (cheaper for a few rows and a large ``size``; ``M`` is then the smallest of the
+    ``size`` keys taken).
     """
     source = keys if keys is not None else full_keys
     assert source is not None
@@ -102,7 +105,6 @@ def _top_prefix(
     groups = k // width
     main = groups * width
     m_groups = min(size, groups)
-    arange = torch.arange(width, device=source.device) * groups
     if direct:
         assert keys is not None
         values, cols = keys.topk(min(size, k), dim=1)  # descending; equal keys in any order
@@ -113,24 +115,29 @@ def _top_prefix(
             group_max = _group_max(keys)
         # unsorted: only the set of groups and its smallest maximum matter here
         top_values, top_index = group_max.topk(m_groups, dim=1, sorted=False)
-        cols = (top_index.unsqueeze(2) + arange).reshape(b, m_groups * width)
+        rows = keys
+        if rows is None:  # rows of a larger matrix: copied out (one memcpy per row)
+            assert full_keys is not None and row_ids is not None
+            rows = full_keys.index_select(0, row_ids)
+        # the members of the chosen groups, [b, w, m_groups] (member-major), then the tail
+        members = rows[:, :main].unflatten(1, (width, groups))
+        sub = members.gather(2, top_index.unsqueeze(1).expand(b, width, m_groups))
+        sub = sub.reshape(b, width * m_groups)
         if main < k:
-            tail = torch.arange(main, k, device=source.device).expand(b, k - main)
-            cols = torch.cat((cols, tail), 1)
-        if full_keys is None:
-            assert keys is not None
-            sub = keys.gather(1, cols)
-        else:  # rows of a larger matrix, read in place (no copy of the rows)
-            flat = full_keys.reshape(-1)
-            at = cols if row_ids is None else cols + (row_ids * k).unsqueeze(1)
-            sub = flat.gather(0, at.reshape(-1)).view(at.shape)
+            sub = torch.cat((sub, rows[:, main:]), 1)
+        values, order = sub.topk(min(size, sub.shape[1]), dim=1)  # descending; ties in any order
+        # entry e of sub: member e // m_groups of group top_index[e % m_groups] (its column
+        # adds e // m_groups strides of g), or tail column main + e - w m_groups
+        in_groups = order < width * m_groups
+        grouped = top_index.gather(1, order % m_groups) + (order // m_groups) * groups
+        cols = torch.where(in_groups, grouped, order + (main - width * m_groups))
     else:
         assert keys is not None
         top_values, cols = keys.topk(m_groups, dim=1, sorted=False)
-        sub = top_values
+        values, order = top_values.topk(min(size, m_groups), dim=1)
+        cols = cols.gather(1, order)
     smallest = top_values.amin(1)
-    values, order = sub.topk(min(size, sub.shape[1]), dim=1)  # descending; ties in any order
-    return _prefix_of_top(values, cols.gather(1, order), smallest, target, weights_of, row_ids)
+    return _prefix_of_top(values, cols, smallest, target, weights_of, row_ids)
 
 
 def _prefix_of_top(
