@@ -240,7 +240,7 @@ def compact_loss(
             gen_kept[anchor[is_gen], col[is_gen] - n] = True
             in_table = ~is_gen
             anchor, col = anchor[in_table], col[in_table]
-        neg_values = joint[anchor, col]
+        neg_values = joint.reshape(-1).index_select(0, anchor * joint.shape[1] + col)
         neg_rows = torch.where(col < n, col, col - k_adv)  # queue rows follow the table's
     full_table = table if queue is None else torch.cat((table, queue), 0)
     p = flat_pos.shape[1]
