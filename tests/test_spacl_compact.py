@@ -1,7 +1,7 @@
 """Unit tests of the compact path's pieces on flat entry lists (spacl.losses.spacl_compact).
 
 The whole compact loss is checked against the view loop in tests/test_spacl_loss.py;
-here its two new building blocks are checked against direct formulas: the segment
+here its two building blocks are checked against direct formulas: the segment
 log-sum-exp of the kept negatives (with empty rows and the generated negatives) and the
 flat sparse-gradient product.
 """
@@ -13,7 +13,8 @@ import math
 import pytest
 import torch
 
-from spacl.losses.spacl_compact import _KeptLogits, _negative_logsumexp
+from spacl.losses.kernel import segment_logsumexp
+from spacl.losses.spacl_compact import _KeptLogits
 
 DTYPES = [torch.float32, torch.float64]
 
@@ -34,7 +35,7 @@ def _reference_lse(
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("with_gen", [False, True])
-def test_negative_logsumexp_matches_the_row_loop_with_empty_rows(dtype, with_gen):
+def test_segment_logsumexp_matches_the_row_loop_with_empty_rows(dtype, with_gen):
     g = torch.Generator().manual_seed(3)
     a = 6
     # rows 2 and 4 keep no in-batch negative; row 4 keeps no generated one either
@@ -47,7 +48,7 @@ def test_negative_logsumexp_matches_the_row_loop_with_empty_rows(dtype, with_gen
         kept = torch.tensor([[1, 0], [1, 1], [0, 1], [0, 0], [0, 0], [1, 0]], dtype=torch.bool)
         gen_leaf = gen_values.requires_grad_(True)
         gen = gen_leaf.masked_fill(~kept, -math.inf)
-    got = _negative_logsumexp(neg, anchor, gen, a)
+    got = segment_logsumexp(neg, anchor, a, gen)
     want = _reference_lse(neg.detach(), anchor, None if gen is None else gen.detach(), a)
     tol = 1e-12 if dtype == torch.float64 else 1e-5
     torch.testing.assert_close(got.detach(), want, rtol=tol, atol=tol)

@@ -140,6 +140,30 @@ def masked_logsumexp(x: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
     return (total.log() + shift).squeeze(dim)
 
 
+def segment_logsumexp(
+    values: Tensor, segment: Tensor, count: int, dense: Tensor | None = None
+) -> Tensor:
+    """``[count]``: ``log( sum_{j: segment_j = r} e^{values_j} + sum_k e^{dense_rk} )`` per row.
+
+    The log-sum-exp of a flat list of entries grouped by row (``segment[E]`` in
+    ``[0, count)``), plus an optional ``dense[count, K]`` block (``-inf`` where absent).
+    Shifted by each row's largest entry (detached): one segment ``amax``, one
+    ``index_add`` of the exponentials.  A row with no entry returns ``-inf`` with a zero
+    (never NaN) gradient, as :func:`masked_logsumexp`.
+    """
+    shift = values.new_full((count,), -math.inf).scatter_reduce(
+        0, segment, values.detach(), reduce="amax", include_self=True
+    )
+    if dense is not None:
+        shift = torch.maximum(shift, dense.detach().amax(1))
+    shift = torch.where(torch.isfinite(shift), shift, 0.0)
+    total = values.new_zeros(count).index_add(0, segment, (values - shift[segment]).exp())
+    if dense is not None:
+        total = total + (dense - shift.unsqueeze(1)).exp().sum(1)
+    some = total > 0
+    return torch.where(some, torch.where(some, total, 1.0).log() + shift, -math.inf)
+
+
 def _fill_at(x: Tensor, index: Tensor, value: float) -> Tensor:
     """Out-of-place ``x[a, index[a, j]] = value`` (index ``[A]`` or ``[A, P]``)."""
     if index.ndim == 1:

@@ -52,14 +52,13 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_in_range, check_positive
-from spacl.losses.kernel import masked_logsumexp
+from spacl.losses.kernel import masked_logsumexp, segment_logsumexp
 from spacl.losses.kg_cut import top_share_cut  # old name, a thin wrapper of the one cut
 from spacl.losses.kg_terms import (
     _check_inputs,
     _KeptLogSumExp,
     _known_pairs,
     _reduce,
-    _row_logsumexp,
 )
 from spacl.mining.adversarial import AdversarialNegatives
 from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
@@ -468,7 +467,7 @@ class LinkSPACLLoss(nn.Module):
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
         if self.positive_mode == "log_sum_exp":
-            pos = _row_logsumexp(logits[row, col], row, b)
+            pos = segment_logsumexp(logits[row, col], row, b)
             per_query = torch.logaddexp(pos, neg) - pos
             if self.weighting == "query":
                 loss = per_query.mean()

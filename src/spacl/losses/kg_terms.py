@@ -7,7 +7,6 @@ pairs, the kept-mask log-sum-exp ``log sum_j keep_j e^{l_j}`` of SPACL-KG's nega
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -26,15 +25,6 @@ def _reduce(per_pair: Tensor, row: Tensor, b: int, weighting: str) -> Tensor:
     if weighting == "triple":
         return per_pair.mean()
     return _per_query_mean(per_pair, row, b).mean()
-
-
-def _row_logsumexp(values: Tensor, row: Tensor, b: int) -> Tensor:
-    """``[b]``: ``log sum_{j: row_j = a} exp(values_j)`` (every row must have an entry)."""
-    shift = values.new_full((b,), -math.inf).scatter_reduce(
-        0, row, values.detach(), reduce="amax", include_self=True
-    )
-    sums = values.new_zeros(b).index_add(0, row, torch.exp(values - shift[row]))
-    return sums.log() + shift
 
 
 class _KeptLogSumExp(torch.autograd.Function):

@@ -14,7 +14,8 @@ negatives then form two flat lists of ``(row, column, logit)`` entries (``A P`` 
 ``E`` = the kept count of all rows, no padding to the widest row), whose gradient
 flows through :class:`_KeptLogits` (a sparse CSR product per gradient); the negatives'
 log-sum-exp per row is a segment ``amax`` and one ``index_add``
-(:func:`_negative_logsumexp`), with the kept generated negatives beside them. Under
+(:func:`spacl.losses.kernel.segment_logsumexp`), with the kept generated negatives beside
+them.  Under
 ``positive_pool="instance_class"`` every view of every other same-class instance (and
 every same-class queue row) is a positive too: their logits are read per class block out
 of the same no-gradient matrix, before the cut masks them
@@ -35,6 +36,7 @@ import torch
 from torch import Tensor
 
 from spacl.losses._mirror import mirrored_mm
+from spacl.losses.kernel import segment_logsumexp
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl_class_pool import (
     ClassBlocks,
@@ -141,11 +143,6 @@ def compact_loss(
     num_groups = 0
     row_groups = cand_groups = queue_groups = None
     blocks = None
-    # the rows are instance-major: ``a // b`` consecutive rows per instance (one for
-    # the dynamic form, ``V`` with every view an anchor)
-    assert a % b == 0 and torch.equal(
-        row_inst, torch.arange(b, device=device).repeat_interleave(a // b)
-    )
     with torch.no_grad():
         anchors = online.detach()
         queue = None
@@ -193,7 +190,12 @@ def compact_loss(
             # rows where they are consecutive (every view an anchor), no [A, n] bias copy
             bias = torch.zeros(num_groups, n, dtype=keys.dtype, device=device)
             bias[cand_groups, torch.arange(n, device=device)] = -torch.inf
-            per = a // b  # rows are instance-major, ``per`` consecutive rows each
+            # the rows are instance-major: ``per`` consecutive rows per instance (one for
+            # the dynamic form, ``V`` with every view an anchor)
+            per = a // b
+            assert per * b == a and torch.equal(
+                row_inst, torch.arange(b, device=device).repeat_interleave(per)
+            )
             keys.unflatten(0, (b, per)).add_(bias.index_select(0, inverse).unsqueeze(1))
             sums = torch.zeros(num_groups, d, dtype=table.dtype, device=device)
             excluded = sums.index_add_(0, cand_groups, table.detach()).index_select(0, row_groups)
@@ -255,7 +257,7 @@ def compact_loss(
         assert gen_kept is not None
         gen = gen_logits.masked_fill(~gen_kept, -torch.inf)
         kept_gen = gen_kept.sum(1)
-    neg_lse = _negative_logsumexp(neg, anchor, gen, a)
+    neg_lse = segment_logsumexp(neg, anchor, a, gen)  # -inf where nothing is kept
     if class_pool:
         assert blocks is not None
         # every view an anchor on one encoder, no queue: online = table / tau, one bmm
@@ -277,25 +279,6 @@ def compact_loss(
         den = torch.logaddexp(pos_lse, neg_lse)
         per_anchor = den - (pos_lse if loss.positive_mode == "log_sum_exp" else pos.mean(1))
     return per_anchor, count, kept_count, kept_gen
-
-
-def _negative_logsumexp(neg: Tensor, anchor: Tensor, gen: Tensor | None, a: int) -> Tensor:
-    """``log( sum_{e: anchor_e = r} e^{neg_e} + sum_j e^{gen_rj} )`` per row ``r``, ``[a]``.
-
-    ``neg[E]``: the kept in-batch / queue logits of the rows ``anchor[E]``; ``gen[a,
-    K_adv]``: the generated logits, ``-inf`` where not kept.  ``-inf`` for a row with
-    nothing kept, with a zero (never NaN) gradient.  Shifted by each row's largest kept
-    logit (detached): one segment ``amax``, one ``index_add`` of the exponentials.
-    """
-    shift = neg.new_full((a,), -torch.inf).scatter_reduce_(0, anchor, neg.detach(), "amax")
-    if gen is not None:
-        shift = torch.maximum(shift, gen.detach().amax(1))
-    shift = torch.where(torch.isfinite(shift), shift, 0.0)
-    total = neg.new_zeros(a).index_add(0, anchor, (neg - shift[anchor]).exp())
-    if gen is not None:
-        total = total + (gen - shift.unsqueeze(1)).exp().sum(1)
-    some = total > 0
-    return torch.where(some, torch.where(some, total, 1.0).log() + shift, -torch.inf)
 
 
 def _blocks_of(

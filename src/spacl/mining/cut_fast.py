@@ -60,13 +60,12 @@ def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
 
 
 def _top_prefix(
-    keys: Tensor | None,
+    keys: Tensor,
     target: Tensor,
     weights_of: Callable[[Tensor, Tensor], Tensor],
     size: int = _FAST_BLOCKS,
     row_ids: Tensor | None = None,
     group_max: Tensor | None = None,
-    full_keys: Tensor | None = None,
     direct: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Fast path of the cut: ``(cols[B, m], kept[B, m], done[B])``, exact on the done rows.
@@ -90,41 +89,30 @@ def _top_prefix(
     their float64 weights (0 at ``-inf``, non-decreasing in the key; ``rows``: the
     ``row_ids`` of the rows given, default all).  ``kept`` marks the kept entries of
     ``cols`` (none on rows not done).  ``group_max``: :func:`_group_max` of ``keys``,
-    if the caller has it.  ``full_keys``: a contiguous matrix whose rows ``row_ids`` are
-    ``keys``; with groups (``w > 1``) ``keys`` may be ``None``: those rows are copied
-    out of it (one contiguous copy each, cheaper than indexing the members in place).
-    ``direct``: one ``topk`` of ``size`` over the whole rows of ``keys`` instead
-    (cheaper for a few rows and a large ``size``; ``M`` is then the smallest of the
-    ``size`` keys taken).
+    if the caller has it.  ``direct``: one ``topk`` of ``size`` over the whole rows of
+    ``keys`` instead (cheaper for a few rows and a large ``size``; ``M`` is then the
+    smallest of the ``size`` keys taken).
     """
-    source = keys if keys is not None else full_keys
-    assert source is not None
     b = target.shape[0]
-    k = source.shape[1]
+    k = keys.shape[1]
     width = _group_width(k)
     groups = k // width
     main = groups * width
     m_groups = min(size, groups)
     if direct:
-        assert keys is not None
         values, cols = keys.topk(min(size, k), dim=1)  # descending; equal keys in any order
         return _prefix_of_top(values, cols, values[:, -1], target, weights_of, row_ids)
     if width > 1:
         if group_max is None:
-            assert keys is not None
             group_max = _group_max(keys)
         # unsorted: only the set of groups and its smallest maximum matter here
         top_values, top_index = group_max.topk(m_groups, dim=1, sorted=False)
-        rows = keys
-        if rows is None:  # rows of a larger matrix: copied out (one memcpy per row)
-            assert full_keys is not None and row_ids is not None
-            rows = full_keys.index_select(0, row_ids)
         # the members of the chosen groups, [b, w, m_groups] (member-major), then the tail
-        members = rows[:, :main].unflatten(1, (width, groups))
+        members = keys[:, :main].unflatten(1, (width, groups))
         sub = members.gather(2, top_index.unsqueeze(1).expand(b, width, m_groups))
         sub = sub.reshape(b, width * m_groups)
         if main < k:
-            sub = torch.cat((sub, rows[:, main:]), 1)
+            sub = torch.cat((sub, keys[:, main:]), 1)
         values, order = sub.topk(min(size, sub.shape[1]), dim=1)  # descending; ties in any order
         # entry e of sub: member e // m_groups of group top_index[e % m_groups] (its column
         # adds e // m_groups strides of g), or tail column main + e - w m_groups
@@ -132,7 +120,6 @@ def _top_prefix(
         grouped = top_index.gather(1, order % m_groups) + (order // m_groups) * groups
         cols = torch.where(in_groups, grouped, order + (main - width * m_groups))
     else:
-        assert keys is not None
         top_values, cols = keys.topk(m_groups, dim=1, sorted=False)
         values, order = top_values.topk(min(size, m_groups), dim=1)
         cols = cols.gather(1, order)

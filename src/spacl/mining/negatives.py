@@ -325,16 +325,14 @@ class RelativeThresholdNegatives(nn.Module):
             if tried.numel() == 0:
                 continue
             whole = tried.numel() == b
-            grouped = _group_width(k) > 1  # then the rows are read in place
-            direct = size == _WIDE_BLOCKS and grouped  # a few rows: one topk of each row
+            direct = size == _WIDE_BLOCKS and _group_width(k) > 1  # one topk of each row
             part_cols, part_kept, part_done = _top_prefix(
-                keys if whole else (keys.index_select(0, tried) if direct or not grouped else None),
+                keys if whole else keys.index_select(0, tried),  # one copy of each row
                 target[tried],
                 weights,
                 size,
                 tried,
                 group_max if whole else group_max.index_select(0, tried),
-                None if whole else keys,
                 direct=direct,
             )
             if self.mass != "similarity":
