@@ -9,9 +9,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacl.mining import RelativeThresholdNegatives, top_share_mask
+from spacl.mining import RelativeThresholdNegatives, cut_kernel, top_share_mask
 
 DTYPES = (torch.float32, torch.float64)
+
+
+@pytest.fixture(autouse=True, params=["kernel", "tensor"])
+def cut_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test of this file on both CPU paths of the fast rows: the numba kernel
+    (:mod:`spacl.mining.cut_kernel`) and the tensor fast path."""
+    monkeypatch.setattr(cut_kernel, "ENABLED", request.param == "kernel")
+    return str(request.param)
 
 
 def prefix_ref(

@@ -176,3 +176,59 @@ def _index_of(mask: Tensor) -> tuple[Tensor, Tensor]:
     cols[row, rank] = col
     kept[row, rank] = True
     return cols, kept
+
+
+def fast_prefixes(
+    keys: Tensor,
+    group_max: Tensor,
+    row_max: Tensor,
+    target: Tensor,
+    top_weight: Tensor,
+    alone: Tensor,
+    weights_of: Callable[[Tensor, Tensor], Tensor],
+    positive_total: Tensor | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The tensor path's fast rows: ``(cols[B, m], kept[B, m], done[B])``.
+
+    1. Rows whose largest weight alone reaches the target (``alone``) keep their first
+       largest key (:func:`_first_max`: the lowest index among ties, the tie rule).
+    2. The others take :func:`_top_prefix` (``_FAST_BLOCKS`` keys); while few are left,
+       wider ones (``_MID_BLOCKS`` keys from the group maxima, then ``_WIDE_BLOCKS`` by one
+       ``topk`` of each row).  ``positive_total``: rows that may be settled (``"exp"`` /
+       ``"linear"``: a total > 0), ``None`` for all.  Rows not ``done`` are left to the
+       exact selection.
+    """
+    b, k = keys.shape
+    cols = _first_max(keys, group_max, row_max).unsqueeze(1)
+    kept = alone.unsqueeze(1).clone()
+    done = alone.clone()
+    rest = (~done).nonzero().squeeze(1)
+    for size in (_FAST_BLOCKS, _MID_BLOCKS, _WIDE_BLOCKS):
+        if rest.numel() == 0 or (size > _FAST_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b)):
+            break
+        # ``size`` keys weigh at most ``size`` times the largest: rows whose target is
+        # beyond that cannot end among them (long "exp"/"linear" prefixes), skip them
+        tried = rest[size * top_weight[rest] >= target[rest]]
+        if tried.numel() == 0:
+            continue
+        whole = tried.numel() == b
+        part_cols, part_kept, part_done = _top_prefix(
+            keys if whole else keys.index_select(0, tried),  # one copy of each row
+            target[tried],
+            weights_of,
+            size,
+            tried,
+            group_max if whole else group_max.index_select(0, tried),
+            direct=size == _WIDE_BLOCKS and _group_width(k) > 1,  # one topk of each row
+        )
+        if positive_total is not None:
+            part_done &= positive_total[tried]
+            part_kept &= part_done.unsqueeze(1)
+        width = max(cols.shape[1], part_cols.shape[1])
+        cols = torch.nn.functional.pad(cols, (0, width - cols.shape[1]))
+        kept = torch.nn.functional.pad(kept, (0, width - kept.shape[1]))
+        cols[tried] = torch.nn.functional.pad(part_cols, (0, width - part_cols.shape[1]))
+        kept[tried] = torch.nn.functional.pad(part_kept, (0, width - part_kept.shape[1]))
+        done[tried] = part_done
+        rest = (~done).nonzero().squeeze(1)
+    return cols, kept, done

@@ -41,7 +41,11 @@ is at least as similar to the anchor as every dropped one.
   :class:`RelativeThresholdNegatives` and the link-prediction objective all call
   :meth:`RelativeThresholdNegatives.select`.
 
-Algorithm (no sort of the ``K`` candidates).  Fast path, one ``amax`` over ``[B, K]``:
+Algorithm (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys, numba
+available) the fast rows are settled by :mod:`spacl.mining.cut_kernel`: one compiled
+scan per row keeps its 32 (then 64, 128) first keys of a stable descending sort and
+adds their weights in that order, the same float64 values the tensor path adds, so the
+same prefix.  Elsewhere the tensor fast path, one ``amax`` over ``[B, K]``:
 the maxima of strided groups of ``c`` columns pick (``topk``) the 32 groups with the
 largest maxima, and the 32 largest of their keys are taken (a second ``topk``); every
 key strictly above ``M``, the smallest of those 32 maxima, is among them, so a row whose
@@ -80,6 +84,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_positive, check_tensor
+from spacl.mining import cut_kernel
 from spacl.mining.cut_compiled import PASSES
 from spacl.mining.cut_exact import _WIDE_ROWS as _WIDE_ROWS
 from spacl.mining.cut_exact import _checked_mask as _checked_mask
@@ -98,6 +103,7 @@ from spacl.mining.cut_fast import _group_width as _group_width
 from spacl.mining.cut_fast import _index_of as _index_of
 from spacl.mining.cut_fast import _mask_of as _mask_of
 from spacl.mining.cut_fast import _top_prefix as _top_prefix
+from spacl.mining.cut_fast import fast_prefixes
 
 MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 
@@ -277,76 +283,57 @@ class RelativeThresholdNegatives(nn.Module):
         as_float: bool = False,
         weights_out: dict[str, Tensor] | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
-        """Fast paths, then the exact one: ``(cols, kept, done, rest_rows, rest_keep)``.
+        """Fast rows, then the exact selection: ``(cols, kept, done, rest_rows, rest_keep)``.
 
         ``weights_out``: receives the ``"exp"`` weights and the row maxima
-        (:meth:`select_keys_float`).
-
-        1. Rows whose largest weight alone reaches the target keep their first largest
-           key (``argmax``: the lowest index among ties, the tie rule), one pass.
-        2. The others take :func:`_top_prefix` (``_FAST_BLOCKS`` keys), the few it
-           leaves wider ones (``_MID_BLOCKS`` keys from the group maxima, then
-           ``_WIDE_BLOCKS`` by one ``topk`` of each row), and what is left the exact
-           selection.
+        (:meth:`select_keys_float`).  On CPU the rows whose prefix ends within their 128
+        largest keys are settled by :mod:`spacl.mining.cut_kernel` (one scan per row),
+        elsewhere by the tensor fast path (:func:`spacl.mining.cut_fast.fast_prefixes`);
+        the exact selection takes the rest.
         """
         keys = keys.contiguous()
         b, k = keys.shape
-        group_max = _group_max(keys)
-        row_max = group_max.amax(1)
-        tail = k - group_max.shape[1] * _group_width(k)
-        if tail:
-            row_max = torch.maximum(row_max, keys[:, k - tail :].amax(1))
-        some = torch.isfinite(row_max)  # rows with a candidate
-        row_max = torch.where(some, row_max, 0.0)
+        kernel = cut_kernel.applies(keys)
+        group_max = None
+        if kernel:
+            raw_max = keys.amax(1)
+        else:
+            group_max = _group_max(keys)
+            raw_max = group_max.amax(1)
+            tail = k - group_max.shape[1] * _group_width(k)
+            if tail:
+                raw_max = torch.maximum(raw_max, keys[:, k - tail :].amax(1))
+        some = torch.isfinite(raw_max)  # rows with a candidate
+        row_max = torch.where(some, raw_max, 0.0)
         total, exp_weights = self._total_and_weights(keys, valid_mask, row_max, similarity_total)
         if weights_out is not None and exp_weights is not None:
             weights_out["weights"], weights_out["row_max"] = exp_weights, row_max
         target = self.share * total
-        top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
-        alone = (top_weight >= target) & some
-        if self.mass != "similarity":
-            alone &= total > 0  # a zero total keeps every candidate: the exact path
-        cols = _first_max(keys, group_max, row_max).unsqueeze(1)
-        kept = alone.unsqueeze(1).clone()
-        done = alone.clone()
+        # a zero total keeps every candidate ("exp" / "linear"): the exact path
+        positive = None if self.mass == "similarity" else total > 0
+        fast = None
+        if kernel:
+            fast = cut_kernel.row_prefixes(
+                keys, raw_max, exp_weights, self.mass, self.temperature, target, positive
+            )
+        if fast is None:
+            if group_max is None:
+                group_max = _group_max(keys)
+            top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
+            alone = (top_weight >= target) & some
+            if positive is not None:
+                alone &= positive
+
+            def weights(sub: Tensor, rows: Tensor) -> Tensor:
+                return self._subset_weights(sub, row_max[rows])
+
+            fast = fast_prefixes(
+                keys, group_max, row_max, target, top_weight, alone, weights, positive
+            )
+        cols, kept, done = fast
         rest = (~done).nonzero().squeeze(1)
         if rest.numel() == 0:
             return cols, kept, done, None, None
-
-        def weights(sub: Tensor, rows: Tensor) -> Tensor:
-            return self._subset_weights(sub, row_max[rows])
-
-        for size in (_FAST_BLOCKS, _MID_BLOCKS, _WIDE_BLOCKS):
-            if size > _FAST_BLOCKS and (k <= 4 * size or rest.numel() * 4 > b):
-                break
-            # ``size`` keys weigh at most ``size`` times the largest: rows whose target is
-            # beyond that cannot end among them (long "exp"/"linear" prefixes), skip them
-            tried = rest[size * top_weight[rest] >= target[rest]]
-            if tried.numel() == 0:
-                continue
-            whole = tried.numel() == b
-            direct = size == _WIDE_BLOCKS and _group_width(k) > 1  # one topk of each row
-            part_cols, part_kept, part_done = _top_prefix(
-                keys if whole else keys.index_select(0, tried),  # one copy of each row
-                target[tried],
-                weights,
-                size,
-                tried,
-                group_max if whole else group_max.index_select(0, tried),
-                direct=direct,
-            )
-            if self.mass != "similarity":
-                part_done &= total[tried] > 0
-                part_kept &= part_done.unsqueeze(1)
-            width = max(cols.shape[1], part_cols.shape[1])
-            cols = F.pad(cols, (0, width - cols.shape[1]))
-            kept = F.pad(kept, (0, width - kept.shape[1]))
-            cols[tried] = F.pad(part_cols, (0, width - part_cols.shape[1]))
-            kept[tried] = F.pad(part_kept, (0, width - part_kept.shape[1]))
-            done[tried] = part_done
-            rest = (~done).nonzero().squeeze(1)
-            if rest.numel() == 0:
-                return cols, kept, done, None, None
         if rest.numel() * 4 > b * 3:
             # most rows left (long prefixes): the exact selection of every row, without
             # copying the rows out and merging back (it settles the done rows the same
