@@ -37,6 +37,7 @@ import torch
 from _common import header, time_interleaved, write_result
 from spacl.losses import NTXentLoss, SPACLLoss, SupConLoss
 from spacl.losses.spacl_class_pool import class_blocks, class_logsumexp
+from spacl.mining import cut_kernel
 from spacl.mining._common import unit
 from spacl.mining.positives import pool_dissimilarity
 
@@ -79,6 +80,20 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
 
     def run_spacl_every() -> None:
         spacl_every(None, z.detach().requires_grad_(True)).backward()
+
+    def on_tensor_path(fn: Callable[[], object]) -> Callable[[], None]:
+        """``fn`` with the cut's tensor path (as with ``SPACL_CUT_KERNEL=0``)."""
+
+        def run() -> None:
+            cut_kernel.ENABLED = False
+            try:
+                fn()
+            finally:
+                cut_kernel.ENABLED = kernel_on
+
+        return run
+
+    kernel_on = cut_kernel.ENABLED
 
     def run_spacl_exp() -> None:
         spacl_exp(None, z.detach().requires_grad_(True)).backward()
@@ -184,6 +199,8 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         "every-view mining": run_every_mining,
         "every-view game": run_every_game,
         "every-view cut": run_every_cut,
+        "every-view cut, tensor path": on_tensor_path(run_every_cut),
+        "SPACL every view, tensor-path cut": on_tensor_path(run_spacl_every),
         "supervised cut": run_sup_cut,
         "class positives": run_class_positives,
         "mining": run_mining,
@@ -255,8 +272,12 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
                 "NT-Xent",
                 "SPACL (every view an anchor)",
                 "SPACL every view, supervised",
+                "SPACL every view, tensor-path cut",
             )
         ),
+        "",
+        "`tensor-path cut`: the same loss with the cut's CPU kernel off "
+        "(`SPACL_CUT_KERNEL=0`: group maxima and `topk`, the path GPUs take).",
         "",
         "Breakdown of SPACL (every view an anchor), each part timed on its own:",
         "",
@@ -264,6 +285,7 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         "|---|---|---|---|",
         *(every_row(n, times[n]) for n in every_parts),
         every_row("loss: logits, kernel, backward (the remainder)", every_rest),
+        every_row("(reference) every-view cut, tensor path", times["every-view cut, tensor path"]),
         "",
         'Breakdown of SPACL every view, supervised (`positive_pool="instance_class"`, '
         '`positive_mode="mean"`, labels), each part timed on its own (mining and game '
@@ -389,8 +411,9 @@ def main() -> None:
             "the machine default).  SPACL has one anchor per instance (SPEC §1.2), so its "
             "similarity matmul is `[B, d] x [d, B V]`, against NT-Xent's `[B V, d] x [d, B V]`. "
             "`sort (reference)` is one `torch.sort` of the masked candidate logits "
-            "`[B, B V]`, what a sort-based cut would pay; the cut here sorts nothing (topk over "
-            "group maxima, a radix-style bucket selection for long prefixes), and where it "
+            "`[B, B V]`, what a sort-based cut would pay; the cut here sorts nothing (on CPU one "
+            "compiled scan per row, `spacl.mining.cut_kernel`; elsewhere topk over group "
+            "maxima; a radix-style bucket selection for long prefixes), and where it "
             "keeps few negatives the kernel runs on the kept ones only.  Where every view is "
             "an anchor on one encoder (NT-Xent, SupCon, SPACL every view) the `[B V, B V]` "
             "similarity matrix is symmetric and all three take it from its upper block "

@@ -65,7 +65,11 @@ def candidate_keys(b: int, k: int, dtype: torch.dtype, seed: int, ties: bool) ->
 
 def test_the_kernel_compiles_and_serves_cpu_float_keys() -> None:
     keys = torch.tensor([[3.0, 1.0, -torch.inf, 2.0]])
-    assert cut_kernel.applies(keys)
+    assert cut_kernel.applies(keys, "exp")
+    wide = torch.zeros(2, 5000)
+    assert cut_kernel.applies(wide, "similarity")
+    assert not cut_kernel.applies(wide, "exp")  # long rows' own selection
+    assert not cut_kernel.applies(wide, "linear")
     out = cut_kernel.row_prefixes(
         keys, keys.amax(1), None, "similarity", 1.0, torch.tensor([4.0], dtype=torch.float64), None
     )
@@ -73,8 +77,8 @@ def test_the_kernel_compiles_and_serves_cpu_float_keys() -> None:
     cols, kept, done = out
     assert done.tolist() == [True]
     assert cols[0][kept[0]].tolist() == [0, 3]  # 3 + 2 >= 4, in decreasing order
-    assert not cut_kernel.applies(keys.half())
-    assert not cut_kernel.applies(keys.to(torch.int64))
+    assert not cut_kernel.applies(keys.half(), "similarity")
+    assert not cut_kernel.applies(keys.to(torch.int64), "similarity")
 
 
 @pytest.mark.parametrize("mass", MASSES)
@@ -180,7 +184,7 @@ def test_a_failing_kernel_warns_once_and_the_tensor_path_answers(
     cut = RelativeThresholdNegatives(0.8, "similarity", temperature=0.5)
     with pytest.warns(RuntimeWarning, match="no compiler here"):
         first = cut.select_keys_mask(keys)
-    assert not cut_kernel.applies(keys)  # the tensor path from now on
+    assert not cut_kernel.applies(keys, "similarity")  # the tensor path from now on
     monkeypatch.setattr(cut_kernel, "ENABLED", False)
     assert torch.equal(first, cut.select_keys_mask(keys))
 
@@ -191,3 +195,27 @@ def test_a_failing_kernel_warns_once_and_the_tensor_path_answers(
 )
 def test_the_environment_switch(value: str | None, on: bool) -> None:
     assert cut_kernel.enabled_by(value) is on
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_starting_floor_too_high_rescans_the_row(dtype: torch.dtype) -> None:
+    """The scans start above large keys of every 8th column; where the few large keys
+    sit exactly in those columns, fewer keys than the prefix needs lie above every such
+    floor and the row is scanned again from -inf: the prefix is still the stable sort's
+    (20 large keys, then 10 of the equal small ones, lowest index first; in row 1 one
+    more large key, off the sample, and 9 small ones)."""
+    k = 400
+    keys = torch.full((2, k), 1.0, dtype=dtype)
+    keys[:, 0:160:8] = 10.0 + torch.arange(20, dtype=dtype) * 1e-3  # 20 large, sampled
+    keys[1, 3] = 10.0  # a tie with a sampled key, off the sample
+    weights = keys.to(torch.float64)
+    top = weights.sort(1, descending=True).values
+    target = top[:, :29].sum(1) + 0.5 * top[:, 29]  # 30 keys, clear of any rounding
+    out = cut_kernel.row_prefixes(keys, keys.amax(1), None, "similarity", 1.0, target, None)
+    assert out is not None
+    cols, kept, done = out
+    reference = stable_prefix(keys, weights, target)
+    assert done.all()
+    for i in range(2):
+        assert cols[i][kept[i]].tolist() == reference[i]
+        assert len(reference[i] or []) == 30

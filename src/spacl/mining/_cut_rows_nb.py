@@ -14,6 +14,10 @@ from numba import njit
 
 #: the widths tried in turn: a row whose prefix is longer goes to the exact selection
 SIZES = (32, 64, 128)
+#: the scans' starting floors (:func:`_sample_top`): the 24 largest keys of every 8th
+#: column; width m starts at the (24 m / 128)-th, about 1.5 m keys above it
+_SAMPLE_STRIDE = 8
+_SAMPLE_RANK = 24
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -36,11 +40,12 @@ def _largest(
     m: int,
     vals: np.ndarray,
     idx: np.ndarray,
+    floor: float,
 ) -> int:
     """The ``m`` first keys of a stable descending sort of the row's keys of weight > 0
-    into ``vals`` / ``idx`` (sorted); returns how many (``< m``: all of them)."""
+    and above ``floor`` into ``vals`` / ``idx`` (sorted); returns how many (``< m``: all
+    of those).  ``floor`` is float64: it compares exactly with float32 keys too."""
     c = 0
-    floor = -np.inf  # float64: compares exactly with float32 keys too
     for j in range(row.shape[0]):
         v = row[j]
         if not v > floor:  # a key equal to the m-th comes after it (larger index)
@@ -79,6 +84,7 @@ def prefixes(
     b = keys.shape[0]
     vals = np.empty(SIZES[-1], dtype=keys.dtype)
     idx = np.empty(SIZES[-1], dtype=np.int64)
+    sample = np.empty(_SAMPLE_RANK, dtype=keys.dtype)
     n = 0
     for r in range(b):
         row = keys[r]
@@ -100,26 +106,108 @@ def prefixes(
             n += 1
             count[r] = 1
             continue
+        # the widest prefix weighs at most the keys of weight >= x plus SIZES[-1] x: with
+        # x = t / (2 SIZES[-1]), a row whose heavy keys hold less than t / 2 ends beyond
+        # it (long "exp" / "linear" prefixes): the exact selection, without a scan
+        if 2.0 * _heavy_mass(row, wrow, mode, tau, t / (2.0 * SIZES[-1])) < t:
+            continue
+        sampled = _sample_top(row, wrow, mode, tau, sample)
+        # what the scans so far tell: the row's `known` first keys weigh `known_sum`,
+        # every other at most `beyond`; a width whose bound falls short is skipped
+        known, known_sum, beyond = 0, 0.0, top
+        end = -1
         for m in SIZES:
-            if m * top < t:  # m keys weigh at most m times the largest
-                continue
-            c = _largest(row, wrow, mode, tau, m, vals, idx)
-            cum = 0.0
-            end = -1
-            for p in range(c):
-                cum += _weight(mode, tau, vals[p], wrow, idx[p])
-                if cum >= t:
-                    end = p
+            rank = _SAMPLE_RANK * m // SIZES[-1]  # about 1.5 m keys above it
+            floor = sample[rank - 1] if sampled >= rank else -np.inf
+            while known_sum + (m - known) * beyond >= t:
+                c = _largest(row, wrow, mode, tau, m, vals, idx, floor)
+                end, cum = _crossing(vals, idx, c, wrow, mode, tau, t)
+                if end >= 0:
                     break
+                known, known_sum = c, cum
+                if c == m:  # the row's m first keys: a wider m, if any may reach
+                    beyond = _bound(mode, tau, vals[m - 1], best)
+                    break
+                if floor == -np.inf:  # every weighted key taken: none reaches
+                    beyond = 0.0
+                    break
+                # every key above the floor taken; the others weigh at most its weight
+                beyond = _bound(mode, tau, floor, best)
+                floor = -np.inf  # the next scan looks at every key
             if end >= 0:
                 for p in range(end + 1):
                     flat[n + p] = idx[p]
                 n += end + 1
                 count[r] = end + 1
                 break
-            if c < m:
-                break  # every weighted key taken, the target not reached
     return n
+
+
+@njit(cache=True, nogil=True)
+def _crossing(
+    vals: np.ndarray, idx: np.ndarray, c: int, wrow: np.ndarray, mode: int, tau: float, t: float
+) -> tuple[int, float]:
+    """The first position where the running weight of ``vals[:c]`` reaches ``t`` (-1:
+    none) and the running weight there (of all ``c`` where none)."""
+    cum = 0.0
+    for p in range(c):
+        cum += _weight(mode, tau, vals[p], wrow, idx[p])
+        if cum >= t:
+            return p, cum
+    return -1, cum
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"})
+def _heavy_mass(row: np.ndarray, wrow: np.ndarray, mode: int, tau: float, x: float) -> float:
+    """The summed weight of the row's keys of weight ``>= x`` (added in any order: it
+    only decides whether the row is scanned here)."""
+    total = 0.0
+    if mode == 2:
+        for j in range(wrow.shape[0]):
+            w = np.float64(wrow[j])
+            total += w if w >= x else 0.0
+        return total
+    for j in range(row.shape[0]):
+        w = np.float64(row[j]) * tau if mode == 0 else (1.0 + np.float64(row[j]) * tau) / 2.0
+        total += w if w >= x else 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _bound(mode: int, tau: float, key: float, best: float) -> float:
+    """About the weight of ``key`` (a little above it for ``"exp"``, whose weights the
+    caller exponentiated): it only decides whether a wider scan may settle a row, never
+    what is kept (a row not settled here goes to the exact selection)."""
+    if mode == 2:
+        return np.exp(key - best) * (1.0 + 1e-6)
+    w = np.float64(key) * tau if mode == 0 else (1.0 + np.float64(key) * tau) / 2.0
+    return w if w > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _sample_top(row: np.ndarray, wrow: np.ndarray, mode: int, tau: float, buf: np.ndarray) -> int:
+    """The ``_SAMPLE_RANK`` largest weighted keys of every ``_SAMPLE_STRIDE``-th column
+    into ``buf`` (descending); returns how many (fewer on short rows).  Their ``i``-th
+    stands above about ``_SAMPLE_STRIDE i`` of the row's keys: the starting floors of the
+    scans (a guess: a scan that finds fewer keys than it needs above its floor looks at
+    every key again)."""
+    c = 0
+    floor = -np.inf
+    for j in range(0, row.shape[0], _SAMPLE_STRIDE):
+        v = row[j]
+        if not v > floor or _weight(mode, tau, v, wrow, j) == 0.0:
+            continue
+        if c == _SAMPLE_RANK:
+            c -= 1
+        p = c
+        while p > 0 and buf[p - 1] < v:
+            buf[p] = buf[p - 1]
+            p -= 1
+        buf[p] = v
+        c += 1
+        if c == _SAMPLE_RANK:
+            floor = buf[_SAMPLE_RANK - 1]
+    return c
 
 
 @njit(cache=True, nogil=True)

@@ -4,18 +4,20 @@ On CPU, :meth:`spacl.mining.negatives.RelativeThresholdNegatives` settles its ro
 before any tensor pass: per row, the first largest key (kept alone where its weight
 reaches the target), else the ``m`` first keys of a stable descending sort (``m = 32``,
 then 64, then 128: one scan of the row that keeps the ``m`` largest so far in a sorted
-buffer, equal keys in increasing column order) and the running float64 weight over them
-in that order.  The row is settled where it reaches the target, with exactly the prefix
-the cut defines (module docstring of :mod:`spacl.mining.negatives`: the shortest prefix
-of a stable sort by decreasing key whose running weight reaches ``share * total``).
+buffer, equal keys in increasing column order, starting from a floor guessed on every
+8th column and scanning again from ``-inf`` where fewer than ``m`` keys lie above it)
+and the running float64 weight over them in that order.  The row is settled where it
+reaches the target, with exactly the prefix the cut defines (module docstring of
+:mod:`spacl.mining.negatives`: the shortest prefix of a stable sort by decreasing key
+whose running weight reaches ``share * total``).
 Rows whose prefix is longer than 128 keys, and rows the caller does not ``allow``
 (``"exp"`` / ``"linear"`` with a zero total), are left to the exact selection.
 
 The weights are the tensor path's float64 values added in the same order, so where both
 settle a row they keep the same entries (tests/test_cut_kernel.py compares them entry by
 entry, ties included).  One scan per row against the tensor path's dozen passes over
-``[B, K]`` (group maxima, two ``topk``, gathers): 0.4-0.6 of the cut's time on the
-``[1280, 1281]`` every-view rows (benchmarks/results/spacl_overhead.md).
+``[B, K]`` (group maxima, two ``topk``, gathers); benchmarks/results/spacl_overhead.md
+times both on the ``[1280, 1281]`` every-view rows.
 
 Used for float32 / float64 CPU tensors when numba imports; elsewhere (GPU, other
 dtypes, no numba, ``SPACL_CUT_KERNEL=0`` in the environment, or :data:`ENABLED` set to
@@ -32,6 +34,8 @@ from types import ModuleType
 import numpy as np
 import torch
 from torch import Tensor
+
+from spacl.mining.cut_exact import _WIDE_ROWS
 
 
 def enabled_by(value: str | None) -> bool:
@@ -73,12 +77,18 @@ def _fail(error: BaseException) -> None:
     )
 
 
-def applies(keys: Tensor) -> bool:
-    """Whether :func:`row_prefixes` serves ``keys`` (CPU, float32/float64, kernel on)."""
+def applies(keys: Tensor, mass: str) -> bool:
+    """Whether :func:`row_prefixes` serves ``keys`` (CPU, float32/float64, kernel on).
+
+    Not the long rows (``K >= 4096``, the link-prediction rows) of ``"exp"`` /
+    ``"linear"``: their prefixes run to thousands of keys and have their own selection
+    (:func:`spacl.mining.cut_exact._wide_prefix`); ``"similarity"`` keeps few there too.
+    """
     return (
         ENABLED
         and keys.device.type == "cpu"
         and keys.dtype in (torch.float32, torch.float64)
+        and (mass == "similarity" or keys.shape[1] < _WIDE_ROWS)
         and "failed" not in _state
     )
 

@@ -293,7 +293,7 @@ class RelativeThresholdNegatives(nn.Module):
         """
         keys = keys.contiguous()
         b, k = keys.shape
-        kernel = cut_kernel.applies(keys)
+        kernel = cut_kernel.applies(keys, self.mass)
         group_max = None
         if kernel:
             raw_max = keys.amax(1)
