@@ -59,8 +59,8 @@ class _KeptLogits(torch.autograd.Function):
     Forward returns ``values`` (read from the dense no-gradient logits, so the cut and
     the loss see the same numbers).  ``anchor`` must be sorted (row-major entries).
     Backward touches the ``E`` entries only: with ``G[anchor[e], rows[e]] = grad[e]``,
-    ``grad_online = G @ table`` (a CSR product) and ``grad_table = G^T @ online`` (the
-    same with the entries sorted by table row) when the table needs one.
+    ``grad_online = G @ table`` (a CSR product) and ``grad_table = G^T @ online`` (a COO
+    product of the same entries) when the table needs one.
     """
 
     @staticmethod
@@ -85,16 +85,12 @@ class _KeptLogits(torch.autograd.Function):
                 sparse = torch.sparse_csr_tensor(crow, column, g, size=(a, table.shape[0]))
             grad_online = (sparse @ table.detach().to(g.dtype)).to(online.dtype)
         if ctx.needs_input_grad[1]:
-            # G^T as CSR: the entries sorted by table row (a sort of E indices)
-            order = column.argsort()
-            crow_t = torch.zeros(table.shape[0] + 1, dtype=torch.long, device=anchor.device)
-            crow_t[1:] = torch.bincount(column, minlength=table.shape[0]).cumsum(0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                sparse_t = torch.sparse_csr_tensor(
-                    crow_t, anchor[order], g[order], size=(table.shape[0], a)
-                )
-            grad_table = (sparse_t @ online.detach().to(g.dtype)).to(table.dtype)
+            # G^T from the entries as they are (COO, each (row, anchor) pair once): no
+            # sort of the E entries by table row, which a CSR G^T would need
+            sparse_t = torch.sparse_coo_tensor(
+                torch.stack((column, anchor)), g, size=(table.shape[0], a)
+            )
+            grad_table = torch.sparse.mm(sparse_t, online.detach().to(g.dtype)).to(table.dtype)
         return grad_online, grad_table, None, None, None
 
 
