@@ -111,7 +111,7 @@ def prefixes(
         # it (long "exp" / "linear" prefixes): the exact selection, without a scan
         if 2.0 * _heavy_mass(row, wrow, mode, tau, t / (2.0 * SIZES[-1])) < t:
             continue
-        sampled = _sample_top(row, wrow, mode, tau, sample)
+        sampled = _sample_top(row, wrow, mode, tau, sample, idx)
         # what the scans so far tell: the row's `known` first keys weigh `known_sum`,
         # every other at most `beyond`; a width whose bound falls short is skipped
         known, known_sum, beyond = 0, 0.0, top
@@ -185,29 +185,17 @@ def _bound(mode: int, tau: float, key: float, best: float) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _sample_top(row: np.ndarray, wrow: np.ndarray, mode: int, tau: float, buf: np.ndarray) -> int:
+def _sample_top(
+    row: np.ndarray, wrow: np.ndarray, mode: int, tau: float, buf: np.ndarray, idx: np.ndarray
+) -> int:
     """The ``_SAMPLE_RANK`` largest weighted keys of every ``_SAMPLE_STRIDE``-th column
     into ``buf`` (descending); returns how many (fewer on short rows).  Their ``i``-th
     stands above about ``_SAMPLE_STRIDE i`` of the row's keys: the starting floors of the
     scans (a guess: a scan that finds fewer keys than it needs above its floor looks at
     every key again)."""
-    c = 0
-    floor = -np.inf
-    for j in range(0, row.shape[0], _SAMPLE_STRIDE):
-        v = row[j]
-        if not v > floor or _weight(mode, tau, v, wrow, j) == 0.0:
-            continue
-        if c == _SAMPLE_RANK:
-            c -= 1
-        p = c
-        while p > 0 and buf[p - 1] < v:
-            buf[p] = buf[p - 1]
-            p -= 1
-        buf[p] = v
-        c += 1
-        if c == _SAMPLE_RANK:
-            floor = buf[_SAMPLE_RANK - 1]
-    return c
+    sample = row[::_SAMPLE_STRIDE]  # a strided view: its own compiled scan
+    weights = wrow[::_SAMPLE_STRIDE] if mode == 2 else wrow
+    return _largest(sample, weights, mode, tau, _SAMPLE_RANK, buf, idx, -np.inf)
 
 
 @njit(cache=True, nogil=True)
