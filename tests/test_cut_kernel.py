@@ -219,3 +219,34 @@ def test_a_starting_floor_too_high_rescans_the_row(dtype: torch.dtype) -> None:
     for i in range(2):
         assert cols[i][kept[i]].tolist() == reference[i]
         assert len(reference[i] or []) == 30
+
+
+@pytest.mark.parametrize("mass", MASSES)
+def test_rows_split_over_threads_give_the_same_prefixes(
+    mass: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several torch threads the rows go to the kernel in blocks, one per thread:
+    the same columns, row for row, as one call."""
+    keys = candidate_keys(50, 300, torch.float32, 11, ties=True)
+    cut = RelativeThresholdNegatives(0.5 if mass == "linear" else 0.9, mass, temperature=0.5)
+    raw_max = keys.amax(1)
+    row_max = torch.where(torch.isfinite(raw_max), raw_max, 0.0)
+    total, exp_weights = cut._total_and_weights(keys, None, row_max, None)
+    target = cut.share * total
+
+    def run() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        out = cut_kernel.row_prefixes(keys, raw_max, exp_weights, mass, 0.5, target, total > 0)
+        assert out is not None
+        return out
+
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(cut_kernel, "_MIN_ROWS_PER_THREAD", 8)
+    try:
+        torch.set_num_threads(1)
+        one = run()
+        torch.set_num_threads(4)  # blocks of 12-13 rows on 4 threads
+        split = run()
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(x, y) for x, y in zip(one, split, strict=True))
+    assert int(one[2].sum()) >= 10  # rows settled on both

@@ -19,6 +19,10 @@ entry, ties included).  One scan per row against the tensor path's dozen passes 
 ``[B, K]`` (group maxima, two ``topk``, gathers); benchmarks/results/spacl_overhead.md
 times both on the ``[1280, 1281]`` every-view rows.
 
+With several torch threads (``torch.get_num_threads()``) the rows go to the kernel in
+contiguous blocks of at least 64, one per thread (it releases the GIL; a thread pool per
+process), and the blocks' columns are joined in row order: the same result as one call.
+
 Used for float32 / float64 CPU tensors when numba imports; elsewhere (GPU, other
 dtypes, no numba, ``SPACL_CUT_KERNEL=0`` in the environment, or :data:`ENABLED` set to
 ``False``) the tensor path.  The first call compiles (about a second, cached on disk by
@@ -29,7 +33,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch
@@ -125,14 +131,17 @@ def row_prefixes(
     count = np.empty(b, dtype=np.int64)
     flat = np.empty(b * kernels.SIZES[-1], dtype=np.int64)
     try:
-        kernels.prefixes(
-            k_np,
-            row_max.detach().to(dtype).contiguous().numpy(),
-            w_np,
-            _MODES[mass],
-            float(temperature),
-            target.detach().to(torch.float64).contiguous().numpy(),
-            allow_np,
+        flat = _settle(
+            kernels,
+            (
+                k_np,
+                row_max.detach().to(dtype).contiguous().numpy(),
+                w_np,
+                _MODES[mass],
+                float(temperature),
+                target.detach().to(torch.float64).contiguous().numpy(),
+                allow_np,
+            ),
             flat,
             count,
         )
@@ -142,6 +151,60 @@ def row_prefixes(
         _fail(error)
         return None
     return torch.from_numpy(cols), torch.from_numpy(kept), torch.from_numpy(count >= 0)
+
+
+#: rows a thread takes at the least (fewer: one call on the calling thread)
+_MIN_ROWS_PER_THREAD = 64
+_pool: dict[str, Any] = {}
+
+
+def _settle(
+    kernels: ModuleType, inputs: tuple[Any, ...], flat: np.ndarray, count: np.ndarray
+) -> np.ndarray:
+    """:func:`prefixes` over the rows, split into contiguous blocks of rows run on
+    ``torch.get_num_threads()`` threads (the kernel releases the GIL); returns the kept
+    columns, row after row."""
+    keys, row_max, weights, mode, tau, target, allow = inputs
+    b = keys.shape[0]
+    parts = max(min(torch.get_num_threads(), b // _MIN_ROWS_PER_THREAD), 1)
+    width = kernels.SIZES[-1]
+    bounds = [b * i // parts for i in range(parts + 1)]
+
+    def block(i: int) -> int:
+        lo, hi = bounds[i], bounds[i + 1]
+        n: int = kernels.prefixes(
+            keys[lo:hi],
+            row_max[lo:hi],
+            weights[lo:hi] if mode == 2 else weights,
+            mode,
+            tau,
+            target[lo:hi],
+            allow[lo:hi],
+            flat[lo * width : hi * width],
+            count[lo:hi],
+        )
+        return n
+
+    if parts == 1:
+        return flat[: block(0)]
+    others = [_executor(parts - 1).submit(block, i) for i in range(1, parts)]
+    written = [block(0)] + [job.result() for job in others]
+    return np.concatenate(
+        [flat[bounds[i] * width : bounds[i] * width + written[i]] for i in range(parts)]
+    )
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The kernel's thread pool: one per process (a forked child makes its own)."""
+    pid = os.getpid()
+    if _pool.get("pid") != pid or _pool.get("workers", 0) < workers:
+        _pool.update(
+            executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spacl-cut"),
+            pid=pid,
+            workers=workers,
+        )
+    executor: ThreadPoolExecutor = _pool["executor"]
+    return executor
 
 
 __all__ = ["ENABLED", "applies", "enabled_by", "row_prefixes"]
