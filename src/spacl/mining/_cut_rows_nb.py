@@ -126,13 +126,13 @@ def prefixes(
                     break
                 known, known_sum = c, cum
                 if c == m:  # the row's m first keys: a wider m, if any may reach
-                    beyond = _bound(mode, tau, vals[m - 1], best)
+                    beyond = _bound(mode, tau, vals[m - 1], best, wrow)
                     break
                 if floor == -np.inf:  # every weighted key taken: none reaches
                     beyond = 0.0
                     break
                 # every key above the floor taken; the others weigh at most its weight
-                beyond = _bound(mode, tau, floor, best)
+                beyond = _bound(mode, tau, floor, best, wrow)
                 floor = -np.inf  # the next scan looks at every key
             if end >= 0:
                 for p in range(end + 1):
@@ -162,26 +162,20 @@ def _heavy_mass(row: np.ndarray, wrow: np.ndarray, mode: int, tau: float, x: flo
     """The summed weight of the row's keys of weight ``>= x`` (added in any order: it
     only decides whether the row is scanned here)."""
     total = 0.0
-    if mode == 2:
-        for j in range(wrow.shape[0]):
-            w = np.float64(wrow[j])
-            total += w if w >= x else 0.0
-        return total
     for j in range(row.shape[0]):
-        w = np.float64(row[j]) * tau if mode == 0 else (1.0 + np.float64(row[j]) * tau) / 2.0
+        w = _weight(mode, tau, row[j], wrow, j)
         total += w if w >= x else 0.0
     return total
 
 
 @njit(cache=True, nogil=True)
-def _bound(mode: int, tau: float, key: float, best: float) -> float:
+def _bound(mode: int, tau: float, key: float, best: float, wrow: np.ndarray) -> float:
     """About the weight of ``key`` (a little above it for ``"exp"``, whose weights the
     caller exponentiated): it only decides whether a wider scan may settle a row, never
     what is kept (a row not settled here goes to the exact selection)."""
     if mode == 2:
         return np.exp(key - best) * (1.0 + 1e-6)
-    w = np.float64(key) * tau if mode == 0 else (1.0 + np.float64(key) * tau) / 2.0
-    return w if w > 0.0 else 0.0
+    return _weight(mode, tau, key, wrow, 0)
 
 
 @njit(cache=True, nogil=True)

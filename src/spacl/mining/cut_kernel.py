@@ -198,6 +198,8 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     """The kernel's thread pool: one per process (a forked child makes its own)."""
     pid = os.getpid()
     if _pool.get("pid") != pid or _pool.get("workers", 0) < workers:
+        if _pool.get("pid") == pid:
+            _pool["executor"].shutdown(wait=False)  # a larger one replaces it
         _pool.update(
             executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spacl-cut"),
             pid=pid,
