@@ -94,10 +94,6 @@ from spacl.mining.cut_exact import _sample_min as _sample_min
 from spacl.mining.cut_exact import _wide_prefix as _wide_prefix
 from spacl.mining.cut_exact import check_share as check_share
 from spacl.mining.cut_exact import top_share_mask as top_share_mask
-from spacl.mining.cut_fast import _FAST_BLOCKS as _FAST_BLOCKS
-from spacl.mining.cut_fast import _MID_BLOCKS as _MID_BLOCKS
-from spacl.mining.cut_fast import _WIDE_BLOCKS as _WIDE_BLOCKS
-from spacl.mining.cut_fast import _first_max as _first_max
 from spacl.mining.cut_fast import _group_max as _group_max
 from spacl.mining.cut_fast import _group_width as _group_width
 from spacl.mining.cut_fast import _index_of as _index_of
