@@ -34,7 +34,7 @@ import csv
 import gzip
 import io
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,12 +251,28 @@ def _check_open_label(data: dict[str, IntentExamples], open_label: str | None) -
     return open_label
 
 
+def _named_known(names: Sequence[str], universe: set[str], path: Path) -> list[str]:
+    """``known_classes`` checked: strings, no repeat, each a training class."""
+    if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+        raise TypeError(f"known_classes must be a non-empty sequence of class names, got {names!r}")
+    known = list(names)
+    for name in known:
+        if not isinstance(name, str):
+            raise TypeError(f"known_classes must hold class names (str), got {name!r}")
+        if name not in universe:
+            raise ValueError(f"known_classes: {name!r} is not a class of {path}")
+    if len(set(known)) != len(known):
+        raise ValueError(f"known_classes names a class twice: {known!r}")
+    return known
+
+
 def open_intent_split(
     data: dict[str, IntentExamples],
     known_ratio: float,
     seed: int = 0,
     *,
     open_label: str | None = DEFAULT_OPEN_LABEL,
+    known_classes: Sequence[str] | None = None,
 ) -> OpenIntentSplit:
     """Apply the open-intent protocol with ``known_ratio`` of the classes known.
 
@@ -267,6 +283,10 @@ def open_intent_split(
         seed: seed of the choice of known classes.
         open_label: the declared open label (module docstring): test examples with
             this label are out-of-domain; ``None`` declares none.
+        known_classes: the known classes by name, in the order of their class ids (e.g.
+            TEXTOIR's draw, :func:`spacl.data.textoir.textoir_known_classes`); ``None``
+            draws them: ``round(known_ratio * n)`` of the sorted class names by
+            ``numpy.random.default_rng(seed)``, known class ids in name order.
     """
     if not isinstance(known_ratio, (int, float)) or not 0.0 < known_ratio <= 1.0:
         raise ValueError(f"known_ratio must be in (0, 1], got {known_ratio!r}")
@@ -278,10 +298,14 @@ def open_intent_split(
     universe = set(classes)
     _check_labels_known(data["dev"], universe)
     _check_labels_known(data["test"], universe | ({found_open} if found_open else set()))
-    n_known = max(1, math.floor(known_ratio * len(classes) + 0.5))
-    rng = np.random.default_rng(seed)
-    chosen = rng.choice(len(classes), n_known, replace=False)
-    known = sorted(classes[int(i)] for i in chosen)
+    if known_classes is None:
+        n_known = max(1, math.floor(known_ratio * len(classes) + 0.5))
+        rng = np.random.default_rng(seed)
+        chosen = rng.choice(len(classes), n_known, replace=False)
+        known = sorted(classes[int(i)] for i in chosen)
+    else:
+        known = _named_known(known_classes, universe, data["train"].path)
+        n_known = len(known)
     unknown = [c for c in classes if c not in set(known)]
     index = {c: k for k, c in enumerate(known)}
     dev_seen = set(data["dev"].labels)

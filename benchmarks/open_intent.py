@@ -1,0 +1,433 @@
+"""Open-intent detection on TEXTOIR's protocol (issue 37): ADB and DA-ADB on MiniLM.
+
+Two phases, one store each (crash-safe JSON lines: a rerun adds only what is missing):
+
+``--phase select`` (dev data only, never a test example): the choice of the detector
+and its training schedule before the pre-registration.  Draws are TEXTOIR's procedure
+with seeds 1000+ (never a table seed): a detector is trained on the known classes'
+training texts, early-stopped on their dev texts, and scored on the **whole dev set**,
+where the dev texts of the classes unknown to the draw play the open intents
+(pseudo-open).  Every candidate sees the same draws, encoder outputs and schedule.
+
+``--phase table``: TEXTOIR's seeds, the pre-registered detector and schedule of
+``docs/results/open_intent/PREREGISTRATION.md`` (refused unless that file is committed
+and unchanged in the working tree; every run records its commit).  Per (dataset, known
+ratio, seed): ADB and DA-ADB on the same encoder outputs; the frozen-encoder baseline
+(ADB's closed-form boundary, the per-class median distance, on the encoder's pooled
+outputs with no training); reject-all.  Test is scored once per run; every run's
+per-example dev and test predictions, distances and radii go to ``scores/*.npz``.
+
+    python benchmarks/open_intent.py --phase select --settings stackoverflow:0.25 ...
+    python benchmarks/open_intent.py --phase table --settings stackoverflow:0.25 --seeds 0 1 2 3 4
+    python benchmarks/open_intent.py --render
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spacl.data.text import load_intent_dataset, open_intent_split
+from spacl.data.textoir import textoir_known_classes
+from spacl.evaluate.adb import fit_adb
+from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
+from spacl.models.text import EmbeddingCache
+from spacl.tasks.text_adb import ADBSchedule, train_detector
+from spacl.tasks.text_finetune_run import load_backbone
+from spacl.tasks.text_states import CachedTexts, PooledEncoder
+
+log = logging.getLogger("benchmarks.open_intent")
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "results" / "open_intent"
+PREREG = OUT / "PREREGISTRATION.md"
+SETTINGS = tuple(f"{d}:{r}" for r in (0.25, 0.75, 0.5) for d in ("stackoverflow", "banking", "oos"))
+METHODS = ("adb", "da_adb")
+SELECT_SEEDS = (1000, 1001)
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+
+
+def provenance() -> dict[str, Any]:
+    """The commit, whether the tree differs from it, and the pre-registration's commit."""
+    return {
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "prereg_commit": _git("log", "-1", "--format=%H", "--", str(PREREG.relative_to(ROOT))),
+    }
+
+
+class Encoded:
+    """The frozen encoder's pooled outputs of every text of a dataset, computed once."""
+
+    def __init__(self, name: str, backbone: Any) -> None:
+        self.name = name
+        self.data = load_intent_dataset(name)
+        start = time.perf_counter()
+        encoder = PooledEncoder(backbone.model, backbone.tokenize, backbone.name)
+        cache = EmbeddingCache()
+        self.vectors = {split: cache.embed(encoder, ex.texts) for split, ex in self.data.items()}
+        self.seconds = time.perf_counter() - start
+        log.info(
+            "%s: encoded %d texts in %.0f s",
+            name,
+            sum(len(v) for v in self.vectors.values()),
+            self.seconds,
+        )
+
+    def split(self, ratio: float, seed: int):
+        known = textoir_known_classes(self.name, ratio, seed)
+        return open_intent_split(self.data, ratio, seed, known_classes=known)
+
+    def rows(
+        self, split_name: str, labels: list[str], keep: set[str] | None = None
+    ) -> torch.Tensor:
+        return torch.tensor([keep is None or y in keep for y in labels])
+
+
+def _cached(vectors: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> CachedTexts:
+    return CachedTexts.pooled(vectors[mask], labels)
+
+
+def _known_rows(all_labels: list[str], known: list[str]) -> torch.Tensor:
+    keep = set(known)
+    return torch.tensor([y in keep for y in all_labels])
+
+
+def _open_labels(all_labels: list[str], known: list[str]) -> torch.Tensor:
+    index = {c: k for k, c in enumerate(known)}
+    return torch.tensor([index.get(y, len(known)) for y in all_labels])
+
+
+def schedule_of(method: str, seed: int, options: dict[str, Any]) -> ADBSchedule:
+    return ADBSchedule(method=method, seed=seed, trainable_layers=0, **options)
+
+
+def _metrics(y: torch.Tensor, pred: torch.Tensor, k: int, score: torch.Tensor) -> dict[str, float]:
+    return {
+        key: round(v, 4) for key, v in open_intent_metrics(y, pred, k, ood_scores=score).items()
+    }
+
+
+def _rules(det: Any, train: CachedTexts, dev: CachedTexts, k: int) -> dict[str, Any]:
+    """The detector's boundary and, for reference, the conformal 0.95 rule on its features."""
+    z_train = det.scores(train)[0]
+    z_dev = det.scores(dev)[0]
+    conformal = fit_adb(
+        z_train, train.labels, open_label=k, solver="quantile", dev=(z_dev, dev.labels)
+    )
+    return {"boundary": det.boundary, "conformal": conformal}
+
+
+def select_runs(
+    enc: Encoded, ratio: float, seeds: list[int], options: dict[str, Any], done: set, store: Path
+) -> None:
+    out: list[dict] = []
+    for seed in seeds:
+        known = textoir_known_classes(enc.name, ratio, seed)
+        tr = _known_rows(enc.data["train"].labels, known)
+        dv_known = _known_rows(enc.data["dev"].labels, known)
+        y_tr = _open_labels(enc.data["train"].labels, known)[tr]
+        y_dev_all = _open_labels(enc.data["dev"].labels, known)
+        train = _cached(enc.vectors["train"], tr, y_tr)
+        dev = _cached(enc.vectors["dev"], dv_known, y_dev_all[dv_known])
+        whole_dev = CachedTexts.pooled(enc.vectors["dev"], y_dev_all)
+        k = len(known)
+        for method in METHODS:
+            key = (enc.name, ratio, seed, method, json.dumps(options, sort_keys=True))
+            if key in done:
+                continue
+            start = time.perf_counter()
+            det = train_detector(None, train, dev, k, schedule_of(method, 0, options))
+            rules = _rules(det, train, dev, k)
+            z = det.scores(whole_dev)[0]
+            res = {}
+            for name, rule in rules.items():
+                res[name] = _metrics(whole_dev.labels, rule.predict(z), k, rule.open_score(z))
+            out.append(
+                {
+                    "phase": "select",
+                    "dataset": enc.name,
+                    "ratio": ratio,
+                    "seed": seed,
+                    "method": method,
+                    "options": options,
+                    "known_classes": known,
+                    "pseudo_open": res,
+                    "record": {kk: v for kk, v in det.record.items()},
+                    "seconds": round(time.perf_counter() - start, 2),
+                }
+            )
+            log.info(
+                "select %s %.2f draw %d %s: dev macro-F1 %.2f F1-open %.2f (%d epochs, %.1f s)",
+                enc.name,
+                ratio,
+                seed,
+                method,
+                res["boundary"]["macro_f1"],
+                res["boundary"]["f1_ood"],
+                det.record["epochs"],
+                out[-1]["seconds"],
+            )
+            _store(store, out[-1:])
+
+
+#: TEXTOIR's published means (BERT-base, labelled ratio 1.0), from the source below:
+#: (accuracy, F1-known, F1-open, macro-F1) per method and (dataset, known ratio)
+PUBLISHED_SOURCE = (
+    "TEXTOIR, github.com/thuiar/TEXTOIR open_intent_detection/results/results.md at commit "
+    "6bdf74c (rows with labelled ratio 1.0): BERT-base, its last layer and head trained, means "
+    "over TEXTOIR's seeds"
+)
+PUBLISHED: dict[str, dict[tuple[str, float], tuple[float, float, float, float]]] = {
+    "ADB": {
+        ("banking", 0.25): (79.94, 71.37, 85.57, 72.08),
+        ("banking", 0.5): (79.52, 81.38, 79.32, 81.33),
+        ("banking", 0.75): (81.35, 86.4, 67.32, 86.08),
+        ("oos", 0.25): (88.21, 77.77, 92.3, 78.14),
+        ("oos", 0.5): (86.47, 85.06, 88.54, 85.11),
+        ("oos", 0.75): (86.98, 88.99, 84.81, 88.95),
+        ("stackoverflow", 0.25): (86.7, 77.56, 90.91, 79.79),
+        ("stackoverflow", 0.5): (86.51, 85.33, 87.72, 85.55),
+        ("stackoverflow", 0.75): (82.84, 86.87, 74.02, 86.07),
+    },
+    "DA-ADB": {
+        ("banking", 0.25): (81.09, 72.97, 86.49, 73.65),
+        ("banking", 0.5): (81.64, 82.61, 82.1, 82.6),
+        ("banking", 0.75): (81.18, 85.96, 69.51, 85.68),
+        ("oos", 0.25): (89.49, 79.6, 93.2, 79.95),
+        ("oos", 0.5): (87.96, 85.58, 90.14, 85.64),
+        ("oos", 0.75): (87.46, 88.49, 86.09, 88.47),
+        ("stackoverflow", 0.25): (89.03, 80.84, 92.61, 82.81),
+        ("stackoverflow", 0.5): (87.79, 86.72, 88.86, 86.92),
+        ("stackoverflow", 0.75): (83.63, 87.71, 74.66, 86.89),
+    },
+}
+
+
+def _check_preregistered() -> dict[str, Any]:
+    """Refuse test scoring unless the pre-registration is committed and unchanged."""
+    prov = provenance()
+    rel = str(PREREG.relative_to(ROOT))
+    if not prov["prereg_commit"]:
+        raise SystemExit(f"--phase table: {rel} is not committed (no test score before it)")
+    if _git("status", "--porcelain", "--", rel):
+        raise SystemExit(f"--phase table: {rel} differs from its commit")
+    return prov
+
+
+def _save_scores(path: Path, parts: dict[str, torch.Tensor]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    for key, value in parts.items():
+        v = value.detach().cpu()
+        arrays[key] = v.numpy().astype(np.int16 if not v.is_floating_point() else np.float32)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
+
+
+def table_runs(
+    enc: Encoded,
+    ratio: float,
+    seeds: list[int],
+    options: dict[str, Any],
+    done: set,
+    store: Path,
+    prov: dict[str, Any],
+) -> None:
+    for seed in seeds:
+        split = enc.split(ratio, seed)
+        k = split.num_known
+        tr = _known_rows(enc.data["train"].labels, split.known_classes)
+        dv = _known_rows(enc.data["dev"].labels, split.known_classes)
+        train = _cached(enc.vectors["train"], tr, split.train_labels)
+        dev = _cached(enc.vectors["dev"], dv, split.dev_labels)
+        test = CachedTexts.pooled(enc.vectors["test"], split.test_labels)
+        common = {
+            "phase": "table",
+            "dataset": enc.name,
+            "ratio": ratio,
+            "seed": seed,
+            "known_classes": split.known_classes,
+            "num_known": k,
+            "sizes": {"train": len(train), "dev": len(dev), "test": len(test)},
+            **prov,
+        }
+        if (enc.name, ratio, seed, "frozen") not in done:
+            start = time.perf_counter()
+            frozen = fit_adb(train.states, train.labels, open_label=k, solver="median")
+            score = frozen.open_score(test.states)
+            row = {
+                **common,
+                "method": "frozen",
+                "test": {"boundary": _metrics(test.labels, frozen.predict(test.states), k, score)},
+                "reject_all": {
+                    key: round(v, 4) for key, v in reject_all_metrics(test.labels, k).items()
+                },
+                "seconds": round(time.perf_counter() - start, 2),
+            }
+            _store(store, [row])
+        for method in METHODS:
+            if (enc.name, ratio, seed, method) in done:
+                continue
+            start = time.perf_counter()
+            schedule = schedule_of(method, seed, options)
+            det = train_detector(None, train, dev, k, schedule)
+            rules = _rules(det, train, dev, k)
+            z_test, nearest, dist = det.scores(test)
+            _, dev_nearest, dev_dist = det.scores(dev)
+            metrics = {
+                name: _metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
+                for name, rule in rules.items()
+            }
+            seconds = round(time.perf_counter() - start, 2)
+            name = f"{enc.name}_{ratio}_{seed}_{method}.npz"
+            _save_scores(
+                OUT / "scores" / name,
+                {
+                    "test_label": test.labels,
+                    "test_nearest": nearest,
+                    "test_dist": dist,
+                    "dev_label": dev.labels,
+                    "dev_nearest": dev_nearest,
+                    "dev_dist": dev_dist,
+                    "radii": det.boundary.radii,
+                    "conformal_radii": rules["conformal"].radii,
+                },
+            )
+            row = {
+                **common,
+                "method": method,
+                "schedule": asdict(schedule),
+                "record": det.record,
+                "test": metrics,
+                "scores_file": f"scores/{name}",
+                "seconds": seconds,
+            }
+            _store(store, [row])
+            log.info(
+                "table %s %.2f seed %d %s: macro-F1 %.2f F1-open %.2f (%d epochs, %.1f s)",
+                enc.name,
+                ratio,
+                seed,
+                method,
+                metrics["boundary"]["macro_f1"],
+                metrics["boundary"]["f1_ood"],
+                det.record["epochs"],
+                seconds,
+            )
+
+
+def _store(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+            handle.flush()
+
+
+def _load(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def selection_report(rows: list[dict]) -> str:
+    """The selection table: mean pseudo-open dev scores per (method, lr, rule)."""
+    groups: dict[tuple[str, float, str], dict[str, list[float]]] = {}
+    settings = sorted({(r["dataset"], r["ratio"]) for r in rows})
+    for r in rows:
+        for rule, m in r["pseudo_open"].items():
+            g = groups.setdefault((r["method"], r["options"]["lr"], rule), {})
+            g.setdefault("macro_f1", []).append(m["macro_f1"])
+            g.setdefault("f1_ood", []).append(m["f1_ood"])
+            g.setdefault("auroc", []).append(m.get("auroc", float("nan")))
+            g.setdefault(f"{r['dataset']}:{r['ratio']}", []).append(m["macro_f1"])
+            g.setdefault("epochs", []).append(r["record"]["epochs"])
+    head = ["method", "lr", "rule", "runs", "macro-F1", "F1-open", "AUROC", "epochs"]
+    head += [f"{d} {int(100 * q)}%" for d, q in settings]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    ranked = sorted(groups.items(), key=lambda kv: -_mean(kv[1]["macro_f1"]))
+    for (method, lr, rule), g in ranked:
+        cells = [method, f"{lr:g}", rule, str(len(g["macro_f1"]))]
+        cells += [f"{_mean(g[key]):.2f}" for key in ("macro_f1", "f1_ood", "auroc", "epochs")]
+        cells += [f"{_mean(g[f'{d}:{q}']):.2f}" if f"{d}:{q}" in g else "—" for d, q in settings]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--phase", choices=("select", "table"), default="select")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=None)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--patience", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--store", type=Path, default=None)
+    parser.add_argument("--summarise", action="store_true", help="print the selection table")
+    args = parser.parse_args(argv)
+    if args.summarise:
+        print(selection_report(_load(args.store or OUT / "selection_runs.jsonl")))
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    options = {"lr": args.lr, "patience": args.patience}
+    backbone = load_backbone()
+    if args.phase == "select":
+        store = args.store or OUT / "selection_runs.jsonl"
+        seeds = args.seeds or list(SELECT_SEEDS)
+        done = {
+            (
+                r["dataset"],
+                r["ratio"],
+                r["seed"],
+                r["method"],
+                json.dumps(r["options"], sort_keys=True),
+            )
+            for r in _load(store)
+        }
+        encoded: dict[str, Encoded] = {}
+        for setting in args.settings:
+            name, ratio = setting.split(":")
+            if name not in encoded:
+                encoded = {name: Encoded(name, backbone)}
+            select_runs(encoded[name], float(ratio), seeds, options, done, store)
+        return 0
+    prov = _check_preregistered()
+    store = args.store or OUT / "runs.jsonl"
+    seeds = args.seeds or [0, 1, 2, 3, 4]
+    done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
+    encoded = {}
+    for setting in args.settings:
+        name, ratio = setting.split(":")
+        if name not in encoded:
+            encoded = {name: Encoded(name, backbone)}
+        table_runs(encoded[name], float(ratio), seeds, options, done, store, prov)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

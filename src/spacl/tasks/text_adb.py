@@ -1,0 +1,436 @@
+"""ADB and DA-ADB on a sentence encoder: TEXTOIR's two-stage open-intent detectors.
+
+Both detectors (Zhang, Xu, Lin, AAAI 2021 "Deep Open Intent Classification with Adaptive
+Decision Boundary"; Zhang, Xu, Zhao, Lin, TASLP 2023 "Learning Discriminative
+Representations and Decision Boundaries for Open Intent Detection") as TEXTOIR runs them
+(github.com/thuiar/TEXTOIR, ``open_intent_detection``), on all-MiniLM-L6-v2:
+
+**Network** (TEXTOIR's ``BERT`` / ``BERT_Disaware``): the encoder's token states, the
+top ``trainable_layers`` transformer layers trainable and the rest frozen (TEXTOIR's
+``freeze_backbone_parameters``: BERT-base's last layer only; here the frozen bottom runs
+once per text, :func:`spacl.tasks.text_finetune.bottom_states`), mean pooling over the
+tokens, then a head ``z = dropout(relu(W h + b))`` (``W`` square): ``z`` is the
+feature the boundaries live on.
+
+**Stage 1, representation** (:func:`pretrain`), on the known classes' training texts:
+
+- ``adb``: cross-entropy of a linear classifier on ``z``;
+- ``da_adb``: the distance-aware cosine classifier.  At the start of every epoch the
+  class centroids ``c_k`` of the eval-mode features of the training texts are computed;
+  a feature is scaled by ``exp(d_2 - d_1)`` (its distances to the second-nearest and
+  the nearest centroid), squashed to norm ``|x| / (1 + |x|)`` and compared by cosine
+  with the class weights, times ``scale`` (4): ``logits = s (|x| / (1 + |x|)) x̂ ŵ_k^T``
+  (:func:`distance_aware_logits`), cross-entropy on those.
+
+AdamW (``lr`` 2e-5 in TEXTOIR, weight decay 0.01 except biases and LayerNorm weights),
+linear warm-up over the first 10% of ``max_epochs`` worth of steps then linear decay,
+batch 128.  After every epoch the closed-set classifier is scored on the known-class dev
+texts (accuracy for ``adb``, macro-F1 for ``da_adb``, TEXTOIR's criteria); the best
+epoch's weights are kept and training stops after ``patience`` epochs without a better
+score.
+
+**Stage 2, boundaries** (:func:`fit_boundaries`): centroids = class means of the
+eval-mode training features of the kept weights; radii ``Delta_k = softplus(r_k)``,
+``r ~ N(0, 1)``, minimise ADB's boundary loss ``mean_i |d_i - Delta_{y_i}|`` (the sum of
+its two hinge terms, :func:`spacl.evaluate.adb.adb_boundary_loss`) by Adam at
+``boundary_lr`` (0.05) over the training texts' features **in training mode** (dropout
+on, fresh every epoch, as ``ADBManager.train``), batch 128; after every epoch the
+macro-F1 of the open classifier on the known-class dev texts picks the best radii
+(patience as above).  An input is open when its distance to the nearest centroid is at
+least that centroid's radius (:class:`spacl.evaluate.adb.ADBModel`).
+
+Differences from TEXTOIR, all stated where results are reported: the encoder
+(all-MiniLM-L6-v2, 6 layers, 384 dimensions, for BERT-base's 12 / 768); the frozen
+bottom runs in eval mode once per text (TEXTOIR's frozen layers run in train mode, with
+dropout, every step); DA-ADB's boundary step uses the centroids of the kept weights
+(TEXTOIR keeps those computed at the start of the best epoch, before its updates);
+training batches are drawn in random order and then grouped by length (less padding,
+:func:`length_batches`) where TEXTOIR shuffles only.
+
+Example:
+    >>> schedule = ADBSchedule(method="da_adb", seed=0)        # doctest: +SKIP
+    >>> net = OpenIntentNet(backbone.top(1), num_known=5, method="da_adb")
+    >>> fit = pretrain(net, train, dev, schedule)               # CachedTexts bundles
+    >>> boundary = fit_boundaries(net, train, dev, schedule)    # an ADBModel
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from spacl._validation import check_choice
+from spacl.evaluate.adb import ADBModel
+from spacl.evaluate.ood import _f1_per_class
+from spacl.tasks.text_finetune import TopLayers
+from spacl.tasks.text_states import CachedTexts, length_batches
+
+__all__ = [
+    "ADB_METHODS",
+    "ADBSchedule",
+    "Detector",
+    "OpenIntentNet",
+    "PretrainResult",
+    "distance_aware_logits",
+    "fit_boundaries",
+    "pretrain",
+    "train_detector",
+]
+
+#: the two detectors: ADB (linear classifier) and DA-ADB (distance-aware cosine classifier)
+ADB_METHODS = ("adb", "da_adb")
+
+
+@dataclass(frozen=True)
+class ADBSchedule:
+    """One training schedule, the same for every detector it is given to."""
+
+    method: str
+    trainable_layers: int = 1
+    max_epochs: int = 100
+    patience: int = 10
+    batch_size: int = 128
+    lr: float = 2e-5
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    scale: float = 4.0  # DA-ADB's cosine scale
+    dropout: float = 0.1
+    boundary_lr: float = 0.05
+    boundary_max_epochs: int = 100
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice(self.method, "method", ADB_METHODS)
+        for name in ("max_epochs", "patience", "batch_size", "boundary_max_epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("lr", "scale", "boundary_lr"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value!r}")
+        if not 0.0 <= self.warmup < 1.0 or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(
+                f"warmup and dropout must be in [0, 1), got {self.warmup!r}, {self.dropout!r}"
+            )
+
+
+def distance_aware_logits(
+    features: Tensor, centroids: Tensor, weight: Tensor, scale: float
+) -> Tensor:
+    """DA-ADB's classifier: ``s (|x| / (1 + |x|)) x̂ ŵ^T`` with ``x = exp(d_2 - d_1) z``.
+
+    ``d_1``, ``d_2``: the distances of ``z`` to its nearest and second-nearest of the
+    ``centroids[K, d]`` (``K >= 2``); ``weight[K, d]`` the class weights.  With a single
+    known class the scale factor is 1.
+    """
+    if centroids.shape[0] >= 2:
+        two = torch.cdist(features, centroids).topk(2, dim=1, largest=False).values
+        x = torch.exp(two[:, 1] - two[:, 0]).unsqueeze(1) * features
+    else:
+        x = features
+    norm = x.norm(dim=1, keepdim=True)
+    squashed = (norm / (1.0 + norm)) * (x / norm.clamp_min(torch.finfo(x.dtype).tiny))
+    return scale * squashed @ F.normalize(weight, dim=1).t()
+
+
+class OpenIntentNet(nn.Module):
+    """Trainable top layers (or none), mean pooling, TEXTOIR's head, a closed-set classifier."""
+
+    def __init__(
+        self,
+        top: TopLayers | None,
+        num_known: int,
+        method: str,
+        *,
+        width: int | None = None,
+        scale: float = 4.0,
+        dropout: float = 0.1,
+    ) -> None:
+        super().__init__()
+        check_choice(method, "method", ADB_METHODS)
+        if num_known < 1:
+            raise ValueError(f"num_known must be >= 1, got {num_known}")
+        if (top is None) == (width is None):
+            raise ValueError(
+                "pass the trainable top layers or, for a head on pooled vectors, width"
+            )
+        self.top = top
+        if top is not None:
+            top.normalize = False
+        d = self._width(top) if top is not None else int(width)  # type: ignore[arg-type]
+        self.dense = nn.Linear(d, d)
+        self.dropout = nn.Dropout(dropout)
+        self.method = method
+        self.scale = float(scale)
+        self.classifier = nn.Linear(d, num_known, bias=method == "adb")
+        if method == "da_adb":  # TEXTOIR's CosNorm_Classifier initialisation
+            bound = 1.0 / math.sqrt(d)
+            nn.init.uniform_(self.classifier.weight, -bound, bound)
+        self.centroids: Tensor
+        self.register_buffer("centroids", torch.zeros(num_known, d))
+
+    @staticmethod
+    def _width(top: TopLayers) -> int:
+        for p in top.parameters():
+            return int(p.shape[-1])
+        raise ValueError("top has no parameters")
+
+    def features(self, states: Tensor, mask: Tensor | None) -> Tensor:
+        """``[B, d]`` head features (dropout active in training mode) of token states and
+        their mask, or of pooled vectors (``mask=None``, no top layers)."""
+        if self.top is not None:
+            if mask is None:
+                raise ValueError("the top layers need the token mask")
+            states = self.top.pooled(states, mask)
+        return self.dropout(F.relu(self.dense(states)))
+
+    def logits(self, features: Tensor) -> Tensor:
+        """Closed-set logits of the method's classifier."""
+        if self.method == "adb":
+            return self.classifier(features)
+        return distance_aware_logits(features, self.centroids, self.classifier.weight, self.scale)
+
+
+@torch.no_grad()
+def embed(
+    net: OpenIntentNet, texts: CachedTexts, *, train_mode: bool = False, batch_size: int = 512
+) -> Tensor:
+    """``[N, d]`` head features of every text, in eval mode (or with dropout on)."""
+    was = net.training
+    net.train(train_mode)
+    order = torch.argsort(texts.lengths, stable=True)
+    out = torch.empty(len(texts), net.dense.out_features)
+    try:
+        for rows in order.split(batch_size):
+            out[rows] = net.features(*texts.batch(rows)).float()
+    finally:
+        net.train(was)
+    return out
+
+
+def class_means(features: Tensor, labels: Tensor, num_known: int) -> Tensor:
+    """``[K, d]`` class means (a class without examples gets a zero row)."""
+    sums = features.new_zeros(num_known, features.shape[1]).index_add(0, labels, features)
+    counts = torch.bincount(labels, minlength=num_known).clamp_min(1).to(features.dtype)
+    return sums / counts.unsqueeze(1)
+
+
+def _macro_f1(y_true: Tensor, y_pred: Tensor, num_classes: int) -> float:
+    """Macro-F1 in percent over the classes present in ``y_true`` or ``y_pred`` (as
+    scikit-learn's ``f1_score(average="macro")``, TEXTOIR's dev score)."""
+    f1 = _f1_per_class(y_true, y_pred, num_classes)
+    present = torch.bincount(torch.cat((y_true, y_pred)), minlength=num_classes) > 0
+    return 100.0 * float(f1[present].mean())
+
+
+def _closed_score(net: OpenIntentNet, dev: CachedTexts, num_known: int) -> float:
+    """TEXTOIR's early-stopping score: dev accuracy (ADB) or macro-F1 (DA-ADB), percent."""
+    with torch.no_grad():
+        pred = net.logits(embed(net, dev)).argmax(dim=1)
+    if net.method == "adb":
+        return 100.0 * float((pred == dev.labels).double().mean())
+    return _macro_f1(dev.labels, pred, num_known)
+
+
+def _optimizer(
+    net: OpenIntentNet, schedule: ADBSchedule, steps: int
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    decay: list[nn.Parameter] = []
+    plain: list[nn.Parameter] = []
+    for name, p in net.named_parameters():
+        if p.requires_grad:
+            (plain if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
+    opt = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": schedule.weight_decay},
+            {"params": plain, "weight_decay": 0.0},
+        ],
+        lr=schedule.lr,
+    )
+    warm = int(steps * schedule.warmup)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return step / max(1, warm)
+        return max(0.0, (steps - step) / max(1, steps - warm))
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+@dataclass
+class PretrainResult:
+    """What stage 1 did: the dev score after every epoch, the kept epoch (1-based), time."""
+
+    dev_scores: list[float] = field(default_factory=list)
+    train_losses: list[float] = field(default_factory=list)
+    best_epoch: int = 0
+    seconds: float = 0.0
+
+    @property
+    def epochs(self) -> int:
+        return len(self.dev_scores)
+
+
+def pretrain(
+    net: OpenIntentNet,
+    train: CachedTexts,
+    dev: CachedTexts,
+    schedule: ADBSchedule,
+    log: Callable[[str], None] | None = None,
+) -> PretrainResult:
+    """Stage 1 (module docstring): train ``net`` in place, keep the best dev epoch's weights."""
+    num_known = int(net.classifier.out_features)
+    gen = torch.Generator().manual_seed(schedule.seed)
+    torch.manual_seed(schedule.seed)  # dropout masks
+    steps = (len(train) // schedule.batch_size) * schedule.max_epochs
+    opt, lr_schedule = _optimizer(net, schedule, max(1, steps))
+    result = PretrainResult()
+    best_state: dict[str, Tensor] | None = None
+    best = -math.inf
+    start = time.perf_counter()
+    for epoch in range(1, schedule.max_epochs + 1):
+        if net.method == "da_adb":
+            net.centroids.copy_(class_means(embed(net, train), train.labels, num_known))
+        net.train()
+        total, count = 0.0, 0
+        for rows in length_batches(train.lengths, schedule.batch_size, gen):
+            states, mask = train.batch(rows)
+            loss = F.cross_entropy(net.logits(net.features(states, mask)), train.labels[rows])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            lr_schedule.step()
+            total += loss.item() * len(rows)
+            count += len(rows)
+        score = _closed_score(net, dev, num_known)
+        result.dev_scores.append(score)
+        result.train_losses.append(total / count)
+        if log is not None:
+            log(f"epoch {epoch}: train loss {total / count:.4f}, dev {score:.2f}")
+        if score > best:
+            best, result.best_epoch = score, epoch
+            best_state = copy.deepcopy(net.state_dict())
+        elif epoch - result.best_epoch >= schedule.patience:
+            break
+    assert best_state is not None
+    net.load_state_dict(best_state)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def fit_boundaries(
+    net: OpenIntentNet,
+    train: CachedTexts,
+    dev: CachedTexts,
+    schedule: ADBSchedule,
+    log: Callable[[str], None] | None = None,
+) -> tuple[ADBModel, dict[str, float | int | list[float]]]:
+    """Stage 2 (module docstring): ADB's radii on training-mode features, dev early stopping.
+
+    Returns the fitted :class:`~spacl.evaluate.adb.ADBModel` (``open_label = K``) and a
+    record (``boundary_epochs``, ``boundary_best_epoch``, ``boundary_dev_f1``, seconds).
+    """
+    num_known = int(net.classifier.out_features)
+    start = time.perf_counter()
+    centroids = class_means(embed(net, train), train.labels, num_known)
+    classes = torch.arange(num_known)
+    gen = torch.Generator().manual_seed(schedule.seed + 1)
+    raw = torch.randn(num_known, generator=gen).requires_grad_(True)
+    opt = torch.optim.Adam([raw], lr=schedule.boundary_lr)
+    model = ADBModel(centroids, F.softplus(raw).detach(), classes, num_known)
+    dev_z = embed(net, dev)
+    scores: list[float] = []
+    best, best_epoch, best_radii = -math.inf, 0, model.radii
+    was = net.training
+    net.train()
+    try:
+        for epoch in range(1, schedule.boundary_max_epochs + 1):
+            for rows in length_batches(train.lengths, schedule.batch_size, gen):
+                with torch.no_grad():
+                    z = net.features(*train.batch(rows))
+                d = (z - centroids[train.labels[rows]]).norm(dim=1)
+                radius = F.softplus(raw)[train.labels[rows]]
+                loss = (d - radius).abs().mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            model.radii = F.softplus(raw).detach().clone()
+            score = _macro_f1(dev.labels, model.predict(dev_z), num_known + 1)
+            scores.append(score)
+            if log is not None:
+                log(f"boundary epoch {epoch}: dev macro-F1 {score:.2f}")
+            if score > best:
+                best, best_epoch, best_radii = score, epoch, model.radii
+            elif epoch - best_epoch >= schedule.patience:
+                break
+    finally:
+        net.train(was)
+    model.radii = best_radii
+    record: dict[str, float | int | list[float]] = {
+        "boundary_epochs": len(scores),
+        "boundary_best_epoch": best_epoch,
+        "boundary_dev_f1": scores,
+        "boundary_seconds": time.perf_counter() - start,
+    }
+    return model, record
+
+
+@dataclass
+class Detector:
+    """A trained two-stage detector: the network (eval mode) and its boundaries."""
+
+    net: OpenIntentNet
+    boundary: ADBModel
+    record: dict[str, object]
+
+    @torch.no_grad()
+    def scores(self, texts: CachedTexts) -> tuple[Tensor, Tensor, Tensor]:
+        """``(features [N, d], nearest class [N], distance to its centroid [N])``."""
+        z = embed(self.net, texts)
+        dist, nearest = self.boundary.distances(z).min(dim=1)
+        return z, nearest, dist
+
+    def predict(self, texts: CachedTexts) -> Tensor:
+        """Class ids, ``K`` (open) outside the nearest class's ball."""
+        return self.boundary.predict(embed(self.net, texts))
+
+
+def train_detector(
+    top: TopLayers | None,
+    train: CachedTexts,
+    dev: CachedTexts,
+    num_known: int,
+    schedule: ADBSchedule,
+    log: Callable[[str], None] | None = None,
+) -> Detector:
+    """Both stages (module docstring) with the same ``schedule`` for either method.
+
+    ``top``: a fresh copy of the trainable top layers (``None``: the head reads pooled
+    vectors, ``train.states`` is ``[N, d]``).  The record holds the epochs, the kept
+    epochs, the dev scores and the seconds of each stage.
+    """
+    torch.manual_seed(schedule.seed)  # the head's initialisation
+    width = None if top is not None else int(train.states.shape[-1])
+    net = OpenIntentNet(
+        top, num_known, schedule.method, width=width, scale=schedule.scale, dropout=schedule.dropout
+    )
+    fit = pretrain(net, train, dev, schedule, log)
+    boundary, record = fit_boundaries(net, train, dev, schedule, log)
+    net.eval()
+    out: dict[str, object] = {
+        "epochs": fit.epochs,
+        "best_epoch": fit.best_epoch,
+        "dev_scores": fit.dev_scores,
+        "train_losses": fit.train_losses,
+        "pretrain_seconds": fit.seconds,
+        **record,
+    }
+    return Detector(net, boundary, out)
