@@ -47,10 +47,10 @@ log = logging.getLogger("benchmarks.ood")
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = {
-    "spacl": REPO / "configs" / "text" / "stackoverflow_spacl.yaml",
-    "supcon": REPO / "configs" / "text" / "stackoverflow_supcon.yaml",
-    "cross_entropy": REPO / "configs" / "text" / "stackoverflow_ce.yaml",
-    "frozen": REPO / "configs" / "text" / "stackoverflow_ce.yaml",  # objective overridden
+    "spacl": REPO / "configs" / "text" / "stackoverflow_frozen_spacl.yaml",
+    "supcon": REPO / "configs" / "text" / "stackoverflow_frozen_supcon.yaml",
+    "cross_entropy": REPO / "configs" / "text" / "stackoverflow_frozen_ce.yaml",
+    "frozen": REPO / "configs" / "text" / "stackoverflow_frozen_ce.yaml",  # objective overridden
 }
 CONFIGS = (
     "stackoverflow:0.25",

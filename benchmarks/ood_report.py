@@ -152,7 +152,7 @@ def _config_table(runs: list[dict[str, Any]], methods: Sequence[str]) -> list[st
         if adb:
             cells = [_cell([a[k] for a in adb if a.get(k) is not None]) for k in METRICS]
             lines.append(
-                f"| {method} + ADB boundary | "
+                f"| {method} + conformal radii on ADB's balls | "
                 + " | ".join(cells)
                 + " | radii from dev (not used for selection) |"
             )
@@ -360,9 +360,10 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "assigned class with >= 100 dev examples, pooled otherwise (the recipes' "
         "`ood.method=quantile`, `scope=class`; argued in docs/kg_and_text.md): it accepts "
         "about 95% of known inputs whatever the head.  AUROC and FPR@95TPR rank test "
-        "inputs by the nearest-centre distance (threshold-free).  `+ ADB boundary` rows: "
-        "ADB's adaptive boundaries (Zhang et al. 2021; `spacl.evaluate.fit_adb`, "
-        "`solver=quantile`: radii from dev, on the same unit-normalised features), and "
+        "inputs by the nearest-centre distance (threshold-free).  `+ conformal radii on "
+        "ADB's balls` rows: ADB's centroids (Zhang et al. 2021) with radii from the "
+        "split-conformal quantile of dev distances (`spacl.evaluate.fit_adb`, "
+        "`solver=quantile`), not ADB's boundary loss, on the same unit-normalised features, and "
         "the other rules on test, are **not used for selection**.  The std over seeds of "
         "every thresholded metric is `spacl.evaluate.seed_spread`; the bounds are "
         "issue 18's (macro-F1 <= 3.0, F1-OOD <= 5.0 points); beside them the 90% "
@@ -413,7 +414,9 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "F1); they report means over their own seeds and known-class draws, not ours. "
         'Their "OOS" rows are CLINC150 with *held-out known classes*, not the real '
         "out-of-scope queries used here, so no published row is set beside CLINC150-oos.",
-        "- Both fine-tune a 12-layer BERT-base end to end on the known classes; here the "
+        "- Both train BERT-base's last layer and head on the known classes (TEXTOIR's "
+        "`freeze_backbone_parameters`; up to 100 epochs, early stopping on dev, patience "
+        "10, lr 2e-5, batch 128); here the "
         "6-layer MiniLM encoder stays frozen and only a small head is trained.",
     ]
     seconds: dict[str, list[float]] = {}

@@ -119,8 +119,8 @@ def test_build_errors_name_the_config_key() -> None:
     ("recipe", "override", "message"),
     [
         ("text/stackoverflow_finetune_spacl", "objective.params.bogus=1", r"params\.bogus"),
-        ("text/stackoverflow_spacl", "objective.params.shar=0.9", r"params\.shar"),
-        ("text/stackoverflow_ce", "objective.params.share=0.9", r"params\.share"),
+        ("text/stackoverflow_frozen_spacl", "objective.params.shar=0.9", r"params\.shar"),
+        ("text/stackoverflow_frozen_ce", "objective.params.share=0.9", r"params\.share"),
         ("text/stackoverflow_finetune_supcon", "objective.params.share=2.0", r"params\.share"),
         ("kg/fb15k237_infonce", "objective.params.mass=similarity", r"params\.mass"),
         ("kg/fb15k237_spacl", "objective.params.share=1.5", r"share must be in"),
@@ -145,5 +145,5 @@ def test_a_text_recipe_switched_to_frozen_keeps_its_unused_params() -> None:
     the open-intent benchmarks): frozen reads none of them, so the config is valid."""
     from spacl.tasks.text_config import ood_config
 
-    cfg = ood_config("text/stackoverflow_ce", ["objective.name=frozen"])
+    cfg = ood_config("text/stackoverflow_frozen_ce", ["objective.name=frozen"])
     assert cfg.objective.name == "frozen" and cfg.objective.params.label_smoothing is not None

@@ -320,7 +320,11 @@ def test_train_ood_select_reports_every_rule(tmp_path: Path) -> None:
 def test_shipped_text_recipes_use_the_fixed_rule() -> None:
     from spacl.recipes import resolve_recipe
 
-    for name in ("stackoverflow_spacl", "stackoverflow_supcon", "stackoverflow_ce"):
+    for name in (
+        "stackoverflow_frozen_spacl",
+        "stackoverflow_frozen_supcon",
+        "stackoverflow_frozen_ce",
+    ):
         cfg = ood_config(resolve_recipe(f"text/{name}"))
         assert (cfg.ood.method, cfg.ood.scope, cfg.ood.quantile) == ("quantile", "class", 0.95)
     assert ood_config({}).ood.method == "quantile"

@@ -46,7 +46,7 @@ def test_list_recipes_names_tasks_and_skips_bases():
     assert not any(name.split("/")[1].startswith("_") for name in recipes)
     assert recipes["mnist5k/spacl"].task == "image"
     assert recipes["kg/fb15k237_spacl"].task == "kg"
-    assert recipes["text/stackoverflow_spacl"].task == "text"
+    assert recipes["text/stackoverflow_frozen_spacl"].task == "text"
     assert recipes["mnist5k/spacl"].summary.startswith("mnist5k: SPACL")
     assert recipes["cifar100/supcon"].path == RECIPES_DIR / "cifar100" / "supcon.yaml"
 
@@ -79,7 +79,12 @@ def test_resolve_recipe_prefers_a_file_and_suggests_names(tmp_path, monkeypatch)
 def test_spacl_recipes_lists_and_prints(capsys):
     assert main(["recipes"]) == 0
     out = capsys.readouterr().out
-    for name in ("mnist5k/spacl", "digits/supcon", "kg/fb15k237_infonce", "text/stackoverflow_ce"):
+    for name in (
+        "mnist5k/spacl",
+        "digits/supcon",
+        "kg/fb15k237_infonce",
+        "text/stackoverflow_frozen_ce",
+    ):
         assert name in out
     assert f"{len(list_recipes())} recipes" in out
     assert main(["recipes", "--task", "kg"]) == 0

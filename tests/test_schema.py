@@ -69,10 +69,10 @@ EPOCHS = "config key 'train.epochs': Value 'abc' of type 'str' could not be conv
 SHARED_ERRORS = [
     ("mnist5k/spacl", "optim.lr=-1", LR),
     ("kg/fb15k237_spacl", "optim.lr=-1", LR),
-    ("text/stackoverflow_spacl", "optim.lr=-1", LR),
+    ("text/stackoverflow_frozen_spacl", "optim.lr=-1", LR),
     ("mnist5k/spacl", "train.device=gpu", DEVICE),
     ("kg/fb15k237_spacl", "train.device=gpu", DEVICE),
-    ("text/stackoverflow_ce", "train.device=gpu", DEVICE),
+    ("text/stackoverflow_frozen_ce", "train.device=gpu", DEVICE),
     ("mnist5k/supcon", "train.epochs=abc", EPOCHS),
     ("kg/fb15k237_spacl", "train.epochs=abc", EPOCHS),
     (
@@ -81,7 +81,7 @@ SHARED_ERRORS = [
         "config key 'optim.name' must be one of ['adagrad', 'adam'], got 'sgd'",
     ),
     (
-        "text/stackoverflow_supcon",
+        "text/stackoverflow_frozen_supcon",
         "optim.name=lars",
         "config key 'optim.name' must be one of ['adam', 'adamw', 'sgd'], got 'lars'",
     ),
@@ -91,7 +91,7 @@ SHARED_ERRORS = [
         "config key 'train.epochs' must be an integer >= 1, got 0",
     ),
     (
-        "text/stackoverflow_spacl",
+        "text/stackoverflow_frozen_spacl",
         "eval.batch_size=0",
         "config key 'eval.batch_size' must be an integer >= 1, got 0",
     ),
@@ -185,6 +185,6 @@ def test_load_recipe_finds_the_builtin_tasks_without_importing_them():
         "from spacl.schema import load_recipe\n"
         "assert not any(m.startswith('spacl.tasks') for m in sys.modules), 'schema loaded a task'\n"
         "assert load_recipe('kg/fb15k237_spacl').task == 'kg'\n"
-        "assert load_recipe('text/stackoverflow_spacl').task == 'text'\n"
+        "assert load_recipe('text/stackoverflow_frozen_spacl').task == 'text'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

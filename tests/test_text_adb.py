@@ -73,6 +73,8 @@ def test_schedule_rejects_bad_values() -> None:
         ADBSchedule(method="adb", lr=0.0)
     with pytest.raises(ValueError, match="dropout"):
         ADBSchedule(method="adb", dropout=1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        ADBSchedule(method="spacl", temperature=-1.0)
 
 
 def test_cached_texts_checks_shapes_and_cuts_batches() -> None:
@@ -138,7 +140,7 @@ def test_boundaries_without_dropout_reach_adbs_minimiser_the_median() -> None:
     assert record["boundary_epochs"] == 400
 
 
-@pytest.mark.parametrize("method", ["adb", "da_adb"])
+@pytest.mark.parametrize("method", ["adb", "da_adb", "spacl"])
 def test_a_trained_detector_rejects_a_far_away_intent(method: str) -> None:
     x, y = _blobs(60, 4, 16, 2, spread=0.5)
     dx, dy = _blobs(30, 4, 16, 2, spread=0.5)

@@ -308,7 +308,7 @@ def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() ->
         ood_config("text/stackoverflow_finetune_spacl", ["finetune.trainable_layers=7"])
     # spacl_selected is a fine-tuning objective: not for a head on the frozen encoder
     with pytest.raises(ValueError, match=r"'spacl_selected' fine-tunes the encoder"):
-        ood_config("text/stackoverflow_spacl", ["objective.name=spacl_selected"])
+        ood_config("text/stackoverflow_frozen_spacl", ["objective.name=spacl_selected"])
     with pytest.raises(ValueError, match=r"objective\.name.*must be one of"):
         ood_config("text/stackoverflow_finetune_spacl", ["objective.name=hscl"])
     assert cfgs[0].finetune.select_epoch == "last"
@@ -391,7 +391,10 @@ def test_text_runs_are_named_after_their_data_and_objective() -> None:
     assert named("stackoverflow_finetune_spacl") == "stackoverflow-finetune-spacl"
     banking_ce = named("stackoverflow_finetune_ce", "data.name=banking")
     assert banking_ce == "banking-finetune-cross-entropy"
-    assert named("stackoverflow_supcon", "data.name=oos") == "oos-supcon"
-    assert named("stackoverflow_spacl", "objective.name=frozen") == "stackoverflow-frozen"
-    assert named("stackoverflow_ce", "name=mine") == "mine"
-    assert named("stackoverflow_ce", "name=mine", "objective.name=frozen") == "stackoverflow-frozen"
+    assert named("stackoverflow_frozen_supcon", "data.name=oos") == "oos-supcon"
+    assert named("stackoverflow_frozen_spacl", "objective.name=frozen") == "stackoverflow-frozen"
+    assert named("stackoverflow_frozen_ce", "name=mine") == "mine"
+    assert (
+        named("stackoverflow_frozen_ce", "name=mine", "objective.name=frozen")
+        == "stackoverflow-frozen"
+    )

@@ -42,18 +42,22 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from spacl._validation import check_choice
 from spacl.data._files import find_dataset_dir, split_file
+from spacl.data.textoir import textoir_known_classes
 
 SPLIT_SUFFIXES = (".tsv", ".tsv.gz")
 
 __all__ = [
     "DEFAULT_OPEN_LABEL",
     "INTENT_SPLITS",
+    "PROTOCOLS",
     "IntentExamples",
     "OpenIntentSplit",
     "intent_path",
     "load_intent_dataset",
     "open_intent_split",
+    "protocol_split",
     "read_intent_tsv",
 ]
 
@@ -264,6 +268,21 @@ def _named_known(names: Sequence[str], universe: set[str], path: Path) -> list[s
     if len(set(known)) != len(known):
         raise ValueError(f"known_classes names a class twice: {known!r}")
     return known
+
+
+#: how the known classes are drawn (:func:`protocol_split`)
+PROTOCOLS = ("spacl", "textoir")
+
+
+def protocol_split(
+    data: dict[str, IntentExamples], name: str, protocol: str, known_ratio: float, seed: int
+) -> OpenIntentSplit:
+    """:func:`open_intent_split` with the known classes of ``protocol``: ``"spacl"``
+    (the seeded draw of :func:`open_intent_split`) or ``"textoir"`` (TEXTOIR's draw for
+    dataset ``name``, :func:`spacl.data.textoir.textoir_known_classes`)."""
+    check_choice(protocol, "protocol", PROTOCOLS)
+    known = textoir_known_classes(name, known_ratio, seed) if protocol == "textoir" else None
+    return open_intent_split(data, known_ratio, seed, known_classes=known)
 
 
 def open_intent_split(

@@ -88,6 +88,11 @@ class ADBModel:
     def num_known(self) -> int:
         return int(self.centroids.shape[0])
 
+    @property
+    def ood_label(self) -> int:
+        """What :meth:`predict` returns for an open input (``open_label``)."""
+        return self.open_label
+
     def _prepare(self, features: Tensor) -> Tensor:
         check_tensor(features, "features", ndim=2)
         if int(features.shape[1]) != int(self.centroids.shape[1]):

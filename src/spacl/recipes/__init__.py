@@ -1,7 +1,7 @@
 """The built-in recipes: YAML files shipped inside the package, addressed by name.
 
 A recipe's name is its path under this package without ``.yaml``: ``mnist5k/spacl``,
-``cifar100/spacl_supervised``, ``kg/fb15k237_spacl``, ``text/stackoverflow_spacl``.
+``cifar100/spacl_supervised``, ``kg/fb15k237_spacl``, ``text/stackoverflow_frozen_spacl``.
 Files whose name starts with ``_`` (``_base.yaml``) are shared bases, not recipes.
 ``spacl recipes`` lists them; ``spacl train NAME`` accepts a name as well as a path, so
 the recipes work from any working directory, in an installed (non-editable) package too.

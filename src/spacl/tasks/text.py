@@ -51,7 +51,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl._progress import progress
-from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
+from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.ood import (
     OpenClassifier,
     reject_all_metrics,
@@ -66,9 +66,10 @@ from spacl.models.text import (
     TextEncoder,
 )
 from spacl.schema import resolve_device
+from spacl.tasks.text_adb_run import train_adb_run
 from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text_decision import run_metrics
-from spacl.tasks.text_detector import decide, open_text_run, run_name, write_detector_run
+from spacl.tasks.text_detector import decide, open_text_run, run_name, split_of, write_detector_run
 
 _logger = logging.getLogger(__name__)
 
@@ -268,6 +269,10 @@ def train_ood(
     """
     cfg = ood_config(config, overrides)
     say = log or _logger.info
+    if cfg.detector.method is not None:  # ADB / DA-ADB (issue 37)
+        return train_adb_run(
+            cfg, split=split, encoder=encoder, log=log, run_dir=run_dir, resume=resume
+        )
     if int(cfg.finetune.trainable_layers) > 0:  # the fine-tuned encoder (issue 18)
         from spacl.tasks.text_finetune_run import train_finetuned
 
@@ -277,8 +282,7 @@ def train_ood(
         return stored
     start = time.perf_counter()
     if split is None:
-        data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
-        split = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+        split = split_of(cfg)
     if encoder is None:
         encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=cfg.train.progress)
     cache = EmbeddingCache(cfg.encoder.cache_dir)

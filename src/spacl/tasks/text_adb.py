@@ -20,7 +20,11 @@ feature the boundaries live on.
   a feature is scaled by ``exp(d_2 - d_1)`` (its distances to the second-nearest and
   the nearest centroid), squashed to norm ``|x| / (1 + |x|)`` and compared by cosine
   with the class weights, times ``scale`` (4): ``logits = s (|x| / (1 + |x|)) x̂ ŵ_k^T``
-  (:func:`distance_aware_logits`), cross-entropy on those.
+  (:func:`distance_aware_logits`), cross-entropy on those;
+- ``spacl`` (not TEXTOIR's: SPACL's representation under the same schedule and rule):
+  :class:`spacl.losses.SPACLLoss` in the paper's supervised form on ``SPACL_VIEWS`` (5)
+  dropout passes of the head per text (L2-normalised, temperature 0.1), no classifier;
+  early stopping on the dev accuracy of the nearest training class mean.
 
 AdamW (``lr`` 2e-5 in TEXTOIR, weight decay 0.01 except biases and LayerNorm weights),
 linear warm-up over the first 10% of ``max_epochs`` worth of steps then linear decay,
@@ -69,6 +73,7 @@ from torch import Tensor, nn
 from spacl._validation import check_choice
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import _f1_per_class
+from spacl.losses.registry import build_objective
 from spacl.tasks.text_finetune import TopLayers
 from spacl.tasks.text_states import CachedTexts, length_batches
 
@@ -85,7 +90,9 @@ __all__ = [
 ]
 
 #: the two detectors: ADB (linear classifier) and DA-ADB (distance-aware cosine classifier)
-ADB_METHODS = ("adb", "da_adb")
+ADB_METHODS = ("adb", "da_adb", "spacl")
+#: dropout views per instance of the ``spacl`` method (view 0 included, SimCSE-style)
+SPACL_VIEWS = 5
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class ADBSchedule:
     warmup: float = 0.1
     weight_decay: float = 0.01
     scale: float = 4.0  # DA-ADB's cosine scale
+    temperature: float = 0.1  # the spacl method's loss
     dropout: float = 0.1
     boundary_lr: float = 0.05
     boundary_max_epochs: int = 100
@@ -112,7 +120,7 @@ class ADBSchedule:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("lr", "scale", "boundary_lr"):
+        for name in ("lr", "scale", "boundary_lr", "temperature"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
@@ -231,9 +239,17 @@ def _macro_f1(y_true: Tensor, y_pred: Tensor, num_classes: int) -> float:
     return 100.0 * float(f1[present].mean())
 
 
-def _closed_score(net: OpenIntentNet, dev: CachedTexts, num_known: int) -> float:
-    """TEXTOIR's early-stopping score: dev accuracy (ADB) or macro-F1 (DA-ADB), percent."""
+def _closed_score(
+    net: OpenIntentNet, train: CachedTexts, dev: CachedTexts, num_known: int
+) -> float:
+    """The early-stopping score, percent: TEXTOIR's dev accuracy (ADB) or macro-F1
+    (DA-ADB) of the classifier; for ``spacl``, the dev accuracy of the nearest train
+    class mean (the representation has no classifier)."""
     with torch.no_grad():
+        if net.method == "spacl":
+            means = class_means(embed(net, train), train.labels, num_known)
+            pred = torch.cdist(embed(net, dev), means).argmin(dim=1)
+            return 100.0 * float((pred == dev.labels).double().mean())
         pred = net.logits(embed(net, dev)).argmax(dim=1)
     if net.method == "adb":
         return 100.0 * float((pred == dev.labels).double().mean())
@@ -265,6 +281,29 @@ def _optimizer(
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
+def _spacl_loss(schedule: ADBSchedule) -> nn.Module:
+    """SPACL in the paper's supervised form (the ``text_finetune`` row of the registry:
+    ``positive_pool="instance_class"``, ``detach_candidates=False``), seeded."""
+    loss = build_objective(
+        "spacl", "text_finetune", {}, temperature=schedule.temperature, seed=schedule.seed
+    )
+    assert loss is not None
+    return loss
+
+
+def _stage_one_loss(
+    net: OpenIntentNet, train: CachedTexts, rows: Tensor, contrastive: nn.Module | None
+) -> Tensor:
+    """Cross-entropy of the classifier, or SPACL on ``SPACL_VIEWS`` dropout views."""
+    states, mask = train.batch(rows)
+    labels = train.labels[rows]
+    if contrastive is None:
+        return F.cross_entropy(net.logits(net.features(states, mask)), labels)
+    views = torch.stack([net.features(states, mask) for _ in range(SPACL_VIEWS)], dim=1)
+    loss: Tensor = contrastive(None, F.normalize(views, dim=-1), labels)
+    return loss
+
+
 @dataclass
 class PretrainResult:
     """What stage 1 did: the dev score after every epoch, the kept epoch (1-based), time."""
@@ -293,6 +332,7 @@ def pretrain(
     steps = (len(train) // schedule.batch_size) * schedule.max_epochs
     opt, lr_schedule = _optimizer(net, schedule, max(1, steps))
     result = PretrainResult()
+    contrastive = _spacl_loss(schedule) if net.method == "spacl" else None
     best_state: dict[str, Tensor] | None = None
     best = -math.inf
     start = time.perf_counter()
@@ -302,15 +342,14 @@ def pretrain(
         net.train()
         total, count = 0.0, 0
         for rows in length_batches(train.lengths, schedule.batch_size, gen):
-            states, mask = train.batch(rows)
-            loss = F.cross_entropy(net.logits(net.features(states, mask)), train.labels[rows])
+            loss = _stage_one_loss(net, train, rows, contrastive)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             lr_schedule.step()
             total += loss.item() * len(rows)
             count += len(rows)
-        score = _closed_score(net, dev, num_known)
+        score = _closed_score(net, train, dev, num_known)
         result.dev_scores.append(score)
         result.train_losses.append(total / count)
         if log is not None:

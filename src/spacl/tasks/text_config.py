@@ -14,6 +14,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from spacl.data.text import PROTOCOLS
+from spacl.data.textoir import TEXTOIR_DATASETS
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
 from spacl.losses.registry import objective_names
 from spacl.schema import (
@@ -30,6 +32,7 @@ from spacl.schema import (
     register_task,
     validate_shared,
 )
+from spacl.tasks.text_adb import ADB_METHODS
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
 
@@ -48,6 +51,9 @@ class OODDataConfig(DataSection):
     root: str | None = None  # default: the data roots of spacl.data.sources
     known_ratio: float = 0.25
     split_seed: int = 0  # seed of the choice of known classes
+    # spacl: known classes by numpy's default_rng(split_seed) over the sorted names;
+    # textoir: TEXTOIR's draw (spacl.data.textoir), for stackoverflow / banking / oos
+    protocol: str = "spacl"
 
 
 @dataclass
@@ -121,6 +127,22 @@ class OODDecisionConfig:
 
 
 @dataclass
+class OODDetectorConfig:
+    # null: the head + rule of objective / ood (the earlier forms); adb | da_adb:
+    # TEXTOIR's two-stage detector (spacl.tasks.text_adb) on the frozen encoder's
+    # mean-pooled outputs, its learned boundaries the rule (objective, ood, views,
+    # model and optim are then unused)
+    method: str | None = None
+    lr: float = 1e-3  # AdamW of stage 1 (weight decay 0.01, 10% warm-up, linear decay)
+    max_epochs: int = 100
+    patience: int = 10  # epochs without a better known-class dev score (both stages)
+    batch_size: int = 128
+    scale: float = 4.0  # da_adb's cosine scale
+    dropout: float = 0.1
+    boundary_lr: float = 0.05
+
+
+@dataclass
 class OODConfig:
     """An open-intent recipe (``task: text``)."""
 
@@ -137,6 +159,7 @@ class OODConfig:
     eval: OODEvalConfig = field(default_factory=OODEvalConfig)
     ood: OODDecisionConfig = field(default_factory=OODDecisionConfig)
     finetune: OODFinetuneConfig = field(default_factory=OODFinetuneConfig)
+    detector: OODDetectorConfig = field(default_factory=OODDetectorConfig)
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -168,7 +191,30 @@ def _validate(cfg: DictConfig) -> None:
     if cfg.objective.name == "spacl" and int(cfg.views.num_views) < 2:
         raise ValueError("config key 'views.num_views' must be >= 2 for spacl")
     _validate_finetune(cfg)
-    _check_objective_params(cfg)
+    _validate_detector(cfg)
+    if cfg.detector.method is None:
+        _check_objective_params(cfg)
+
+
+def _validate_detector(cfg: DictConfig) -> None:
+    """``data.protocol`` and ``detector.*`` (an ADB-style detector trains no encoder layer)."""
+    choice("data.protocol", cfg.data.protocol, PROTOCOLS)
+    if cfg.data.protocol == "textoir":
+        choice("data.name", cfg.data.name, TEXTOIR_DATASETS, where="with data.protocol=textoir")
+    det = cfg.detector
+    if det.method is None:
+        return
+    choice("detector.method", det.method, ADB_METHODS)
+    for key in ("lr", "scale", "boundary_lr"):
+        positive(f"detector.{key}", det[key])
+    for key in ("max_epochs", "patience", "batch_size"):
+        int_at_least(f"detector.{key}", det[key], 1)
+    in_range("detector.dropout", det.dropout, 0.0, 1.0, high_open=True)
+    if int(cfg.finetune.trainable_layers) > 0:
+        raise ValueError(
+            "config key 'detector.method' trains a head on the frozen encoder: set "
+            "finetune.trainable_layers=0 (or detector.method=null to fine-tune layers)"
+        )
 
 
 def _check_objective_params(cfg: DictConfig) -> None:

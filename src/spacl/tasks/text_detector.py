@@ -26,12 +26,32 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from spacl.data.text import OpenIntentSplit
+from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
 from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
 from spacl.tasks.rundir import TaskRun
 from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_rule
 
-__all__ = ["decide", "open_text_run", "run_name", "stored_summary", "write_detector_run"]
+__all__ = [
+    "decide",
+    "open_text_run",
+    "run_name",
+    "split_of",
+    "stored_summary",
+    "write_detector_run",
+]
+
+
+def split_of(cfg: DictConfig) -> OpenIntentSplit:
+    """A text run's split: ``data.name`` at ``data.known_ratio``, its known classes drawn
+    by ``data.protocol`` with ``data.split_seed`` (:func:`spacl.data.text.protocol_split`)."""
+    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
+    return protocol_split(
+        data,
+        str(cfg.data.name),
+        str(cfg.data.protocol),
+        float(cfg.data.known_ratio),
+        int(cfg.data.split_seed),
+    )
 
 
 def write_detector_run(
@@ -67,10 +87,12 @@ def run_name(cfg: DictConfig) -> str:
     encoder as is (also when a named recipe is switched to ``objective.name=frozen``).  The
     shipped recipes set no name, so ``data.name=banking`` names a run ``banking-...``.
     """
-    if cfg.objective.name == "frozen":
+    if cfg.objective.name == "frozen" and cfg.detector.method is None:
         return f"{cfg.data.name}-frozen"
     if cfg.name:
         return str(cfg.name)
+    if cfg.detector.method is not None:
+        return f"{cfg.data.name}-{str(cfg.detector.method).replace('_', '-')}"
     objective = str(cfg.objective.name).replace("_", "-")
     tuned = "-finetune" if int(cfg.finetune.trainable_layers) > 0 else ""
     return f"{cfg.data.name}{tuned}-{objective}"

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from spacl.evaluate.ood import OpenClassifier
 from spacl.models.export import export_batch_program
 from spacl.tasks.text_run import OPEN, IntentDetector, load_intent_detector
 
@@ -76,6 +77,12 @@ def export_detector(det: IntentDetector, out: str | Path, *, source: str = "") -
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out must be a new or empty directory, got {str(out)!r}")
+    if not isinstance(det.classifier, OpenClassifier):
+        raise TypeError(
+            f"a detector.method={det.config.detector.method!r} run (ADB's balls on the "
+            "unnormalised pooled encoder) has no export folder yet: use `spacl predict` "
+            "or `spacl.load` on the run directory"
+        )
     model = _sentence_model(det)
     head = det.head
     has_head = not isinstance(head, nn.Identity)

@@ -49,11 +49,11 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from spacl.data.text import OpenIntentSplit, load_intent_dataset, open_intent_split
+from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.ood import OpenClassifier
 from spacl.schema import resolve_device
 from spacl.tasks.text_decision import run_metrics
-from spacl.tasks.text_detector import decide, open_text_run, write_detector_run
+from spacl.tasks.text_detector import decide, open_text_run, split_of, write_detector_run
 from spacl.tasks.text_finetune import (
     FinetuneSettings,
     TopLayers,
@@ -166,7 +166,7 @@ def train_finetuned(
     if stored is not None:
         return stored
     start = time.perf_counter()
-    split = split or _split(cfg)
+    split = split or split_of(cfg)
     backbone = backbone or load_backbone(str(resolve_device(str(cfg.train.device))))
     layers = int(cfg.finetune.trainable_layers)
     initial = backbone.top(layers)
@@ -267,11 +267,6 @@ def dev_accuracy_score(
         return value
 
     return score
-
-
-def _split(cfg: DictConfig) -> OpenIntentSplit:
-    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
-    return open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
 
 
 class _NoCache:

@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl import schema
+from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
 from spacl.tasks.rundir import read_task_checkpoint, run_config
@@ -36,12 +37,17 @@ OPEN = "open"
 
 @dataclass
 class IntentDetector:
-    """Encoder + head + open classifier of a text run (module docstring)."""
+    """Encoder + head + open classifier of a text run (module docstring).
+
+    ``classifier``: the nearest-centre rule of the head + rule runs (cosine distances,
+    per-class thresholds), or ADB's balls of a ``detector.method`` run (Euclidean
+    distances, per-class radii); both give ``distances``, ``predict`` and ``ood_label``.
+    """
 
     config: DictConfig
     encoder: TextEncoder
     head: nn.Module
-    classifier: OpenClassifier
+    classifier: OpenClassifier | ADBModel
     class_names: list[str]
 
     @torch.no_grad()
@@ -57,7 +63,8 @@ class IntentDetector:
 
     def predict(self, texts: Sequence[str]) -> list[tuple[str, float]]:
         """``(intent name or "open", distance)`` per text; the distance is the score the
-        decision rule thresholds (cosine distance to the nearest class centre)."""
+        decision rule thresholds (cosine distance to the nearest class centre, or the
+        Euclidean distance to the nearest ADB centroid)."""
         z = self.embed(texts)
         d = self.classifier.distances(z)
         best, k = d.min(dim=1)
@@ -78,6 +85,8 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'text'")
     state = read_task_checkpoint(run_dir, "text")
     cfg = schema.load_recipe(raw).config  # the one way in (the text schema)
+    if cfg.detector.method is not None:
+        return _adb_detector(cfg, state, encoder)
     if int(cfg.finetune.trainable_layers) > 0:
         encoder = _finetuned_encoder(run_dir, state, encoder)
     elif encoder is None:
@@ -89,6 +98,17 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
     head = _head(cfg, int(state["in_dim"]), len(names), state["head"])
     clf = OpenClassifier(det["centres"], det["thresholds"])
     return IntentDetector(cfg, encoder, head, clf, names)
+
+
+def _adb_detector(cfg: DictConfig, state: dict[str, Any], encoder: Any) -> IntentDetector:
+    """The detector of a ``detector.method`` run: pooled MiniLM, its head, ADB's balls."""
+    from spacl.tasks.text_adb_run import adb_intent_parts, pooled_encoder
+
+    if "adb_head" not in state:
+        raise ValueError("a detector run, but its checkpoint has no detector head")
+    head, boundary, names = adb_intent_parts(state, str(cfg.detector.method))
+    encoder = encoder if encoder is not None else pooled_encoder(str(cfg.encoder.device))
+    return IntentDetector(cfg, encoder, head, boundary, names)
 
 
 def _finetuned_encoder(run_dir: str | Path, state: dict[str, Any], backbone: Any) -> TextEncoder:
@@ -122,16 +142,16 @@ def evaluate_text_run(
     The split is re-drawn from the config (same data, ``known_ratio`` and ``split_seed``:
     the same known classes); ``split`` replaces it (tests).
     """
-    from spacl.data.text import load_intent_dataset, open_intent_split
-    from spacl.evaluate.ood import reject_all_metrics
+    from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
     from spacl.models.text import EmbeddingCache
     from spacl.tasks.text_decision import run_metrics
 
     det = load_intent_detector(run_dir, encoder)
     cfg = det.config
     if split is None:
-        data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
-        split = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+        from spacl.tasks.text_detector import split_of
+
+        split = split_of(cfg)
     if list(split.known_classes) != det.class_names:
         raise ValueError(f"{run_dir}: the data's known classes differ from the run's")
     if int(cfg.finetune.trainable_layers) > 0:  # fine-tuned weights: never cached
@@ -141,5 +161,9 @@ def evaluate_text_run(
     with torch.no_grad():
         z = det.head(x).double()
     k = split.num_known
-    test = run_metrics(det.classifier, z, split.test_labels, k)
+    if isinstance(det.classifier, ADBModel):  # ADB's own score: distance minus radius
+        pred, score = det.classifier.predict(z), det.classifier.open_score(z)
+        test = open_intent_metrics(split.test_labels, pred, k, ood_scores=score)
+    else:
+        test = run_metrics(det.classifier, z, split.test_labels, k)
     return {"test": test, "reject_all": reject_all_metrics(split.test_labels, k)}

@@ -1,0 +1,78 @@
+"""A detector run (detector.method: adb | da_adb): run directory, predict, eval, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spacl.data.text import load_intent_dataset, open_intent_split
+from spacl.schema import load_recipe
+from spacl.tasks.text import train_ood
+from spacl.tasks.text_run import OPEN, evaluate_text_run, load_intent_detector
+from test_ood import FakeEncoder, write_topic_dataset
+
+
+def _recipe(tmp_path: Path, method: str) -> dict[str, object]:
+    return {
+        "detector": {
+            "method": method,
+            "lr": 1e-2,
+            "max_epochs": 40,
+            "patience": 5,
+            "batch_size": 16,
+        },
+        "encoder": {"cache_dir": str(tmp_path / "cache")},
+        "train": {"seed": 3},
+    }
+
+
+@pytest.mark.parametrize("method", ["adb", "da_adb"])
+def test_detector_run_predicts_what_its_summary_scored(tmp_path: Path, method: str) -> None:
+    root = write_topic_dataset(tmp_path / "topics")
+    split = open_intent_split(load_intent_dataset("topics", root), 0.5, 0)
+    encoder = FakeEncoder(dim=256)
+    run = tmp_path / "run"
+    summary = train_ood(
+        _recipe(tmp_path, method), encoder=encoder, split=split, log=None, run_dir=run
+    )
+    assert (
+        summary["detector"] == method
+        and summary["name"] == f"stackoverflow-{method.replace('_', '-')}"
+    )
+    record = summary["record"]
+    assert 1 <= record["best_epoch"] <= record["epochs"] <= 40
+    assert record["epochs"] == 40 or record["epochs"] == record["best_epoch"] + 5
+    # bag-of-words topics are separable: the detector beats rejecting everything
+    assert summary["test"]["macro_f1"] > summary["reject_all"]["macro_f1"] + 20
+    stored = json.loads((run / "summary.json").read_text())
+    assert stored["known_classes"] == split.known_classes
+    detector = load_intent_detector(run, encoder)
+    predicted = detector.predict(split.test_texts)
+    names = [*split.known_classes, OPEN]
+    truth = [names[int(y)] for y in split.test_labels]
+    accuracy = 100.0 * sum(p == t for (p, _), t in zip(predicted, truth, strict=True)) / len(truth)
+    assert accuracy == pytest.approx(summary["test"]["accuracy"], abs=1e-9)
+    again = evaluate_text_run(run, encoder, split)
+    assert again["test"] == pytest.approx(summary["test"], abs=1e-9)
+    resumed = train_ood(
+        _recipe(tmp_path, method), encoder=encoder, split=split, log=None, run_dir=run, resume=True
+    )
+    assert resumed["test"] == stored["test"]
+
+
+def test_detector_config_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"detector\.method"):
+        load_recipe({"task": "text", "detector": {"method": "adb3"}})
+    with pytest.raises(ValueError, match=r"detector\.patience"):
+        load_recipe({"task": "text", "detector": {"method": "adb", "patience": 0}})
+    with pytest.raises(ValueError, match="trainable_layers"):
+        load_recipe(
+            {"task": "text", "detector": {"method": "adb"}, "finetune": {"trainable_layers": 1},
+             "objective": {"name": "cross_entropy"}}
+        )  # fmt: skip
+    with pytest.raises(ValueError, match=r"data\.protocol"):
+        load_recipe({"task": "text", "data": {"protocol": "mine"}})
+    with pytest.raises(ValueError, match=r"data\.name"):
+        load_recipe({"task": "text", "data": {"protocol": "textoir", "name": "clinc"}})
