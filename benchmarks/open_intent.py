@@ -489,8 +489,9 @@ def diagnosis(rows: list[dict], method: str) -> list[str]:
     return lines
 
 
-#: the pre-registered detector (PREREGISTRATION.md) and the seeds it plans
+#: the pre-registered detector (PREREGISTRATION.md), its schedule options and seeds
 DETECTOR = "da_adb"
+PREREGISTERED = {"lr": 1e-4, "patience": 10}
 PLANNED_SEEDS = [0, 1, 2, 3, 4]
 TABLE_COMMAND = (
     "python benchmarks/open_intent.py --phase table --settings stackoverflow:0.25 "
@@ -593,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phase", choices=("select", "table"), default="select")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
     parser.add_argument("--seeds", nargs="+", type=int, default=None)
-    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--lr", type=float, default=None, help="select phase: stage 1's lr")
     parser.add_argument("--patience", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -636,6 +637,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     options = {"lr": args.lr, "patience": args.patience}
+    if args.phase == "table":
+        if args.lr is not None and args.lr != PREREGISTERED["lr"]:
+            raise SystemExit(f"--phase table runs the pre-registered lr {PREREGISTERED['lr']}")
+        options = dict(PREREGISTERED)
+    elif args.lr is None:
+        raise SystemExit("--phase select needs --lr")
     backbone = load_backbone()
     if args.phase == "select":
         store = args.store or OUT / "selection_runs.jsonl"

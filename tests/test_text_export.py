@@ -109,3 +109,29 @@ def test_a_head_on_the_frozen_encoder_runs_from_its_folder(
     assert sorted(p.name for p in folder.iterdir()) == before
     assert main(["export", str(run_dir), "--out", str(tmp_path / "b"), "--arm", "x"]) == 2
     assert "--arm applies to image runs" in capsys.readouterr().err
+
+
+def test_an_adb_detector_runs_from_its_folder(tmp_path: Path) -> None:
+    from spacl.tasks.text import train_ood
+    from spacl.tasks.text_run import load_intent_detector
+
+    split = tiny_split()
+    cfg = {
+        "detector": {"method": "da_adb", "lr": 1e-2, "max_epochs": 10, "batch_size": 8},
+        "encoder": {"cache_dir": str(tmp_path / "cache")},
+    }
+    run_dir = tmp_path / "run"
+    train_ood(cfg, split=split, run_dir=run_dir)
+    folder = tmp_path / "detector"
+    assert main(["export", str(run_dir), "--out", str(folder)]) == 0
+    meta = json.loads((folder / "detector.json").read_text())
+    assert meta["detector"] == "da_adb" and meta["class_names"] == split.known_classes
+    det = load_intent_detector(run_dir)
+    texts = split.test_texts
+    expected = det.predict(texts)
+    got = run_readme_code(folder, f"predict({texts!r})", tmp_path)
+    radii = det.classifier.radii.tolist()  # type: ignore[union-attr]
+    for (name, dist), (exp_name, exp_dist) in zip(got, expected, strict=True):
+        # float32 encoders batched differently (padding): distances agree to ~1e-5
+        assert dist == pytest.approx(exp_dist, abs=1e-4)
+        assert name == exp_name or any(abs(exp_dist - r) < 1e-3 for r in radii)

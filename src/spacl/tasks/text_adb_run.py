@@ -34,6 +34,7 @@ from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
 from spacl.models.text import EmbeddingCache
+from spacl.schema import resolve_device
 from spacl.tasks.text_adb import ADBSchedule, Detector, OpenIntentNet, train_detector
 from spacl.tasks.text_detector import open_text_run, run_name, split_of
 from spacl.tasks.text_finetune_run import load_backbone
@@ -62,8 +63,9 @@ def schedule_of(cfg: DictConfig) -> ADBSchedule:
 
 
 def pooled_encoder(device: str = "cpu") -> PooledEncoder:
-    """all-MiniLM-L6-v2's mean-pooled last layer (the ``text`` extra), offline."""
-    backbone = load_backbone(device)
+    """all-MiniLM-L6-v2's mean-pooled last layer (the ``text`` extra), offline, on
+    ``device`` (``auto``: CUDA when available)."""
+    backbone = load_backbone(str(resolve_device(device)))
     return PooledEncoder(backbone.model, backbone.tokenize, backbone.name)
 
 

@@ -133,7 +133,7 @@ class OODDetectorConfig:
     # mean-pooled outputs, its learned boundaries the rule (objective, ood, views,
     # model and optim are then unused)
     method: str | None = None
-    lr: float = 1e-3  # AdamW of stage 1 (weight decay 0.01, 10% warm-up, linear decay)
+    lr: float = 1e-4  # AdamW of stage 1 (weight decay 0.01, 10% warm-up, linear decay)
     max_epochs: int = 100
     patience: int = 10  # epochs without a better known-class dev score (both stages)
     batch_size: int = 128

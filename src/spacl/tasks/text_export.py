@@ -13,7 +13,12 @@ The folder (:func:`export_detector`) holds:
 - ``README.md``: the ~20 lines of sentence-transformers + torch that use it (the same
   code the tests run in a process that never imports spacl).
 
-The decision it carries is :meth:`spacl.tasks.text_run.IntentDetector.predict`'s::
+A ``detector.method`` run (ADB / DA-ADB) writes the encoder without its normalisation
+(mean pooling only), ``head.pt2``, and in ``detector.json`` the centroids and radii
+(:data:`USAGE_ADB`): open when the Euclidean distance to the nearest centroid is at least
+its radius.
+
+The decision of the other runs is :meth:`spacl.tasks.text_run.IntentDetector.predict`'s::
 
     z   = head(encoder.encode(texts, normalize_embeddings=True))   (no head: identity)
     d_k = 1 - <z / |z|, c_k>        (float64),     k* = argmin_k d_k
@@ -29,11 +34,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from spacl.evaluate.ood import OpenClassifier
+from spacl.evaluate.adb import ADBModel
 from spacl.models.export import export_batch_program
 from spacl.tasks.text_run import OPEN, IntentDetector, load_intent_detector
 
-__all__ = ["USAGE", "export_detector", "export_text_run"]
+__all__ = ["USAGE", "USAGE_ADB", "export_detector", "export_text_run"]
 
 #: the code of the folder's README (``{folder}``: the folder's path), run by the tests
 USAGE = '''import json, torch
@@ -77,12 +82,8 @@ def export_detector(det: IntentDetector, out: str | Path, *, source: str = "") -
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out must be a new or empty directory, got {str(out)!r}")
-    if not isinstance(det.classifier, OpenClassifier):
-        raise TypeError(
-            f"a detector.method={det.config.detector.method!r} run (ADB's balls on the "
-            "unnormalised pooled encoder) has no export folder yet: use `spacl predict` "
-            "or `spacl.load` on the run directory"
-        )
+    if isinstance(det.classifier, ADBModel):
+        return _export_adb(det, det.classifier, out, source)
     model = _sentence_model(det)
     head = det.head
     has_head = not isinstance(head, nn.Identity)
@@ -107,6 +108,69 @@ def export_detector(det: IntentDetector, out: str | Path, *, source: str = "") -
     }
     (out / "detector.json").write_text(json.dumps(meta, indent=1) + "\n")
     (out / "README.md").write_text(_readme(meta))
+    return out
+
+
+#: the README code of a ``detector.method`` run (ADB's balls on the pooled encoder)
+USAGE_ADB = '''import json, torch
+from sentence_transformers import SentenceTransformer
+
+folder = {folder!r}
+meta = json.load(open(f"{{folder}}/detector.json"))
+encoder = SentenceTransformer(f"{{folder}}/encoder", device="cpu")  # mean pooling, no normalisation
+head = torch.export.load(f"{{folder}}/head.pt2").module()
+centroids = torch.tensor(meta["centroids"])
+radii = torch.tensor(meta["radii"])
+
+
+@torch.no_grad()
+def predict(texts):
+    """(intent or meta["open_label"], distance to the nearest centroid) per text."""
+    x = encoder.encode(list(texts), convert_to_tensor=True).cpu().float()
+    best, k = torch.cdist(head(x), centroids).min(dim=1)
+    names = meta["class_names"]
+    return [
+        (names[j] if d < radii[j] else meta["open_label"], float(d))
+        for d, j in zip(best.tolist(), k.tolist())
+    ]
+'''
+
+
+def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str) -> Path:
+    """The folder of a ``detector.method`` run: the encoder without its normalisation,
+    the head, the centroids and radii (module docstring; :data:`USAGE_ADB`)."""
+    from spacl.models.text import _load_sentence_transformer
+    from spacl.tasks.text_states import PooledEncoder
+
+    if not isinstance(det.encoder, PooledEncoder):
+        raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got {det.encoder!r}")
+    full = _load_sentence_transformer("cpu")
+    pooled = type(full)(modules=[full[0], full[1]], device="cpu")  # no Normalize module
+    out.mkdir(parents=True, exist_ok=True)
+    pooled.save(str(out / "encoder"))
+    _export_head(det.head, int(det.encoder.dim), torch.float32, out / "head.pt2")
+    meta: dict[str, Any] = {
+        "format": "spacl open-intent detector 2 (ADB balls)",
+        "source_run": source,
+        "detector": str(det.config.detector.method),
+        "class_names": list(det.class_names),
+        "centroids": boundary.centroids.tolist(),
+        "radii": boundary.radii.tolist(),
+        "open_label": OPEN,
+        "score": "Euclidean distance to the nearest centroid; open when >= its radius",
+        "head": "head.pt2",
+    }
+    (out / "detector.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (out / "README.md").write_text(
+        "# Open-intent detector exported by spacl\n\n"
+        f"From the run `{source}` ({meta['detector']} on all-MiniLM-L6-v2, frozen, and a "
+        f"trained head); {len(meta['class_names'])} known intents, anything else is "
+        f"`{OPEN}`.  Needs `torch` and `sentence-transformers`, not spacl:\n\n"
+        "```python\n" + USAGE_ADB.format(folder=".") + "```\n\n"
+        "`predict([...])` gives, per text, the nearest known intent if the text lies inside "
+        "that intent's ball (distance below its radius), else the open label, with the "
+        "distance.\n"
+    )
     return out
 
 
