@@ -54,6 +54,11 @@ OUT = ROOT / "docs" / "results" / "open_intent"
 PREREG = OUT / "PREREGISTRATION.md"
 SETTINGS = tuple(f"{d}:{r}" for r in (0.25, 0.75, 0.5) for d in ("stackoverflow", "banking", "oos"))
 METHODS = ("adb", "da_adb")
+#: detectors with trainable top transformer layers: name -> (method, layers)
+TOP_METHODS = {"da_adb_top1": ("da_adb", 1)}
+#: TEXTOIR's max_seq_length per dataset (token states are cut there)
+MAX_TOKENS = {"stackoverflow": 45, "banking": 55, "oos": 30}
+PREREG_TOP = ROOT / "docs" / "results" / "open_intent" / "PREREGISTRATION_top_layer.md"
 SELECT_SEEDS = (1000, 1001)
 
 
@@ -69,6 +74,9 @@ def provenance() -> dict[str, Any]:
         "commit": _git("rev-parse", "HEAD"),
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
         "prereg_commit": _git("log", "-1", "--format=%H", "--", str(PREREG.relative_to(ROOT))),
+        "prereg_top_commit": _git(
+            "log", "-1", "--format=%H", "--", str(PREREG_TOP.relative_to(ROOT))
+        ),
     }
 
 
@@ -83,12 +91,26 @@ class Encoded:
         cache = EmbeddingCache()
         self.vectors = {split: cache.embed(encoder, ex.texts) for split, ex in self.data.items()}
         self.seconds = time.perf_counter() - start
+        self._states: dict[str, list[torch.Tensor]] = {}
         log.info(
             "%s: encoded %d texts in %.0f s",
             name,
             sum(len(v) for v in self.vectors.values()),
             self.seconds,
         )
+
+    def token_states(self, backbone: Any, split: str, rows: torch.Tensor) -> CachedTexts:
+        """Token states after the frozen bottom 5 layers of ``rows`` of ``split`` (computed
+        once per split), padded and cut to TEXTOIR's max_seq_length, labels unset (-1)."""
+        if split not in self._states:
+            start = time.perf_counter()
+            self._states[split] = backbone.states(self.data[split].texts, 1)
+            log.info(
+                "%s %s: bottom states in %.0f s", self.name, split, time.perf_counter() - start
+            )
+        chosen = [self._states[split][int(i)] for i in rows.nonzero().flatten()]
+        labels = torch.full((len(chosen),), -1, dtype=torch.long)
+        return CachedTexts.from_states(chosen, labels, MAX_TOKENS[self.name])
 
     def split(self, ratio: float, seed: int):
         known = textoir_known_classes(self.name, ratio, seed)
@@ -220,14 +242,16 @@ PUBLISHED: dict[str, dict[tuple[str, float], tuple[float, float, float, float]]]
 }
 
 
-def _check_preregistered() -> dict[str, Any]:
-    """Refuse test scoring unless the pre-registration is committed and unchanged."""
+def _check_preregistered(top: bool = False) -> dict[str, Any]:
+    """Refuse test scoring unless the pre-registration (and, for the top-layer rows,
+    its addendum) is committed and unchanged."""
     prov = provenance()
-    rel = str(PREREG.relative_to(ROOT))
-    if not prov["prereg_commit"]:
-        raise SystemExit(f"--phase table: {rel} is not committed (no test score before it)")
-    if _git("status", "--porcelain", "--", rel):
-        raise SystemExit(f"--phase table: {rel} differs from its commit")
+    for path, key in ((PREREG, "prereg_commit"), *([(PREREG_TOP, "prereg_top_commit")] * top)):
+        rel = str(path.relative_to(ROOT))
+        if not prov[key]:
+            raise SystemExit(f"--phase table: {rel} is not committed (no test score before it)")
+        if _git("status", "--porcelain", "--", rel):
+            raise SystemExit(f"--phase table: {rel} differs from its commit")
     return prov
 
 
@@ -251,6 +275,7 @@ def table_runs(
     store: Path,
     prov: dict[str, Any],
     methods: tuple[str, ...] = METHODS,
+    backbone: Any = None,
 ) -> None:
     for seed in seeds:
         split = enc.split(ratio, seed)
@@ -288,11 +313,23 @@ def table_runs(
             if (enc.name, ratio, seed, method) in done:
                 continue
             start = time.perf_counter()
-            schedule = schedule_of(method, seed, options)
-            det = train_detector(None, train, dev, k, schedule)
-            rules = _rules(det, train, dev, k)
-            z_test, nearest, dist = det.scores(test)
-            _, dev_nearest, dev_dist = det.scores(dev)
+            if method in TOP_METHODS:
+                base, layers = TOP_METHODS[method]
+                schedule = ADBSchedule(method=base, seed=seed, trainable_layers=layers, **options)
+                train_t = enc.token_states(backbone, "train", tr)
+                dev_t = enc.token_states(backbone, "dev", dv)
+                test_t = enc.token_states(backbone, "test", torch.ones(len(test), dtype=torch.bool))
+                train_t.labels, dev_t.labels, test_t.labels = train.labels, dev.labels, test.labels
+                det = train_detector(backbone.top(layers), train_t, dev_t, k, schedule)
+                rules = _rules(det, train_t, dev_t, k)
+                z_test, nearest, dist = det.scores(test_t)
+                _, dev_nearest, dev_dist = det.scores(dev_t)
+            else:
+                schedule = schedule_of(method, seed, options)
+                det = train_detector(None, train, dev, k, schedule)
+                rules = _rules(det, train, dev, k)
+                z_test, nearest, dist = det.scores(test)
+                _, dev_nearest, dev_dist = det.scores(dev)
             metrics = {
                 name: _metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
                 for name, rule in rules.items()
@@ -342,6 +379,7 @@ ROWS = (
     ("da_adb", "conformal", "DA-ADB features, conformal 0.95 rule (reference)"),
     ("adb", "conformal", "cross-entropy features, conformal 0.95 rule (reference)"),
     ("spacl", "boundary", "SPACL (paper's form) on MiniLM, boundary rule"),
+    ("da_adb_top1", "boundary", "DA-ADB, MiniLM's top layer trained too (addendum)"),
     ("frozen", "boundary", "frozen MiniLM, ADB's closed-form boundary (untrained)"),
 )
 COLUMNS = (
@@ -631,7 +669,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patience", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
-        "--methods", nargs="+", default=[*METHODS, "frozen"], choices=[*METHODS, "frozen", "spacl"]
+        "--methods",
+        nargs="+",
+        default=[*METHODS, "frozen"],
+        choices=[*METHODS, "frozen", "spacl", *TOP_METHODS],
     )
     parser.add_argument("--store", type=Path, default=None)
     parser.add_argument("--summarise", action="store_true", help="print the selection table")
@@ -697,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
                 encoded = {name: Encoded(name, backbone)}
             select_runs(encoded[name], float(ratio), seeds, options, done, store)
         return 0
-    prov = _check_preregistered()
+    prov = _check_preregistered(top=any(m in TOP_METHODS for m in args.methods))
     store = args.store or OUT / "runs.jsonl"
     seeds = args.seeds or [0, 1, 2, 3, 4]
     done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
@@ -707,7 +748,15 @@ def main(argv: list[str] | None = None) -> int:
         if name not in encoded:
             encoded = {name: Encoded(name, backbone)}
         table_runs(
-            encoded[name], float(ratio), seeds, options, done, store, prov, tuple(args.methods)
+            encoded[name],
+            float(ratio),
+            seeds,
+            options,
+            done,
+            store,
+            prov,
+            tuple(args.methods),
+            backbone,
         )
     return 0
 
