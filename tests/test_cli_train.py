@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -192,3 +193,34 @@ def test_base_inheritance_cycles_and_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
     assert main(["train", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_predict_takes_inputs_before_and_after_its_flags() -> None:
+    from spacl.cli import build_parser, parse_args
+
+    parser = build_parser()
+    args = parse_args(parser, ["predict", "runs/x", "a.png", "--json", "b.png", "c d"])
+    assert args.inputs == ["a.png", "b.png", "c d"] and args.json
+    args = parse_args(parser, ["predict", "runs/x", "--json", "how do I sort a list"])
+    assert args.inputs == ["how do I sort a list"]
+    with pytest.raises(SystemExit):  # an unknown flag is still an error
+        parse_args(parser, ["predict", "runs/x", "--jsn", "a.png"])
+    # train keeps its key=value overrides after flags, and refuses other words
+    args = parse_args(parser, ["train", "r.yaml", "--out", "o", "train.epochs=1"])
+    assert args.overrides == ["train.epochs=1"]
+    with pytest.raises(SystemExit):
+        parse_args(parser, ["train", "r.yaml", "--out", "o", "stray"])
+
+
+def test_command_help_is_plain_text() -> None:
+    from spacl.cli import build_parser, plain_text
+
+    assert (
+        plain_text("``spacl eval`` and :func:`~spacl.load` **now**")
+        == "spacl eval and spacl.load now"
+    )
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        assert "``" not in text and ":func:" not in text and "**" not in text, name

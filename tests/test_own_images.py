@@ -84,10 +84,11 @@ def test_an_unreadable_image_is_named_in_one_line_or_skipped(
     bad.write_bytes(b"\x89PNG\r\n\x1a\n this is not a png")
     capsys.readouterr()
     out = tmp_path / "run"
-    code = main(["train", "digits/simclr", *overrides(root), "--out", str(out), "--quiet"])
+    code = main(["train", "digits/simclr", *overrides(root), "--out", str(out)])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(bad) in err and "data.bad_images=skip" in err
+    assert "run directory" not in err  # not named before the error: nothing was trained
     assert not (out / "checkpoints" / "last.pt").exists()
     skip = [*overrides(root), "data.bad_images=skip"]
     assert main(["train", "digits/simclr", *skip, "--out", str(out), "--quiet"]) == 0

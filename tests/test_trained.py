@@ -64,6 +64,12 @@ def test_load_gives_the_trained_encoder_in_eval_mode(run_dir: Path) -> None:
     torch.testing.assert_close(model.embed(x), expected)
     projections = model.embed(x, features="projections")
     assert projections.shape == (5, int(cfg.model.proj_dim))
+    # a numpy array is taken as the tensor it holds; 0-255 images are refused, not embedded
+    torch.testing.assert_close(model.embed(x.numpy()), model.embed(x))
+    with pytest.raises(ValueError, match=r"images in \[0, 1\].*divide by 255"):
+        model.embed(x * 255)
+    with pytest.raises(TypeError, match="float"):
+        model.embed((x * 255).to(torch.uint8))
 
 
 def test_embed_writes_what_geometry_reads_and_reproduces_the_probe(
@@ -115,6 +121,16 @@ assert not any(name.split(".")[0] == "spacl" for name in sys.modules), "spacl wa
     with torch.no_grad():
         expected = model.encoder(x)
     torch.testing.assert_close(torch.load(tmp_path / "y.pt"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_export_refuses_a_name_that_promises_another_format(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["export", str(run_dir), "--out", str(tmp_path / "encoder.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "must name a .pt2 file" in err and "encoder.onnx" in err
+    assert not (tmp_path / "encoder.onnx").exists()
 
 
 def test_predict_images_by_the_stored_class_centres(
@@ -212,7 +228,7 @@ def test_a_run_written_before_a_key_rename_still_loads_evaluates_and_resumes(
     with caplog.at_level("WARNING"):
         model = spacl.load(old)
     assert any("data.num_views -> views.num_views" in r.message for r in caplog.records)
-    x = torch.randn(3, 1, 8, 8)
+    x = torch.rand(3, 1, 8, 8)  # images in [0, 1]
     torch.testing.assert_close(model.embed(x), spacl.load(run_dir).embed(x), rtol=0, atol=0)
     assert main(["eval", str(old), "--json", "--no-write"]) == 0
     assert main(["train", str(old), "--resume", "--quiet"]) == 0

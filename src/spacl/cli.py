@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -45,7 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # sub-command not part of this build
             raise
         module.register(subparsers)
+    for sub in subparsers.choices.values():
+        sub.description = plain_text(sub.description)
+        for action in sub._actions:
+            action.help = plain_text(action.help)
     return parser
+
+
+#: reStructuredText markup of the docstrings the help reuses: ``code`` and :role:`target`
+_RST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def plain_text(text: str | None) -> str | None:
+    """``text`` without reStructuredText markup (``x`` -> x, :func:`a.b` -> a.b, bold
+    stars), for the command-line help that reuses module docstrings."""
+    if text is None:
+        return None
+    return _RST_ROLE.sub(r"\1", text).replace("``", "").replace("**", "")
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -53,10 +70,16 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     positional arguments, flags included (``spacl train R.yaml --out X train.epochs=1``).
 
     argparse fills a ``nargs="*"`` positional only before the first flag; the ``key=value``
-    words it leaves are appended to ``overrides`` in order.  Any other leftover word is
-    the usual ``unrecognized arguments`` error.
+    words it leaves are appended to ``overrides`` in order, and for a command with
+    ``inputs`` (``spacl predict RUN --json a.png``) the words it leaves are inputs.  Any
+    other leftover word is the usual ``unrecognized arguments`` error.
     """
     args, rest = parser.parse_known_args(argv)
+    if rest and isinstance(getattr(args, "inputs", None), list):
+        # ``spacl predict RUN --json a.png b.png``: inputs after a flag are inputs too
+        words = [w for w in rest if not w.startswith("-")]
+        args.inputs = [*args.inputs, *words]
+        rest = [w for w in rest if w.startswith("-")]
     if rest:
         takes_overrides = isinstance(getattr(args, "overrides", None), list)
         stray = [w for w in rest if w.startswith("-") or "=" not in w]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -61,17 +62,19 @@ class TrainedModel:
     @torch.no_grad()
     def embed(
         self,
-        inputs: Tensor | Sequence[str | Path],
+        inputs: Tensor | np.ndarray | Sequence[str | Path],
         *,
         features: str = "backbone",
         batch_size: int = 256,
     ) -> Tensor:
         """Embeddings ``[N, d]`` (float32, CPU) of a tensor batch or of image files.
 
-        ``inputs``: a float tensor ``[N, *input_shape]`` with values as the training data
-        had them (images in ``[0, 1]``) or a list of image paths (read with PIL, converted
-        to the run's channel count and size).  ``features``: ``"backbone"`` (``f(x)``,
-        what ``spacl eval`` probes by default) or ``"projections"`` (``g(f(x))``).
+        ``inputs``: a float tensor or numpy array ``[N, *input_shape]`` with values as the
+        training data had them (images in ``[0, 1]``: values outside raise a
+        ``ValueError``, 0-255 images must be divided by 255) or a list of image paths
+        (read with PIL, converted to the run's channel count and size).  ``features``:
+        ``"backbone"`` (``f(x)``, what ``spacl eval`` probes by default) or
+        ``"projections"`` (``g(f(x))``).
         """
         check_choice(features, "features", ("backbone", "projections"))
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -86,13 +89,27 @@ class TrainedModel:
             out.append((self.head(f) if features == "projections" else f).float().cpu())
         return torch.cat(out) if out else torch.zeros(0, 0)
 
-    def _as_tensor(self, inputs: Tensor | Sequence[str | Path]) -> Tensor:
+    def _as_tensor(self, inputs: Tensor | np.ndarray | Sequence[str | Path]) -> Tensor:
+        if isinstance(inputs, np.ndarray):
+            inputs = torch.from_numpy(np.ascontiguousarray(inputs))
         if isinstance(inputs, Tensor):
             if tuple(inputs.shape[1:]) != self.input_shape:
                 raise ValueError(
                     f"inputs must have shape [N, {', '.join(map(str, self.input_shape))}], "
                     f"got {tuple(inputs.shape)}"
                 )
+            if not inputs.is_floating_point():
+                raise TypeError(
+                    f"inputs must be a float tensor or array, got {inputs.dtype} (images: "
+                    "divide 0-255 values by 255)"
+                )
+            if len(self.input_shape) == 3 and inputs.numel():
+                low, high = float(inputs.min()), float(inputs.max())
+                if low < -1e-6 or high > 1 + 1e-6:
+                    raise ValueError(
+                        f"inputs must be images in [0, 1] as the run was trained on, got values "
+                        f"in [{low:g}, {high:g}] (0-255 images: divide by 255)"
+                    )
             return inputs
         if isinstance(inputs, (str, Path)):
             inputs = [inputs]
@@ -273,6 +290,11 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
     import json
 
     path = Path(path)
+    if path.suffix != ".pt2":
+        raise ValueError(
+            f"--out must name a .pt2 file (a torch.export archive; ONNX and other formats "
+            f"are not written), got {str(path)!r}"
+        )
     param = next(model.encoder.parameters())
     example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
     program = export_batch_program(model.encoder, example)

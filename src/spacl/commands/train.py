@@ -118,11 +118,11 @@ def run(args: argparse.Namespace) -> int:
             dist.broadcast_object_list(holder, src=0)
             run_dir = Path(holder[0])
         command = "spacl train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        if ctx.is_main and not args.quiet:
-            print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
         trainer = Trainer(
             cfg, run_dir, resume=args.resume, ctx=ctx, quiet=args.quiet, command=command
         )
+        if ctx.is_main and not args.quiet:  # named once it exists: not before an error
+            print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
         if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
             print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
         try:
