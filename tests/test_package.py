@@ -285,3 +285,18 @@ def test_ci_runs_readme_commands_then_the_installed_package():
         assert command in installed
     assert "-e" not in installed.split('pip" install')[1].split("\n")[0]  # not editable
     assert os.access(REPO / ".ci" / "installed-package", os.X_OK)
+
+
+def test_help_of_the_package_shows_its_functions_without_importing_torch() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import pydoc, sys, spacl\n"
+        "text = pydoc.plain(pydoc.render_doc(spacl))\n"
+        "assert 'load(run_dir' in text and 'load_recipe(source' in text, text\n"
+        "assert 'run_recipe(source' in text and '__getattr__' not in text\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

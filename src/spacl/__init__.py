@@ -2,44 +2,80 @@
 
 Subpackages
 -----------
-``spacl.losses``     every objective on one masked-logsumexp kernel
+``spacl.losses``     every objective on one masked-logsumexp kernel (``SPACLLoss``,
+                     ``NTXentLoss``, ``SupConLoss``, ``HardNegativeLoss``...)
 ``spacl.mining``     SPACL's miners (dynamic anchor, farthest point, relative threshold,
                      adversarial negatives)
 ``spacl.geometry``   neural / dimensional collapse, uniformity, SPACL optimality checks
 ``spacl.alignment``  CKA, RSA and the CL-vs-NSCL bound
 ``spacl.data``, ``spacl.models``, ``spacl.engine``, ``spacl.evaluate``  training system
 
-``spacl.load(run_dir)`` returns a trained run's encoder (:mod:`spacl.trained`);
+Functions
+---------
+``spacl.load(run_dir)`` returns a trained run's model (:mod:`spacl.trained`);
 ``spacl.load_recipe(name_or_path, overrides)`` reads and validates any recipe
 (:mod:`spacl.schema`) and ``spacl.run_recipe(name_or_path, overrides, out=...)`` runs it
-(:mod:`spacl.tasks`), the way ``spacl train`` does.
+(:mod:`spacl.tasks`), the way ``spacl train`` does.  They import torch on first use, so
+``import spacl`` stays light (``spacl --version``).
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "load", "load_recipe", "run_recipe"]
 
-if TYPE_CHECKING:
-    from spacl.schema import load_recipe
-    from spacl.tasks import run_recipe
-    from spacl.trained import load
+
+def load(
+    run_dir: str | Path,
+    arm: str | None = None,
+    *,
+    checkpoint: str | Path | None = None,
+    device: Any = "cpu",
+) -> Any:
+    """The trained model of a run directory (:func:`spacl.trained.load`).
+
+    Image runs give a :class:`spacl.trained.TrainedModel` (``.embed(images)``), text runs
+    the open-intent detector (``.predict(texts)``), KG runs the link predictor.
+
+    Example:
+        >>> model = spacl.load("runs/mnist")            # doctest: +SKIP
+        >>> features = model.embed(["digit.png"])
+    """
+    from spacl.trained import load as load_run
+
+    return load_run(run_dir, arm, checkpoint=checkpoint, device=device)
 
 
-def __getattr__(name: str) -> Any:
-    """``spacl.load`` / ``load_recipe`` / ``run_recipe`` without importing torch at
-    ``import spacl`` (``spacl --version``)."""
-    if name == "load":
-        from spacl.trained import load
+def load_recipe(source: Any, overrides: Sequence[str] = ()) -> Any:
+    """Read, override and validate any recipe (:func:`spacl.schema.load_recipe`).
 
-        return load
-    if name == "load_recipe":
-        from spacl.schema import load_recipe
+    Example:
+        >>> spacl.load_recipe("mnist5k/spacl", ["train.epochs=1"]).task  # doctest: +SKIP
+        'image'
+    """
+    from spacl.schema import load_recipe as load_any
 
-        return load_recipe
-    if name == "run_recipe":
-        from spacl.tasks import run_recipe
+    return load_any(source, overrides)
 
-        return run_recipe
-    raise AttributeError(f"module 'spacl' has no attribute {name!r}")
+
+def run_recipe(
+    source: Any,
+    overrides: Sequence[str] = (),
+    *,
+    out: str | Path | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+) -> Any:
+    """Run any recipe as ``spacl train`` does (:func:`spacl.tasks.run_recipe`).
+
+    Example:
+        >>> spacl.run_recipe("digits/simclr", ["train.epochs=1"], out="runs/d")  # doctest: +SKIP
+    """
+    from spacl.tasks import run_recipe as run_any
+
+    return run_any(source, overrides, out=out, resume=resume, quiet=quiet)

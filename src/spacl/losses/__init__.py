@@ -1,6 +1,9 @@
 """Contrastive objectives, all on one masked-logsumexp kernel (:mod:`spacl.losses.kernel`).
 
 ============================  ==============================================================
+``SPACLLoss``                  SPACL (ICLR 2026): dynamic anchor, farthest-point hard
+                               positives, adversarial negatives, relative-threshold cut;
+                               every ablation as a switch (trains its own game: see it)
 ``NTXentLoss``                 InfoNCE / SimCLR, any ``V >= 2`` views, two-view form
 ``DecoupledContrastiveLoss``   DCL (Yeh et al.): positive out of the denominator
 ``DebiasedContrastiveLoss``    Chuang et al., ``tau_plus``
@@ -14,6 +17,12 @@
 ``MaskConLoss``                Feng & Patras 2023: coarse labels, masked soft instance targets
 ``normalize``                  ``sphere | ball | none``
 ============================  ==============================================================
+
+Example:
+    >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+    >>> loss = NTXentLoss(temperature=0.5)(z0, z1)          # SimCLR on two views
+    >>> feats = torch.stack([z0, z1], dim=1)                # [B, V, d]
+    >>> loss = SupConLoss(temperature=0.1)(feats, torch.arange(16) % 4)
 """
 
 from spacl.losses.base import PairwiseContrastiveLoss

@@ -214,6 +214,24 @@ class SPACLLoss(nn.Module):
     extra_negative_labels=None) -> Tensor`` with ``pool[B, V, d]`` and ``anchors``
     ``None``, ``[B, d]`` or ``[B, V, d]`` (module docstring).  After each call
     :attr:`last` holds a :class:`SPACLStep`.
+
+    **In your own training loop**, three things differ from a plain loss:
+
+    - the loss trains its own generator and discriminator (the adversarial negatives)
+      with its own Adam optimiser, one round per call in training mode: keep its
+      parameters **out of your optimiser** (give it ``encoder.parameters()`` only);
+    - those networks are built on the first call, when ``d`` is known (pass
+      ``embedding_dim`` to build them at once, e.g. before loading a checkpoint);
+    - its ``state_dict()`` (the networks and their optimiser's moments) belongs in your
+      checkpoint beside the encoder's, or a resumed run plays a fresh game.
+
+    Example:
+        >>> loss_fn = SPACLLoss(temperature=0.1, embedding_dim=128)
+        >>> opt = torch.optim.Adam(encoder.parameters(), lr=1e-3)  # doctest: +SKIP
+        >>> pool = torch.nn.functional.normalize(torch.randn(8, 5, 128), dim=-1)
+        >>> float(loss_fn(None, pool)) > 0      # anchors None: picked from the pool
+        True
+        >>> state = {"loss": loss_fn.state_dict()}  # with the encoder's, in a checkpoint
     """
 
     def __init__(
