@@ -243,6 +243,16 @@ def _same(a, b, where=""):
         assert a == b, f"{where}: {a!r} != {b!r}"
 
 
+def _step(marker: Path) -> int:
+    """The step the child last wrote; -1 before the first, or while the child is
+    rewriting the file (``write_text`` truncates first: a read can see it empty)."""
+    try:
+        text = marker.read_text().strip()
+    except FileNotFoundError:
+        return -1
+    return int(text) if text.isdigit() else -1
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
 def test_sigkill_then_resume_with_queues_is_bitwise_exact(tmp_path):
     script = tmp_path / "child.py"
@@ -253,7 +263,7 @@ def test_sigkill_then_resume_with_queues_is_bitwise_exact(tmp_path):
     slow = _spawn(script, run_dir, "slow")
     marker = Path(str(run_dir) + ".step")
     deadline = time.time() + 240
-    while not (marker.exists() and marker.read_text() and int(marker.read_text()) >= kill_at):
+    while _step(marker) < kill_at:
         if slow.poll() is not None:
             raise AssertionError(slow.stderr.read().decode()[-3000:])  # type: ignore[union-attr]
         if time.time() > deadline:

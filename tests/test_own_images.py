@@ -95,3 +95,34 @@ def test_an_unreadable_image_is_named_in_one_line_or_skipped(
     assert (out / "checkpoints" / "last.pt").is_file()
     with pytest.raises(ValueError, match=r"data\.bad_images"):
         load_config(None, [*overrides(root), "data.bad_images=ignore"])
+
+
+def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Path) -> None:
+    import numpy as np
+
+    root = tmp_path / "folder"
+    write_folder(root / "train")
+    run = tmp_path / "run"
+    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    out = tmp_path / "test.npz"
+    assert main(["embed", str(run), "--split", "test", "--out", str(out), "--quiet"]) == 0
+    stored = np.load(out)
+    cfg = load_config(run / "config.yaml")
+    trainer_test = [
+        label
+        for _, label in Trainer(
+            cfg, tmp_path / "again", quiet=True
+        ).data.test_eval.loader.dataset.samples
+    ]
+    assert stored["labels"].tolist() == trainer_test  # the held-out images, in eval's order
+    model = spacl.load(run)
+    files = [
+        p
+        for p, _ in Trainer(
+            cfg, tmp_path / "third", quiet=True
+        ).data.test_eval.loader.dataset.samples
+    ]
+    np.testing.assert_allclose(
+        stored["features"][:2], model.embed(files[:2]).numpy(), rtol=1e-5, atol=1e-5
+    )

@@ -142,13 +142,11 @@ def _task_batches(
             for i in range(0, len(ids), 4096)
         )
         return len(ids), rows, "entity embeddings; labels are entity ids"
-    from spacl.data.text import load_intent_dataset, open_intent_split
+    from spacl.tasks.text_detector import split_of
     from spacl.tasks.text_run import load_intent_detector
 
     det = load_intent_detector(run_dir)
-    cfg = det.config
-    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
-    parts = open_intent_split(data, float(cfg.data.known_ratio), int(cfg.data.split_seed))
+    parts = split_of(det.config)  # the run's own known classes (data.protocol)
     texts, labels = {
         "train": (parts.train_texts, parts.train_labels),
         "test": (parts.test_texts, parts.test_labels),
@@ -171,12 +169,19 @@ def embed_batches(
     if folder is not None or cfg.data.name == "imagefolder":
         from torch.utils.data import DataLoader
 
-        from spacl.data import data_root, load_imagefolder
+        from spacl.data import load_imagefolder
+        from spacl.data.imagefolder import subset
         from spacl.data.transforms import eval_transform
 
         size = int(model.input_shape[-1])
-        root, sub = (folder, None) if folder is not None else (data_root(cfg), split)
-        dataset = load_imagefolder(root, sub, transform=eval_transform(size, mean=None, std=None))
+        plain = eval_transform(size, mean=None, std=None)  # embed() normalises
+        if folder is not None:
+            dataset = load_imagefolder(folder, None, transform=plain)
+        else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
+            from spacl.engine.data import folder_splits
+
+            part = folder_splits(cfg)[0 if split == "train" else 1]
+            dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
         rows = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
         return len(dataset), rows

@@ -48,7 +48,7 @@ from spacl.data.sampling import BatchPlan
 from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from spacl.engine.config import FOLDER_AUGMENTS
 
-__all__ = ["LoaderStream", "RunData", "build_run_data"]
+__all__ = ["LoaderStream", "RunData", "build_run_data", "folder_splits"]
 
 
 class LoaderStream:
@@ -254,7 +254,7 @@ class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
         yield from self.loader
 
 
-def _folder_splits(cfg: Any) -> tuple[Any, Any]:
+def folder_splits(cfg: Any) -> tuple[Any, Any]:
     """``(train, test)`` ImageFolders (PIL images) of ``data.root``, unreadable files handled.
 
     ``root/<train_split>`` and ``root/<test_split>`` when both exist; a folder without
@@ -301,7 +301,7 @@ def _build_folder_data(
 
     d, t = cfg.data, cfg.train
     root = data_root(cfg)
-    base, test = _folder_splits(cfg)
+    base, test = folder_splits(cfg)
     size = int(d.image_size)
     v = cfg.views
     train_transform, evaluate, norm = _folder_transforms(d, v)
