@@ -126,3 +126,19 @@ def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Pa
     np.testing.assert_allclose(
         stored["features"][:2], model.embed(files[:2]).numpy(), rtol=1e-5, atol=1e-5
     )
+
+
+def test_a_relative_data_root_is_stored_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "work" / "myimgs"
+    write_folder(root / "train")
+    monkeypatch.chdir(tmp_path / "work")
+    relative = [
+        o if not o.startswith("data.root=") else "data.root=myimgs" for o in overrides(root)
+    ]
+    run = tmp_path / "run"
+    assert main(["train", "digits/simclr", *relative, "--out", str(run), "--quiet"]) == 0
+    assert load_config(run / "config.yaml").data.root == str(root)
+    monkeypatch.chdir(tmp_path)  # elsewhere: the run still finds its data
+    assert main(["eval", str(run), "--no-write"]) == 0

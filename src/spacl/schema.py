@@ -343,4 +343,17 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
     """
     layer = _as_layer(source)
     task = recipe_task(recipe_layer([layer], overrides))
-    return LoadedRecipe(task, task_loader(task)(layer, overrides))
+    config = task_loader(task)(layer, overrides)
+    _absolute_data_root(config)
+    return LoadedRecipe(task, config)
+
+
+def _absolute_data_root(cfg: Any) -> None:
+    """A relative ``data.root`` made absolute (from the working directory, ``~`` expanded)
+    once, when the recipe is read: the run directory's config then names the same data
+    from any directory (``spacl eval`` elsewhere)."""
+    data = cfg.get("data") if hasattr(cfg, "get") else None
+    root = data.get("root") if data is not None and hasattr(data, "get") else None
+    if data is not None and isinstance(root, str) and root:
+        if not Path(root).expanduser().is_absolute():
+            data.root = str(Path(root).expanduser().resolve())
