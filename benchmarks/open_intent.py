@@ -620,7 +620,8 @@ def results_report(rows: list[dict]) -> str:
         f"{len(trained)} trained runs, {dirty} of them on a tree with uncommitted changes.  "
         + (
             f"Time per detector run (encoder outputs cached): {_mean(seconds):.1f} s mean, "
-            f"{max(seconds):.1f} s max, one CPU thread."
+            f"{max(seconds):.1f} s max, one CPU thread, with 2-3 benchmark processes "
+            "sharing the 2 cores (not a speed measurement)."
             if seconds
             else ""
         ),
@@ -637,7 +638,9 @@ def results_report(rows: list[dict]) -> str:
         "## Addendum: MiniLM's top layer trained too (StackOverflow 25%)",
         "",
         "[PREREGISTRATION_top_layer.md](PREREGISTRATION_top_layer.md), committed before "
-        "these runs; the same seeds of the pre-registered detector beside it.",
+        "these runs; the same seeds of the pre-registered detector beside it.  `seconds`: "
+        "one thread, with other benchmark processes and CI runs sharing the 2 cores (not "
+        "a speed measurement).",
         "",
         *top_layer_lines(rows),
         "",

@@ -33,11 +33,10 @@ from torch import Tensor, nn
 from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
-from spacl.models.text import EmbeddingCache
+from spacl.models.text import EmbeddingCache, _load_sentence_transformer
 from spacl.schema import resolve_device
 from spacl.tasks.text_adb import ADBSchedule, Detector, OpenIntentNet, train_detector
 from spacl.tasks.text_detector import open_text_run, run_name, split_of
-from spacl.tasks.text_finetune_run import load_backbone
 from spacl.tasks.text_states import CachedTexts, PooledEncoder
 
 _logger = logging.getLogger(__name__)
@@ -65,8 +64,8 @@ def schedule_of(cfg: DictConfig) -> ADBSchedule:
 def pooled_encoder(device: str = "cpu") -> PooledEncoder:
     """all-MiniLM-L6-v2's mean-pooled last layer (the ``text`` extra), offline, on
     ``device`` (``auto``: CUDA when available)."""
-    backbone = load_backbone(str(resolve_device(device)))
-    return PooledEncoder(backbone.model, backbone.tokenize, backbone.name)
+    st = _load_sentence_transformer(str(resolve_device(device)))
+    return PooledEncoder(st[0].auto_model, st.preprocess, "all-MiniLM-L6-v2")
 
 
 class HeadFeatures(nn.Module):
