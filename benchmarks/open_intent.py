@@ -59,6 +59,8 @@ TOP_METHODS = {"da_adb_top1": ("da_adb", 1)}
 #: TEXTOIR's max_seq_length per dataset (token states are cut there)
 MAX_TOKENS = {"stackoverflow": 45, "banking": 55, "oos": 30}
 PREREG_TOP = ROOT / "docs" / "results" / "open_intent" / "PREREGISTRATION_top_layer.md"
+#: the second addendum: the top-layer row in every setting
+PREREG_TOP_ALL = PREREG_TOP.with_name("PREREGISTRATION_top_layer_all.md")
 SELECT_SEEDS = (1000, 1001)
 
 
@@ -76,6 +78,9 @@ def provenance() -> dict[str, Any]:
         "prereg_commit": _git("log", "-1", "--format=%H", "--", str(PREREG.relative_to(ROOT))),
         "prereg_top_commit": _git(
             "log", "-1", "--format=%H", "--", str(PREREG_TOP.relative_to(ROOT))
+        ),
+        "prereg_top_all_commit": _git(
+            "log", "-1", "--format=%H", "--", str(PREREG_TOP_ALL.relative_to(ROOT))
         ),
     }
 
@@ -246,7 +251,8 @@ def _check_preregistered(top: bool = False) -> dict[str, Any]:
     """Refuse test scoring unless the pre-registration (and, for the top-layer rows,
     its addendum) is committed and unchanged."""
     prov = provenance()
-    for path, key in ((PREREG, "prereg_commit"), *([(PREREG_TOP, "prereg_top_commit")] * top)):
+    tops = [(PREREG_TOP, "prereg_top_commit"), (PREREG_TOP_ALL, "prereg_top_all_commit")]
+    for path, key in ((PREREG, "prereg_commit"), *(tops if top else [])):
         rel = str(path.relative_to(ROOT))
         if not prov[key]:
             raise SystemExit(f"--phase table: {rel} is not committed (no test score before it)")
