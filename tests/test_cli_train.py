@@ -37,6 +37,7 @@ TRAIN_RECIPE_DIRS = (
     "cifar10",
     "cifar100",
     "imagenet100",
+    "imagefolder",
     "alignment",
 )
 
@@ -65,7 +66,9 @@ def test_recipes_exist_for_every_objective_on_the_small_datasets():
 @pytest.mark.parametrize("recipe", recipes(), ids=lambda p: str(p.relative_to(CONFIGS)))
 def test_every_recipe_validates(recipe, tmp_path):
     overrides = []
-    if recipe.parts[-2] in ("cifar10", "cifar100", "imagenet100") or "cifar" in recipe.name:
+    if recipe.parts[-2] in ("cifar10", "cifar100", "imagenet100", "imagefolder") or (
+        "cifar" in recipe.name
+    ):
         (tmp_path / "train").mkdir()
         overrides.append(f"data.root={tmp_path}")
     cfg = load_config(recipe, overrides)

@@ -41,7 +41,7 @@ def test_an_exported_link_predictor_scores_every_answer_as_the_run_does(
 
     n = kg.num_entities
     queries = []
-    for h, r, t in kg.test[:4].tolist():
+    for h, r, t in kg.train[:4].tolist():  # the run keeps its training triples
         rel = kg.relations.names[r]
         queries.append({"relation": rel, "head": kg.entities.names[h], "top": n})
         queries.append({"relation": rel, "tail": kg.entities.names[t], "top": n})
@@ -73,7 +73,7 @@ def test_the_readme_code_scores_every_interaction_and_normalisation(
     ).eval()
     other = LinkModel(link.config, kg, model)
     folder = export_link_model(other, tmp_path / "link")
-    h, r, t = kg.test[0].tolist()
+    h, r, t = kg.train[0].tolist()  # the run keeps the training triples (graph.pt)
     rel = kg.relations.names[r]
     queries = [
         {"relation": rel, "head": kg.entities.names[h], "top": kg.num_entities},

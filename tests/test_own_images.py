@@ -128,6 +128,26 @@ def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Pa
     )
 
 
+def test_predict_names_the_class_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    root = tmp_path / "folder"
+    files = write_folder(root / "train")
+    run = tmp_path / "run"
+    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    picked = [str(files[i]) for i in (0, 9, 17)]
+    assert main(["predict", str(run), *picked, "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["name"] for x in lines] == [f"class{x['class']}" for x in lines]
+    assert main(["predict", str(run), *picked]) == 0
+    printed = [x.split("\t") for x in capsys.readouterr().out.splitlines()]
+    assert [row[1] for row in printed] == [x["name"] for x in lines]
+
+
 def test_a_relative_data_root_is_stored_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,3 +162,28 @@ def test_a_relative_data_root_is_stored_absolute(
     assert load_config(run / "config.yaml").data.root == str(root)
     monkeypatch.chdir(tmp_path)  # elsewhere: the run still finds its data
     assert main(["eval", str(run), "--no-write"]) == 0
+
+
+def test_the_imagefolder_recipes_need_only_data_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``imagefolder/supcon``: ``data.root`` is the one key to set (a clear error without
+    it); its batch of 64 is cut to the 18 training images, with a note."""
+    import logging
+
+    assert main(["train", "imagefolder/supcon", "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "config key 'data.root' must be set" in err and err.strip().count("\n") == 0
+    root = tmp_path / "folder"
+    write_folder(root)
+    fast = ["data.image_size=16", "data.num_workers=0", "model.backbone=small_cnn",
+            "model.channels=[8]", "model.feature_dim=8", "model.proj_dim=8", "train.epochs=1",
+            "eval.geometry=false", "log.tensorboard=false"]  # fmt: skip
+    run = tmp_path / "run"
+    with caplog.at_level(logging.WARNING, logger="spacl.engine.data"):
+        code = main(["train", "imagefolder/supcon", f"data.root={root}", *fast,
+                     "--out", str(run), "--quiet"])  # fmt: skip
+    assert code == 0
+    assert "train.batch_size=64 is more than the 18 training images: batches of 18" in caplog.text
+    cfg = load_config(run / "config.yaml")
+    assert cfg.objective.name == "supcon" and cfg.data.root == str(root)

@@ -31,7 +31,7 @@ SECTIONS = {"data": DataSection, "optim": OptimSection, "train": TrainSection, "
 
 def _overrides(recipe, tmp_path) -> list[str]:
     """On-disk image recipes validate their data root: give them an empty one."""
-    if recipe.name.split("/")[0] in ("cifar10", "cifar100", "imagenet100") or (
+    if recipe.name.split("/")[0] in ("cifar10", "cifar100", "imagenet100", "imagefolder") or (
         "cifar" in recipe.name
     ):
         (tmp_path / "train").mkdir(exist_ok=True)

@@ -59,8 +59,10 @@ def test_kg_run_directory_holds_what_eval_and_predict_need(
 def test_kg_predict_ranks_agree_with_the_evaluator(
     kg_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    link = load_link_model(kg_run)
-    kg = link.kg
+    link = load_link_model(kg_run)  # from the run's graph.pt: names and training triples
+    kg = load_kg("toy", kg_run.parent / "toy", unseen="error")  # the test triples
+    assert link.kg.entities.names == kg.entities.names and torch.equal(link.kg.train, kg.train)
+    assert link.kg.relations.names == kg.relations.names and len(link.kg.test) == 0
     train_only = TripleIndex(
         add_reciprocals(kg.train, kg.num_relations), kg.num_entities, 2 * kg.num_relations
     )
@@ -85,6 +87,41 @@ def test_kg_predict_ranks_agree_with_the_evaluator(
     h, r, t = kg.test[0].tolist()
     top = link.predict(kg.relations.names[r], tail=kg.entities.names[t], top=24)
     assert len(top) == 24 and {name for name, _, _ in top} == set(kg.entities.names)
+
+
+def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run directory holds the names and the training triples (the filter of
+    ``predict --filter``); only ``spacl eval`` needs the dataset, and says so."""
+    import shutil
+
+    import spacl
+
+    root = cycle_graph(tmp_path / "toy")
+    run = tmp_path / "run"
+    train_kg(kg_recipe(root, epochs=2), log=None, run_dir=run)
+    with_data = load_link_model(run, load_kg("toy", root, unseen="error"))
+    expected = with_data.predict("r0", head="e1", top=5, filtered=True)
+    shutil.rmtree(root)
+    capsys.readouterr()
+    args = ["predict", str(run), "--head", "e1", "--relation", "r0", "--top", "5"]
+    assert main([*args, "--filter", "--json"]) == 0
+    answers = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(a["entity"], a["score"]) for a in answers] == [(n, s) for n, _, s in expected]
+    # the filter is the training triples': the known tails of (e1, r0) are left out
+    link = load_link_model(run)
+    e1, r0 = link.entity_id("e1"), link.relation_id("r0")
+    train = link.kg.train.tolist()
+    known = {link.kg.entities.names[t] for h, r, t in train if (h, r) == (e1, r0)}
+    assert known, "the toy graph has a training tail for (e1, r0)"
+    filtered = {name for name, _, _ in link.predict("r0", head="e1", top=24, filtered=True)}
+    assert filtered == set(link.kg.entities.names) - known
+    assert spacl.load(run).predict("r0", head="e1", top=5, filtered=True) == expected
+    assert main(["export", str(run), "--out", str(tmp_path / "folder")]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(run), "--no-write"]) != 0
+    assert "not found" in capsys.readouterr().err
 
 
 def test_kg_predict_errors_name_the_input(kg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

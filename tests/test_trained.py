@@ -157,6 +157,7 @@ def test_predict_images_by_the_stored_class_centres(
     expected = nearest_centre_predict(train_f, data.train_eval.labels, model.embed(read[:, None]))
     assert [line["class"] for line in lines] == expected.tolist()
     assert [line["input"] for line in lines] == paths
+    assert [line["name"] for line in lines] == [str(c) for c in expected.tolist()]  # no names
 
 
 def test_bad_runs_and_inputs_get_one_line_errors(

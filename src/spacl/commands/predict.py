@@ -2,7 +2,8 @@
 
 * **Image runs** (``spacl predict RUN IMAGE ...``): each image goes to the nearest class
   centre of the run's evaluation (``RUN_DIR/centres.pt``, the float64 training means of
-  the features ``spacl eval`` probes).  One line per input: ``PATH<TAB>CLASS<TAB>DISTANCE``.
+  the features ``spacl eval`` probes).  One line per input: ``PATH<TAB>CLASS<TAB>DISTANCE``,
+  the class by name (the image folder's, CIFAR's) or, for data without names, its label.
 * **Open intent** (``spacl predict RUN "sentence" ...`` or ``--file FILE``, one text per
   line; a TSV's first column): the intent name, or ``open`` when the distance to the
   nearest class centre exceeds that class's saved threshold.  One line per input:
@@ -49,8 +50,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor, str]:
-    """``(classes, centres [C, d], feature kind)`` of ``arm`` from ``RUN_DIR/centres.pt``."""
+def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor, str, list[str]]:
+    """``(classes, centres [C, d], feature kind, class names)`` of ``arm`` from
+    ``RUN_DIR/centres.pt``; the names (in label order) are empty when the data has none
+    (the digits) or the run predates them."""
     from spacl.engine.checkpoint import load_checkpoint
     from spacl.engine.rundir import RunDirectory
 
@@ -59,10 +62,12 @@ def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor
         raise FileNotFoundError(
             f"{path} is missing: run `spacl eval {run_dir}` to compute the class centres"
         )
-    arms = load_checkpoint(path)["arms"]
+    saved = load_checkpoint(path)
+    arms = saved["arms"]
     check_choice(arm, "arm", sorted(arms))
     entry = arms[arm]
-    return entry["classes"], entry["centres"], str(entry["features"])
+    names = [str(n) for n in saved.get("class_names", [])]
+    return entry["classes"], entry["centres"], str(entry["features"]), names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,15 +131,16 @@ def _predict_images(args: argparse.Namespace) -> int:
     if not args.inputs:
         raise ValueError("give image files to classify")
     model = load_image_run(args.run_dir, args.arm)
-    classes, centres, kind = nearest_centres(args.run_dir, model.arm)
+    classes, centres, kind, names = nearest_centres(args.run_dir, model.arm)
     which = "projections" if kind == "projections" else "backbone"
     feats = model.embed(list(args.inputs), features=which).to(torch.float64)
     dist = torch.cdist(feats, centres.to(torch.float64))
     best, index = dist.min(dim=1)
     for path, k, d in zip(args.inputs, index.tolist(), best.tolist(), strict=True):
         label = int(classes[k])
+        name = names[label] if names else str(label)
         if args.json:
-            print(json.dumps({"input": path, "class": label, "distance": d}))
+            print(json.dumps({"input": path, "class": label, "name": name, "distance": d}))
         else:
-            print(f"{path}\t{label}\t{d:.6g}")
+            print(f"{path}\t{name}\t{d:.6g}")
     return 0

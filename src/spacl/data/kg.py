@@ -44,6 +44,7 @@ from spacl.data._files import find_dataset_dir, split_file
 SPLIT_SUFFIXES = (".txt", ".txt.gz", ".tsv", ".tsv.gz")
 
 __all__ = [
+    "GRAPH_FILE",
     "KG_SPLITS",
     "UNSEEN_POLICIES",
     "KnowledgeGraph",
@@ -52,7 +53,9 @@ __all__ = [
     "add_reciprocals",
     "kg_path",
     "load_kg",
+    "read_graph_vocabulary",
     "read_triples",
+    "write_graph_vocabulary",
 ]
 
 KG_SPLITS = ("train", "valid", "test")
@@ -398,3 +401,49 @@ def load_kg(
 
 def _is_graph_dir(root: str | Path) -> bool:
     return _split_file(Path(root).expanduser(), "train") is not None
+
+
+#: the format tag of :func:`write_graph_vocabulary`'s file, and its name in a run directory
+GRAPH_FORMAT = "spacl knowledge-graph vocabulary 1"
+GRAPH_FILE = "graph.pt"
+
+
+def write_graph_vocabulary(kg: KnowledgeGraph, path: str | Path) -> Path:
+    """Save what a trained link predictor needs of ``kg`` without the dataset: the entity
+    and relation names (in id order) and the training triples (``int32``, the filter of
+    ``predict --filter``).  Read back by :func:`read_graph_vocabulary`; written through
+    a temporary file, so a crash never leaves half a file.
+
+    Example:
+        >>> write_graph_vocabulary(kg, run_dir / "graph.pt")  # doctest: +SKIP
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(
+        {
+            "format": GRAPH_FORMAT,
+            "name": kg.name,
+            "entities": list(kg.entities.names),
+            "relations": list(kg.relations.names),
+            "train": kg.train.to(torch.int32),
+        },
+        tmp,
+    )
+    tmp.replace(path)
+    return path
+
+
+def read_graph_vocabulary(path: str | Path) -> KnowledgeGraph:
+    """The graph :func:`write_graph_vocabulary` saved: its names and training triples;
+    ``valid`` and ``test`` are empty (``[0, 3]``: evaluation needs the dataset)."""
+    saved = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not isinstance(saved, dict) or saved.get("format") != GRAPH_FORMAT:
+        raise ValueError(f"{path} is not a graph vocabulary written by spacl")
+    entities, relations = Vocabulary(), Vocabulary()
+    for name in saved["entities"]:
+        entities.add(name)
+    for name in saved["relations"]:
+        relations.add(name)
+    empty = torch.zeros(0, 3, dtype=torch.long)
+    train = saved["train"].long()
+    return KnowledgeGraph(str(saved["name"]), entities, relations, train, empty, empty.clone())

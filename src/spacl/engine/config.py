@@ -259,6 +259,12 @@ def load_config(
     values, and ``FileNotFoundError`` for a missing recipe.
     """
     user = recipe_layer([base, path], overrides)
+    data = user.get("data") if isinstance(user, DictConfig) else None
+    if isinstance(data, DictConfig) and OmegaConf.is_missing(data, "root"):
+        raise ValueError(  # `root: ???`: a recipe for the user's own folder (imagefolder/*)
+            "config key 'data.root' must be set: the folder of your images, one sub-folder "
+            "per class (e.g. data.root=~/photos)"
+        )
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
     if task not in (None, "image"):  # kg / text recipes: spacl.schema.load_recipe
         raise fail("task", task, "must be 'image' (or absent) for the image engine")

@@ -95,6 +95,8 @@ class RunData:
     name: str
     #: per-channel ``(mean, std)`` of the evaluation normalisation (tensor datasets), or None
     normalization: Normalization | None = None
+    #: the names of the classes in label order (folder names, CIFAR's), or None
+    class_names: tuple[str, ...] | None = None
 
 
 def _dataset_kwargs(cfg: Any) -> dict[str, Any]:
@@ -209,7 +211,12 @@ def build_run_data(
     train = _check_labels(cfg, _load(cfg, d.train_split))
     test = _load(cfg, d.test_split)
     train = LabeledData(
-        train.inputs.to(dtype), train.labels, train.coarse_labels, train.num_classes, train.name
+        train.inputs.to(dtype),
+        train.labels,
+        train.coarse_labels,
+        train.num_classes,
+        train.name,
+        train.class_names,
     )
     test = LabeledData(
         test.inputs.to(dtype), test.labels, test.coarse_labels, test.num_classes, test.name
@@ -243,6 +250,7 @@ def build_run_data(
         tuple(train.inputs.shape[1:]),
         train.name,
         stats,
+        train.class_names,
     )
 
 
@@ -294,6 +302,20 @@ def folder_splits(cfg: Any) -> tuple[Any, Any]:
     return train, test
 
 
+def _capped_batch(per_rank: int, num_images: int, world_size: int) -> int:
+    """The per-process batch, cut to the training images when there are fewer (a note)."""
+    fits = max(2, num_images // world_size)
+    if per_rank <= fits:
+        return per_rank
+    _logger.warning(
+        "train.batch_size=%d is more than the %d training images: batches of %d",
+        per_rank * world_size,
+        num_images,
+        fits * world_size,
+    )
+    return fits
+
+
 def _build_folder_data(
     cfg: Any, per_rank: int, rank: int, world_size: int, device: torch.device
 ) -> RunData:
@@ -310,6 +332,7 @@ def _build_folder_data(
         base, train_transform, v.num_views, seed=t.seed, original_transform=original
     )
     labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
+    per_rank = _capped_batch(per_rank, len(base), world_size)
     try:
         plan = BatchPlan(
             len(base),
@@ -341,6 +364,7 @@ def _build_folder_data(
         (3, size, size),
         f"imagefolder-{root.name}",
         norm,
+        tuple(base.classes) if getattr(base, "classes", None) else None,
     )
 
 

@@ -465,8 +465,11 @@ class Trainer:
         return results
 
     def write_centres(self) -> Path:
-        """Write :attr:`centres` (after :meth:`final_evaluation`) to ``RUN_DIR/centres.pt``."""
-        return save_checkpoint({"format": 1, "arms": self.centres}, self.run.centres)
+        """Write :attr:`centres` (after :meth:`final_evaluation`) and the class names (when
+        the data has them) to ``RUN_DIR/centres.pt``."""
+        names = self.data.class_names
+        state = {"format": 1, "arms": self.centres, "class_names": list(names or [])}
+        return save_checkpoint(state, self.run.centres)
 
 
 def _seed_everything(seed: int) -> None:

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl._progress import progress
-from spacl.data.kg import KnowledgeGraph, load_kg
+from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocabulary
 from spacl.evaluate.ranking import evaluate_link_prediction
 from spacl.losses.kg import (
     KG_SPACL_VARIANTS,
@@ -286,6 +286,8 @@ def train_kg(
         store.reset_metrics()
     if kg is None:
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
+    if store is not None:  # names and training triples: predict/export/load need no dataset
+        write_graph_vocabulary(kg, store.path / GRAPH_FILE)
     run, train_index, filter_index = _kg_setup(cfg, kg, say)
     loop = _KGLoop(run, store, torch.Generator().manual_seed(seed))
     if saved is not None:

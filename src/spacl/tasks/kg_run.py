@@ -2,7 +2,10 @@
 
 :func:`load_link_model` rebuilds the :class:`~spacl.models.kg.LinkPredictor` of a run
 directory (:mod:`spacl.tasks.rundir`) from its checkpoint (the best validation epoch) and
-reloads the graph named by its config for the entity and relation names.
+the entity and relation names and training triples the run saved (``graph.pt``,
+:func:`spacl.data.kg.write_graph_vocabulary`): predicting, exporting and loading need no
+dataset.  Only :func:`evaluate_kg_run` reads the dataset again (its valid and test
+triples).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from spacl import schema
-from spacl.data.kg import KnowledgeGraph, load_kg
+from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, read_graph_vocabulary
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.rundir import read_task_checkpoint, run_config
 
@@ -102,14 +105,19 @@ def _lookup(ids: dict[str, int], size: int, key: str | int, what: str) -> int:
 
 
 def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> LinkModel:
-    """The best-epoch link predictor of a KG run directory (``kg``: the graph, if loaded)."""
+    """The best-epoch link predictor of a KG run directory.
+
+    ``kg``: the graph, if loaded; otherwise the run's ``graph.pt`` (names and training
+    triples, no valid or test), or for a run written before it the dataset its config
+    names."""
     raw = run_config(run_dir)
     if raw.get("task") != "kg":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'kg'")
     state = read_task_checkpoint(run_dir, "kg")
     cfg = schema.load_recipe(raw).config  # the one way in (the KG schema)
     if kg is None:
-        kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
+        saved = Path(run_dir) / GRAPH_FILE
+        kg = read_graph_vocabulary(saved) if saved.is_file() else _dataset_of(cfg)
     from spacl.tasks.kg import build_link_predictor
 
     model = build_link_predictor(cfg, kg)
@@ -121,10 +129,26 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     return LinkModel(cfg, kg, model)
 
 
+def _dataset_of(cfg: DictConfig) -> KnowledgeGraph:
+    return load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
+
+
 def evaluate_kg_run(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> dict[str, Any]:
-    """Filtered test (and full validation) ranking metrics of a run's checkpoint."""
+    """Filtered test (and full validation) ranking metrics of a run's checkpoint, on the
+    dataset its config names (``kg``: that graph, if loaded); its names must be the
+    run's own."""
     from spacl.evaluate.ranking import evaluate_link_prediction
 
+    if kg is None:
+        kg = _dataset_of(schema.load_recipe(run_config(run_dir)).config)
+    saved = Path(run_dir) / GRAPH_FILE
+    if saved.is_file():
+        own = read_graph_vocabulary(saved)
+        if own.entities.names != kg.entities.names or own.relations.names != kg.relations.names:
+            raise ValueError(
+                f"{run_dir}: the dataset's entity or relation names differ from the run's "
+                f"({GRAPH_FILE}); evaluate on the graph the run was trained on"
+            )
     link = load_link_model(run_dir, kg)
     cfg, graph = link.config, link.kg
     filter_index = graph.filter_index()
