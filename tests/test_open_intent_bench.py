@@ -63,6 +63,34 @@ def test_missing_seeds_are_listed(bench: Any) -> None:
     assert "stackoverflow:0.25 adb: seeds 0, 1, 2" in text
 
 
+def _top_row(method: str, seed: int, macro: float, f1_open: float) -> dict[str, Any]:
+    return {**_row(method, seed, macro, f1_open), "seconds": 1.0}
+
+
+def test_the_top_layer_row_is_judged_from_five_seeds_on_the_same_seeds(bench: Any) -> None:
+    def verdict(rows: list[dict[str, Any]]) -> list[str]:
+        text = "\n".join(bench.top_layer_lines(rows))
+        line = next(x for x in text.splitlines() if x.startswith("| StackOverflow 25%"))
+        return [cell.strip() for cell in line.split("|")[1:-1]]
+
+    head = [_top_row("da_adb", s, 70.0, 80.0) for s in range(10)]
+    # 4 seeds clear the target but are not judged; the 5th makes it a verdict
+    top = [_top_row("da_adb_top1", s, 90.0, 95.0) for s in range(4)]
+    assert verdict(head + top)[1] == "4" and verdict(head + top)[8] == "incomplete"
+    five = [*top, _top_row("da_adb_top1", 4, 90.0, 95.0)]
+    assert verdict(head + five)[8] == "met"
+    # F1-open below DA-ADB's 92.61 by 0.01 on the mean -> short
+    low = [_top_row("da_adb_top1", s, 90.0, 92.60) for s in range(5)]
+    assert verdict(head + low)[8] == "short"
+    # the head-only means beside it are those of the same seeds
+    head_other = head[:5] + [_top_row("da_adb", s, 10.0, 10.0) for s in range(5, 10)]
+    assert verdict(head_other + five)[6] == "70.00 / 80.00"
+    # the settings still missing seeds 0-4 are listed with the command
+    text = "\n".join(bench.top_layer_lines(head + five))
+    assert "banking:0.25 (seeds 0, 1, 2, 3, 4)" in text
+    assert "stackoverflow:0.25 (" not in text and "--methods da_adb_top1" in text
+
+
 def test_operating_point_diagnostic_finds_the_first_perfect_scale(bench: Any) -> None:
     # known inputs at distance 1 of radius-2 balls, open ones at 1.5: any scale in
     # (0.5, 0.75] separates them; 0.5 itself rejects everything (d < s r is strict)

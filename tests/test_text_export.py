@@ -111,21 +111,29 @@ def test_a_head_on_the_frozen_encoder_runs_from_its_folder(
     assert "--arm applies to image runs" in capsys.readouterr().err
 
 
-def test_an_adb_detector_runs_from_its_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layers, max_tokens", [(0, None), (1, 8)])
+def test_an_adb_detector_runs_from_its_folder(
+    tmp_path: Path, layers: int, max_tokens: int | None
+) -> None:
+    """Head-only, and with MiniLM's top layer trained and texts cut to 8 tokens (the
+    tiny split's texts run to 11): the folder's encoder carries the trained layer and
+    the same cut."""
     from spacl.tasks.text import train_ood
     from spacl.tasks.text_run import load_intent_detector
 
     split = tiny_split()
-    cfg = {
-        "detector": {"method": "da_adb", "lr": 1e-2, "max_epochs": 10, "batch_size": 8},
-        "encoder": {"cache_dir": str(tmp_path / "cache")},
-    }
+    detector = {"method": "da_adb", "lr": 1e-2, "max_epochs": 10, "batch_size": 8}
+    detector |= {"trainable_layers": layers, "max_tokens": max_tokens}
+    if layers:
+        detector["lr"] = 1e-3
+    cfg = {"detector": detector, "encoder": {"cache_dir": str(tmp_path / "cache")}}
     run_dir = tmp_path / "run"
     train_ood(cfg, split=split, run_dir=run_dir)
     folder = tmp_path / "detector"
     assert main(["export", str(run_dir), "--out", str(folder)]) == 0
     meta = json.loads((folder / "detector.json").read_text())
     assert meta["detector"] == "da_adb" and meta["class_names"] == split.known_classes
+    assert meta["trained_layers"] == layers and meta["max_tokens"] == max_tokens
     det = load_intent_detector(run_dir)
     texts = split.test_texts
     expected = det.predict(texts)
@@ -135,3 +143,10 @@ def test_an_adb_detector_runs_from_its_folder(tmp_path: Path) -> None:
         # float32 encoders batched differently (padding): distances agree to ~1e-5
         assert dist == pytest.approx(exp_dist, abs=1e-4)
         assert name == exp_name or any(abs(exp_dist - r) < 1e-3 for r in radii)
+    if max_tokens is not None:
+        from sentence_transformers import SentenceTransformer
+
+        exported = SentenceTransformer(str(folder / "encoder"), device="cpu")
+        assert exported.max_seq_length == max_tokens
+        longest = max(len(exported.tokenizer(text)["input_ids"]) for text in texts)
+        assert longest > max_tokens  # the cut changes these texts: the distances check it

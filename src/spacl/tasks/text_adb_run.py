@@ -6,16 +6,22 @@ A text recipe with ``detector.method: adb`` or ``da_adb`` (the shipped
 
 1. the open-intent split of ``data.name`` at ``data.known_ratio`` with the known
    classes of ``data.protocol`` (``textoir``: TEXTOIR's draw for ``data.split_seed``);
-2. all-MiniLM-L6-v2's mean-pooled last layer, not normalised, for every text, through
-   the on-disk embedding cache (:class:`~spacl.tasks.text_states.PooledEncoder`);
+2. with ``detector.trainable_layers = 0``, all-MiniLM-L6-v2's mean-pooled last layer,
+   not normalised, for every text, through the on-disk embedding cache
+   (:class:`~spacl.tasks.text_states.PooledEncoder`); with ``L > 0`` (TEXTOIR trains
+   BERT's last layer; the shipped recipes train MiniLM's, ``L = 1``), the token states
+   after the frozen bottom ``6 - L`` layers, computed once per text, and a trainable copy
+   of the top ``L`` layers (:class:`~spacl.tasks.text_states.Backbone`); texts are cut
+   to ``detector.max_tokens`` tokens when tokenised;
 3. the two stages of :mod:`spacl.tasks.text_adb` with ``detector.*`` as the schedule and
    ``train.seed`` as its seed: the head and classifier early-stopped on known-class dev
    data, then ADB's boundaries on training-mode features;
 4. the test metrics, scored once with the boundaries as the rule, and the reject-all floor.
 
-The run directory holds the head's weights, the centroids, the radii and the class
-names (``checkpoints/last.pt``), so ``spacl predict`` / ``spacl eval`` / ``spacl.load``
-rebuild the detector from the run alone (:func:`adb_intent_detector`).
+The run directory holds the head's weights (and the trained top layers), the centroids,
+the radii and the class names (``checkpoints/last.pt``), so ``spacl predict``,
+``spacl eval`` and ``spacl.load`` rebuild the detector from the run alone
+(:func:`spacl.tasks.text_run.load_intent_detector`).
 """
 
 from __future__ import annotations
@@ -33,15 +39,24 @@ from torch import Tensor, nn
 from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
-from spacl.models.text import EmbeddingCache, _load_sentence_transformer
+from spacl.models.text import EmbeddingCache
 from spacl.schema import resolve_device
 from spacl.tasks.text_adb import ADBSchedule, Detector, OpenIntentNet, train_detector
 from spacl.tasks.text_detector import open_text_run, run_name, split_of
-from spacl.tasks.text_states import CachedTexts, PooledEncoder
+from spacl.tasks.text_finetune import TopLayers
+from spacl.tasks.text_states import Backbone, CachedTexts, PooledEncoder, load_backbone
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["HeadFeatures", "adb_intent_parts", "pooled_encoder", "schedule_of", "train_adb_run"]
+__all__ = [
+    "HeadFeatures",
+    "adb_intent_parts",
+    "detector_backbone",
+    "pooled_encoder",
+    "schedule_of",
+    "top_layers_of",
+    "train_adb_run",
+]
 
 
 def schedule_of(cfg: DictConfig) -> ADBSchedule:
@@ -49,7 +64,7 @@ def schedule_of(cfg: DictConfig) -> ADBSchedule:
     det = cfg.detector
     return ADBSchedule(
         method=str(det.method),
-        trainable_layers=0,
+        trainable_layers=int(det.trainable_layers),
         max_epochs=int(det.max_epochs),
         patience=int(det.patience),
         batch_size=int(det.batch_size),
@@ -61,11 +76,35 @@ def schedule_of(cfg: DictConfig) -> ADBSchedule:
     )
 
 
-def pooled_encoder(device: str = "cpu") -> PooledEncoder:
+def pooled_encoder(device: str = "cpu", max_tokens: int | None = None) -> PooledEncoder:
     """all-MiniLM-L6-v2's mean-pooled last layer (the ``text`` extra), offline, on
-    ``device`` (``auto``: CUDA when available)."""
-    st = _load_sentence_transformer(str(resolve_device(device)))
-    return PooledEncoder(st[0].auto_model, st.preprocess, "all-MiniLM-L6-v2")
+    ``device`` (``auto``: CUDA when available), texts cut to ``max_tokens`` tokens
+    (``None``: the model's 256; part of the cache name otherwise)."""
+    backbone = load_backbone(str(resolve_device(device)), max_tokens)
+    name = "all-MiniLM-L6-v2" + ("" if max_tokens is None else f"-max{max_tokens}tokens")
+    return PooledEncoder(backbone.model, backbone.tokenize, name)
+
+
+def detector_backbone(cfg: DictConfig) -> Backbone:
+    """The frozen encoder under a detector's trained top layers (``detector.*``)."""
+    return load_backbone(str(resolve_device(str(cfg.encoder.device))), _max_tokens(cfg))
+
+
+def _max_tokens(cfg: DictConfig) -> int | None:
+    value = cfg.detector.max_tokens
+    return None if value is None else int(value)
+
+
+def top_layers_of(state: dict[str, Any], backbone: Backbone) -> TopLayers:
+    """The trained top layers a detector run saved, on ``backbone`` (pooled output, not
+    normalised: the head's input)."""
+    saved = state.get("encoder")
+    if not isinstance(saved, dict) or "top" not in saved:
+        raise ValueError("a detector run with trained layers, but its checkpoint has none")
+    top = backbone.top(int(saved["trainable_layers"]))
+    top.load_state_dict(saved["top"])
+    top.normalize = False
+    return top.eval()
 
 
 class HeadFeatures(nn.Module):
@@ -87,7 +126,7 @@ def adb_intent_parts(
     names = list(det["class_names"])
     k = len(names)
     net = OpenIntentNet(None, k, method, width=int(state["in_dim"]))
-    net.load_state_dict(state["adb_head"])
+    net.load_state_dict(state["adb_head"])  # the head without any top layers
     boundary = ADBModel(det["centroids"], det["radii"], torch.arange(k), k)
     return HeadFeatures(net), boundary, names
 
@@ -115,17 +154,19 @@ def train_adb_run(
         return stored
     start = time.perf_counter()
     split = split if split is not None else split_of(cfg)
-    encoder = encoder if encoder is not None else pooled_encoder(str(cfg.encoder.device))
-    cache = EmbeddingCache(cfg.encoder.cache_dir)
-    size = int(cfg.encoder.batch_size)
-    vectors = [
-        cache.embed(encoder, texts, size)
-        for texts in (split.train_texts, split.dev_texts, split.test_texts)
-    ]
-    labels = (split.train_labels, split.dev_labels, split.test_labels)
-    train, dev, test = (CachedTexts.pooled(v, y) for v, y in zip(vectors, labels, strict=True))
+    schedule = schedule_of(cfg)
+    if schedule.trainable_layers > 0:
+        say(
+            f"computing the frozen layers' token states of {_count(split)} texts once, then "
+            f"training the top {schedule.trainable_layers} layer(s) and the head "
+            f"(at most {schedule.max_epochs} epochs, early stopping on dev)"
+        )
+        (train, dev, test), top, encoded = _token_states(cfg, split, encoder, schedule)
+    else:
+        (train, dev, test), encoded = _pooled_states(cfg, split, encoder)
+        top = None
     k = split.num_known
-    det = train_detector(None, train, dev, k, schedule_of(cfg))
+    det = train_detector(top, train, dev, k, schedule, say)
     _, dev_nearest, _ = det.scores(dev)
     summary: dict[str, Any] = {
         "name": run_name(cfg),
@@ -139,7 +180,7 @@ def train_adb_run(
         "reject_all": reject_all_metrics(split.test_labels, k),
         "record": det.record,
         "losses": list(det.record["train_losses"]),  # type: ignore[call-overload]
-        "encoded_texts": cache.encoded,
+        "encoded_texts": encoded,
         "seconds": time.perf_counter() - start,
         "config": OmegaConf.to_container(cfg),
     }
@@ -153,8 +194,49 @@ def train_adb_run(
     )
     if run is not None:
         summary["run_dir"] = str(run.path)
-        _write_run(run, det, split, int(vectors[0].shape[1]), summary)
+        _write_run(run, det, split, int(det.net.dense.in_features), summary)
     return summary
+
+
+def _pooled_states(
+    cfg: DictConfig, split: OpenIntentSplit, encoder: Any
+) -> tuple[list[CachedTexts], int]:
+    """The pooled outputs of the split's texts through the embedding cache, and how many
+    texts were encoded (not found in the cache)."""
+    encoder = (
+        encoder
+        if encoder is not None
+        else pooled_encoder(str(cfg.encoder.device), _max_tokens(cfg))
+    )
+    cache = EmbeddingCache(cfg.encoder.cache_dir)
+    size = int(cfg.encoder.batch_size)
+    parts = _parts(split)
+    sets = [CachedTexts.pooled(cache.embed(encoder, x, size), y) for x, y in parts]
+    return sets, cache.encoded
+
+
+def _token_states(
+    cfg: DictConfig, split: OpenIntentSplit, backbone: Backbone | None, schedule: ADBSchedule
+) -> tuple[list[CachedTexts], TopLayers, int]:
+    """The bottom layers' token states of the split's texts (computed once, not cached on
+    disk), a trainable copy of the top layers, and how many texts were encoded."""
+    backbone = backbone if backbone is not None else detector_backbone(cfg)
+    layers = schedule.trainable_layers
+    parts = _parts(split)
+    sets = [CachedTexts.from_states(backbone.states(x, layers), y) for x, y in parts]
+    return sets, backbone.top(layers), _count(split)
+
+
+def _count(split: OpenIntentSplit) -> int:
+    return len(split.train_texts) + len(split.dev_texts) + len(split.test_texts)
+
+
+def _parts(split: OpenIntentSplit) -> list[tuple[list[str], Tensor]]:
+    return [
+        (list(split.train_texts), split.train_labels),
+        (list(split.dev_texts), split.dev_labels),
+        (list(split.test_texts), split.test_labels),
+    ]
 
 
 def _write_run(run: Any, det: Detector, split: OpenIntentSplit, in_dim: int, summary: dict) -> None:
@@ -165,8 +247,13 @@ def _write_run(run: Any, det: Detector, split: OpenIntentSplit, in_dim: int, sum
         "radii": det.boundary.radii.cpu(),
         "class_names": list(split.known_classes),
     }
-    head = {key: value.cpu() for key, value in det.net.state_dict().items()}
-    run.save({"adb_head": head, "in_dim": in_dim, "detector": detector, "finished": True})
+    weights = det.net.state_dict()
+    head = {key: value.cpu() for key, value in weights.items() if not key.startswith("top.")}
+    state: dict[str, Any] = {"adb_head": head, "in_dim": in_dim, "detector": detector}
+    if det.net.top is not None:  # the trained top layers, loaded by top_layers_of
+        top = {key: value.detach().cpu() for key, value in det.net.top.state_dict().items()}
+        state["encoder"] = {"trainable_layers": len(det.net.top.layers), "top": top}
+    run.save({**state, "finished": True})
     evaluation = {key: summary[key] for key in ("test", "reject_all", "dev_accuracy")}
     run.log({"kind": "final", **evaluation})
     run.finish(evaluation, summary)

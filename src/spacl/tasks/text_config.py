@@ -140,6 +140,12 @@ class OODDetectorConfig:
     scale: float = 4.0  # da_adb's cosine scale
     dropout: float = 0.1
     boundary_lr: float = 0.05
+    # the encoder's top transformer layers trained with the head (0: the head alone on
+    # the cached pooled outputs; TEXTOIR trains BERT's last layer)
+    trainable_layers: int = 0
+    # texts cut to this many tokens when tokenised, special tokens included (TEXTOIR's
+    # max_seq_length; null: the encoder's own limit, 256)
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -210,10 +216,14 @@ def _validate_detector(cfg: DictConfig) -> None:
     for key in ("max_epochs", "patience", "batch_size"):
         int_at_least(f"detector.{key}", det[key], 1)
     in_range("detector.dropout", det.dropout, 0.0, 1.0, high_open=True)
+    in_range("detector.trainable_layers", det.trainable_layers, 0, 6)
+    if det.max_tokens is not None:
+        int_at_least("detector.max_tokens", det.max_tokens, 2)
     if int(cfg.finetune.trainable_layers) > 0:
         raise ValueError(
-            "config key 'detector.method' trains a head on the frozen encoder: set "
-            "finetune.trainable_layers=0 (or detector.method=null to fine-tune layers)"
+            "config key 'finetune.trainable_layers' is for objective runs: a detector "
+            "(detector.method) trains encoder layers by detector.trainable_layers; set "
+            "finetune.trainable_layers=0"
         )
 
 

