@@ -22,8 +22,9 @@ imports allowed on purpose would be listed in :data:`ALLOWED_UPWARD` (empty: the
 none).  ``schema.task_entry`` reaches the tasks through the task registry (``importlib``
 by name), not an import statement.
 
-The size rule (issue 21) covers ``spacl.tasks`` and ``spacl.studies``: no file over
-500 lines, no function over 60 lines, its docstring excluded.
+The size rule (issue 40, replacing issue 21's caps on files): no function anywhere over
+80 lines, its docstring excluded, unless it carries a one-line ``# long: <reason>``.
+Files have no cap: size follows from what a module is about.
 """
 
 from __future__ import annotations
@@ -35,9 +36,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "spacl"
-MAX_FILE_LINES = 500
-MAX_FUNCTION_LINES = 60
-SIZE_RULED = ("tasks", "studies")
+MAX_FUNCTION_LINES = 80
 #: the floors, lowest first: a module may import its own floor and the ones below
 #: (a package is named by its first component under ``spacl``; ``""`` is ``spacl`` itself)
 FLOORS: tuple[tuple[str, ...], ...] = (
@@ -74,27 +73,27 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _module_level_imports(
-    body: list[ast.stmt], lazy: bool = False
+    body: list[ast.stmt], lazy: bool = False, typing_only: bool = False
 ) -> Iterator[ast.Import | ast.ImportFrom]:
     """The import statements run when the module is imported (no ``if TYPE_CHECKING:``
     branch; its ``else`` counts); with ``lazy``, those inside function and class bodies
-    too."""
+    too; with ``typing_only``, those of ``if TYPE_CHECKING:`` blocks too."""
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
         elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                yield from _module_level_imports(node.body, lazy)
-            yield from _module_level_imports(node.orelse, lazy)
+            if typing_only or not _is_type_checking(node.test):
+                yield from _module_level_imports(node.body, lazy, typing_only)
+            yield from _module_level_imports(node.orelse, lazy, typing_only)
         elif isinstance(node, ast.Try):
             for block in (node.body, node.orelse, node.finalbody):
-                yield from _module_level_imports(block, lazy)
+                yield from _module_level_imports(block, lazy, typing_only)
             for handler in node.handlers:
-                yield from _module_level_imports(handler.body, lazy)
+                yield from _module_level_imports(handler.body, lazy, typing_only)
         elif isinstance(node, (ast.With, ast.For, ast.While)):
-            yield from _module_level_imports(node.body, lazy)
+            yield from _module_level_imports(node.body, lazy, typing_only)
         elif lazy and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield from _module_level_imports(node.body, lazy)
+            yield from _module_level_imports(node.body, lazy, typing_only)
 
 
 def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
@@ -108,12 +107,17 @@ def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
 
 
 def imports_of(
-    source: str, name: str, known: Mapping[str, object], is_package: bool, lazy: bool = False
+    source: str,
+    name: str,
+    known: Mapping[str, object],
+    is_package: bool,
+    lazy: bool = False,
+    typing_only: bool = False,
 ) -> set[str]:
     """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
-    level (``lazy``: inside functions too)."""
+    level (``lazy``: inside functions too; ``typing_only``: in ``if TYPE_CHECKING:`` too)."""
     found: set[str] = set()
-    for node in _module_level_imports(ast.parse(source).body, lazy):
+    for node in _module_level_imports(ast.parse(source).body, lazy, typing_only):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -126,13 +130,62 @@ def imports_of(
     return found
 
 
-def import_graph(root: Path = ROOT, lazy: bool = False) -> dict[str, set[str]]:
-    """Module -> the ``spacl`` modules it imports at module level (``lazy``: anywhere)."""
+def import_graph(
+    root: Path = ROOT, lazy: bool = False, typing_only: bool = False
+) -> dict[str, set[str]]:
+    """Module -> the ``spacl`` modules it imports at module level (``lazy``: inside
+    functions too; ``typing_only``: in ``if TYPE_CHECKING:`` blocks too)."""
     files = modules(root)
     return {
-        name: imports_of(path.read_text(), name, files, path.name == "__init__.py", lazy)
+        name: imports_of(
+            path.read_text(), name, files, path.name == "__init__.py", lazy, typing_only
+        )
         for name, path in files.items()
     }
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, directly or round a circle (the
+    strongly connected components of more than one module, Tarjan's algorithm,
+    iterative), each sorted, sorted by first name."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return sorted(found)
 
 
 def floor_of(module: str) -> int:
@@ -221,11 +274,50 @@ def test_graph_reading_rules() -> None:
     assert imports_of(relative, "spacl.pkg.other", known, False) == {"spacl.pkg.sub", "spacl.y"}
 
 
+#: circles still in the tree, each with its reason (issue 40 removes them); no other may
+#: appear, and each must stay exactly as listed (growing it fails too)
+KNOWN_CIRCLES: dict[tuple[str, ...], str] = {
+    tuple(f"spacl.losses.{m}" for m in (
+        "spacl", "spacl_compact", "spacl_dense", "spacl_every_view", "spacl_inputs",
+        "spacl_one_anchor",
+    )): "SPACLLoss's helpers read the loss object; issue 40 item 1 (losses/spacl/)",
+}  # fmt: skip
+
+
 def test_no_import_circle() -> None:
     graph = import_graph()
     assert "spacl.schema" in graph and len(graph) > 50
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_circle_finder_counts_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    """A synthetic package whose only circle runs through a function-local import and an
+    ``if TYPE_CHECKING:`` block: invisible to the module-level graph, found by the full one."""
+    pkg = tmp_path / "spacl" / "pkg"
+    pkg.mkdir(parents=True)
+    (tmp_path / "spacl" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from spacl.pkg.b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from spacl.pkg.c import g\n    return g\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from spacl.pkg.a import x\n"
+    )
+    (pkg / "d.py").write_text("import spacl.pkg.a\n")
+    root = tmp_path / "spacl"
+    assert circles(import_graph(root)) == []
+    assert circles(import_graph(root, lazy=True)) == []
+    full = import_graph(root, lazy=True, typing_only=True)
+    assert circles(full) == [["spacl.pkg.a", "spacl.pkg.b", "spacl.pkg.c"]]
+
+
+def test_no_circle_even_through_lazy_or_type_checking_imports() -> None:
+    """Inside a package as between floors: function-local and ``TYPE_CHECKING`` imports
+    count; only the listed circles remain, exactly as listed."""
+    found = circles(import_graph(lazy=True, typing_only=True))
+    assert [tuple(c) for c in found] == sorted(KNOWN_CIRCLES), "\n".join(
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_floor_rule_rejects_an_upward_arrow() -> None:
@@ -258,24 +350,34 @@ def test_no_import_runs_up_a_floor() -> None:
     assert not up, "imports up a floor:\n" + "\n".join(up)
 
 
-def _size_ruled_files() -> list[Path]:
-    return sorted(p for floor in SIZE_RULED for p in (ROOT / floor).rglob("*.py"))
+def long_functions(source: str) -> list[str]:
+    """Functions over :data:`MAX_FUNCTION_LINES` lines without a ``# long: <reason>``
+    comment on the lines just above their ``def`` (``name (line N): L lines``)."""
+    lines = source.splitlines()
+    found = []
+    for name, line, length in function_lengths(source):
+        if length <= MAX_FUNCTION_LINES:
+            continue
+        head = lines[max(0, line - 4) : line - 1]
+        if not any(text.strip().startswith("# long:") and len(text.strip()) > 10 for text in head):
+            found.append(f"{name} (line {line}): {length} lines")
+    return found
 
 
 def test_size_rule_reads_a_long_function() -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(70))
     (name, _, length) = next(function_lengths(f'def f():\n    """doc\n    more"""\n{body}'))
     assert (name, length) == ("f", 71)
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(90))
+    assert long_functions(f"def g():\n{long_body}") == ["g (line 1): 91 lines"]
+    reason = "# long: one compiled scan, its state in locals\n"
+    assert long_functions(f"{reason}def g():\n{long_body}") == []
+    assert long_functions(f"# long:\ndef g():\n{long_body}") != []  # a reason is needed
 
 
-@pytest.mark.parametrize("path", _size_ruled_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_task_and_study_files_are_small(path: Path) -> None:
-    source = path.read_text()
-    lines = len(source.splitlines())
-    assert lines <= MAX_FILE_LINES, f"{path.name}: {lines} lines > {MAX_FILE_LINES}"
-    long = [
-        f"{name} (line {line}): {length} lines"
-        for name, line, length in function_lengths(source)
-        if length > MAX_FUNCTION_LINES
-    ]
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_long_functions_are_split_or_say_why(path: Path) -> None:
+    """Size follows from design (issue 40): no file cap; a function over 80 lines is
+    split by meaning or carries a one-line ``# long: <reason>``."""
+    long = long_functions(path.read_text())
     assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"

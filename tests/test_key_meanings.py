@@ -96,9 +96,9 @@ def test_text_spacl_defaults_are_the_losss() -> None:
     import inspect
 
     from spacl.losses.spacl import SPACLLoss
-    from spacl.tasks.text import _build_loss
+    from spacl.tasks.text_config import build_text_loss
 
     cfg = load_recipe({"task": "text"}, ["objective.name=spacl"]).config
-    loss = _build_loss(cfg, 0)
+    loss = build_text_loss(cfg, 0)
     default = inspect.signature(SPACLLoss).parameters["positive_pool"].default
     assert isinstance(loss, SPACLLoss) and loss.positive_pool == default

@@ -440,3 +440,33 @@ def test_selection_scores_follow_the_simulated_open_split() -> None:
     assert scores["held_out_classes"] == pytest.approx(100.0)
     low = selection_scores(aux, dev_y, quantile=0.0, seed=0)
     assert low["quantile/class"] < 100.0
+
+
+def test_one_hidden_class_split_serves_both_held_out_uses() -> None:
+    """``hidden_classes``: the selection (at least 2 hidden, cut into fit / eval halves)
+    and the threshold alone (at least 1) draw from one seeded permutation, so the same
+    seed hides the same classes first; the count is ``round(fraction K)`` clipped to
+    ``[minimum, K - 2]`` (a loop over K, fraction, seed)."""
+    from spacl.tasks.text_decision import (
+        HIDDEN_CLASSES_SEED,
+        MIN_HIDDEN_SELECTION,
+        MIN_HIDDEN_THRESHOLD,
+        hidden_classes,
+    )
+
+    assert (MIN_HIDDEN_SELECTION, MIN_HIDDEN_THRESHOLD) == (2, 1)
+    for k in range(4, 13):
+        for fraction in (0.05, 0.25, 0.5, 0.9):
+            for seed in (0, 3):
+                order = torch.randperm(
+                    k, generator=torch.Generator().manual_seed(seed + HIDDEN_CLASSES_SEED)
+                ).tolist()
+                for minimum in (1, 2):
+                    hidden, kept = hidden_classes(k, fraction, seed, minimum)
+                    n = max(minimum, min(k - 2, round(fraction * k)))
+                    assert hidden.tolist() == order[:n]
+                    assert kept.tolist() == sorted(order[n:]) and len(kept) >= 2
+                one, _ = hidden_classes(k, fraction, seed, 1)
+                two, _ = hidden_classes(k, fraction, seed, 2)
+                shorter, longer = sorted((one.tolist(), two.tolist()), key=len)
+                assert longer[: len(shorter)] == shorter

@@ -86,6 +86,28 @@ def _classifier(dim: int, num_classes: int, seed: int) -> nn.Linear:
         return nn.Linear(dim, num_classes)
 
 
+def _optimizer_of(
+    ocfg: Any, model: nn.Module, batch_size: int, steps_per_epoch: int, total_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """An arm's optimiser (``optim.*``, the lr scaled to the batch) and its warm-up +
+    cosine schedule over the run's steps."""
+    lr = scaled_lr(ocfg.lr, batch_size, ocfg.reference_batch_size, ocfg.lr_scaling)
+    optimizer = build_optimizer(
+        model,
+        ocfg.name,
+        lr,
+        weight_decay=ocfg.weight_decay,
+        momentum=ocfg.momentum,
+        betas=(float(ocfg.betas[0]), float(ocfg.betas[1])),
+        nesterov=ocfg.nesterov,
+        trust_coefficient=ocfg.trust_coefficient,
+        exclude_bias_and_norm=ocfg.exclude_bias_and_norm,
+    )
+    warmup = round(float(ocfg.warmup_epochs) * steps_per_epoch)
+    schedule = WarmupCosine(min(warmup, total_steps), total_steps, ocfg.min_lr_ratio, ocfg.schedule)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
 def build_arms(
     cfg: Any,
     *,
@@ -132,25 +154,9 @@ def build_arms(
             wrapped = DistributedDataParallel(model, device_ids=ids)
         target = EMATarget(model, momentum)
         ocfg = OmegaConf.merge(cfg.optim, acfg.optim)
-        lr = scaled_lr(
-            ocfg.lr, int(cfg.train.batch_size), ocfg.reference_batch_size, ocfg.lr_scaling
+        optimizer, scheduler = _optimizer_of(
+            ocfg, model, int(cfg.train.batch_size), steps_per_epoch, total_steps
         )
-        optimizer = build_optimizer(
-            model,
-            ocfg.name,
-            lr,
-            weight_decay=ocfg.weight_decay,
-            momentum=ocfg.momentum,
-            betas=(float(ocfg.betas[0]), float(ocfg.betas[1])),
-            nesterov=ocfg.nesterov,
-            trust_coefficient=ocfg.trust_coefficient,
-            exclude_bias_and_norm=ocfg.exclude_bias_and_norm,
-        )
-        warmup = round(float(ocfg.warmup_epochs) * steps_per_epoch)
-        schedule = WarmupCosine(
-            min(warmup, total_steps), total_steps, ocfg.min_lr_ratio, ocfg.schedule
-        )
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         scaler = torch.amp.GradScaler(ctx.device.type, enabled=precision.uses_scaler)
         queue = None
         if int(getattr(acfg.objective, "queue_size", 0)) > 0:

@@ -351,15 +351,21 @@ def validate_config(cfg: DictConfig) -> None:
     Runs before any data or model is built: impossible hyper-parameters, unknown
     names, a missing data directory and unknown objective parameters fail here.
     """
-    from spacl.data import DATASET_NAMES, data_root
-    from spacl.engine.objectives import check_objective
+    from spacl.data import DATASET_NAMES
     from spacl.engine.optim import OPTIMIZERS
-    from spacl.models import BACKBONES, HEAD_KINDS
 
-    d, m, t, e = cfg.data, cfg.model, cfg.train, cfg.eval
     validate_shared(cfg, optim_names=OPTIMIZERS, data_names=DATASET_NAMES, min_batch_size=2)
+    _validate_views(cfg.views, cfg.data.name)
+    _validate_data(cfg)
+    _validate_model(cfg.model)
+    _validate_train_eval(cfg)
+    _validate_objectives(cfg)
+
+
+def _validate_data(cfg: DictConfig) -> None:
+    """``data.*``: the split, the synthetic set, the data directory, the label kind."""
+    d = cfg.data
     choice("data.label_kind", d.label_kind, ("fine", "coarse"))
-    _validate_views(cfg.views, d.name)
     if d.samples_per_class is not None:
         int_at_least("data.samples_per_class", d.samples_per_class, 1)
     in_range("data.test_fraction", d.test_fraction, 0.0, 1.0, high_open=True)
@@ -379,23 +385,7 @@ def validate_config(cfg: DictConfig) -> None:
         if s.num_superclasses is not None:
             int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
     if d.name in ON_DISK_DATASETS:
-        try:
-            root = data_root(cfg)
-        except FileNotFoundError as err:
-            raise ValueError(f"config key 'data.root' is null and {err}") from None
-        if not root.is_dir():
-            raise ValueError(
-                f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "
-                "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable; "
-                "`spacl data` lists every dataset's source and layout)"
-            )
-        # an image folder: root/<train_split> (+ root/<test_split>), or root holding the
-        # class folders themselves (then split by data.test_fraction)
-        train_dir, test_dir = root / d.train_split, root / d.test_split
-        if d.name == "imagefolder" and test_dir.is_dir() and not train_dir.is_dir():
-            raise ValueError(
-                f"config key 'data.train_split': {str(train_dir)!r} is not a directory"
-            )
+        _validate_data_dir(cfg)
     if d.label_kind == "coarse":
         has_coarse = d.name == "cifar100" or (
             d.name == "synthetic" and d.synthetic.num_superclasses is not None
@@ -407,6 +397,33 @@ def validate_config(cfg: DictConfig) -> None:
                 f"needs coarse labels, which dataset {d.name!r} lacks (use cifar100, or "
                 "synthetic with data.synthetic.num_superclasses)",
             )
+
+
+def _validate_data_dir(cfg: DictConfig) -> None:
+    """An on-disk dataset's directory exists (an image folder: its train split too)."""
+    from spacl.data import data_root
+
+    d = cfg.data
+    try:
+        root = data_root(cfg)
+    except FileNotFoundError as err:
+        raise ValueError(f"config key 'data.root' is null and {err}") from None
+    if not root.is_dir():
+        raise ValueError(
+            f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "
+            "not exist (set data.root=/path/to/data or the SPACL_DATA_DIR variable; "
+            "`spacl data` lists every dataset's source and layout)"
+        )
+    # an image folder: root/<train_split> (+ root/<test_split>), or root holding the
+    # class folders themselves (then split by data.test_fraction)
+    train_dir, test_dir = root / d.train_split, root / d.test_split
+    if d.name == "imagefolder" and test_dir.is_dir() and not train_dir.is_dir():
+        raise ValueError(f"config key 'data.train_split': {str(train_dir)!r} is not a directory")
+
+
+def _validate_model(m: Any) -> None:
+    """``model.*``: backbone and head names, widths, the target's momentum."""
+    from spacl.models import BACKBONES, HEAD_KINDS
 
     choice("model.backbone", m.backbone, BACKBONES)
     choice("model.head", m.head, HEAD_KINDS)
@@ -423,6 +440,10 @@ def validate_config(cfg: DictConfig) -> None:
     in_range("model.momentum", m.momentum, 0.0, 1.0, high_open=True)
     choice("model.momentum_schedule", m.momentum_schedule, ("constant", "cosine"))
 
+
+def _validate_train_eval(cfg: DictConfig) -> None:
+    """``optim.*``, ``train.*``, ``eval.*`` and ``log.*``."""
+    t, e = cfg.train, cfg.eval
     validate_optim(cfg.optim)
     if t.max_steps is not None:
         int_at_least("train.max_steps", t.max_steps, 1)
@@ -431,7 +452,6 @@ def validate_config(cfg: DictConfig) -> None:
     choice("train.precision", t.precision, PRECISIONS)
     if t.precision in ("bf16", "fp16") and t.device == "cpu":
         raise fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
-
     int_at_least("eval.every_epochs", e.every_epochs, 0)
     choice("eval.features", e.features, ("features", "projections"))
     int_at_least("eval.knn_k", e.knn_k, 1)
@@ -440,7 +460,6 @@ def validate_config(cfg: DictConfig) -> None:
     int_at_least("eval.probe_max_iter", e.probe_max_iter, 1)
     if e.max_train_samples is not None:
         int_at_least("eval.max_train_samples", e.max_train_samples, 1)
-
     if cfg.log.tensorboard:
         try:
             import torch.utils.tensorboard  # noqa: F401
@@ -449,6 +468,11 @@ def validate_config(cfg: DictConfig) -> None:
                 "config key 'log.tensorboard' is true but TensorBoard is not installed "
                 "(pip install tensorboard)"
             ) from None
+
+
+def _validate_objectives(cfg: DictConfig) -> None:
+    """The objective (its parameters built once, no data), or every arm's."""
+    from spacl.engine.objectives import check_objective
 
     if not cfg.arms:
         check_objective(cfg.objective, cfg, "objective")

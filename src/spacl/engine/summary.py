@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from spacl.engine.trainer import Trainer
-
-__all__ = ["format_results_table", "write_summary"]
+__all__ = ["RunFacts", "format_results_table", "write_summary"]
 
 #: (column title, metric key, scale, format)
 COLUMNS: tuple[tuple[str, str, float, str], ...] = (
@@ -41,30 +40,48 @@ def _objective_text(arm: Any) -> str:
     return arm.spec.name + (" (labels)" if arm.use_labels else "")
 
 
-def write_summary(trainer: Trainer, metrics: dict[str, dict[str, float]], seconds: float) -> None:
-    """Write ``summary.md`` for a finished run."""
-    cfg = trainer.cfg
-    run = trainer.run
-    rows = [
-        (f"{arm.name}: {_objective_text(arm)}", metrics.get(arm.name, {})) for arm in trainer.arms
-    ]
+@dataclass(frozen=True)
+class RunFacts:
+    """What ``summary.md`` says of a finished run beside its config and metrics."""
+
+    path: Path  # the run directory
+    data_name: str  # the loaded data's own name (e.g. ``digits-train``)
+    steps: int
+    epochs: int
+    seconds: float
+    device: str
+    processes: int
+    resumed_from: int | None = None
+    command: str | None = None
+
+
+def write_summary(
+    out: Path,
+    cfg: Any,
+    arms: list[Any],
+    facts: RunFacts,
+    metrics: dict[str, dict[str, float]],
+) -> None:
+    """Write ``summary.md`` (at ``out``) for a finished run: its data, model, optimiser and
+    steps, then the final metrics of every arm (``arms``: their names and objectives)."""
+    rows = [(f"{arm.name}: {_objective_text(arm)}", metrics.get(arm.name, {})) for arm in arms]
     lines = [
-        f"# Run `{run.path.name}`",
+        f"# Run `{facts.path.name}`",
         "",
-        f"- data: **{cfg.data.name}** ({trainer.data.name}), {cfg.views.num_views} views, "
+        f"- data: **{cfg.data.name}** ({facts.data_name}), {cfg.views.num_views} views, "
         f"labels: {cfg.data.label_kind}",
         f"- model: {cfg.model.backbone} + {cfg.model.head} head (dim {cfg.model.proj_dim}), "
         f"target momentum {cfg.model.momentum}",
         f"- optimiser: {cfg.optim.name}, lr {cfg.optim.lr} ({cfg.optim.lr_scaling} scaling), "
         f"{cfg.optim.schedule} schedule, batch {cfg.train.batch_size}",
-        f"- {trainer.progress.global_step} steps, {trainer.progress.epoch} epoch(s) completed, "
-        f"{seconds:.1f} s, device {trainer.ctx.device}, {trainer.ctx.world_size} process(es), "
+        f"- {facts.steps} steps, {facts.epochs} epoch(s) completed, "
+        f"{facts.seconds:.1f} s, device {facts.device}, {facts.processes} process(es), "
         f"precision {cfg.train.precision}",
     ]
-    if trainer.resumed_from is not None:
-        lines.append(f"- resumed from the checkpoint at step {trainer.resumed_from}")
-    if trainer.command:
-        lines.append(f"- command: `{trainer.command}`")
+    if facts.resumed_from is not None:
+        lines.append(f"- resumed from the checkpoint at step {facts.resumed_from}")
+    if facts.command:
+        lines.append(f"- command: `{facts.command}`")
     lines += [
         "",
         f"## Final evaluation ({cfg.eval.features}, kNN k={cfg.eval.knn_k} t={cfg.eval.knn_t}; "
@@ -79,7 +96,7 @@ def write_summary(trainer: Trainer, metrics: dict[str, dict[str, float]], second
         "- `checkpoints/last.pt`: the final checkpoint (load with `weights_only=True`)",
         "- `eval.json`: every final metric",
         "",
-        f"Re-evaluate: `spacl eval {run.path}`.  Resume: `spacl train {run.path} --resume`.",
+        f"Re-evaluate: `spacl eval {facts.path}`.  Resume: `spacl train {facts.path} --resume`.",
         "",
     ]
-    run.summary.write_text("\n".join(lines))
+    out.write_text("\n".join(lines))

@@ -45,9 +45,9 @@ from spacl.engine.checkpoint import (
 from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
 from spacl.engine.distributed import DistributedContext, init_from_env
-from spacl.engine.evaluation import arm_features, evaluate_final, evaluate_online
+from spacl.engine.evaluation import Evaluator
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
-from spacl.engine.summary import write_summary
+from spacl.engine.summary import RunFacts, write_summary
 from spacl.schema import upgrade_renamed_keys
 
 _logger = logging.getLogger(__name__)
@@ -211,6 +211,16 @@ class Trainer:
             enabled=self.ctx.is_main and not read_only,
             tensorboard=False if read_only else cfg.log.tensorboard,
         )
+        self.evaluator = Evaluator(
+            cfg.eval,
+            int(cfg.train.seed),
+            self.data,
+            self.ctx.device,
+            self.logger.log,
+            self._say,
+            is_main=self.ctx.is_main,
+            barrier=self.ctx.barrier,
+        )
         if self.ctx.is_main and not read_only:
             self.run.write_config(cfg)
             if self.resumed_from is not None:
@@ -357,7 +367,18 @@ class Trainer:
         if self.ctx.is_main:
             self.run.write_json(self.run.eval_json, metrics)
             self.write_centres()
-            write_summary(self, metrics, seconds)
+            facts = RunFacts(
+                self.run.path,
+                self.data.name,
+                self.progress.global_step,
+                self.progress.epoch,
+                seconds,
+                str(self.ctx.device),
+                self.ctx.world_size,
+                self.resumed_from,
+                self.command,
+            )
+            write_summary(self.run.summary, self.cfg, self.arms, facts, metrics)
         self.logger.close()
         self.ctx.barrier()
         return TrainResult(self.run.path, metrics, self.progress.global_step, seconds)
@@ -446,22 +467,23 @@ class Trainer:
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
         """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels;
-        :func:`spacl.engine.evaluation.arm_features`)."""
-        return arm_features(self, arm, bank_limit=bank_limit)
+        :meth:`spacl.engine.evaluation.Evaluator.features`)."""
+        return self.evaluator.features(arm, bank_limit=bank_limit)
 
     def online_evaluation(self, epoch: int) -> None:
         """kNN, NCC and geometry of every arm (main process; no linear probe)."""
-        evaluate_online(self, epoch)
+        self.evaluator.online(self.arms, epoch, self.progress.global_step)
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Linear probe, kNN, NCC and geometry of every arm (main process;
-        :func:`spacl.engine.evaluation.evaluate_final`).
+        :meth:`spacl.engine.evaluation.Evaluator.final`).
 
         Also keeps each arm's nearest-class-centre classifier (the float64 training
         means of ``eval.features``) in :attr:`centres`, which :meth:`write_centres`
         stores for ``spacl predict``.
         """
-        results, self.centres = evaluate_final(self)
+        p = self.progress
+        results, self.centres = self.evaluator.final(self.arms, p.epoch, p.global_step)
         return results
 
     def write_centres(self) -> Path:

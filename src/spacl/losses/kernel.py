@@ -188,6 +188,7 @@ def tilt_log_weights(logits: Tensor, negative_mask: Tensor, beta: float) -> Tens
     return tilted + count.log() - masked_logsumexp(tilted, negative_mask).unsqueeze(1)
 
 
+# long: the one masked-logsumexp kernel; its stages share the [A, K] buffers in place
 def contrastive_kernel(
     logits: Tensor,
     positives: Tensor | GroupPositives,

@@ -94,6 +94,7 @@ class _KeptLogits(torch.autograd.Function):
         return grad_online, grad_table, None, None, None
 
 
+# long: the compact path of SPACLLoss in one piece until issue 40 splits losses/spacl/
 def compact_loss(
     loss: SPACLLoss,
     online: Tensor,

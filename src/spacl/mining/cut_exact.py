@@ -188,6 +188,7 @@ def _sample_min(keys: Tensor) -> Tensor:
     return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
 
 
+# long: one bucket pass whose state lives in locals; split, it would pass [B, K] buffers
 def _wide_prefix(
     keys: Tensor,
     weights: Tensor,

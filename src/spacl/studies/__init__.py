@@ -1,8 +1,8 @@
 """Studies: the laptop-scale checks of the papers' claims (``spacl reproduce NAME``).
 
 ==========================  ==============================================================
-``verdicts``                 the verdict rules, :class:`~spacl.studies.verdicts.ClaimSpec`
-                             tables and their one runner (``evaluate_claims``)
+``verdicts``                 the verdict rules (what a claim's test says)
+``claim_table``              ``ClaimSpec`` tables and their one runner (``evaluate_claims``)
 ``report``                   ``StudyReport``: report.md / results.json / figures
 ``study``                    ``StudyRun``: the scaffolding every study shares
 ``common``                   re-exports + study arms, seeds, threads, the same-batch loop

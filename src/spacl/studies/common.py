@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 from spacl.studies.report import Claim, StudyReport, git_commit, new_figure
 from spacl.studies.verdicts import (
     ALPHA,
@@ -27,14 +28,12 @@ from spacl.studies.verdicts import (
     SMOKE,
     VERDICT_RULES,
     VERDICTS,
-    ClaimSpec,
     Verdict,
     at_least,
     at_most,
     best_of,
     combine,
     compare,
-    evaluate_claims,
     fmt,
     mean_std,
     pooled_std,

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 from spacl.studies.report import StudyReport
-from spacl.studies.verdicts import ClaimSpec, evaluate_claims, summarize
+from spacl.studies.verdicts import summarize
 
 __all__ = ["StudyRun", "finish_study", "group", "values"]
 

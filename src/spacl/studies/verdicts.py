@@ -53,9 +53,10 @@ the full budget and at least :data:`MIN_SEEDS` seeds.  A ``--quick`` run states
 rule's numbers are still printed.  :func:`seeds_needed`: 5 seeds where one run takes
 under a minute, 3 elsewhere (the report says which).
 
-Claim tables: a study lists :class:`ClaimSpec` rows (claim, the paper's number with its
-source, the measured quantity, the rule), each a function of the study's metrics, and
-:func:`evaluate_claims` turns them into the report's claims.
+Claim tables (:mod:`spacl.studies.claim_table`): a study lists ``ClaimSpec`` rows
+(claim, the paper's number with its source, the measured quantity, the rule), each a
+function of the study's metrics, and
+:func:`~spacl.studies.claim_table.evaluate_claims` turns them into the report's claims.
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from spacl._validation import check_choice
-from spacl.studies.claim_table import SOURCES, ClaimSpec, evaluate_claims
 from spacl.studies.stats import (
     _values,
     fmt,
@@ -91,10 +91,8 @@ __all__ = [
     "REPRODUCED",
     "RULE_TESTS",
     "SMOKE",
-    "SOURCES",
     "VERDICTS",
     "VERDICT_RULES",
-    "ClaimSpec",
     "Verdict",
     "at_least",
     "at_most",
@@ -103,7 +101,6 @@ __all__ = [
     "compare",
     "discriminating",
     "equivalent",
-    "evaluate_claims",
     "fmt",
     "mean_std",
     "not_run",

@@ -41,9 +41,9 @@ from spacl.losses.kg import (
     LinkSPACLLoss,
     top_share_cut,
 )
-from spacl.losses.registry import build_objective, objective_names
+from spacl.losses.registry import objective_names
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg_config import KGConfig, kg_config
+from spacl.tasks.kg_config import KGConfig, build_kg_objective, kg_config
 from spacl.tasks.rundir import TaskRun
 
 _logger = logging.getLogger(__name__)
@@ -62,16 +62,6 @@ __all__ = [
     "top_share_cut",
     "train_kg",
 ]
-
-
-def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:
-    """The loss module of an ``objective`` section: the ``kg`` rows of the one registry
-    (:mod:`spacl.losses.registry`: ``infonce`` | ``spacl``)."""
-    loss = build_objective(
-        str(ocfg.name), "kg", ocfg.params, temperature=ocfg.temperature, seed=seed
-    )
-    assert loss is not None  # every KG objective has a loss module
-    return loss
 
 
 # ----------------------------------------------------------------------------- training

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
+from torch import nn
 
 from spacl.data.kg import UNSEEN_POLICIES
 from spacl.evaluate.ranking import TIE_POLICIES
-from spacl.losses.registry import objective_names
+from spacl.losses.registry import build_objective, objective_names
 from spacl.models.kg import KG_INTERACTIONS
 from spacl.schema import (
     DataSection,
@@ -27,7 +28,7 @@ from spacl.schema import (
     validate_shared,
 )
 
-__all__ = ["KGConfig", "kg_config"]
+__all__ = ["KGConfig", "build_kg_objective", "kg_config"]
 
 
 @dataclass
@@ -127,6 +128,14 @@ def _validate(cfg: DictConfig) -> None:
     in_range("optim.n3", cfg.optim.n3, 0.0, float("inf"), high_open=True)
     # build the loss once (cheap, no data): an unknown or invalid objective.params key
     # fails here, naming it, before the graph is loaded
-    from spacl.tasks.kg import build_kg_objective
-
     build_kg_objective(cfg.objective, int(cfg.train.seed))
+
+
+def build_kg_objective(ocfg: Any, seed: int = 0) -> nn.Module:
+    """The loss module of an ``objective`` section: the ``kg`` rows of the one registry
+    (:mod:`spacl.losses.registry`: ``infonce`` | ``spacl``)."""
+    loss = build_objective(
+        str(ocfg.name), "kg", ocfg.params, temperature=ocfg.temperature, seed=seed
+    )
+    assert loss is not None  # every KG objective has a loss module
+    return loss

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl._progress import progress
@@ -56,7 +56,6 @@ from spacl.evaluate.ood import (
     OpenClassifier,
     reject_all_metrics,
 )
-from spacl.losses.registry import build_objective
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import (
     EmbeddingCache,
@@ -67,9 +66,16 @@ from spacl.models.text import (
 )
 from spacl.schema import resolve_device
 from spacl.tasks.text_adb_run import train_adb_run
-from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, ood_config
+from spacl.tasks.text_config import OOD_OBJECTIVES, OODConfig, build_text_loss, ood_config
 from spacl.tasks.text_decision import run_metrics
-from spacl.tasks.text_detector import decide, open_text_run, run_name, split_of, write_detector_run
+from spacl.tasks.text_detector import (
+    decide,
+    ood_summary,
+    open_text_run,
+    split_of,
+    write_detector_run,
+)
+from spacl.tasks.text_finetune_run import train_finetuned
 
 _logger = logging.getLogger(__name__)
 
@@ -93,21 +99,6 @@ def embed_split(
     emb = cache.embed(encoder, texts, batch_size=batch_size)
     a, b = len(split.train_texts), len(split.train_texts) + len(split.dev_texts)
     return emb[:a], emb[a:b], emb[b:]
-
-
-def _build_loss(cfg: DictConfig, seed: int, task: str = "text") -> nn.Module | None:
-    """The loss of ``objective`` from the one registry (:mod:`spacl.losses.registry`),
-    from the rows of ``task`` (``"text"``, or ``"text_finetune"`` for a fine-tuned run).
-
-    A classifier's loss (``cross_entropy``) takes no temperature; ``frozen`` has none.
-    """
-    return build_objective(
-        str(cfg.objective.name),
-        task,
-        cfg.objective.params,
-        temperature=cfg.objective.get("temperature"),
-        seed=seed,
-    )
 
 
 def _optimizer(cfg: DictConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
@@ -168,7 +159,7 @@ def _train_head(
     if name == "frozen":
         return nn.Identity(), []
     head, classifier = _build_head(cfg, int(x.shape[1]), num_known, device)
-    loss_fn = _build_loss(cfg, seed)
+    loss_fn = build_text_loss(cfg, seed)
     if loss_fn is not None:
         loss_fn.to(device)
     params = list(head.parameters()) + (list(classifier.parameters()) if classifier else [])
@@ -274,8 +265,6 @@ def train_ood(
             cfg, split=split, encoder=encoder, log=log, run_dir=run_dir, resume=resume
         )
     if int(cfg.finetune.trainable_layers) > 0:  # the fine-tuned encoder (issue 18)
-        from spacl.tasks.text_finetune_run import train_finetuned
-
         return train_finetuned(cfg, split=split, log=log, run_dir=run_dir, resume=resume)
     run, stored = open_text_run(cfg, run_dir, resume, say)
     if stored is not None:
@@ -297,42 +286,9 @@ def train_ood(
     test = run_metrics(clf, test_z, split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
-    summary = _ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache, say)
+    summary = ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache.encoded, say)
     if run is not None:
         summary["run_dir"] = str(run.path)
         state = {"head": {k: v.cpu() for k, v in head.state_dict().items()}}
         write_detector_run(run, {**state, "in_dim": int(train_x.shape[1])}, clf, split, summary)
-    return summary
-
-
-def _ood_summary(
-    cfg: DictConfig,
-    split: OpenIntentSplit,
-    test: dict[str, float | None],
-    dev_accuracy: float,
-    extra: dict[str, Any],
-    cache: EmbeddingCache,
-    say: Callable[[str], None],
-) -> dict[str, Any]:
-    """The summary of :func:`train_ood` (logged, and written to ``out_dir`` if set)."""
-    summary: dict[str, Any] = {
-        "name": run_name(cfg),
-        "objective": str(cfg.objective.name),
-        "known_ratio": split.known_ratio,
-        "split_seed": split.seed,
-        "known_classes": split.known_classes,
-        "test": test,
-        "dev_accuracy": dev_accuracy,
-        **extra,
-        "encoded_texts": cache.encoded,
-        "config": OmegaConf.to_container(cfg),
-    }
-    floor = extra["reject_all"]
-    say(
-        f"{summary['name']} known={split.known_ratio:.0%} seed={split.seed}: "
-        f"acc {test['accuracy']:.2f} F1 {test['macro_f1']:.2f} "
-        f"F1-OOD {test['f1_ood']:.2f} F1-IND {test['f1_ind']:.2f}  "
-        f"(reject-all: acc {floor['accuracy']:.2f} F1 {floor['macro_f1']:.2f} "
-        f"F1-OOD {floor['f1_ood']:.2f})"
-    )
     return summary

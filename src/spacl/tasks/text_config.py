@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
 from spacl.data.text import PROTOCOLS
 from spacl.data.textoir import TEXTOIR_DATASETS
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
-from spacl.losses.registry import objective_names
+from spacl.losses.registry import build_objective, objective_names
 from spacl.schema import (
     DataSection,
     EvalSection,
@@ -34,7 +35,7 @@ from spacl.schema import (
 )
 from spacl.tasks.text_adb import ADB_METHODS
 
-__all__ = ["OOD_OBJECTIVES", "OODConfig", "ood_config"]
+__all__ = ["OOD_OBJECTIVES", "OODConfig", "build_text_loss", "ood_config"]
 
 #: the text task's objectives: its rows of the one registry (:mod:`spacl.losses.registry`)
 OOD_OBJECTIVES = objective_names("text")
@@ -234,9 +235,7 @@ def _check_objective_params(cfg: DictConfig) -> None:
     ``objective.name=frozen`` keeps its other objective's params, unused)."""
     if cfg.objective.name == "frozen":
         return
-    from spacl.tasks.text import _build_loss  # the task's own builder (imports this module)
-
-    _build_loss(cfg, 0, "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text")
+    build_text_loss(cfg, 0)
 
 
 def _validate_finetune(cfg: DictConfig) -> None:
@@ -267,3 +266,18 @@ def _validate_finetune(cfg: DictConfig) -> None:
 def ood_config(cfg: Any = None, overrides: Sequence[str] = ()) -> DictConfig:
     """A text recipe and its overrides on :class:`OODConfig`, validated (:func:`_validate`)."""
     return load_structured(OODConfig, _validate, cfg, overrides)
+
+
+def build_text_loss(cfg: DictConfig, seed: int) -> nn.Module | None:
+    """The loss of ``objective`` from the one registry (:mod:`spacl.losses.registry`):
+    its ``text`` rows, or its ``text_finetune`` rows for a fine-tuned run
+    (``finetune.trainable_layers > 0``).  A classifier's loss (``cross_entropy``) takes no
+    temperature; ``frozen`` has none (``None``)."""
+    task = "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text"
+    return build_objective(
+        str(cfg.objective.name),
+        task,
+        cfg.objective.params,
+        temperature=cfg.objective.get("temperature"),
+        seed=seed,
+    )

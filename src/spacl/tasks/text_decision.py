@@ -65,6 +65,7 @@ __all__ = [
     "fit_rule",
     "held_out_head",
     "held_out_threshold",
+    "hidden_classes",
     "nearest_auroc",
     "rules_on_test",
     "run_metrics",
@@ -117,8 +118,46 @@ class HeldOutHead:
         return int((self.remap >= 0).sum())
 
 
-def _num_hidden(num_known: int, fraction: float) -> int:
-    return max(2, min(num_known - 2, round(fraction * num_known)))
+#: the seed offsets of the two seeded draws here (added to the run's seed): which known
+#: classes are hidden, and the halves of every class's dev examples
+HIDDEN_CLASSES_SEED = 7919
+DEV_HALVES_SEED = 104729
+#: the fewest hidden classes: the selection cuts them into ``H_fit`` and ``H_eval``,
+#: both non-empty (2); the threshold alone needs one class never trained on (1)
+MIN_HIDDEN_SELECTION = 2
+MIN_HIDDEN_THRESHOLD = 1
+
+
+def hidden_classes(
+    num_known: int, fraction: float, seed: int, min_hidden: int
+) -> tuple[Tensor, Tensor]:
+    """``(hidden, kept)`` known classes: the one seeded split of both uses.
+
+    ``|H| = round(fraction * K)`` clipped to ``[min_hidden, K - 2]`` (two classes always
+    stay trained); the classes come first in one seeded permutation of ``0..K-1``
+    (seed ``seed + HIDDEN_CLASSES_SEED``), so the same seed hides the same classes
+    first whatever the minimum.  ``kept`` is sorted.
+    """
+    gen = torch.Generator().manual_seed(int(seed) + HIDDEN_CLASSES_SEED)
+    order = torch.randperm(num_known, generator=gen)
+    n_out = max(min_hidden, min(num_known - 2, round(float(fraction) * num_known)))
+    return order[:n_out], order[n_out:].sort().values
+
+
+def _train_without(
+    hidden_kept: tuple[Tensor, Tensor],
+    train_x: Tensor,
+    train_y: Tensor,
+    num_known: int,
+    train_head: TrainHead,
+) -> tuple[nn.Module, Tensor, Tensor]:
+    """The auxiliary head trained on the kept classes: ``(head, remap, kept rows)``;
+    ``remap[k]`` is class ``k``'s index among the kept (``-1`` if hidden)."""
+    _, kept = hidden_kept
+    remap = torch.full((num_known,), -1, dtype=torch.long)
+    remap[kept] = torch.arange(len(kept))
+    rows = remap[train_y] >= 0
+    return train_head(train_x[rows], remap[train_y[rows]], len(kept)), remap, rows
 
 
 def held_out_head(
@@ -134,7 +173,7 @@ def held_out_head(
 ) -> HeldOutHead:
     """Train the auxiliary head of ``held_out_classes`` (module docstring).
 
-    ``H`` is a seeded ``fraction`` of the known classes (``2 <= |H| <= K - 2``).
+    ``H`` is :func:`hidden_classes` with at least ``MIN_HIDDEN_SELECTION`` (2) classes.
 
     Raises:
         ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
@@ -143,19 +182,12 @@ def held_out_head(
         raise ValueError(f"the held-out-class split needs >= 4 known classes, got {num_known}")
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
-    gen = torch.Generator().manual_seed(int(seed) + 7919)
-    order = torch.randperm(num_known, generator=gen)
-    n_out = _num_hidden(num_known, fraction)
-    hidden, kept = order[:n_out], order[n_out:].sort().values
-    remap = torch.full((num_known,), -1, dtype=torch.long)
-    remap[kept] = torch.arange(len(kept))
-    rows = remap[train_y] >= 0
-    aux_y = remap[train_y[rows]]
-    head = train_head(train_x[rows], aux_y, len(kept))
-    half = n_out // 2
+    split = hidden_classes(num_known, fraction, seed, MIN_HIDDEN_SELECTION)
+    head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
+    hidden, half = split[0], len(split[0]) // 2
     return HeldOutHead(
         train_z=project(head, train_x[rows]),
-        train_y=aux_y,
+        train_y=remap[train_y[rows]],
         dev_z=project(head, dev_x),
         remap=remap,
         hidden_fit=hidden[:half].sort().values,
@@ -177,8 +209,8 @@ def held_out_threshold(
 ) -> Tensor:
     """The threshold of ``ood.method=held_out_classes`` used alone (no rule choice).
 
-    A seeded ``fraction`` of the known classes (at least 1, at most ``K - 2``) is hidden;
-    an auxiliary head is trained by the same recipe on the other classes; on its
+    :func:`hidden_classes` (at least ``MIN_HIDDEN_THRESHOLD``, 1) are hidden; an
+    auxiliary head is trained by the same recipe on the other classes; on its
     features, dev examples of the trained classes give in-domain nearest-centre
     distances and dev examples of the hidden classes out-of-domain ones (never seen in
     training, as test OOD inputs).  The threshold maximises the balanced accuracy
@@ -189,17 +221,11 @@ def held_out_threshold(
         raise ValueError(
             f"ood.method='held_out_classes' needs at least 3 known classes, got {num_known}"
         )
-    gen = torch.Generator().manual_seed(int(seed) + 7919)
-    n_out = max(1, min(num_known - 2, round(float(fraction) * num_known)))
-    order = torch.randperm(num_known, generator=gen)
-    kept = order[n_out:].sort().values
-    remap = torch.full((num_known,), -1, dtype=torch.long)
-    remap[kept] = torch.arange(len(kept))
-    rows = remap[train_y] >= 0
-    aux_y = remap[train_y[rows]]
-    aux_head = train_head(train_x[rows], aux_y, len(kept))
-    centres = class_centres(project(aux_head, train_x[rows]), aux_y, len(kept))
-    nearest = _nearest(project(aux_head, dev_x), centres)
+    split = hidden_classes(num_known, fraction, seed, MIN_HIDDEN_THRESHOLD)
+    head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
+    kept_y = remap[train_y[rows]]
+    centres = class_centres(project(head, train_x[rows]), kept_y, len(split[1]))
+    nearest = _nearest(project(head, dev_x), centres)
     inside = remap[dev_y] >= 0
     return balanced_threshold(nearest[inside], nearest[~inside])
 
@@ -240,7 +266,7 @@ def fit_rule(
 
 def _dev_halves(labels: Tensor, seed: int) -> Tensor:
     """Seeded mask of half ``A`` of every class's examples (the first of each class)."""
-    gen = torch.Generator().manual_seed(int(seed) + 104729)
+    gen = torch.Generator().manual_seed(int(seed) + DEV_HALVES_SEED)
     perm = torch.randperm(labels.numel(), generator=gen)
     in_a = torch.zeros(labels.numel(), dtype=torch.bool)
     for k in labels.unique().tolist():

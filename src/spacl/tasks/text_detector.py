@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
@@ -33,6 +33,7 @@ from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_
 
 __all__ = [
     "decide",
+    "ood_summary",
     "open_text_run",
     "run_name",
     "split_of",
@@ -162,3 +163,37 @@ def stored_summary(
             return dict(json.loads((run.path / "summary.json").read_text()))
     run.reset_metrics()
     return None
+
+
+def ood_summary(
+    cfg: DictConfig,
+    split: OpenIntentSplit,
+    test: dict[str, float | None],
+    dev_accuracy: float,
+    extra: dict[str, Any],
+    encoded_texts: int,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The summary of a head or fine-tuned run (``train_ood``): the run's name, data,
+    test metrics and ``extra``, logged in one line through ``say``."""
+    summary: dict[str, Any] = {
+        "name": run_name(cfg),
+        "objective": str(cfg.objective.name),
+        "known_ratio": split.known_ratio,
+        "split_seed": split.seed,
+        "known_classes": split.known_classes,
+        "test": test,
+        "dev_accuracy": dev_accuracy,
+        **extra,
+        "encoded_texts": encoded_texts,
+        "config": OmegaConf.to_container(cfg),
+    }
+    floor = extra["reject_all"]
+    say(
+        f"{summary['name']} known={split.known_ratio:.0%} seed={split.seed}: "
+        f"acc {test['accuracy']:.2f} F1 {test['macro_f1']:.2f} "
+        f"F1-OOD {test['f1_ood']:.2f} F1-IND {test['f1_ind']:.2f}  "
+        f"(reject-all: acc {floor['accuracy']:.2f} F1 {floor['macro_f1']:.2f} "
+        f"F1-OOD {floor['f1_ood']:.2f})"
+    )
+    return summary

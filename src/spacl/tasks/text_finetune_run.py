@@ -52,7 +52,13 @@ from spacl.data.text import OpenIntentSplit
 from spacl.evaluate.ood import OpenClassifier
 from spacl.schema import resolve_device
 from spacl.tasks.text_decision import run_metrics
-from spacl.tasks.text_detector import decide, open_text_run, split_of, write_detector_run
+from spacl.tasks.text_detector import (
+    decide,
+    ood_summary,
+    open_text_run,
+    split_of,
+    write_detector_run,
+)
 from spacl.tasks.text_finetune import (
     FinetuneSettings,
     TopLayers,
@@ -101,7 +107,6 @@ def train_finetuned(
     """One fine-tuned open-intent run (module docstring); its summary, as ``train_ood``'s
     (plus ``steps``).  ``backbone`` replaces all-MiniLM-L6-v2 (tests), ``split`` the data."""
     from spacl.evaluate.ood import reject_all_metrics
-    from spacl.tasks.text import _ood_summary
 
     say = log or _logger.info
     run, stored = open_text_run(cfg, run_dir, resume, say)
@@ -144,7 +149,7 @@ def train_finetuned(
     extra.update(selection)
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     dev_acc = 100.0 * float(dev_closed)
-    summary = _ood_summary(cfg, split, test, dev_acc, extra, _NoCache(), say)  # type: ignore[arg-type]
+    summary = ood_summary(cfg, split, test, dev_acc, extra, 0, say)  # no text cached
     if run is not None:
         summary["run_dir"] = str(run.path)
         write_detector_run(run, _model_state(top, clf), clf, split, summary)
@@ -209,12 +214,6 @@ def dev_accuracy_score(
         return value
 
     return score
-
-
-class _NoCache:
-    """The fine-tuned task embeds no text through the cache (its ``encoded`` count)."""
-
-    encoded = 0
 
 
 def _model_state(top: TopLayers, clf: OpenClassifier) -> dict[str, Any]:

@@ -13,18 +13,9 @@ from typing import Any
 
 from spacl.studies.alignment_study.config import AlignmentConfig
 from spacl.studies.alignment_study.report import bound_runs, bound_values
+from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.study import values as v
-from spacl.studies.verdicts import (
-    ClaimSpec,
-    Verdict,
-    at_least,
-    at_most,
-    best_of,
-    combine,
-    compare,
-    fmt,
-    trend,
-)
+from spacl.studies.verdicts import Verdict, at_least, at_most, best_of, combine, compare, fmt, trend
 
 __all__ = ["claims"]
 

@@ -5,7 +5,7 @@ Sources: the paper's own statements are quoted from the notes in ``shared/seeds`
 without tables); the CIFAR-100 accuracies are the authors' notebook as quoted by SPEC
 §2, labelled "authors' code".  Every verdict comes from a rule of
 :mod:`spacl.studies.verdicts`, evaluated by
-:func:`~spacl.studies.verdicts.evaluate_claims`.
+:func:`~spacl.studies.claim_table.evaluate_claims`.
 """
 
 from __future__ import annotations
@@ -13,18 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.hard_negatives.config import PAPER_NCC_CIFAR100, HardNegativesConfig
 from spacl.studies.study import values as v
-from spacl.studies.verdicts import (
-    ClaimSpec,
-    Verdict,
-    at_most,
-    best_of,
-    combine,
-    compare,
-    fmt,
-    trend,
-)
+from spacl.studies.verdicts import Verdict, at_most, best_of, combine, compare, fmt, trend
 
 __all__ = ["claims"]
 

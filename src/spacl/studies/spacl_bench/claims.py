@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
 from spacl.studies.verdicts import (
     NO_SIGNAL,
-    ClaimSpec,
     Verdict,
     combine,
     compare,
