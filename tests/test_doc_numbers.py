@@ -1,4 +1,5 @@
-"""Numbers quoted in README.md and benchmarks/RESULTS.md come from committed results files.
+"""Numbers quoted in README.md, docs/results.md and benchmarks/RESULTS.md come from
+committed results files.
 
 Two mechanisms:
 
@@ -6,9 +7,12 @@ Two mechanisms:
   (``[results/x.md](results/x.md)``): every decimal number of its headline cell must be
   written in that file or in another results file the row links (rows listed in
   :data:`CHECKED_ROWS`);
-- a block of README.md between ``<!-- numbers from: FILE [FILE...] -->`` and
-  ``<!-- /numbers -->`` quotes numbers of those files: every decimal number in the block
-  must be written in one of them.
+- a block of README.md or docs/results.md between ``<!-- numbers from: FILE [FILE...] -->``
+  and ``<!-- /numbers -->`` quotes numbers of those files (paths from the repository
+  root): every decimal number in the block must be written in one of them.
+
+README.md stays short (at most :data:`README_MAX_LINES` lines); every result lives in
+docs/results.md, one numbers block per benchmark.
 
 A number counts as written when the same digits stand in the file as a number (``0.4``
 does not match inside ``10.45``).  Integers are not checked (counts, batch sizes, seeds).
@@ -24,6 +28,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_INDEX = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
+#: the documents whose ``numbers from`` blocks this test checks, and the fewest blocks each has
+NUMBER_DOCS = {"README.md": 1, "docs/results.md": 5}
+README_MAX_LINES = 150
 #: RESULTS.md rows whose numbers this test checks (the others are checked by their owners)
 CHECKED_ROWS = (
     "results/losses.md",
@@ -35,7 +42,8 @@ CHECKED_ROWS = (
     "../docs/results/open_intent/results.md",
 )
 LINKED = re.compile(r"\(results/(?P<name>[\w.]+\.md)\)")
-DECIMAL = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")
+#: a decimal number; a full stop after it ends a sentence, a digit after that dot a version
+DECIMAL = re.compile(r"(?<![\d.])\d+\.\d+(?!\d|\.\d)")
 BLOCK = re.compile(r"<!-- numbers from: (?P<files>[^>]+?) -->(?P<body>.*?)<!-- /numbers -->", re.S)
 
 
@@ -51,6 +59,7 @@ def missing(numbers: list[str], sources: list[str]) -> list[str]:
 
 def test_decimal_matching_is_whole_numbers_only() -> None:
     assert decimals("0.55 / 0.44x, 10.45%, v1.2.3 and 7") == ["0.55", "0.44", "10.45"]
+    assert decimals("CE 92.97 / 93.39. Next") == ["92.97", "93.39"]
     assert missing(["0.4"], ["10.45 and 0.45"]) == ["0.4"]
     assert missing(["0.45"], ["10.45 and 0.45"]) == []
 
@@ -74,19 +83,32 @@ def test_results_index_numbers_are_in_the_linked_file(row: str) -> None:
     assert not bad, f"RESULTS.md row {row} quotes {bad}, written in none of {sorted(linked)}"
 
 
-def test_readme_number_blocks_come_from_their_files() -> None:
-    text = README.read_text()
+@pytest.mark.parametrize("doc", sorted(NUMBER_DOCS))
+def test_number_blocks_come_from_their_files(doc: str) -> None:
+    text = (ROOT / doc).read_text()
     blocks = list(BLOCK.finditer(text))
-    assert blocks, "README.md has no <!-- numbers from: ... --> block"
+    assert len(blocks) >= NUMBER_DOCS[doc], (
+        f"{doc} has {len(blocks)} <!-- numbers from: ... --> blocks, expected at least "
+        f"{NUMBER_DOCS[doc]}"
+    )
+    opened = text.count("<!-- numbers from:")
+    closed = text.count("<!-- /numbers -->")
+    assert opened == closed == len(blocks), f"{doc}: an unclosed or malformed numbers block"
     for block in blocks:
         files = block.group("files").split()
         sources = []
         for name in files:
             path = ROOT / name
-            assert path.is_file(), f"README.md cites {name}, which does not exist"
+            assert path.is_file(), f"{doc} cites {name}, which does not exist"
             sources.append(path.read_text())
         bad = missing(decimals(block.group("body")), sources)
-        assert not bad, f"README.md block from {files} quotes {bad}, in none of those files"
+        assert not bad, f"{doc} block from {files} quotes {bad}, in none of those files"
+
+
+def test_readme_is_short() -> None:
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES})"
+    assert "docs/results.md" in README.read_text(), "README.md does not link docs/results.md"
 
 
 def test_committed_reports_are_not_dirty() -> None:
