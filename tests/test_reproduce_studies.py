@@ -197,3 +197,49 @@ def test_spacl_certificate_failure_is_undecided(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(diagnostics, "non_collapse_certificate", broken)
     assert diagnostics.certified(p, negatives) is None
+
+
+def test_the_alignment_report_regenerates_from_its_committed_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``spacl reproduce alignment --report-only``: the committed report again, from the
+    committed results.json alone, identical but for the stamp lines (the date, which code
+    regenerated it); the bound counts runs once each, also after a JSON round trip."""
+    from spacl.cli import main
+
+    committed = Path(__file__).resolve().parents[1] / "docs" / "results" / "alignment"
+    args = ["reproduce", "alignment", "--report-only", "--from", str(committed)]
+    assert main([*args, "--out", str(tmp_path / "again"), "--quiet"]) == 0
+
+    def kept(text: str) -> list[str]:
+        return [x for x in text.splitlines() if not x.startswith(("- Date:", "- Regenerated"))]
+
+    again = (tmp_path / "again" / "report.md").read_text()
+    assert kept(again) == kept((committed / "report.md").read_text())
+    assert "- Regenerated from the stored results.json" in again
+    capsys.readouterr()
+    assert main(["reproduce", "hard-negatives", "--report-only", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot yet write its report from stored results" in err and "\n" not in err
+    assert main([*args[:3], "--from", str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no stored results.json" in err and "\n" not in err
+
+
+def test_alignment_points_are_counted_once_by_content() -> None:
+    """A shared sweep point is one object in a live run and several equal copies after a
+    JSON round trip: both count it once."""
+    import json
+
+    from spacl.studies.alignment_study.report import _points
+
+    shared = {"bound": {"x": {"values": [1.0, 2.0]}}, "cka": 0.5}
+    other = {"bound": {"x": {"values": [3.0, 4.0]}}, "cka": 0.6}
+    live = {
+        "classes": {"2": other, "10": shared},
+        "tau": {"0.5": shared},
+        "batch": {"sqrt": {"100": shared}},
+        "batch_steps": {"sqrt": {"100": shared}},
+    }
+    assert len(_points(live)) == 2
+    assert len(_points(json.loads(json.dumps(live)))) == 2

@@ -52,6 +52,13 @@ def test_trend_counter_examples() -> None:
     assert V.trend([HIGH, mid, LOW]).verdict == OPPOSITE
     assert V.trend([LOW, HIGH, mid]).verdict == NOT_AT_SCALE  # not monotone
     assert V.trend([HIGH, mid, LOW], test="spearman").verdict == OPPOSITE
+    # the Spearman branch says each of its three outcomes (a rule that always said
+    # "opposite" fails here): increasing, flat noise, and every value equal
+    assert V.trend([LOW, mid, HIGH], test="spearman").verdict == REPRODUCED
+    assert V.trend([HIGH, mid, LOW], increasing=False, test="spearman").verdict == REPRODUCED
+    assert V.trend([NOISE, NOISE, NOISE], test="spearman").verdict == NOT_AT_SCALE
+    assert V.trend([[1.0, 1.0], [1.0, 1.0]], test="spearman").verdict == NOT_AT_SCALE
+    assert V.trend([LOW, mid, HIGH], test="spearman").by == "trend"
 
 
 def test_combine_counter_examples() -> None:
@@ -147,6 +154,12 @@ def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> 
         rep.claim("k", "§1", "c", "p", "m", Verdict(REPRODUCED, "by hand"))
     with pytest.raises(ValueError, match="counter-example"):
         rep.claim("k2", "§1", "c", "p", "m", Verdict(REPRODUCED, "x", by="always_true"))
+    # a registered rule's name written by hand is not its verdict: refused too
+    with pytest.raises(ValueError, match="not computed by a rule function"):
+        rep.claim("k5", "§1", "c", "p", "m", Verdict(REPRODUCED, "x", by="compare"))
+    reworded = V.reworded(V.compare(HIGH, LOW), "the same test, other words")
+    assert reworded.from_rule and reworded.rule == "the same test, other words"
+    assert rep.claim("k6", "§1", "c", "p", "m", reworded).verdict == REPRODUCED
     assert rep.claim("k3", "§1", "c", "p", "m", V.not_run("no runs")).verdict == NOT_RUN
     assert rep.claim("k4", "§1", "c", "p", "m", V.compare(HIGH, LOW)).verdict == REPRODUCED
 

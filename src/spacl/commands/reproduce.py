@@ -69,7 +69,33 @@ def register(subparsers: Any) -> None:
         "--cache-dir", default=None, help="embedding cache (default $SPACL_CACHE_DIR)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: write the report again from stored results (alignment)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        help="with --report-only: the stored results.json or its directory (default "
+        "docs/results/NAME when it exists here, else --out)",
+    )
     parser.set_defaults(func=run)
+
+
+#: the studies whose report can be written again from their results.json alone
+REGENERABLE = ("alignment",)
+
+
+def regenerate_study(name: str, source: str | Path, out: str | Path) -> dict[str, Any]:
+    """Write study ``name``'s report again from its stored results (nothing trained)."""
+    import importlib
+
+    check_choice(name, "name", REGENERABLE)
+    module = importlib.import_module(f"spacl.studies.{STUDIES[name]}")
+    results: dict[str, Any] = module.regenerate(Path(source), Path(out))
+    return results
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -124,6 +150,17 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
     started = time.time()
+    if args.report_only:
+        committed = Path("docs") / "results" / args.name
+        source = Path(args.source) if args.source else (committed if committed.is_dir() else out)
+        if args.name not in REGENERABLE:
+            raise ValueError(
+                f"--report-only: the {args.name} study cannot yet write its report from "
+                f"stored results alone (only: {', '.join(REGENERABLE)})"
+            )
+        results = regenerate_study(args.name, source, out)
+        _print_verdicts(results, out, started)
+        return 0
     # a live bar (elapsed time, parts finished) while the study runs; --quiet: none
     bar = progress(desc=f"reproduce {args.name}", unit="part", mode=False if args.quiet else None)
 
@@ -145,6 +182,11 @@ def run(args: argparse.Namespace) -> int:
         log=log,
     )
     bar.close()
+    _print_verdicts(results, out, started)
+    return 0
+
+
+def _print_verdicts(results: dict[str, Any], out: Path, started: float) -> None:
     width = max(len(c["key"]) for c in results["claims"])
     for claim in results["claims"]:
         print(f"{claim['key']:<{width}}  {claim['verdict']}")
@@ -153,4 +195,3 @@ def run(args: argparse.Namespace) -> int:
     counts = {v: sum(c["verdict"] == v for c in results["claims"]) for v in VERDICTS}
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v == "reproduced")
     print(f"\n{summary}; report: {out / 'report.md'} ({time.time() - started:.0f} s)")
-    return 0

@@ -167,6 +167,10 @@ class StudyReport:
     started: float = field(default_factory=time.time)
     #: extra ``- Key: value`` header lines (e.g. the compute of stored runs, a partial status)
     stamps: list[str] = field(default_factory=list)
+    #: a regenerated report keeps the training's commit and wall time (None: this run's)
+    commit: str | None = None
+    wall_time_s: float | None = None
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
@@ -194,10 +198,12 @@ class StudyReport:
         """
         if any(c.key == key for c in self.claims):
             raise ValueError(f"claim key {key!r} used twice")
-        if verdict.verdict not in NON_VERDICTS and verdict.by not in RULE_TESTS:
+        if verdict.verdict not in NON_VERDICTS and not verdict.from_rule:
             raise ValueError(
-                f"claim {key!r}: verdict {verdict.verdict!r} comes from rule {verdict.by!r}, "
-                f"which has no counter-example test (RULE_TESTS: {sorted(RULE_TESTS)})"
+                f"claim {key!r}: verdict {verdict.verdict!r} was not computed by a rule "
+                f"function of spacl.studies.verdicts (by={verdict.by!r}) or its rule has "
+                f"no counter-example test"
+                f" (RULE_TESTS: {sorted(RULE_TESTS)})"
             )
         outcome, rule = verdict.verdict, verdict.rule
         if self.quick and outcome != SMOKE:
@@ -246,9 +252,9 @@ class StudyReport:
             f"# {self.title}",
             "",
             f"- Command: `{self.command}`",
-            f"- Commit: `{git_commit()}`",
+            f"- Commit: `{self.commit or git_commit()}`",
             f"- Wall time: {wall:.0f} s ({mode}); seeds {self.seeds}; "
-            f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+            f"torch {torch.__version__}, {self.threads or torch.get_num_threads()} thread(s), "
             f"{platform.machine()} CPU x{os.cpu_count()}",
             f"- Date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(self.started))}",
         ]
@@ -272,18 +278,18 @@ class StudyReport:
 
     def write(self) -> dict[str, Any]:
         """Write ``report.md`` and ``results.json``; return the results dict."""
-        wall = time.time() - self.started
+        wall = time.time() - self.started if self.wall_time_s is None else self.wall_time_s
         bad: list[str] = []
         results = {
             "study": self.name,
             "title": self.title,
             "command": self.command,
-            "commit": git_commit(),
+            "commit": self.commit or git_commit(),
             "wall_time_s": wall,
             "quick": self.quick,
             "seeds": list(self.seeds),
             "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
+            "threads": self.threads or torch.get_num_threads(),
             "config": self.config,
             "data": self.data_notes,
             "claims": [asdict(c) for c in self.claims],

@@ -27,10 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from spacl.studies.claim_table import ClaimSpec, evaluate_claims
-from spacl.studies.report import StudyReport
+from spacl.studies.report import StudyReport, git_commit
 from spacl.studies.verdicts import summarize
 
-__all__ = ["StudyRun", "finish_study", "group", "values"]
+__all__ = ["REGENERATED", "StudyRun", "finish_study", "group", "stored_results", "values"]
+
+#: the header line of a report rebuilt from its stored ``results.json`` (no model trained)
+REGENERATED = "Regenerated from the stored results.json: no model trained, no test set read"
 
 
 def values(group_: Mapping[str, Any], key: str, scale: float = 1.0) -> list[float]:
@@ -86,6 +89,33 @@ class StudyRun:
         )
         return cls(report, seeds, log or (lambda _msg: None))
 
+    @classmethod
+    def restore(cls, stored: Mapping[str, Any], out_dir: str | Path) -> StudyRun:
+        """A finished study, rebuilt from its ``results.json`` (:func:`stored_results`) to
+        write its report again into ``out_dir``: the same command, config, seeds, data
+        notes, runs, timing, training commit and wall time; the header says it was
+        regenerated and by which code (:data:`REGENERATED`)."""
+        wall = float(stored["wall_time_s"])
+        study = cls.start(
+            str(stored["study"]),
+            str(stored["title"]),
+            out_dir,
+            str(stored["command"]),
+            dict(stored["config"]),
+            stored["seeds"],
+            bool(stored["quick"]),
+            notes=list(stored["data"]),
+            started=time.time() - wall,
+        )
+        report = study.report
+        report.runs = list(stored["runs"])
+        report.commit, report.wall_time_s = str(stored["commit"]), wall
+        report.threads = int(stored["threads"])
+        previous = [x for x in stored.get("stamps", []) if not x.startswith(REGENERATED)]
+        report.stamps = [*previous, f"{REGENERATED} (code at {git_commit()})"]
+        study.timing = dict(stored["metrics"].get("timing", {}))
+        return study
+
     @contextmanager
     def part(self, name: str) -> Iterator[None]:
         """Time a part of the study (``metrics["timing"][name]``) and log its duration."""
@@ -132,3 +162,17 @@ def finish_study(
     sections(study.report, metrics)
     plots(study.report, metrics)
     return study.report.write()
+
+
+def stored_results(source: str | Path) -> dict[str, Any]:
+    """The ``results.json`` of a finished study (``source``: the file or its directory).
+
+    Raises ``FileNotFoundError`` with one line naming the path when it is missing."""
+    import json
+
+    path = Path(source)
+    path = path / "results.json" if path.is_dir() else path
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no stored results.json to regenerate the report from")
+    stored: dict[str, Any] = json.loads(path.read_text())
+    return stored

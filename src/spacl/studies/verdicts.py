@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spacl._validation import check_choice
@@ -106,6 +106,7 @@ __all__ = [
     "not_run",
     "per_setting",
     "pooled_std",
+    "reworded",
     "saturates",
     "seeds_needed",
     "summarize",
@@ -177,18 +178,43 @@ VERDICT_RULES = (
 
 
 # ------------------------------------------------------------------------------ verdicts
+#: set only by the rule functions of this module: a verdict built by hand has none
+_SEAL = object()
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict (one of :data:`VERDICTS`) and the rule with the numbers that decided it."""
+    """A verdict (one of :data:`VERDICTS`) and the rule with the numbers that decided it.
+
+    Only the rule functions here give a verdict its seal (:attr:`from_rule`); a
+    ``Verdict(...)`` built elsewhere, whatever its ``by``, is refused by
+    :meth:`spacl.studies.report.StudyReport.claim`.  :func:`reworded` changes the rule
+    text of a sealed verdict and keeps its seal."""
 
     verdict: str
     rule: str
     #: the rule function that computed it (a key of :data:`RULE_TESTS`; "" for a
     #: non-verdict of :data:`NON_VERDICTS`)
     by: str = ""
+    _seal: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice(self.verdict, "verdict", VERDICTS)
+
+    @property
+    def from_rule(self) -> bool:
+        """Computed by a registered rule function of this module (not built by hand)."""
+        return self._seal is _SEAL and self.by in RULE_TESTS
+
+
+def _ruled(verdict: str, rule: str, by: str) -> Verdict:
+    """A verdict of rule function ``by`` of this module, sealed."""
+    return Verdict(verdict, rule, by, _SEAL)
+
+
+def reworded(verdict: Verdict, rule: str) -> Verdict:
+    """``verdict`` with another rule text (its outcome, rule function and seal kept)."""
+    return replace(verdict, rule=rule)
 
 
 def not_run(what: str) -> Verdict:
@@ -215,18 +241,20 @@ def compare(
     gap = mean_std(a)[0] - mean_std(b)[0]
     head = f"mean({names[0]}) - mean({names[1]}) = {gap:+.4g}"
     if len(a) < 2 or len(b) < 2:
-        return Verdict(
-            NOT_AT_SCALE, f"{head}; {len(a)} vs {len(b)} values: no test possible", by="compare"
+        return _ruled(
+            NOT_AT_SCALE,
+            f"{head}; {len(a)} vs {len(b)} values: no test possible",
+            by="compare",
         )
     t, p = welch(a, b)
     rule = (
         f"{head}, Welch t = {t:+.3g}, p = {p:.3g} (n = {len(a)}, {len(b)}), min_gap = {gap_min:g}"
     )
     if p < ALPHA and gap > gap_min:
-        return Verdict(REPRODUCED, rule, by="compare")
+        return _ruled(REPRODUCED, rule, by="compare")
     if p < ALPHA and -gap > gap_min:
-        return Verdict(OPPOSITE, rule, by="compare")
-    return Verdict(NOT_AT_SCALE, rule, by="compare")
+        return _ruled(OPPOSITE, rule, by="compare")
+    return _ruled(NOT_AT_SCALE, rule, by="compare")
 
 
 def best_of(
@@ -248,10 +276,10 @@ def best_of(
         f"vs {k}: {v.verdict} ({v.rule})" for k, v in parts.items()
     )
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule, by="best_of")
+        return _ruled(REPRODUCED, rule, by="best_of")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule, by="best_of")
-    return Verdict(NOT_AT_SCALE, rule, by="best_of")
+        return _ruled(OPPOSITE, rule, by="best_of")
+    return _ruled(NOT_AT_SCALE, rule, by="best_of")
 
 
 def _spearman_trend(
@@ -262,7 +290,7 @@ def _spearman_trend(
     xs = [i for i, point in enumerate(sweep) for _ in point]
     ys = [float(v) for point in sweep for v in point]
     if len(set(ys)) < 2:
-        return Verdict(NOT_AT_SCALE, "Spearman rank test: every value equal", by="trend")
+        return _ruled(NOT_AT_SCALE, "Spearman rank test: every value equal", by="trend")
     res = stats.spearmanr(xs, ys)
     rho, p = float(res.statistic), float(res.pvalue)
     rule = (
@@ -271,10 +299,10 @@ def _spearman_trend(
     )
     sign = 1.0 if increasing else -1.0
     if p < ALPHA and sign * rho > 0:
-        return Verdict(REPRODUCED, rule, by="trend")
+        return _ruled(REPRODUCED, rule, by="trend")
     if p < ALPHA and sign * rho < 0:
-        return Verdict(OPPOSITE, rule, by="trend")
-    return Verdict(NOT_AT_SCALE, rule, by="trend")
+        return _ruled(OPPOSITE, rule, by="trend")
+    return _ruled(NOT_AT_SCALE, rule, by="trend")
 
 
 def trend(
@@ -298,7 +326,7 @@ def trend(
     direction = "rising" if increasing else "falling"
     if test == "spearman":
         v = _spearman_trend(sweep, increasing, names)
-        return Verdict(v.verdict, f"{direction}-trend claim: {v.rule}", by="trend")
+        return _ruled(v.verdict, f"{direction}-trend claim: {v.rule}", by="trend")
     if test != "steps":
         raise ValueError(f"test must be 'steps' or 'spearman', got {test!r}")
     steps = []
@@ -310,10 +338,10 @@ def trend(
         f"[{names[i]} -> {names[i + 1]}] {v.verdict}: {v.rule}" for i, v in enumerate(steps)
     )
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule, by="trend")
+        return _ruled(REPRODUCED, rule, by="trend")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule, by="trend")
-    return Verdict(NOT_AT_SCALE, rule, by="trend")
+        return _ruled(OPPOSITE, rule, by="trend")
+    return _ruled(NOT_AT_SCALE, rule, by="trend")
 
 
 def combine(parts: Mapping[str, Verdict]) -> Verdict:
@@ -323,10 +351,10 @@ def combine(parts: Mapping[str, Verdict]) -> Verdict:
     verdicts = [v.verdict for v in parts.values()]
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     if all(v == REPRODUCED for v in verdicts):
-        return Verdict(REPRODUCED, rule, by="combine")
+        return _ruled(REPRODUCED, rule, by="combine")
     if all(v == OPPOSITE for v in verdicts):
-        return Verdict(OPPOSITE, rule, by="combine")
-    return Verdict(NOT_AT_SCALE, rule, by="combine")
+        return _ruled(OPPOSITE, rule, by="combine")
+    return _ruled(NOT_AT_SCALE, rule, by="combine")
 
 
 def at_most(values: Sequence[float], bound: float) -> Verdict:
@@ -338,10 +366,10 @@ def at_most(values: Sequence[float], bound: float) -> Verdict:
         f"{inside}/{len(v)} within the bound"
     )
     if max(v) <= bound:
-        return Verdict(REPRODUCED, rule, by="at_most")
+        return _ruled(REPRODUCED, rule, by="at_most")
     if min(v) > bound:
-        return Verdict(OPPOSITE, rule, by="at_most")
-    return Verdict(NOT_AT_SCALE, rule, by="at_most")
+        return _ruled(OPPOSITE, rule, by="at_most")
+    return _ruled(NOT_AT_SCALE, rule, by="at_most")
 
 
 def at_least(values: Sequence[float], threshold: float) -> Verdict:
@@ -349,10 +377,10 @@ def at_least(values: Sequence[float], threshold: float) -> Verdict:
     m, s = mean_std(values)
     rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g}"
     if m - s >= threshold:
-        return Verdict(REPRODUCED, rule, by="at_least")
+        return _ruled(REPRODUCED, rule, by="at_least")
     if m + s < threshold:
-        return Verdict(OPPOSITE, rule, by="at_least")
-    return Verdict(NOT_AT_SCALE, rule, by="at_least")
+        return _ruled(OPPOSITE, rule, by="at_least")
+    return _ruled(NOT_AT_SCALE, rule, by="at_least")
 
 
 def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
@@ -369,13 +397,13 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     outcomes = {v.verdict for v in ran.values()}
     if len(outcomes) > 1:
-        return Verdict(MIXED, f"settings disagree: {rule}", by="per_setting")
+        return _ruled(MIXED, f"settings disagree: {rule}", by="per_setting")
     if missing:
         return Verdict(NOT_RUN, f"{len(missing)} setting(s) not run ({missing}): {rule}")
     outcome = outcomes.pop()
     if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
         outcome = NOT_AT_SCALE
-    return Verdict(outcome, rule, by="per_setting")
+    return _ruled(outcome, rule, by="per_setting")
 
 
 def equivalent(
@@ -397,8 +425,10 @@ def equivalent(
         raise ValueError(f"margin must be a finite number > 0, got {margin!r}")
     x, y = _values(a, names[0]), _values(b, names[1])
     if len(x) < 2 or len(y) < 2:
-        return Verdict(
-            NOT_AT_SCALE, f"{len(x)} vs {len(y)} values: no test possible", by="equivalent"
+        return _ruled(
+            NOT_AT_SCALE,
+            f"{len(x)} vs {len(y)} values: no test possible",
+            by="equivalent",
         )
     from scipy import stats
 
@@ -418,10 +448,10 @@ def equivalent(
         f"(n = {len(x)}, {len(y)}); smallest margin these data certify = {smallest:.3g}"
     )
     if lo > -margin and hi < margin:
-        return Verdict(REPRODUCED, rule, by="equivalent")
+        return _ruled(REPRODUCED, rule, by="equivalent")
     if lo >= margin or hi <= -margin:
-        return Verdict(OPPOSITE, rule, by="equivalent")
-    return Verdict(NOT_AT_SCALE, rule, by="equivalent")
+        return _ruled(OPPOSITE, rule, by="equivalent")
+    return _ruled(NOT_AT_SCALE, rule, by="equivalent")
 
 
 def saturates(
@@ -459,10 +489,10 @@ def saturates(
         f"(mean reaches {1 - tolerance:g} of its value at {n[-1]}) = {critical}"
     )
     if m + s < tolerance:
-        return Verdict(REPRODUCED, rule, by="saturates")
+        return _ruled(REPRODUCED, rule, by="saturates")
     if m - s > tolerance:
-        return Verdict(OPPOSITE, rule, by="saturates")
-    return Verdict(NOT_AT_SCALE, rule, by="saturates")
+        return _ruled(OPPOSITE, rule, by="saturates")
+    return _ruled(NOT_AT_SCALE, rule, by="saturates")
 
 
 def discriminating(
@@ -475,11 +505,11 @@ def discriminating(
     """:func:`compare`, unless every value of both sides is the same (module docstring)."""
     a, b = _values(higher, names[0]), _values(lower, names[1])
     if len(set(a + b)) == 1:
-        return Verdict(
+        return _ruled(
             NO_SIGNAL,
             f"every value of {names[0]} and {names[1]} is {a[0]:g}: the measure does not "
             "tell them apart here",
             by="discriminating",
         )
     v = compare(a, b, min_gap=min_gap, names=names)
-    return Verdict(v.verdict, v.rule, by="discriminating")
+    return _ruled(v.verdict, v.rule, by="discriminating")

@@ -64,7 +64,7 @@ from spacl.studies.alignment_study.training import (
     run_once,
 )
 from spacl.studies.common import train_shared
-from spacl.studies.study import StudyRun, finish_study
+from spacl.studies.study import StudyRun, finish_study, stored_results
 
 __all__ = [
     "ARMS",
@@ -79,10 +79,31 @@ __all__ = [
     "bound_entries",
     "build_arms",
     "load_split",
+    "regenerate",
     "run",
     "run_once",
     "train_shared",
 ]
+
+
+def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Write the report of the stored results in ``source`` (a ``results.json`` or its
+    directory) again into ``out_dir``: the claims, sections and plots from the stored
+    metrics by the current code, nothing trained (``spacl reproduce alignment
+    --report-only``)."""
+    stored = stored_results(source)
+    study_cfg: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in stored["config"]["study"].items()
+    }
+    cfg = AlignmentConfig(**study_cfg)
+    study = StudyRun.restore(stored, out_dir)
+    return finish_study(
+        study,
+        dict(stored["metrics"]),
+        claims(cfg),
+        sections=lambda report, metrics: sections(report, cfg, metrics),
+        plots=lambda report, metrics: plots(report, cfg, metrics),
+    )
 
 
 def run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,14 +17,18 @@ __all__ = ["bound_runs", "bound_values", "plots", "sections"]
 
 
 def _points(m: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every sweep point once (the shared reference-batch runs appear in several rules)."""
+    """Every sweep point once (the shared reference-batch runs appear in several rules).
+
+    A point is known by its content, not by the object: the metrics read back from
+    ``results.json`` hold a separate copy of a shared point in every rule that lists it,
+    the ones of a live run the same object."""
     points = [*m["classes"].values(), *m["tau"].values()]
     points += [
         g for part in ("batch", "batch_steps") for pts in m[part].values() for g in pts.values()
     ]
-    unique: dict[int, dict[str, Any]] = {}
+    unique: dict[str, dict[str, Any]] = {}
     for g in points:
-        unique.setdefault(id(g), g)
+        unique.setdefault(json.dumps(g, sort_keys=True, default=str), g)
     return list(unique.values())
 
 

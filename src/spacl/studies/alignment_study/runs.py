@@ -164,8 +164,10 @@ def batch_sweep(study: StudyRun, ctx: Context, m: dict[str, Any]) -> None:
             for equal_steps, target in ((False, m["batch"]), (True, m["batch_steps"])):
                 if equal_steps and b == max(cfg.batch_sweep):
                     target[label][str(b)] = m["batch"][label][str(b)]
-                elif b == cfg.reference_batch:
-                    target[label][str(b)] = shared.setdefault((b, equal_steps), point(equal_steps))
+                elif b == cfg.reference_batch:  # trained once, then shared by every rule
+                    if (b, equal_steps) not in shared:
+                        shared[(b, equal_steps)] = point(equal_steps)
+                    target[label][str(b)] = shared[(b, equal_steps)]
                 else:
                     target[label][str(b)] = point(equal_steps)
 

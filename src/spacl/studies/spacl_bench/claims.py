@@ -24,6 +24,7 @@ from spacl.studies.verdicts import (
     fmt,
     not_run,
     per_setting,
+    reworded,
     saturates,
 )
 
@@ -352,7 +353,7 @@ def _certificate_claim() -> ClaimSpec:
                 return v
             last = v
         assert last is not None
-        return Verdict(last.verdict, f"at every dimension tried: {last.rule}", by="discriminating")
+        return reworded(last, f"at every dimension tried: {last.rule}")
 
     def measured(m: Metrics) -> str:
         cells = []
