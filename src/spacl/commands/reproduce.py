@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--report-only",
         action="store_true",
-        help="train nothing: write the report again from stored results (alignment)",
+        help="train nothing: write the report again from its stored results.json",
     )
     parser.add_argument(
         "--from",
@@ -85,7 +85,7 @@ def register(subparsers: Any) -> None:
 
 
 #: the studies whose report can be written again from their results.json alone
-REGENERABLE = ("alignment",)
+REGENERABLE = ("alignment", "hard-negatives", "spacl")
 
 
 def regenerate_study(name: str, source: str | Path, out: str | Path) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from spacl.studies.hard_negatives.config import (
     HardNegativesConfig,
 )
 from spacl.studies.hard_negatives.data import (
+    DataShape,
     StudyData,
     _per_class_first,
     load_clinc_embeddings,
@@ -66,7 +67,7 @@ from spacl.studies.hard_negatives.data import (
 from spacl.studies.hard_negatives.report import plots, sections
 from spacl.studies.hard_negatives.runs import PARTS, spectra_of
 from spacl.studies.hard_negatives.training import measure, train_encoder
-from spacl.studies.study import StudyRun, finish_study
+from spacl.studies.study import StudyRun, finish_study, stored_results
 
 __all__ = [
     "CLAIM_KEYS",
@@ -79,11 +80,33 @@ __all__ = [
     "_per_class_first",
     "load_clinc_embeddings",
     "measure",
+    "regenerate",
     "run",
     "simplex_etf",
     "study_data",
     "train_encoder",
 ]
+
+
+def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Write the report of the stored results in ``source`` (a ``results.json`` or its
+    directory) again into ``out_dir``: the claims, sections and plots from the stored
+    metrics by the current code, nothing trained (``spacl reproduce hard-negatives
+    --report-only``)."""
+    stored = stored_results(source)
+    study_cfg: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in stored["config"]["study"].items()
+    }
+    cfg = HardNegativesConfig(**study_cfg)
+    shape = DataShape.of_stored(stored)
+    study = StudyRun.restore(stored, out_dir)
+    return finish_study(
+        study,
+        dict(stored["metrics"]),
+        claims(cfg, shape.num_classes, str(stored["config"]["data_source"])),
+        sections=lambda report, metrics: sections(report, cfg, metrics, shape),
+        plots=lambda report, metrics: plots(report, cfg, metrics),
+    )
 
 
 def run(
@@ -106,7 +129,7 @@ def run(
         "Hard-negative sampling: neural vs dimensional collapse (SPEC §2)",
         out_dir,
         command,
-        {"study": asdict(cfg), "data_source": data.source},
+        {"study": asdict(cfg), "data_source": data.source, "data_shape": asdict(data.shape)},
         seeds,
         quick,
         notes=[data.note],
@@ -120,6 +143,6 @@ def run(
         study,
         m,
         claims(cfg, data.num_classes, data.source),
-        sections=lambda report, metrics: sections(report, cfg, metrics, data),
+        sections=lambda report, metrics: sections(report, cfg, metrics, data.shape),
         plots=lambda report, metrics: plots(report, cfg, metrics),
     )

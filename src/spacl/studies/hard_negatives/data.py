@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -13,6 +16,7 @@ from spacl.data import LabeledData, load_mnist5k, make_synthetic, stratified_spl
 from spacl.studies.hard_negatives.config import HardNegativesConfig
 
 __all__ = [
+    "DataShape",
     "StudyData",
     "few_class_data",
     "load_clinc_embeddings",
@@ -20,6 +24,28 @@ __all__ = [
     "study_data",
     "synthetic_data",
 ]
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """The size of the many-class data the report describes: classes and input width."""
+
+    num_classes: int
+    input_dim: int
+
+    @classmethod
+    def of_stored(cls, stored: dict[str, Any]) -> DataShape:
+        """The shape a stored ``results.json`` records (``config["data_shape"]``); for one
+        written before that key, the numbers of its CLINC150 data note (the fixed text of
+        :func:`load_clinc_embeddings`).  ``ValueError`` (one line) when neither is there."""
+        shape = stored["config"].get("data_shape")
+        if shape:
+            return cls(int(shape["num_classes"]), int(shape["input_dim"]))
+        notes = " ".join(stored.get("data", []))
+        found = re.search(r"CLINC150 in-scope intents \((\d+) classes;.*\((\d+)-dim,", notes)
+        if not found:
+            raise ValueError("the stored results.json records no data shape to regenerate from")
+        return cls(int(found.group(1)), int(found.group(2)))
 
 
 @dataclass(frozen=True)
@@ -35,6 +61,10 @@ class StudyData:
     @property
     def num_classes(self) -> int:
         return self.train.num_classes
+
+    @property
+    def shape(self) -> DataShape:
+        return DataShape(self.num_classes, int(math.prod(self.train.input_shape)))
 
 
 def _per_class_first(labels: Tensor, n: int | None) -> Tensor:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,7 @@ from spacl.studies.hard_negatives.config import (
     SPECTRUM_FLOOR,
     HardNegativesConfig,
 )
-from spacl.studies.hard_negatives.data import StudyData
+from spacl.studies.hard_negatives.data import DataShape
 from spacl.studies.report import StudyReport, new_figure
 from spacl.studies.study import values as _vals
 from spacl.studies.verdicts import fmt
@@ -44,13 +43,13 @@ HEADER = [
 
 
 def sections(
-    report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any], data: StudyData
+    report: StudyReport, cfg: HardNegativesConfig, m: dict[str, Any], shape: DataShape
 ) -> None:
-    """Recipe, one table per part, timing."""
-    c1 = data.num_classes - 1
+    """Recipe, one table per part, timing (``shape``: the many-class data's size)."""
+    c1 = shape.num_classes - 1
     report.section(
         "Recipe",
-        f"MLP encoder `{int(math.prod(data.train.input_shape))} -> {cfg.hidden} -> {c1}` "
+        f"MLP encoder `{shape.input_dim} -> {cfg.hidden} -> {c1}` "
         f"(embedding dim C-1), features in the unit ball unless stated, Adam lr {cfg.lr:g}, "
         f"no augmentation, sampling estimator with K={cfg.num_negatives} negative(s) per "
         f"anchor drawn from `p ∝ exp(beta <a, n>)`, no temperature. Supervised: batch "

@@ -28,7 +28,7 @@ from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, BASE, FACTORS, TEM
 from spacl.studies.spacl_bench.protocol import RunStore
 from spacl.studies.spacl_bench.report import plots, sections
 from spacl.studies.spacl_bench.stages import run_setting, summary
-from spacl.studies.study import StudyRun, finish_study
+from spacl.studies.study import StudyRun, finish_study, stored_results
 from spacl.studies.verdicts import NOT_RUN
 
 __all__ = ["CLAIM_KEYS", "CRITERIA", "METRIC_KEYS", "PROJ_DIMS", "SEEDS", "run", "run_bench"]
@@ -208,6 +208,17 @@ def run(
             f"Status: **partial**: {missing} of {len(claim_specs())} claims have no verdict "
             "because their runs are missing (listed in each claim's rule)"
         )
+    return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
+
+
+def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Write the report of the stored results in ``source`` (a ``results.json`` or its
+    directory) again into ``out_dir``: the claims, sections and plots from the stored
+    metrics by the current code, nothing trained and no run store read (``spacl
+    reproduce spacl --report-only``)."""
+    stored = stored_results(source)
+    study = StudyRun.restore(stored, out_dir)
+    metrics = dict(stored["metrics"])
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
 
 
