@@ -188,3 +188,61 @@ def test_study_claim_tables_use_registered_rules(study: str) -> None:
     for spec in specs:
         verdict = spec.rule(results["metrics"])
         assert verdict.by in RULE_TESTS, (spec.key, verdict.by)
+
+
+# ---------------------------------------------------------------------------- families
+def _holm_loop(p: list[float]) -> list[float]:
+    """Holm's adjusted p-values by their definition, one at a time."""
+    m = len(p)
+    ranked = sorted(range(m), key=lambda i: p[i])
+    out = [0.0] * m
+    for pos, i in enumerate(ranked):
+        out[i] = max(min(1.0, (m - j) * p[ranked[j]]) for j in range(pos + 1))
+    return out
+
+
+def test_holm_matches_its_definition() -> None:
+    import random
+
+    rng = random.Random(0)
+    for m in (1, 2, 5, 30):
+        p = [rng.random() ** 3 for _ in range(m)]
+        assert V.holm(p) == pytest.approx(_holm_loop(p), abs=1e-12)
+    assert V.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def _lucky(shift: float) -> tuple[list[float], list[float]]:
+    """Two samples whose Welch test gives the p-value of ``shift`` (0.7: p = 0.048)."""
+    return [x + shift for x in NOISE], list(NOISE)
+
+
+def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
+    """Counter-example of the correction: one per-setting claim over five settings, one of
+    them at p = 0.048 and four null.  Uncorrected it is 'mixed'; in a family (Holm over
+    the five) it is 'not reproduced at this scale'.  A p far below 0.05/5 survives."""
+    from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+
+    hi, lo = _lucky(0.7)
+    assert 0.04 < V.welch(hi, lo)[1] < 0.05
+
+    def claim(key: str, first: tuple[list[float], list[float]], family: str | None) -> ClaimSpec:
+        def rule(m: object) -> Verdict:
+            parts = {"s0": V.compare(*first)}
+            parts.update({f"s{i}": V.compare(NOISE, NOISE) for i in range(1, 5)})
+            return V.per_setting(parts)
+
+        return ClaimSpec(key, "§", "c", "q", "none", lambda m: "m", rule, family)
+
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    alone, fam = evaluate_claims(
+        rep, [claim("alone", (hi, lo), None), claim("in_family", (hi, lo), "F")], {}
+    )
+    assert alone.verdict == MIXED
+    assert fam.verdict == NOT_AT_SCALE and "Holm-adjusted p = 0.24" in fam.rule
+    assert rep.families == ["'F': claims 2, 5 comparison test(s), Holm-corrected together"]
+    strong = evaluate_claims(
+        StudyReport("t", "T", tmp_path / "t", "cmd", {}, [0, 1, 2]),
+        [claim("strong", (HIGH, LOW), "F")],
+        {},
+    )[0]
+    assert strong.verdict == MIXED  # a real effect in one setting, none in four: they disagree

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from spacl._validation import check_choice
@@ -37,6 +38,9 @@ class ClaimSpec:
             ``quoted``), ``"SPEC"``, ``"authors' code"`` or ``"none"``.
         measured: ``metrics -> str``, the measured quantity.
         rule: ``metrics -> Verdict``, one of the rules of :mod:`spacl.studies.verdicts`.
+        family: the family of claims read together (``None``: the claim is its own):
+            the comparison tests of a family's claims are Holm-corrected together
+            (:func:`spacl.studies.verdicts.holm_family`), and the report names it.
     """
 
     key: str
@@ -46,6 +50,7 @@ class ClaimSpec:
     source: str
     measured: Callable[[Metrics], str]
     rule: Callable[[Metrics], Verdict]
+    family: str | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.source, f"claim {self.key!r}: source", SOURCES)
@@ -61,19 +66,49 @@ class ClaimSpec:
 def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -> list[Any]:
     """Add every row of ``specs`` to ``report`` (a :class:`~spacl.studies.report.StudyReport`).
 
-    Each row's ``measured`` and ``rule`` are evaluated on ``metrics``; a missing metric
-    raises ``ValueError`` naming the claim.  Returns the report's new claims.
+    Each row's ``measured`` and ``rule`` are evaluated on ``metrics``; the claims of a
+    family are decided together with Holm-adjusted p-values, and ``report.families``
+    names each family with its claims and size.  A missing metric raises ``ValueError``
+    naming the claim.  Returns the report's new claims.
     """
+    from spacl.studies.verdicts import holm_family
+
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"claim keys must be unique, got {keys}")
+    decided: dict[str, Verdict] = {}
+    families: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        if spec.family is not None:
+            families.setdefault(spec.family, []).append(i)
+    for name, rows in families.items():
+        rules = [_bound_rule(specs[i], metrics) for i in rows]
+        verdicts, size = _named(specs[rows[0]].key, partial(holm_family, name, rules))
+        decided.update((specs[i].key, v) for i, v in zip(rows, verdicts, strict=True))
+        numbers = ", ".join(str(i + 1) for i in rows)
+        report.families.append(
+            f"'{name}': claims {numbers}, {size} comparison test(s), Holm-corrected together"
+        )
     added = []
     for spec in specs:
-        try:
-            measured, verdict = spec.measured(metrics), spec.rule(metrics)
-        except (KeyError, IndexError) as err:
-            raise ValueError(f"claim {spec.key!r}: metric missing: {err}") from err
+        measured = _named(spec.key, partial(spec.measured, metrics))
+        verdict = decided.get(spec.key) or _named(spec.key, _bound_rule(spec, metrics))
         added.append(
             report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
         )
     return added
+
+
+def _bound_rule(spec: ClaimSpec, metrics: Metrics) -> Callable[[], Verdict]:
+    def rule() -> Verdict:
+        return spec.rule(metrics)
+
+    return rule
+
+
+def _named(key: str, fn: Callable[[], Any]) -> Any:
+    """``fn()``, a missing metric raised as ``ValueError`` naming claim ``key``."""
+    try:
+        return fn()
+    except (KeyError, IndexError) as err:
+        raise ValueError(f"claim {key!r}: metric missing: {err}") from err

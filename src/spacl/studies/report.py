@@ -171,6 +171,8 @@ class StudyReport:
     commit: str | None = None
     wall_time_s: float | None = None
     threads: int | None = None
+    #: the families of claims whose tests were Holm-corrected together (one line each)
+    families: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
@@ -272,7 +274,20 @@ class StudyReport:
         for i, c in enumerate(self.claims, 1):
             cells = [str(i), c.section, c.claim, c.paper, c.measured, f"**{c.verdict}**"]
             lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-        lines += ["", VERDICT_RULES, "", "Rules as applied, with the numbers:", ""]
+        families = (
+            "Families of tests (Holm's correction within each): " + "; ".join(self.families)
+            if self.families
+            else "Families of tests: none; every claim is decided by its own test(s)"
+        )
+        lines += [
+            "",
+            VERDICT_RULES,
+            "",
+            families + ".",
+            "",
+            "Rules as applied, with the numbers:",
+            "",
+        ]
         lines += [f"{i}. `{c.key}`: {c.rule}" for i, c in enumerate(self.claims, 1)]
         return "\n".join(lines) + "\n"
 
@@ -297,6 +312,7 @@ class StudyReport:
             "runs": self.runs,
             "figures": self.figures,
             "stamps": self.stamps,
+            "families": self.families,
         }
         clean = _jsonable(results, "results", bad)
         clean["non_finite"] = bad

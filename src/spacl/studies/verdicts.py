@@ -5,8 +5,14 @@ the paper's number and the number measured here, with a verdict computed by a ru
 below - never written by hand.  A rule can fail: each has a test with a counter-example.
 
 Statistics: ``mean`` and sample ``std`` (``ddof = 1``) over seeds.  **The comparison
-test is Welch's unequal-variance t-test, two-sided, at** ``ALPHA = 0.05`` (no
-correction for the several comparisons of a study: each claim is one test).
+test is Welch's unequal-variance t-test, two-sided, at** ``ALPHA = 0.05``.  A claim may
+hold several such tests (a per-setting claim one per setting, a trend one per step), and
+claims read together form a **family** (``ClaimSpec.family``, named in the report):
+within a family every :func:`compare` test's p-value is **Holm-adjusted** over all of
+the family's comparison tests (:func:`holm`, :func:`holm_family`) before the 5% rule,
+so one lucky p among many does not decide a verdict.  A claim outside any family is its
+own: its tests are read together by an intersection-union rule (best-option, trend,
+combined: every part must agree), which needs no correction.
 
 * :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
   min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
@@ -62,7 +68,8 @@ function of the study's metrics, and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -168,6 +175,10 @@ VERDICT_RULES = (
     "90% interval of the difference lies inside the margin, opposite when it lies wholly "
     "outside; *saturation claims* need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
+    "*families* of claims (named below the table when a study has any) are corrected "
+    "by Holm's step-down method: every Welch p-value of the family's comparisons is "
+    "adjusted over all of them before the 5% rule, and **mixed** then means that "
+    "corrected tests disagree; "
     "*bound claims* are reproduced when every measured value is within "
     "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`).  A verdict needs the full budget "
@@ -246,15 +257,92 @@ def compare(
             f"{head}; {len(a)} vs {len(b)} values: no test possible",
             by="compare",
         )
-    t, p = welch(a, b)
+    t, p_raw = welch(a, b)
+    p, note = _family_p(p_raw)
     rule = (
-        f"{head}, Welch t = {t:+.3g}, p = {p:.3g} (n = {len(a)}, {len(b)}), min_gap = {gap_min:g}"
+        f"{head}, Welch t = {t:+.3g}, p = {p_raw:.3g}{note} (n = {len(a)}, {len(b)}), "
+        f"min_gap = {gap_min:g}"
     )
     if p < ALPHA and gap > gap_min:
         return _ruled(REPRODUCED, rule, by="compare")
     if p < ALPHA and -gap > gap_min:
         return _ruled(OPPOSITE, rule, by="compare")
     return _ruled(NOT_AT_SCALE, rule, by="compare")
+
+
+# --------------------------------------------------------------- families (Holm)
+#: while a family's tests are recorded: the raw p-values in call order
+_RECORDED: ContextVar[list[float] | None] = ContextVar("_RECORDED", default=None)
+#: while a family's claims are decided: (adjusted p-values left, family name, size)
+_ADJUSTED: ContextVar[tuple[list[float], str, int] | None] = ContextVar("_ADJUSTED", default=None)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order.
+
+    With the ``m`` p-values sorted ``p_(1) <= ... <= p_(m)``:
+    ``p~_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``; rejecting where ``p~ < alpha``
+    is Holm's procedure at family-wise error ``alpha`` (Holm 1979).
+
+    Example:
+        >>> holm([0.01, 0.04, 0.03])
+        [0.03, 0.06, 0.06]
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(p_values[i])))
+        out[i] = running
+    return [round(v, 15) for v in out]
+
+
+def _family_p(p_raw: float) -> tuple[float, str]:
+    """The p-value :func:`compare` decides on: raw, recorded, or Holm-adjusted."""
+    recorded = _RECORDED.get()
+    if recorded is not None:
+        recorded.append(p_raw)
+    adjusted = _ADJUSTED.get()
+    if adjusted is None:
+        return p_raw, ""
+    left, name, size = adjusted
+    if not left:
+        raise RuntimeError("a family's claims ran more comparisons than were recorded")
+    p = left.pop(0)
+    return p, f", Holm-adjusted p = {p:.3g} (family '{name}', {size} tests)"
+
+
+def holm_family(name: str, rules: Sequence[Callable[[], Verdict]]) -> tuple[list[Verdict], int]:
+    """Decide the claims of family ``name`` with Holm-adjusted p-values.
+
+    Each of ``rules`` (a claim's rule, without arguments) is run twice: once recording
+    the raw p-value of every :func:`compare` it calls, then, after :func:`holm` over all
+    of the family's p-values, again with each comparison deciding on its adjusted
+    p-value (the same calls in the same order: the rules are deterministic).  Returns
+    the verdicts and the number of tests in the family.
+    """
+    per_rule: list[list[float]] = []
+    for rule in rules:
+        recording = _RECORDED.set([])
+        try:
+            rule()
+            per_rule.append(list(_RECORDED.get() or []))
+        finally:
+            _RECORDED.reset(recording)
+    flat = holm([p for ps in per_rule for p in ps])
+    size = len(flat)
+    verdicts = []
+    start = 0
+    for rule, ps in zip(rules, per_rule, strict=True):
+        mine = flat[start : start + len(ps)]
+        start += len(ps)
+        adjusting = _ADJUSTED.set((mine, name, size))
+        try:
+            verdicts.append(rule())
+        finally:
+            _ADJUSTED.reset(adjusting)
+    return verdicts, size
 
 
 def best_of(
