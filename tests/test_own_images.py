@@ -146,6 +146,14 @@ def test_predict_names_the_class_folders(
     assert main(["predict", str(run), *picked]) == 0
     printed = [x.split("\t") for x in capsys.readouterr().out.splitlines()]
     assert [row[1] for row in printed] == [x["name"] for x in lines]
+    # embed --data on a folder with an unreadable file: one line naming it, exit 2
+    other = tmp_path / "other"
+    write_folder(other, per_class=2)
+    (other / "class1" / "broken.png").write_bytes(b"not an image")
+    capsys.readouterr()
+    assert main(["embed", str(run), "--data", str(other), "--out", str(tmp_path / "f.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "broken.png" in err and "\n" not in err and not (tmp_path / "f.npz").exists()
 
 
 def test_a_relative_data_root_is_stored_absolute(

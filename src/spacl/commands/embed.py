@@ -170,13 +170,17 @@ def embed_batches(
         from torch.utils.data import DataLoader
 
         from spacl.data import load_imagefolder
-        from spacl.data.imagefolder import subset
+        from spacl.data.imagefolder import check_images, subset
         from spacl.data.transforms import eval_transform
 
         size = int(model.input_shape[-1])
         plain = eval_transform(size, mean=None, std=None)  # embed() normalises
         if folder is not None:
             dataset = load_imagefolder(folder, None, transform=plain)
+            try:  # every header read once: an unreadable file is one line, before any work
+                check_images(dataset, "error")
+            except ValueError as err:
+                raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
         else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
             from spacl.engine.data import folder_splits
 
