@@ -2,8 +2,10 @@
 
 Each sub-command lives in its own module under :mod:`spacl.commands` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (a callable taking
-the parsed :class:`argparse.Namespace` and returning an exit code).  Modules are
-imported lazily so that ``spacl --version`` stays fast.
+the parsed :class:`argparse.Namespace` and returning an exit code).  ``spacl COMMAND``
+imports only that command's module; the others are listed with their one-line help
+from :data:`COMMANDS` (kept equal to the modules' own, tested), so ``spacl --version``,
+``spacl --help`` and the light commands start without importing torch.
 """
 
 from __future__ import annotations
@@ -30,15 +32,41 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every available sub-command."""
+#: every sub-command: its name, the module that registers it, its one-line help
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("demo", "demo", "train SPACL, SimCLR and SupCon on built-in digits (CPU, about 45 s) "
+     "and compare"),
+    ("train", "train", "train a model from a YAML recipe (or resume a run)"),
+    ("recipes", "recipes", "list the built-in recipes (spacl train NAME runs one), or print one"),
+    ("data", "data", "list the datasets spacl reads (source, licence, layout); `data check "
+     "[ROOT]`"),
+    ("eval", "eval", "evaluate a trained run (linear probe, kNN, NCC, geometry)"),
+    ("reproduce", "reproduce", "reproduce the papers' claims at laptop scale (report + plots "
+     "+ results.json)"),
+    ("geometry", "geometry", "neural/dimensional collapse, effective rank and uniformity of "
+     "saved features"),
+    ("align", "geometry", "CKA and RSA between two saved representations of the same samples"),
+    ("embed", "embed", "write the features of a data set under a trained run's encoder"),
+    ("export", "embed", "write a trained run's encoder (image runs), open-intent detector "
+     "(text runs) or link predictor (kg runs) in a form that runs without spacl"),
+    ("predict", "predict", "predict with a trained run (image runs: nearest class centre)"),
+)  # fmt: skip
+
+
+def build_parser(command: str | None = "") -> argparse.ArgumentParser:
+    """The top-level parser.  ``command``: the sub-command about to run, whose module is
+    imported and registered (``None``: none, every sub-command only listed; ``""``, the
+    default: every module imported, every sub-command complete)."""
     parser = argparse.ArgumentParser(
         prog="spacl",
         description="Contrastive learning with hard samples, and the geometry of what it learns.",
     )
     parser.add_argument("--version", action="version", version=f"spacl {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = [module for name, module, _ in COMMANDS if command == "" or name == command]
     for name in COMMAND_MODULES:
+        if name not in wanted:
+            continue
         try:
             module = importlib.import_module(f"spacl.commands.{name}")
         except ModuleNotFoundError as err:
@@ -46,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # sub-command not part of this build
             raise
         module.register(subparsers)
+    for name, _, text in COMMANDS:  # the others: listed, not imported
+        if name not in subparsers.choices:
+            subparsers.add_parser(name, help=text, add_help=False)
     for sub in subparsers.choices.values():
         sub.description = plain_text(sub.description)
         for action in sub._actions:
@@ -91,8 +122,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spacl`` console script."""
-    parser = build_parser()
-    args = parse_args(parser, list(argv) if argv is not None else sys.argv[1:])
+    words = list(argv) if argv is not None else sys.argv[1:]
+    first = next((w for w in words if not w.startswith("-")), None)
+    known = {name for name, _, _ in COMMANDS}
+    parser = build_parser(first if first in known else None)
+    args = parse_args(parser, words)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
