@@ -248,3 +248,23 @@ def test_settings_are_named_for_what_they_compute() -> None:
     )
     ema = spacl_method(option(gradient="ema"), "self-supervised", 8).name
     assert describe(ema, spacl_method(BASE, "self-supervised", 8).name) == "SPACL with grad=ema"
+
+
+def test_grid_edges_flag_a_choice_at_either_end_and_only_there() -> None:
+    from spacl.studies.spacl_bench.report import grid_edges
+
+    tune = {"0.05": 90.0, "0.1": 91.0, "0.2": 92.0, "0.5": 93.0}
+    m = {
+        "benches": {
+            "b": {
+                "s": {
+                    "tuning": {"A": tune, "B": {**tune, "0.5": 80.0}, "C": tune, "D": {}},
+                    "temperatures": {"A": 0.5, "B": 0.2, "C": 0.05},
+                }
+            }
+        },
+        "best_chance": {"tuning": {"E": tune}, "temperatures": {"E": 0.1}},
+    }
+    rows, total = grid_edges(m)
+    assert total == 4  # D was not tuned
+    assert [(r[1], r[3]) for r in rows] == [("A", "highest"), ("C", "lowest")]

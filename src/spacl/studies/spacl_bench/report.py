@@ -152,9 +152,62 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
                     [f"{b} {st}", name, ", ".join(f"{t}: {v:.1f}" for t, v in tune.items())]
                 )
     report.table(["bench", "method", "value per temperature"], rows)
+    _edges_section(report, m)
     _diagnostics_section(report, m.get("diagnostics") or {})
     _best_chance_section(report, m["best_chance"])
     _compute_section(report, m)
+
+
+def grid_edges(m: dict[str, Any]) -> tuple[list[list[str]], int]:
+    """Every validation-chosen temperature at the lowest or highest value of its grid
+    (``[where, method, chosen, edge, validation per temperature]`` rows), and how many
+    choices were made in all (the benches' settings and the best-chance bench)."""
+    tuned: list[tuple[str, str, float, dict[str, float]]] = []
+    for bench, sets in m["benches"].items():
+        for setting, g in sets.items():
+            for name, tune in g["tuning"].items():
+                if tune and name in g["temperatures"]:
+                    tuned.append((f"{bench} {setting}", name, g["temperatures"][name], tune))
+    bc = m.get("best_chance") or {}
+    for name, tune in (bc.get("tuning") or {}).items():
+        if tune and name in bc.get("temperatures", {}):
+            tuned.append(("best chance", name, bc["temperatures"][name], tune))
+    rows = []
+    for where, name, chosen, tune in tuned:
+        grid = sorted(float(t) for t in tune)
+        edge = "lowest" if chosen == grid[0] else "highest" if chosen == grid[-1] else ""
+        if edge and len(grid) > 1:
+            curve = ", ".join(f"{t}: {v:.1f}" for t, v in tune.items())
+            rows.append([where, name, f"{chosen:g}", edge, curve])
+    return rows, len(tuned)
+
+
+def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
+    rows, total = grid_edges(m)
+    report.section(
+        "Choices at a grid edge (flagged)",
+        f"{len(rows)} of the {total} validation-chosen values (temperatures; Barlow Twins' "
+        "lambda) lie at the lowest or "
+        "the highest value of their grid.  There the method may not have had its optimum: "
+        "the grid was not extended (that needs new runs), so each such comparison is read "
+        "with that caveat.",
+    )
+    if rows:
+        report.table(
+            [
+                "bench",
+                "method",
+                "chosen (tau; Barlow Twins: lambda)",
+                "edge",
+                "validation per value",
+            ],
+            rows,
+        )
+    stamp = (
+        f"Grid edges: {len(rows)} of {total} temperature choices at an edge of the grid, "
+        "not extended (flagged in 'Choices at a grid edge')"
+    )
+    report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
 
 
 def _versus(hi: dict[str, Any], lo: dict[str, Any], crit: str, names: tuple[str, str]) -> str:
