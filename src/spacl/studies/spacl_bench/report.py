@@ -204,7 +204,7 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             rows,
         )
     stamp = (
-        f"Grid edges: {len(rows)} of {total} temperature choices at an edge of the grid, "
+        f"Grid edges: {len(rows)} of {total} validation-chosen values at an edge of the grid, "
         "not extended (flagged in 'Choices at a grid edge')"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
