@@ -49,6 +49,8 @@ CLAIM_KEYS = (
     "nscl_more_accurate_than_cl",
     "theorem1_bound_holds",
     "corollary1_cka_bound_holds",
+    "rsa_bound_holds",
+    "nscl_dcl_sandwich",
 )
 
 

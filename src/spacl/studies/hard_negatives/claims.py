@@ -16,7 +16,16 @@ from typing import Any
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.hard_negatives.config import PAPER_NCC_CIFAR100, HardNegativesConfig
 from spacl.studies.study import values as v
-from spacl.studies.verdicts import Verdict, at_most, best_of, combine, compare, fmt, trend
+from spacl.studies.verdicts import (
+    Verdict,
+    at_most,
+    best_of,
+    combine,
+    compare,
+    fmt,
+    not_run,
+    trend,
+)
 
 __all__ = ["claims"]
 
@@ -314,4 +323,18 @@ def claims(cfg: HardNegativesConfig, num_classes: int, source: str) -> list[Clai
         *_unsupervised_claims(cfg),
         _batch_claim(cfg),
         *_synthetic_and_init_claims(cfg),
+        ClaimSpec(
+            "in_batch_estimator_beats_scl",
+            "§2 estimators",
+            "With the in-batch reweighting estimator (HCL-style, HardNegativeLoss) too, HSCL "
+            "beats SCL on many-class data",
+            "SPEC §2: both estimators required",
+            "SPEC",
+            lambda m: "not trained",
+            lambda m: not_run(
+                "HSCL trained with the in-batch reweighting estimator: the study trains the "
+                "sampling estimator only (K = 1); the estimator itself is spacl.losses."
+                "HardNegativeLoss, tested against its loop reference"
+            ),
+        ),
     ]

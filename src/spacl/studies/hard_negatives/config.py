@@ -53,6 +53,7 @@ CLAIM_KEYS = (
     "small_batch_hurts_nc",
     "noise_positives_no_nc",
     "near_nc_init_kept",
+    "in_batch_estimator_beats_scl",
 )
 
 

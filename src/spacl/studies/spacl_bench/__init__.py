@@ -195,6 +195,7 @@ def run(
         if "_diagnostics" in bench_metrics:
             metrics["diagnostics"] = bench_metrics.pop("_diagnostics")
         metrics["benches"][name] = bench_metrics
+    metrics["open_intent"] = open_intent_metrics(out)
     metrics["compute"] = c = _compute(metrics)
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
@@ -202,13 +203,47 @@ def run(
         f"plus {c['untimed_runs']} run(s) imported from the earlier committed results.json "
         "without a recorded time"
     )
+    if not quick:
+        _status_stamp(study, metrics)
+    return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
+
+
+def _status_stamp(study: StudyRun, metrics: dict[str, Any]) -> None:
+    """The header's ``Status: partial`` line when claims lack their runs (recomputed)."""
     missing = sum(1 for s in claim_specs() if s.rule(metrics).verdict == NOT_RUN)
-    if missing and not quick:
-        study.report.stamps.append(
+    stamps = [x for x in study.report.stamps if not x.startswith("Status:")]
+    if missing:
+        stamps.append(
             f"Status: **partial**: {missing} of {len(claim_specs())} claims have no verdict "
             "because their runs are missing (listed in each claim's rule)"
         )
-    return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
+    study.report.stamps[:] = stamps
+
+
+def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
+    """SPACL's StackOverflow F1-open per known ratio, from the open-intent benchmark's run
+    store beside this study's results (``results_dir/../open_intent/runs.jsonl``, its
+    pre-registered table runs, the boundary rule); ``{}`` when that store is absent."""
+    store = Path(results_dir).parent / "open_intent" / "runs.jsonl"
+    if not store.is_file():
+        return {}
+    rows = [json.loads(x) for x in store.read_text().splitlines() if x.strip()]
+    out: dict[str, Any] = {"source": "open_intent/runs.jsonl", "f1_open": {}, "seeds": {}}
+    for ratio in (0.25, 0.75):
+        runs = sorted(
+            (
+                r
+                for r in rows
+                if r.get("phase") == "table"
+                and r["method"] == "spacl"
+                and r["dataset"] == "stackoverflow"
+                and float(r["ratio"]) == ratio
+            ),
+            key=lambda r: int(r["seed"]),
+        )
+        out["f1_open"][str(ratio)] = [float(r["test"]["boundary"]["f1_ood"]) for r in runs]
+        out["seeds"][str(ratio)] = [int(r["seed"]) for r in runs]
+    return out
 
 
 def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
@@ -219,6 +254,10 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     stored = stored_results(source)
     study = StudyRun.restore(stored, out_dir)
     metrics = dict(stored["metrics"])
+    where = Path(source) if Path(source).is_dir() else Path(source).parent
+    metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
+    if not stored["quick"]:
+        _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
 
 
