@@ -227,7 +227,11 @@ def test_report_writer_files_and_content(tmp_path) -> None:
     rep.claim(
         "c1", "§9", "a beats b", "9.9 vs 1.1", "3.0 ± 0.1 vs 1.0", compare([3.0, 3.1], [1.0, 1.1])
     )
-    rep.claim("c2", "§9", "a | b pipes", "—", "x", Verdict(NOT_AT_SCALE, "rule text", by="compare"))
+    with pytest.raises(ValueError, match="not computed by a rule"):
+        rep.claim("hand", "§9", "hand-built", "—", "x", Verdict(NOT_AT_SCALE, "t", by="compare"))
+    unclear = compare([1.0, 1.2], [1.1, 1.0])
+    assert unclear.verdict == NOT_AT_SCALE
+    rep.claim("c2", "§9", "a | b pipes", "—", "x", unclear)
     with pytest.raises(ValueError, match="used twice"):
         rep.claim("c1", "§9", "dup", "", "", Verdict(REPRODUCED, "", by="compare"))
     rep.section("Numbers", "Some text.")
