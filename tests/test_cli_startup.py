@@ -30,3 +30,16 @@ def test_help_and_version_start_without_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "COMMAND" in done.stdout and "spacl " in done.stdout
+
+
+def test_recipes_lists_and_prints_without_torch() -> None:
+    code = (
+        "import sys\n"
+        "from spacl.cli import main\n"
+        "main(['recipes'])\n"
+        "main(['recipes', 'text/stackoverflow', '--flat'])\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "text/stackoverflow" in done.stdout and "max_tokens" in done.stdout

@@ -1,13 +1,18 @@
-"""Boundary checks shared by every public function: clear errors, never silent NaN."""
+"""Boundary checks shared by every public function: clear errors, never silent NaN.
+
+The value checks (:func:`check_choice`, :func:`check_positive`, :func:`check_in_range`)
+need no torch, so the CLI's config validation (``spacl recipes``, ``spacl --help``) starts
+without it; the tensor checks import torch where they run.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
 _T = TypeVar("_T")
 
@@ -43,7 +48,9 @@ def check_tensor(x: Any, name: str, *, ndim: int | tuple[int, ...] | None = None
     Raises ``TypeError`` for non-tensors / non-float dtypes and ``ValueError`` for a
     wrong rank or non-finite entries, naming ``name`` and what was found.
     """
-    if not isinstance(x, Tensor):
+    import torch
+
+    if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
@@ -62,6 +69,8 @@ def check_finite(x: Tensor, name: str) -> None:
     One reduction on the fast path: a NaN or an infinity makes the sum non-finite;
     only then (or if the finite values overflow the sum) is the exact check run.
     """
+    import torch
+
     if not x.numel():
         return
     if bool(torch.isfinite(x.detach().sum())):
@@ -73,7 +82,9 @@ def check_finite(x: Tensor, name: str) -> None:
 
 def check_labels(labels: Any, n: int, name: str = "labels") -> Tensor:
     """Return ``labels`` as an integer tensor of length ``n`` or raise naming the mismatch."""
-    if not isinstance(labels, Tensor):
+    import torch
+
+    if not isinstance(labels, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(labels).__name__}")
     if labels.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(labels.shape)}")
