@@ -48,6 +48,12 @@ class HardNegativeLoss(PairwiseContrastiveLoss):
     when debiasing (``tau_plus > 0``), where it keeps the estimate positive; with ``V > 2``
     views ``pos_a`` is the mean positive ``exp(l_ap)`` and all positives sit in the
     denominator, so the identity with NT-Xent holds for every ``V``.
+
+    Example (``beta = 0`` and ``tau_plus = 0`` weight every negative alike: NT-Xent):
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> torch.allclose(HardNegativeLoss(beta=0.0)(z0, z1), NTXentLoss()(z0, z1))
+        True
+        >>> hscl = HardNegativeLoss(beta=1.0)(z0, z1, labels=torch.arange(16) % 4)  # HSCL
     """
 
     def __init__(
@@ -98,6 +104,14 @@ class TiltedNegativeSampler(nn.Module):
     is with replacement, detached, vectorised with ``torch.multinomial`` and driven by
     an explicit ``torch.Generator`` whose state travels in ``state_dict()`` so resumed
     runs draw the same negatives.
+
+    Example (3 negatives per row, drawn from other classes):
+        >>> z, labels = torch.randn(16, 32), torch.arange(16) % 4
+        >>> draws = torch.Generator().manual_seed(0)
+        >>> sampler = TiltedNegativeSampler(beta=1.0, num_negatives=3, generator=draws)
+        >>> index = sampler(z, labels)
+        >>> index.shape, bool((labels[index] != labels[:, None]).all())
+        (torch.Size([16, 3]), True)
     """
 
     def __init__(
@@ -171,6 +185,12 @@ class SampledHardNegativeLoss(nn.Module):
     labels, the other views of the same instance.  The paper uses no temperature
     (``temperature=1``).  Loss = mean over anchors of the mean over their positives.
     Implemented on the shared kernel with multiplicity log-weights ``log(c_ij / K)``.
+
+    Example:
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> loss = SampledHardNegativeLoss(beta=1.0, generator=torch.Generator().manual_seed(0))
+        >>> bool(torch.isfinite(loss(z0, z1, labels=torch.arange(16) % 4)))
+        True
     """
 
     def __init__(

@@ -22,6 +22,14 @@ class NTXentLoss(PairwiseContrastiveLoss):
 
     then the mean over anchors.  ``loss(z0, z1)`` is the two-view form.  With
     ``targets=`` the candidates come from a target (e.g. EMA) encoder.
+
+    Example (identical embeddings: every logit equal, so the loss is ``log(2B - 1)``):
+        >>> z = torch.ones(4, 8)
+        >>> round(NTXentLoss(temperature=0.5)(z, z).item(), 4)  # log 7
+        1.9459
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> NTXentLoss(temperature=0.5)(z0, z1).shape  # the two-view form; [B, V, d] for V views
+        torch.Size([])
     """
 
     supports_labels = False
@@ -48,6 +56,11 @@ class DecoupledContrastiveLoss(NTXentLoss):
     ``loss_a = -1/|P_a| sum_p s_ap/tau + log sum_{q in Q_a} exp(s_aq/tau)`` with ``Q_a``
     every view of every other instance — NT-Xent minus the positive in the denominator.
     This is the CL objective of the CL-vs-NSCL paper (SPEC §3).
+
+    Example (identical embeddings: the positive leaves the denominator, ``log(2B - 2)``):
+        >>> z = torch.ones(4, 8)
+        >>> round(DecoupledContrastiveLoss(temperature=0.5)(z, z).item(), 4)  # log 6
+        1.7918
     """
 
     positive_in_denominator = False
@@ -59,6 +72,12 @@ class DebiasedContrastiveLoss(HardNegativeLoss):
     ``Ng = max((sum_q e^{l_aq} - tau_plus * N * e^{l_ap}) / (1 - tau_plus), N e^{-1/tau})``,
     ``loss = -log(e^{l_ap} / (e^{l_ap} + Ng))``; ``tau_plus`` is the class prior of a
     false negative, in ``[0, 1)``.  ``tau_plus = 0`` is NT-Xent exactly.
+
+    Example (identical embeddings: the debiased negative mass equals the plain one, so the
+    loss is NT-Xent's ``log(2B - 1)``):
+        >>> z = torch.ones(4, 8)
+        >>> round(DebiasedContrastiveLoss(tau_plus=0.1, temperature=0.5)(z, z).item(), 4)
+        1.9459
     """
 
     def __init__(

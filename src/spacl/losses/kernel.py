@@ -131,6 +131,11 @@ def masked_logsumexp(x: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
     A row whose mask is empty returns ``-inf`` in the forward pass *and* a zero
     gradient in the backward pass (never NaN): the shift is detached and finite and
     every masked entry is cut out of the graph by ``masked_fill``.
+
+    Example:
+        >>> x, mask = torch.tensor([[0.0, 1.0, 2.0]]), torch.tensor([[True, False, True]])
+        >>> torch.allclose(masked_logsumexp(x, mask), torch.logsumexp(torch.tensor([0.0, 2.0]), 0))
+        True
     """
     if mask is not None:
         x = x.masked_fill(~mask, -math.inf)
@@ -230,6 +235,13 @@ def contrastive_kernel(
             path skip indexing into ``logits`` (whose backward is a dense ``[A, K]`` fill).
         logit_bound: a bound on ``|logits|`` known to the caller (``1/tau`` for
             embeddings on the sphere or in the ball); enables a fixed-shift logsumexp.
+
+    Example (one positive per row, in the denominator: cross-entropy on the logits):
+        >>> logits = torch.randn(5, 5)
+        >>> per_row = contrastive_kernel(logits, torch.eye(5, dtype=torch.bool))
+        >>> ce = torch.nn.functional.cross_entropy(logits, torch.arange(5), reduction="none")
+        >>> torch.allclose(per_row, ce)
+        True
     """
     check_choice(positive_mode, "positive_mode", POSITIVE_MODES)
     simple = (

@@ -25,6 +25,12 @@ def normalize(z: Tensor, mode: NormalizeMode | str = "sphere", dim: int = -1) ->
     - ``"sphere"``: ``z / ||z||`` (L2; a zero vector stays zero),
     - ``"ball"``:   ``z / max(1, ||z||)`` (only vectors outside the ball are shrunk),
     - ``"none"``:   ``z`` unchanged.
+
+    Example:
+        >>> normalize(torch.tensor([[3.0, 4.0]]))  # sphere
+        tensor([[0.6000, 0.8000]])
+        >>> normalize(torch.tensor([[0.3, 0.4]]), "ball")  # inside the unit ball: unchanged
+        tensor([[0.3000, 0.4000]])
     """
     check_normalize_mode(mode)
     if mode == "none":

@@ -77,6 +77,11 @@ class BarlowTwinsLoss(nn.Module):
       spacl's engine leave it ``False``: the engine already gathers the global batch.
     - No labels (self-supervised); ``eps = 1e-5`` as ``BatchNorm1d``.
     - A batch of fewer than 2 instances raises ``ValueError`` (the variance is undefined).
+
+    Example (two equal views leave only the off-diagonal term):
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> bool(BarlowTwinsLoss()(z0, z0) < BarlowTwinsLoss()(z0, z1))
+        True
     """
 
     supports_labels = False

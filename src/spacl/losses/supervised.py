@@ -41,6 +41,13 @@ class SupConLoss(PairwiseContrastiveLoss):
     With a negative queue (``extra_negatives`` + ``extra_negative_labels``, MoCo-SupCon)
     every queue row joins the denominator and the rows of the anchor's class join
     ``P_a`` (so they are positives of L_out / L_in, counted in ``|P_a|``).
+
+    Example (every label distinct: each anchor's only positive is its other view, NT-Xent):
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> feats = torch.stack([z0, z1], dim=1)  # [B, V, d]
+        >>> supcon = SupConLoss(temperature=0.5)(feats, labels=torch.arange(16))
+        >>> torch.allclose(supcon, NTXentLoss(temperature=0.5)(z0, z1))
+        True
     """
 
     needs_negative_pair = False
@@ -79,6 +86,12 @@ class NSCLLoss(PairwiseContrastiveLoss):
     instances are neither positive nor negative.  ``positive_in_denominator=True``
     adds the positives to the denominator, as in the authors' code.  Labels required.
     Bound (SPEC §3): ``L_NSCL <= L_DCL <= L_NSCL + e^2/(C-1)``.
+
+    Example (every label distinct: only the other view is left out of the denominator, DCL):
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> nscl = NSCLLoss(temperature=0.5)(z0, z1, labels=torch.arange(16))
+        >>> torch.allclose(nscl, DecoupledContrastiveLoss(temperature=0.5)(z0, z1))
+        True
     """
 
     requires_labels = True

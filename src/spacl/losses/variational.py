@@ -50,6 +50,11 @@ class VarConLoss(nn.Module):
     - ``0 <= eps < tau1`` is required so that ``tau2 > 0`` (the code clamps at 1e-6
       instead); the defaults ``tau1 = 0.1``, ``eps = 0.02`` are the code's.
     - KL and NLL are summed with weight 1 each and averaged over rows (``batchmean``).
+
+    Example:
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> VarConLoss(temperature=0.1)(z0, z1, labels=torch.arange(16) % 4).shape
+        torch.Size([])
     """
 
     requires_labels = True

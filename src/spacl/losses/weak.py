@@ -54,6 +54,11 @@ class MaskConLoss(nn.Module):
     - Defaults are the code's: ``T1 = 0.1``, ``T2 = 0.05``, ``w = 0.5``; queue 8192
       and key momentum 0.99 belong to the recipe.
     - Labels (the coarse ones) are required; normalisation ``"sphere"`` as in the code.
+
+    Example (coarse labels: 4 coarse classes over 16 instances):
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> MaskConLoss(temperature=0.1)(z0, z1, labels=torch.arange(16) % 4).shape
+        torch.Size([])
     """
 
     requires_labels = True
