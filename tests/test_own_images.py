@@ -195,3 +195,32 @@ def test_the_imagefolder_recipes_need_only_data_root(
     assert "train.batch_size=64 is more than the 18 training images: batches of 18" in caplog.text
     cfg = load_config(run / "config.yaml")
     assert cfg.objective.name == "supcon" and cfg.data.root == str(root)
+
+
+def test_own_folder_chain_train_embed_geometry_predict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38's path in one go: a folder without test/ -> train -> embed --split test ->
+    geometry -> predict (folder names); a corrupt image to predict is one line, exit 2."""
+    import json
+
+    root = tmp_path / "folder"
+    files = write_folder(root / "train")
+    run = tmp_path / "run"
+    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    feats = tmp_path / "test.npz"
+    assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 0
+    report = tmp_path / "geometry.json"
+    assert main(["geometry", str(feats), "--json", str(report)]) == 0
+    geometry = json.loads(report.read_text())
+    assert geometry and all(isinstance(k, str) for k in geometry)
+    capsys.readouterr()
+    assert main(["predict", str(run), str(files[0]), str(files[-1])]) == 0
+    names = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
+    assert len(names) == 2 and all(n in {"class0", "class1", "class2"} for n in names)
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n not a png")
+    assert main(["predict", str(run), str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "broken.png" in err and "\n" not in err
