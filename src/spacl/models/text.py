@@ -109,7 +109,6 @@ def load_sentence_transformer(device: str, *, normalize: bool = True) -> Any:
     path = minilm_model_dir()
     try:
         from sentence_transformers import SentenceTransformer
-        from sentence_transformers.models import Normalize
     except ImportError as err:
         raise _missing_minilm() from err
     from transformers.utils import logging as hf_logging
@@ -123,7 +122,8 @@ def load_sentence_transformer(device: str, *, normalize: bool = True) -> Any:
             hf_logging.enable_progress_bar()
     if normalize:
         return model
-    kept = [module for module in model if not isinstance(module, Normalize)]
+    # by name: the class moved between sentence-transformers versions (models -> modules)
+    kept = [module for module in model if type(module).__name__ != "Normalize"]
     return SentenceTransformer(modules=kept, device=device)
 
 
