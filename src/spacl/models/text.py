@@ -42,6 +42,7 @@ __all__ = [
     "TextEncoder",
     "TopLayersMiniLM",
     "default_cache_dir",
+    "load_sentence_transformer",
     "minilm_available",
     "minilm_model_dir",
 ]
@@ -97,7 +98,9 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def _load_sentence_transformer(device: str) -> Any:
+def load_sentence_transformer(device: str) -> Any:
+    """all-MiniLM-L6-v2 as a ``SentenceTransformer`` on ``device``, from the local model
+    directory only (offline; the ``text`` extra)."""
     _offline()
     path = minilm_model_dir()
     try:
@@ -147,7 +150,7 @@ class MiniLMEncoder:
     @property
     def model(self) -> Any:
         if self._model is None:
-            self._model = _load_sentence_transformer(self.device)
+            self._model = load_sentence_transformer(self.device)
         return self._model
 
     @torch.no_grad()
@@ -342,7 +345,7 @@ class TopLayersMiniLM(nn.Module):
         super().__init__()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        st = _load_sentence_transformer(device)
+        st = load_sentence_transformer(device)
         self.st = st
         self.normalize = bool(normalize)
         transformer = st[0].auto_model
