@@ -514,7 +514,7 @@ def run_text_finetune(scale: Scale) -> str:
         import transformers  # noqa: F401
     except ImportError:
         return "not run: transformers is not installed (pip install '.[text]')"
-    from spacl.tasks.text_finetune import (
+    from spacl.tasks.text.finetune import (
         FinetuneSettings,
         TopLayers,
         bottom_states,

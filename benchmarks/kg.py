@@ -85,7 +85,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
     import os
     import statistics
 
-    from spacl.tasks.kg import _kg_setup, _kg_step
+    from spacl.tasks.kg.train import _kg_setup, _kg_step
 
     torch.set_num_threads(1)
     kg = load_kg("fb15k-237", root, unseen="include")

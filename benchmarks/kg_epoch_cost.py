@@ -25,7 +25,7 @@ import torch
 from _common import header, write_result
 from kg import RECIPES, _time_cut
 from spacl.data.kg import load_kg
-from spacl.tasks.kg import _kg_setup, _kg_step, kg_config
+from spacl.tasks.kg.train import _kg_setup, _kg_step, kg_config
 
 DESCRIPTION = (
     "Both recipes (`configs/kg/fb15k237_{infonce,spacl}.yaml`, `train.threads=1`) train "

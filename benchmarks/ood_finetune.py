@@ -1,7 +1,7 @@
 """Open-intent detection with all-MiniLM-L6-v2 fine-tuned: the recipes of ``spacl train``.
 
 Issue 18, item 3.  Every fine-tuned run is one run of the task
-(:func:`spacl.tasks.text_finetune_run.train_finetuned`) from its shipped recipe, the
+(:func:`spacl.tasks.text.task.train_finetuned`) from its shipped recipe, the
 dataset and known ratio overridden (``data.name``, ``data.known_ratio``), seed ``s`` as
 ``data.split_seed`` (which classes are known) and ``train.seed`` (batches, dropout):
 
@@ -47,7 +47,7 @@ from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, 
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import seed_spread, seeds_to_settle, std_interval
-from spacl.tasks.text_finetune_run import Backbone, load_backbone
+from spacl.tasks.text.states import Backbone, load_backbone
 
 log = logging.getLogger("benchmarks.ood_finetune")
 
@@ -172,7 +172,7 @@ def run_setting(
     """Every missing (seed, method) run of one setting, appended to the store one by one."""
     from spacl.models.text import MiniLMEncoder
     from spacl.tasks.text import ood_config, train_ood
-    from spacl.tasks.text_finetune_run import train_finetuned
+    from spacl.tasks.text.task import train_finetuned
 
     data = load_intent_dataset(name, args.root)
     for seed in args.seeds:

@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.tasks.text import ood_config
-from spacl.tasks.text_finetune import _batches, _loss_fn, encode_views, pad_states
-from spacl.tasks.text_finetune_run import load_backbone, settings_of
+from spacl.tasks.text.finetune import _batches, _loss_fn, encode_views, pad_states, settings_of
+from spacl.tasks.text.states import load_backbone
 
 RECIPES = {
     "spacl": "text/stackoverflow_finetune_spacl",

@@ -43,9 +43,8 @@ from spacl.data.textoir import textoir_known_classes
 from spacl.evaluate.adb import fit_adb
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
 from spacl.models.text import EmbeddingCache
-from spacl.tasks.text_adb import ADBSchedule, train_detector
-from spacl.tasks.text_finetune_run import load_backbone
-from spacl.tasks.text_states import CachedTexts, PooledEncoder
+from spacl.tasks.text.adb import ADBSchedule, train_detector
+from spacl.tasks.text.states import CachedTexts, PooledEncoder, load_backbone
 
 log = logging.getLogger("benchmarks.open_intent")
 

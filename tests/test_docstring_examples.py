@@ -9,17 +9,17 @@ import torch
 
 import spacl.losses
 import spacl.losses.spacl
-import spacl.tasks.text_states
+import spacl.tasks.text.states
 
 
 @pytest.mark.parametrize(
     "obj",
-    [spacl.losses, spacl.losses.spacl.SPACLLoss, spacl.tasks.text_states],
+    [spacl.losses, spacl.losses.spacl.SPACLLoss, spacl.tasks.text.states],
     ids=lambda o: getattr(o, "__name__", str(o)),
 )
 def test_docstring_examples_run(obj: object) -> None:
     globs = {"torch": torch, **{name: getattr(spacl.losses, name) for name in spacl.losses.__all__}}
-    globs.update(vars(spacl.tasks.text_states))
+    globs.update(vars(spacl.tasks.text.states))
     tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
     assert tests, f"{obj!r} has no example"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

@@ -96,7 +96,7 @@ def test_text_spacl_defaults_are_the_losss() -> None:
     import inspect
 
     from spacl.losses.spacl import SPACLLoss
-    from spacl.tasks.text_config import build_text_loss
+    from spacl.tasks.text.config import build_text_loss
 
     cfg = load_recipe({"task": "text"}, ["objective.name=spacl"]).config
     loss = build_text_loss(cfg, 0)

@@ -16,8 +16,8 @@ import torch
 from readme_code import run_readme_code
 from spacl.cli import main
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg_export import export_link_model
-from spacl.tasks.kg_run import LinkModel, load_link_model
+from spacl.tasks.kg.export import export_link_model
+from spacl.tasks.kg.run import LinkModel, load_link_model
 from test_task_runs import kg_run  # noqa: F401  (the fixture: a tiny trained KG run)
 
 

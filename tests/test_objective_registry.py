@@ -33,8 +33,8 @@ def test_a_name_means_one_row_per_task() -> None:
 def test_every_task_reads_its_names_from_the_registry() -> None:
     from spacl.engine import OBJECTIVES
     from spacl.tasks.kg import KG_OBJECTIVES
-    from spacl.tasks.text_config import OOD_OBJECTIVES
-    from spacl.tasks.text_finetune import FINETUNE_OBJECTIVES
+    from spacl.tasks.text.config import OOD_OBJECTIVES
+    from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES
 
     assert OBJECTIVES == objectives_for("image")
     assert set(OOD_OBJECTIVES) == {"spacl", "supcon", "cross_entropy", "frozen"}
@@ -131,8 +131,8 @@ def test_task_recipes_reject_bad_objective_params_at_config_time(
 ) -> None:
     """text and kg recipes build their loss while validating: a bad ``objective.params``
     key fails before any data is read (it once failed after minutes of encoding)."""
-    from spacl.tasks.kg_config import kg_config
-    from spacl.tasks.text_config import ood_config
+    from spacl.tasks.kg.config import kg_config
+    from spacl.tasks.text.config import ood_config
 
     load = kg_config if recipe.startswith("kg/") else ood_config
     load(recipe, [])  # the shipped recipe itself is valid
@@ -143,7 +143,7 @@ def test_task_recipes_reject_bad_objective_params_at_config_time(
 def test_a_text_recipe_switched_to_frozen_keeps_its_unused_params() -> None:
     """``objective.name=frozen`` on a recipe with ``objective.params`` (the frozen rows of
     the open-intent benchmarks): frozen reads none of them, so the config is valid."""
-    from spacl.tasks.text_config import ood_config
+    from spacl.tasks.text.config import ood_config
 
     cfg = ood_config("text/stackoverflow_frozen_ce", ["objective.name=frozen"])
     assert cfg.objective.name == "frozen" and cfg.objective.params.label_smoothing is not None

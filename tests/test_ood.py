@@ -27,7 +27,7 @@ from spacl.evaluate.ood import (
 )
 from spacl.models.text import EmbeddingCache, FeatureViews, default_cache_dir, minilm_available
 from spacl.tasks.text import ood_config, train_ood
-from spacl.tasks.text_decision import DECISION_RULES, DEFAULT_RULE, SELECT_FALLBACK
+from spacl.tasks.text.decision import DECISION_RULES, DEFAULT_RULE, SELECT_FALLBACK
 
 
 @pytest.fixture(autouse=True)
@@ -432,7 +432,7 @@ def test_rule_choice_never_reads_test_labels(tmp_path: Path) -> None:
 def test_selection_scores_follow_the_simulated_open_split() -> None:
     """Hand-built features: tight classes, hidden classes far away -> every rule rejects
     the held-out classes; a quantile of 0 rejects half the in-domain dev examples."""
-    from spacl.tasks.text_decision import HeldOutHead, selection_scores
+    from spacl.tasks.text.decision import HeldOutHead, selection_scores
 
     k = 6
     centres = torch.eye(8, dtype=torch.float64)[:k]
@@ -462,7 +462,7 @@ def test_one_hidden_class_split_serves_both_held_out_uses() -> None:
     and the threshold alone (at least 1) draw from one seeded permutation, so the same
     seed hides the same classes first; the count is ``round(fraction K)`` clipped to
     ``[minimum, K - 2]`` (a loop over K, fraction, seed)."""
-    from spacl.tasks.text_decision import (
+    from spacl.tasks.text.decision import (
         HIDDEN_CLASSES_SEED,
         MIN_HIDDEN_SELECTION,
         MIN_HIDDEN_THRESHOLD,

@@ -22,8 +22,8 @@ from spacl.schema import (
     task_entry,
     task_loader,
 )
-from spacl.tasks.kg_config import KGConfig, kg_config
-from spacl.tasks.text_config import OODConfig, ood_config
+from spacl.tasks.kg.config import KGConfig, kg_config
+from spacl.tasks.text.config import OODConfig, ood_config
 
 RECIPES = list_recipes()
 SECTIONS = {"data": DataSection, "optim": OptimSection, "train": TrainSection, "eval": EvalSection}

@@ -13,11 +13,11 @@ from spacl.cli import main
 from spacl.data.kg import TripleIndex, add_reciprocals, load_kg
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.evaluate.ranking import filtered_ranks
-from spacl.tasks import kg as kg_task
+from spacl.tasks.kg import train as kg_task
 from spacl.tasks.kg import train_kg
-from spacl.tasks.kg_run import evaluate_kg_run, load_link_model
+from spacl.tasks.kg.run import evaluate_kg_run, load_link_model
 from spacl.tasks.text import train_ood
-from spacl.tasks.text_run import OPEN, evaluate_text_run, load_intent_detector
+from spacl.tasks.text.run import OPEN, evaluate_text_run, load_intent_detector
 from test_kg_model import cycle_graph
 from test_ood import FakeEncoder, write_topic_dataset
 

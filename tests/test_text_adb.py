@@ -1,4 +1,4 @@
-"""ADB / DA-ADB detectors (spacl.tasks.text_adb): loop references, early stopping, boundaries."""
+"""ADB / DA-ADB detectors (spacl.tasks.text.adb): loop references, early stopping, boundaries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from spacl.evaluate.adb import fit_adb
-from spacl.tasks.text_adb import (
+from spacl.tasks.text.adb import (
     ADBSchedule,
     OpenIntentNet,
     distance_aware_logits,
@@ -16,7 +16,7 @@ from spacl.tasks.text_adb import (
     pretrain,
     train_detector,
 )
-from spacl.tasks.text_states import CachedTexts, length_batches
+from spacl.tasks.text.states import CachedTexts, length_batches
 
 
 def _loop_da_logits(z: torch.Tensor, c: torch.Tensor, w: torch.Tensor, s: float) -> torch.Tensor:

@@ -48,8 +48,9 @@ def test_a_finetuned_detector_runs_from_its_folder_with_its_trained_layers(
     tmp_path: Path,
 ) -> None:
     from spacl.models.text import MiniLMEncoder
-    from spacl.tasks.text_finetune_run import load_backbone, train_finetuned
-    from spacl.tasks.text_run import load_intent_detector
+    from spacl.tasks.text.run import load_intent_detector
+    from spacl.tasks.text.states import load_backbone
+    from spacl.tasks.text.task import train_finetuned
 
     split = tiny_split()
     run_dir = tmp_path / "run"
@@ -79,7 +80,7 @@ def test_a_head_on_the_frozen_encoder_runs_from_its_folder(
 ) -> None:
     from spacl.models.text import MiniLMEncoder
     from spacl.tasks.text import train_ood
-    from spacl.tasks.text_run import load_intent_detector
+    from spacl.tasks.text.run import load_intent_detector
 
     split = tiny_split()
     cfg = {
@@ -119,7 +120,7 @@ def test_an_adb_detector_runs_from_its_folder(
     tiny split's texts run to 11): the folder's encoder carries the trained layer and
     the same cut."""
     from spacl.tasks.text import train_ood
-    from spacl.tasks.text_run import load_intent_detector
+    from spacl.tasks.text.run import load_intent_detector
 
     split = tiny_split()
     detector = {"method": "da_adb", "lr": 1e-2, "max_epochs": 10, "batch_size": 8}

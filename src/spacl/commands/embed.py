@@ -12,9 +12,9 @@ program: ``torch.export.load(FILE).module()`` runs it without spacl installed (s
 (an open-intent detector) ``--out`` is a new folder: the sentence-transformers encoder
 (fine-tuned layers included), the head as a ``torch.export`` program, the class
 centres, thresholds and names, and a README with the code that runs it without spacl
-(:mod:`spacl.tasks.text_export`).  For a KG run ``--out`` is a new folder too: the entity
+(:mod:`spacl.tasks.text.export`).  For a KG run ``--out`` is a new folder too: the entity
 and relation tables, the names, and a README with the scoring code
-(:mod:`spacl.tasks.kg_export`).
+(:mod:`spacl.tasks.kg.export`).
 """
 
 from __future__ import annotations
@@ -97,10 +97,10 @@ def run_export(args: argparse.Namespace) -> int:
 def _folder_exporter(task: str) -> Any:
     """The exporter of a text run (the detector) or a KG run (the link predictor)."""
     if task == "text":
-        from spacl.tasks.text_export import export_text_run
+        from spacl.tasks.text.export import export_text_run
 
         return export_text_run
-    from spacl.tasks.kg_export import export_kg_run
+    from spacl.tasks.kg.export import export_kg_run
 
     return export_kg_run
 
@@ -133,7 +133,7 @@ def _task_batches(
 ) -> tuple[int, Iterator[tuple[Tensor, Tensor]], str]:
     """Text runs: head outputs of a split's texts (test OOD label = K); KG: every entity."""
     if task == "kg":
-        from spacl.tasks.kg_run import load_link_model
+        from spacl.tasks.kg.run import load_link_model
 
         link = load_link_model(run_dir)
         ids = torch.arange(link.kg.num_entities)
@@ -142,8 +142,8 @@ def _task_batches(
             for i in range(0, len(ids), 4096)
         )
         return len(ids), rows, "entity embeddings; labels are entity ids"
-    from spacl.tasks.text_detector import split_of
-    from spacl.tasks.text_run import load_intent_detector
+    from spacl.tasks.text.detector import split_of
+    from spacl.tasks.text.run import load_intent_detector
 
     det = load_intent_detector(run_dir)
     parts = split_of(det.config)  # the run's own known classes (data.protocol)

@@ -79,11 +79,11 @@ def run_task_eval(args: argparse.Namespace, task: str) -> int:
         raise ValueError(f"spacl eval of a {task} run takes no overrides and no --checkpoint")
     rd = RunDirectory(args.run_dir)
     if task == "kg":
-        from spacl.tasks.kg_run import evaluate_kg_run
+        from spacl.tasks.kg.run import evaluate_kg_run
 
         metrics = evaluate_kg_run(rd.path)
     else:
-        from spacl.tasks.text_run import evaluate_text_run
+        from spacl.tasks.text.run import evaluate_text_run
 
         metrics = evaluate_text_run(rd.path)
     if not args.no_write:

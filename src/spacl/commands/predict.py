@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _predict_kg(args: argparse.Namespace) -> int:
-    from spacl.tasks.kg_run import load_link_model
+    from spacl.tasks.kg.run import load_link_model
 
     if args.inputs or args.file:
         raise ValueError("a KG run takes --head/--tail and --relation, not inputs")
@@ -111,7 +111,7 @@ def read_texts(path: Path) -> list[str]:
 
 
 def _predict_text(args: argparse.Namespace) -> int:
-    from spacl.tasks.text_run import load_intent_detector
+    from spacl.tasks.text.run import load_intent_detector
 
     texts = list(args.inputs) + (read_texts(args.file) if args.file else [])
     if not texts:

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["MetricsLogger", "RunDirectory", "default_run_dir"]
+__all__ = ["MetricsLogger", "RunDirectory", "default_run_dir", "jsonable"]
 
 
 def default_run_dir(cfg: DictConfig) -> Path:
@@ -99,17 +99,19 @@ class RunDirectory:
 
     def write_json(self, path: Path, payload: Any) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(jsonable(payload), indent=2, sort_keys=True) + "\n")
         tmp.replace(path)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` with non-finite floats as strings (``"nan"``, ``"inf"``), keys as strings
+    and tuples as lists: what ``json.dumps`` writes as standard JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -166,7 +168,7 @@ class MetricsLogger:
         if self._handle is None:
             self.run.path.mkdir(parents=True, exist_ok=True)
             self._handle = self.run.metrics.open("a", buffering=1)
-        self._handle.write(json.dumps(_jsonable(record), sort_keys=True) + "\n")
+        self._handle.write(json.dumps(jsonable(record), sort_keys=True) + "\n")
         self._handle.flush()
         if self._tb is not None:
             step = int(record.get("step", 0))

@@ -96,6 +96,7 @@ __all__ = [
     "class_centres",
     "conformal_quantile",
     "conformal_thresholds",
+    "f1_per_class",
     "fit_open_classifier",
     "fpr_at_tpr",
     "ood_auroc",
@@ -326,7 +327,7 @@ def _pseudo_ood_thresholds(dist: Tensor, dev_y: Tensor, num_known: int, scope: s
     return thresholds
 
 
-def _f1_per_class(y_true: Tensor, y_pred: Tensor, num_classes: int) -> Tensor:
+def f1_per_class(y_true: Tensor, y_pred: Tensor, num_classes: int) -> Tensor:
     """``[C]`` F1 of every class (0 where precision and recall are both undefined or 0)."""
     idx = y_true * num_classes + y_pred
     confusion = torch.bincount(idx, minlength=num_classes * num_classes).reshape(
@@ -358,7 +359,7 @@ def open_intent_metrics(
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         if int(y.min()) < 0 or int(y.max()) >= c:
             raise ValueError(f"{name} must hold labels in [0, {num_known}] (OOD = {num_known})")
-    f1 = _f1_per_class(y_true.long(), y_pred.long(), c)
+    f1 = f1_per_class(y_true.long(), y_pred.long(), c)
     metrics = {
         "accuracy": 100.0 * float((y_true == y_pred).double().mean()),
         "macro_f1": 100.0 * float(f1.mean()),

@@ -127,10 +127,6 @@ def load_sentence_transformer(device: str, *, normalize: bool = True) -> Any:
     return SentenceTransformer(modules=kept, device=device)
 
 
-#: the former private name, until the task modules import the public one
-_load_sentence_transformer = load_sentence_transformer
-
-
 class MiniLMEncoder:
     """Frozen all-MiniLM-L6-v2 sentence embeddings (384-dim, L2-normalised), offline.
 
@@ -359,7 +355,7 @@ class TopLayersMiniLM(nn.Module):
         super().__init__()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        st = _load_sentence_transformer(device)
+        st = load_sentence_transformer(device)
         self.st = st
         self.normalize = bool(normalize)
         transformer = st[0].auto_model

@@ -3,16 +3,16 @@
 ==============================================  ===========================================
 ``spacl.tasks.kg.train_kg(cfg)``                link prediction (recipes ``kg/*``)
 ``spacl.tasks.text.train_ood(cfg)``             open-intent detection (recipes ``text/*``)
-``spacl.tasks.text_decision``                   the open-intent decision rules, chosen on dev
-``spacl.tasks.text_finetune``                   top-layer fine-tuning of the text encoder
+``spacl.tasks.text.decision``                   the open-intent decision rules, chosen on dev
+``spacl.tasks.text.finetune``                   top-layer fine-tuning of the text encoder
 ``run_recipe(name_or_path, overrides, out)``    load any recipe and run its task
 ==============================================  ===========================================
 
 One way in.  :func:`run_recipe` (the Python API) and ``spacl train`` read a recipe with
 :func:`spacl.schema.load_recipe`, which picks the task from the recipe's ``task:`` in the
 task registry (:func:`spacl.schema.register_task`) and validates it with that task's
-schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg_config`; ``text``:
-:mod:`.text_config`).  The registry entry also names the task's runner, imported when a
+schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg.config`; ``text``:
+:mod:`.text.config`).  The registry entry also names the task's runner, imported when a
 run starts: the image engine's :func:`spacl.engine.train`, :func:`spacl.tasks.kg.train_kg`
 or :func:`spacl.tasks.text.train_ood`.
 
@@ -33,8 +33,8 @@ from spacl import schema
 # the built-in tasks' schemas register themselves (spacl.schema.register_task)
 from spacl.engine import config as _image_schema
 from spacl.schema import LoadedRecipe, task_entry
-from spacl.tasks import kg_config as _kg_schema
-from spacl.tasks import text_config as _text_schema
+from spacl.tasks.kg import config as _kg_schema
+from spacl.tasks.text import config as _text_schema
 
 __all__ = ["run_loaded", "run_recipe"]
 

@@ -26,7 +26,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from spacl.engine.checkpoint import load_checkpoint, save_checkpoint
-from spacl.engine.rundir import RunDirectory, _jsonable
+from spacl.engine.rundir import RunDirectory, jsonable
 
 __all__ = ["TaskRun", "read_task_checkpoint"]
 
@@ -74,7 +74,7 @@ class TaskRun:
     def log(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``metrics.jsonl``."""
         with self.dir.metrics.open("a") as handle:
-            handle.write(json.dumps(_jsonable(record), sort_keys=True) + "\n")
+            handle.write(json.dumps(jsonable(record), sort_keys=True) + "\n")
 
     def reset_metrics(self) -> None:
         """Start ``metrics.jsonl`` afresh (a run that starts from scratch)."""

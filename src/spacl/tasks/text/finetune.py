@@ -38,7 +38,7 @@ grows to the smallest divisor of the batch that fits (:func:`balanced_m`).
 ``samples_per_class=None`` keeps the older uniform batches (a seeded permutation).
 
 The task's runner (``spacl train text/stackoverflow_finetune_*``) is
-:mod:`spacl.tasks.text_finetune_run`.
+:mod:`spacl.tasks.text.task`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
@@ -61,10 +62,12 @@ __all__ = [
     "TopLayers",
     "balanced_m",
     "bottom_states",
+    "dev_accuracy_score",
     "embed_states",
     "encode_views",
     "finetune",
     "pad_states",
+    "settings_of",
 ]
 
 #: the fine-tuning objectives: the ``text_finetune`` rows of :mod:`spacl.losses.registry`
@@ -340,7 +343,7 @@ def finetune(
     one batch at a time; so do the loss and the cross-entropy classifier).
 
     ``score``: called with the copy in eval mode after every epoch (e.g. the known-class
-    dev accuracy, :func:`spacl.tasks.text_finetune_run.dev_accuracy_score`); the weights
+    dev accuracy, :func:`spacl.tasks.text.finetune.dev_accuracy_score`); the weights
     of the best-scoring epoch (the earliest on ties) are returned instead of the last
     ones, early stopping without a patience.  It must not draw from torch's global
     random state (the next epoch's dropout views do); an eval-mode forward does not.
@@ -406,3 +409,52 @@ def _keep_best(
     if best is not None and value <= best[0]:
         return best
     return value, {k: v.detach().clone() for k, v in top.state_dict().items()}
+
+
+def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettings:
+    """The fine-tuning settings of a text recipe (``objective`` replaces its name)."""
+    return FinetuneSettings(
+        objective or str(cfg.objective.name),
+        epochs=int(cfg.train.epochs),
+        batch_size=int(cfg.train.batch_size),
+        lr=float(cfg.optim.lr),
+        temperature=float(cfg.objective.temperature),
+        num_views=int(cfg.views.num_views),
+        seed=int(cfg.train.seed),
+        max_steps=cfg.finetune.max_steps,
+        samples_per_class=cfg.finetune.samples_per_class,
+        params=dict(cfg.objective.params or {}),
+    )
+
+
+def dev_accuracy_score(
+    train_states: Sequence[Tensor],
+    train_labels: Tensor,
+    dev_states: Sequence[Tensor],
+    dev_labels: Tensor,
+    num_known: int,
+    record: list[float] | None = None,
+) -> Callable[[TopLayers], float]:
+    """The epoch score of ``finetune.select_epoch=dev_accuracy``: known-class dev accuracy.
+
+    ``score(top)`` embeds the train and dev texts with ``top`` (eval mode), takes the
+    class centres of the train embeddings (:func:`spacl.evaluate.ood.class_centres`, the
+    open classifier's) and returns the percentage of dev texts whose nearest centre
+    (cosine) is their class: the closed-set accuracy ADB's protocol early-stops on
+    (Zhang et al., 2021), read from the nearest-centre classifier every method here
+    shares.  Known classes only: no open-set example is seen.  Each value is appended
+    to ``record``.
+    """
+    from spacl.evaluate.ood import class_centres
+
+    def score(top: TopLayers) -> float:
+        train_z = embed_states(top, train_states).double()
+        dev_z = embed_states(top, dev_states).double()
+        centres = class_centres(train_z, train_labels, num_known)
+        nearest = (dev_z @ centres.T).argmax(1)  # unit rows: largest cosine
+        value = 100.0 * float((nearest == dev_labels).double().mean())
+        if record is not None:
+            record.append(value)
+        return value
+
+    return score

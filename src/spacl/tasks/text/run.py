@@ -6,9 +6,9 @@ head, and the open classifier (class centres, per-class thresholds on the cosine
 distance to the nearest centre, class names).  A sentence gets the nearest class if its
 distance is within that class's threshold, else ``open``.
 
-A fine-tuned run (``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text_finetune_run`)
+A fine-tuned run (``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text.task`)
 keeps the trained top layers instead of a head: the encoder is then the frozen model's
-bottom layers with those layers on top (:class:`~spacl.tasks.text_finetune_run.FinetunedEncoder`),
+bottom layers with those layers on top (:class:`~spacl.tasks.text.states.FinetunedEncoder`),
 and the head the identity.
 """
 
@@ -78,7 +78,7 @@ class IntentDetector:
 
 def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDetector:
     """The detector of a text run directory; ``encoder`` replaces the configured one (for
-    a fine-tuned run: the :class:`~spacl.tasks.text_finetune_run.Backbone` under the
+    a fine-tuned run: the :class:`~spacl.tasks.text.states.Backbone` under the
     trained layers)."""
     raw = run_config(run_dir)
     if raw.get("task") != "text":
@@ -104,13 +104,13 @@ def _adb_detector(cfg: DictConfig, state: dict[str, Any], encoder: Any) -> Inten
     """The detector of a ``detector.method`` run: pooled MiniLM (under the run's trained
     top layers, ``detector.trainable_layers > 0``), its head, ADB's balls.  ``encoder``:
     the pooled encoder, or with trained layers the backbone under them."""
-    from spacl.tasks.text_adb_run import (
+    from spacl.tasks.text.adb_run import (
         adb_intent_parts,
         detector_backbone,
         pooled_encoder,
         top_layers_of,
     )
-    from spacl.tasks.text_states import FinetunedEncoder
+    from spacl.tasks.text.states import FinetunedEncoder
 
     if "adb_head" not in state:
         raise ValueError("a detector run, but its checkpoint has no detector head")
@@ -128,7 +128,7 @@ def _adb_detector(cfg: DictConfig, state: dict[str, Any], encoder: Any) -> Inten
 
 def _finetuned_encoder(run_dir: str | Path, state: dict[str, Any], backbone: Any) -> TextEncoder:
     """The fine-tuned run's encoder: its saved top layers over the frozen bottom."""
-    from spacl.tasks.text_finetune_run import FinetunedEncoder, load_backbone
+    from spacl.tasks.text.states import FinetunedEncoder, load_backbone
 
     saved = state.get("encoder")
     if not isinstance(saved, dict) or "top" not in saved:
@@ -142,9 +142,9 @@ def _finetuned_encoder(run_dir: str | Path, state: dict[str, Any], backbone: Any
 def _head(cfg: DictConfig, in_dim: int, num_known: int, weights: dict[str, Tensor]) -> nn.Module:
     if cfg.objective.name == "frozen" or int(cfg.finetune.trainable_layers) > 0:
         return nn.Identity()
-    from spacl.tasks.text import _build_head
+    from spacl.tasks.text.frozen import build_head
 
-    head, _ = _build_head(cfg, in_dim, num_known, torch.device("cpu"))
+    head, _ = build_head(cfg, in_dim, num_known, torch.device("cpu"))
     head.load_state_dict(weights)
     return head.eval()
 
@@ -159,12 +159,12 @@ def evaluate_text_run(
     """
     from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
     from spacl.models.text import EmbeddingCache
-    from spacl.tasks.text_decision import run_metrics
+    from spacl.tasks.text.decision import run_metrics
 
     det = load_intent_detector(run_dir, encoder)
     cfg = det.config
     if split is None:
-        from spacl.tasks.text_detector import split_of
+        from spacl.tasks.text.detector import split_of
 
         split = split_of(cfg)
     if list(split.known_classes) != det.class_names:

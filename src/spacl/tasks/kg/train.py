@@ -1,6 +1,6 @@
 """Link prediction recipes (``task: kg``): training loop and evaluation.
 
-The schema (:class:`KGConfig`, :func:`kg_config`) is in :mod:`spacl.tasks.kg_config`.
+The schema (:class:`KGConfig`, :func:`kg_config`) is in :mod:`spacl.tasks.kg.config`.
 
 :func:`train_kg` trains a :class:`~spacl.models.kg.LinkPredictor` with one of the
 objectives of :mod:`spacl.losses.kg` (``objective.name``: ``infonce`` |
@@ -43,10 +43,11 @@ from spacl.losses.kg import (
 )
 from spacl.losses.registry import objective_names
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg_config import KGConfig, build_kg_objective, kg_config
+from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
 from spacl.tasks.rundir import TaskRun
 
-_logger = logging.getLogger(__name__)
+#: the KG task's logger (``spacl.tasks.kg``, as before the package)
+_logger = logging.getLogger("spacl.tasks.kg")
 
 #: the link-prediction objectives: the ``kg`` rows of :mod:`spacl.losses.registry`
 KG_OBJECTIVES = objective_names("kg")

@@ -8,7 +8,7 @@ Representations and Decision Boundaries for Open Intent Detection") as TEXTOIR r
 **Network** (TEXTOIR's ``BERT`` / ``BERT_Disaware``): the encoder's token states, the
 top ``trainable_layers`` transformer layers trainable and the rest frozen (TEXTOIR's
 ``freeze_backbone_parameters``: BERT-base's last layer only; here the frozen bottom runs
-once per text, :func:`spacl.tasks.text_finetune.bottom_states`), mean pooling over the
+once per text, :func:`spacl.tasks.text.finetune.bottom_states`), mean pooling over the
 tokens, then a head ``z = dropout(relu(W h + b))`` (``W`` square): ``z`` is the
 feature the boundaries live on.
 
@@ -72,10 +72,10 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice
 from spacl.evaluate.adb import ADBModel
-from spacl.evaluate.ood import _f1_per_class
+from spacl.evaluate.ood import f1_per_class
 from spacl.losses.registry import build_objective
-from spacl.tasks.text_finetune import TopLayers
-from spacl.tasks.text_states import CachedTexts, length_batches
+from spacl.tasks.text.finetune import TopLayers
+from spacl.tasks.text.states import CachedTexts, length_batches
 
 __all__ = [
     "ADB_METHODS",
@@ -234,7 +234,7 @@ def class_means(features: Tensor, labels: Tensor, num_known: int) -> Tensor:
 def _macro_f1(y_true: Tensor, y_pred: Tensor, num_classes: int) -> float:
     """Macro-F1 in percent over the classes present in ``y_true`` or ``y_pred`` (as
     scikit-learn's ``f1_score(average="macro")``, TEXTOIR's dev score)."""
-    f1 = _f1_per_class(y_true, y_pred, num_classes)
+    f1 = f1_per_class(y_true, y_pred, num_classes)
     present = torch.bincount(torch.cat((y_true, y_pred)), minlength=num_classes) > 0
     return 100.0 * float(f1[present].mean())
 

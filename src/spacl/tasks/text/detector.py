@@ -1,12 +1,12 @@
 """The open-intent detector of a text run, shared by the frozen-encoder and fine-tuned tasks.
 
 Both :func:`spacl.tasks.text.train_ood` (a head on a frozen encoder) and
-:func:`spacl.tasks.text_finetune_run.train_finetuned` (the encoder's top layers) end the
+:func:`spacl.tasks.text.task.train_finetuned` (the encoder's top layers) end the
 same way, here once:
 
 - :func:`decide`: the open classifier of ``ood.method`` from train / dev features (no
   test data); ``select`` and ``held_out_classes`` train an auxiliary model on the kept
-  classes through the task's ``train_head`` / ``project`` (:mod:`.text_decision`), the
+  classes through the task's ``train_head`` / ``project`` (:mod:`.decision`), the
   fixed rules fit on dev; the other rules and ADB are reported on test (``rules_test``);
 - :func:`open_text_run`: the run directory (if any), a finished run's stored summary
   when resuming (:func:`stored_summary`), and ``train.threads``;
@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
 from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
 from spacl.tasks.rundir import TaskRun
-from spacl.tasks.text_decision import held_out_threshold, rules_on_test, select_rule
+from spacl.tasks.text.decision import held_out_threshold, rules_on_test, select_rule
 
 __all__ = [
     "decide",

@@ -3,7 +3,7 @@
 The loader is registered for ``task: text`` (:func:`spacl.schema.register_task`): the
 shared sections are checked by :func:`spacl.schema.validate_shared`, then the text keys
 (views, objective, decision rule, fine-tuning).  Training: :mod:`spacl.tasks.text` and,
-for ``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text_finetune_run`.
+for ``finetune.trainable_layers > 0``, :mod:`spacl.tasks.text.task`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from spacl.schema import (
     register_task,
     validate_shared,
 )
-from spacl.tasks.text_adb import ADB_METHODS
+from spacl.tasks.text.adb import ADB_METHODS
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "build_text_loss", "ood_config"]
 
@@ -108,7 +108,7 @@ class OODEvalConfig(EvalSection):
 @dataclass
 class OODFinetuneConfig:
     # 0: the frozen encoder + a trained head (spacl.tasks.text); L > 0: the top L layers of
-    # the encoder fine-tuned, no head (spacl.tasks.text_finetune_run; model.* unused)
+    # the encoder fine-tuned, no head (spacl.tasks.text.task; model.* unused)
     trainable_layers: int = 0
     samples_per_class: int | None = 2  # class-balanced batches (>= 2 classes each); None: uniform
     max_steps: int | None = None  # stop fine-tuning after this many steps (smoke runs)
@@ -119,7 +119,7 @@ class OODFinetuneConfig:
 @dataclass
 class OODDecisionConfig:
     # quantile (the fixed default rule, issue 18: docs/kg_and_text.md) | pseudo_ood
-    # | held_out_classes | select (per-run choice by text_decision.SELECTION_CRITERION)
+    # | held_out_classes | select (per-run choice by decision.SELECTION_CRITERION)
     method: str = "quantile"
     scope: str = "class"  # class | global (pseudo_ood, quantile)
     quantile: float = 0.95  # q of method=quantile (and of ADB's radii)
@@ -130,7 +130,7 @@ class OODDecisionConfig:
 @dataclass
 class OODDetectorConfig:
     # null: the head + rule of objective / ood (the earlier forms); adb | da_adb:
-    # TEXTOIR's two-stage detector (spacl.tasks.text_adb) on the frozen encoder's
+    # TEXTOIR's two-stage detector (spacl.tasks.text.adb) on the frozen encoder's
     # mean-pooled outputs, its learned boundaries the rule (objective, ood, views,
     # model and optim are then unused)
     method: str | None = None

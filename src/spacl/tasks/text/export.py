@@ -19,7 +19,7 @@ copied in, its token limit set to ``detector.max_tokens``) without its normalisa
 (:data:`USAGE_ADB`): open when the Euclidean distance to the nearest centroid is at least
 its radius.
 
-The decision of the other runs is :meth:`spacl.tasks.text_run.IntentDetector.predict`'s::
+The decision of the other runs is :meth:`spacl.tasks.text.run.IntentDetector.predict`'s::
 
     z   = head(encoder.encode(texts, normalize_embeddings=True))   (no head: identity)
     d_k = 1 - <z / |z|, c_k>        (float64),     k* = argmin_k d_k
@@ -37,8 +37,8 @@ from torch import nn
 
 from spacl.evaluate.adb import ADBModel
 from spacl.models.export import export_batch_program
-from spacl.tasks.text_finetune import TopLayers
-from spacl.tasks.text_run import OPEN, IntentDetector, load_intent_detector
+from spacl.tasks.text.finetune import TopLayers
+from spacl.tasks.text.run import OPEN, IntentDetector, load_intent_detector
 
 __all__ = ["USAGE", "USAGE_ADB", "export_detector", "export_text_run"]
 
@@ -142,15 +142,15 @@ def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str)
     """The folder of a ``detector.method`` run: the encoder (with the run's trained top
     layers) without its normalisation, cut to ``detector.max_tokens`` tokens, the head,
     the centroids and radii (module docstring; :data:`USAGE_ADB`)."""
-    from spacl.models.text import _load_sentence_transformer
-    from spacl.tasks.text_states import FinetunedEncoder, PooledEncoder
+    from spacl.models.text import load_sentence_transformer
+    from spacl.tasks.text.states import FinetunedEncoder, PooledEncoder
 
     encoder = det.encoder
     if isinstance(encoder, FinetunedEncoder) and encoder.backbone.name == "all-MiniLM-L6-v2":
-        full = _with_trained_layers(_load_sentence_transformer("cpu"), encoder.top)
+        full = _with_trained_layers(load_sentence_transformer("cpu"), encoder.top)
         what = f"its top {encoder.trainable_layers} layer(s) trained"
     elif isinstance(encoder, PooledEncoder) and encoder.name.startswith("all-MiniLM-L6-v2"):
-        full, what = _load_sentence_transformer("cpu"), "frozen"
+        full, what = load_sentence_transformer("cpu"), "frozen"
     else:
         raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got {encoder!r}")
     pooled = type(full)(modules=[full[0], full[1]], device="cpu")  # no Normalize module
@@ -189,17 +189,17 @@ def _export_adb(det: IntentDetector, boundary: ADBModel, out: Path, source: str)
 
 def _sentence_model(det: IntentDetector) -> Any:
     """The detector's encoder as a SentenceTransformer (fine-tuned layers copied in)."""
-    from spacl.models.text import MiniLMEncoder, _load_sentence_transformer
-    from spacl.tasks.text_finetune_run import FinetunedEncoder
+    from spacl.models.text import MiniLMEncoder, load_sentence_transformer
+    from spacl.tasks.text.states import FinetunedEncoder
 
     encoder = det.encoder
     if isinstance(encoder, MiniLMEncoder):
         if not encoder.normalize:
             raise TypeError("the detector's encoder does not normalise: cannot export it")
-        return _load_sentence_transformer("cpu")
+        return load_sentence_transformer("cpu")
     if not isinstance(encoder, FinetunedEncoder) or encoder.backbone.name != "all-MiniLM-L6-v2":
         raise TypeError(f"only all-MiniLM-L6-v2 detectors can be exported, got encoder {encoder!r}")
-    return _with_trained_layers(_load_sentence_transformer("cpu"), encoder.top)
+    return _with_trained_layers(load_sentence_transformer("cpu"), encoder.top)
 
 
 def _with_trained_layers(model: Any, top: TopLayers) -> Any:

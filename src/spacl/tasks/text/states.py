@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from spacl.tasks.text_finetune import TopLayers, bottom_states, embed_states
+from spacl.tasks.text.finetune import TopLayers, bottom_states, embed_states
 
 __all__ = [
     "Backbone",
@@ -187,9 +187,9 @@ def load_backbone(device: str = "cpu", max_tokens: int | None = None) -> Backbon
     ``max_tokens``: texts are cut to that many tokens when tokenised, special tokens
     included (sentence-transformers' ``max_seq_length``, TEXTOIR's ``max_seq_length``);
     ``None`` keeps the model's own limit (256)."""
-    from spacl.models.text import _load_sentence_transformer
+    from spacl.models.text import load_sentence_transformer
 
-    st = _load_sentence_transformer(device)  # a fresh model: its limit is ours to set
+    st = load_sentence_transformer(device)  # a fresh model: its limit is ours to set
     if max_tokens is not None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
             raise ValueError(f"max_tokens must be an integer >= 2 or None, got {max_tokens!r}")

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from spacl.tasks.kg_run import LinkModel, load_link_model
+from spacl.tasks.kg.run import LinkModel, load_link_model
 
 __all__ = ["USAGE", "export_kg_run", "export_link_model"]
 

@@ -118,7 +118,7 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     if kg is None:
         saved = Path(run_dir) / GRAPH_FILE
         kg = read_graph_vocabulary(saved) if saved.is_file() else _dataset_of(cfg)
-    from spacl.tasks.kg import build_link_predictor
+    from spacl.tasks.kg.train import build_link_predictor
 
     model = build_link_predictor(cfg, kg)
     weights = state["model"] if state.get("finished") else (state["best"] or {}).get("model")

@@ -8,12 +8,12 @@ A text recipe with ``detector.method: adb`` or ``da_adb`` (the shipped
    classes of ``data.protocol`` (``textoir``: TEXTOIR's draw for ``data.split_seed``);
 2. with ``detector.trainable_layers = 0``, all-MiniLM-L6-v2's mean-pooled last layer,
    not normalised, for every text, through the on-disk embedding cache
-   (:class:`~spacl.tasks.text_states.PooledEncoder`); with ``L > 0`` (TEXTOIR trains
+   (:class:`~spacl.tasks.text.states.PooledEncoder`); with ``L > 0`` (TEXTOIR trains
    BERT's last layer; the shipped recipes train MiniLM's, ``L = 1``), the token states
    after the frozen bottom ``6 - L`` layers, computed once per text, and a trainable copy
-   of the top ``L`` layers (:class:`~spacl.tasks.text_states.Backbone`); texts are cut
+   of the top ``L`` layers (:class:`~spacl.tasks.text.states.Backbone`); texts are cut
    to ``detector.max_tokens`` tokens when tokenised;
-3. the two stages of :mod:`spacl.tasks.text_adb` with ``detector.*`` as the schedule and
+3. the two stages of :mod:`spacl.tasks.text.adb` with ``detector.*`` as the schedule and
    ``train.seed`` as its seed: the head and classifier early-stopped on known-class dev
    data, then ADB's boundaries on training-mode features;
 4. the test metrics, scored once with the boundaries as the rule, and the reject-all floor.
@@ -21,7 +21,7 @@ A text recipe with ``detector.method: adb`` or ``da_adb`` (the shipped
 The run directory holds the head's weights (and the trained top layers), the centroids,
 the radii and the class names (``checkpoints/last.pt``), so ``spacl predict``,
 ``spacl eval`` and ``spacl.load`` rebuild the detector from the run alone
-(:func:`spacl.tasks.text_run.load_intent_detector`).
+(:func:`spacl.tasks.text.run.load_intent_detector`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
 from spacl.models.text import EmbeddingCache
 from spacl.schema import resolve_device
-from spacl.tasks.text_adb import ADBSchedule, Detector, OpenIntentNet, train_detector
-from spacl.tasks.text_detector import open_text_run, run_name, split_of
-from spacl.tasks.text_finetune import TopLayers
-from spacl.tasks.text_states import Backbone, CachedTexts, PooledEncoder, load_backbone
+from spacl.tasks.text.adb import ADBSchedule, Detector, OpenIntentNet, train_detector
+from spacl.tasks.text.detector import open_text_run, run_name, split_of
+from spacl.tasks.text.finetune import TopLayers
+from spacl.tasks.text.states import Backbone, CachedTexts, PooledEncoder, load_backbone
 
 _logger = logging.getLogger(__name__)
 

@@ -1,0 +1,67 @@
+"""Link prediction (``task: kg``): one package, one module per concept.
+
+============  =================================================================
+``config``    the recipe schema (:class:`KGConfig`, :func:`kg_config`) and the
+              objective builder (:func:`build_kg_objective`); registers the task
+``train``     :func:`train_kg`: model, objective, epochs, validation, run directory
+``run``       a finished run used: :func:`~spacl.tasks.kg.run.load_link_model`,
+              :func:`~spacl.tasks.kg.run.evaluate_kg_run`
+``export``    ``spacl export`` of a run: tables, names and scoring code for plain torch
+============  =================================================================
+
+The names below are the package's public ones (``from spacl.tasks.kg import train_kg``);
+each is imported from its module on first use, so importing the package (as the task
+registry does, for the schema) loads no training code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
+    from spacl.tasks.kg.train import (
+        KG_OBJECTIVES,
+        KG_SPACL_VARIANTS,
+        LinkInfoNCELoss,
+        LinkSPACLLoss,
+        build_link_predictor,
+        top_share_cut,
+        train_kg,
+    )
+
+#: public name -> the module that defines it
+_PUBLIC = {
+    "KGConfig": "config",
+    "build_kg_objective": "config",
+    "kg_config": "config",
+    "KG_OBJECTIVES": "train",
+    "KG_SPACL_VARIANTS": "train",
+    "LinkInfoNCELoss": "train",
+    "LinkSPACLLoss": "train",
+    "build_link_predictor": "train",
+    "top_share_cut": "train",
+    "train_kg": "train",
+}
+
+__all__ = [
+    "KG_OBJECTIVES",
+    "KG_SPACL_VARIANTS",
+    "KGConfig",
+    "LinkInfoNCELoss",
+    "LinkSPACLLoss",
+    "build_kg_objective",
+    "build_link_predictor",
+    "kg_config",
+    "top_share_cut",
+    "train_kg",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their module on first use (module docstring)."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
