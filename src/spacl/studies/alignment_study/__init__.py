@@ -25,7 +25,11 @@ against DCL's, and the weight-space distance ``||theta_m - theta_DCL|| / ||theta
 over the shared backbone.  At the end: NCC, kNN and linear-probe test accuracy, and
 Theorem 1's bound evaluated for the run (``eta_t`` = the SGD learning rate, ``pi_max =
 1/C'`` for the balanced sampler, ``delta = 0.05``, ``K^CL`` from DCL's L2-normalised
-reference features) next to the measured drift ``rho_T`` (:func:`spacl.alignment.kernel_drift`).
+reference features) next to the measured drifts ``rho_T`` (:func:`spacl.alignment.kernel_drift`)
+and ``r_T`` (:func:`spacl.alignment.rdm_drift`); and, last, ``L_DCL`` and ``L_NSCL`` of
+every trained contrastive network on one epoch of its own class-balanced batches
+(:func:`.training.loss_sandwich`: the loss-level sandwich ``L_NSCL <= L_DCL <= L_NSCL +
+e^(2/tau)/(C-1)``, the paper's ``e^2/(C-1)`` at ``tau = 1``).
 
 Sweeps (DCL and NSCL only, the pair the claims are about): ``C' in {2, 5, 10}``,
 ``tau in {0.1, 0.5, 1}`` and the batch size with the learning rate scaled as ``B``,

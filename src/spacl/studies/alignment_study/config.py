@@ -28,6 +28,7 @@ BOUND_SCALARS = (
     "measured_drift",
     "drift_ratio",
     "measured_rho",
+    "measured_r",
     "measured_cka",
     "measured_rsa",
     "vacuous",

@@ -13,7 +13,7 @@ from spacl.studies.report import StudyReport, new_figure
 from spacl.studies.study import values as _v
 from spacl.studies.verdicts import fmt
 
-__all__ = ["bound_runs", "bound_values", "plots", "sections"]
+__all__ = ["bound_runs", "bound_values", "plots", "sandwich_runs", "sections"]
 
 
 def _points(m: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -39,6 +39,36 @@ def bound_values(m: Mapping[str, Any], key: str) -> list[float]:
     for g in points:
         values += [float(v) for v in g["bound"][key]["values"]]
     return values
+
+
+def sandwich_runs(m: Mapping[str, Any]) -> list[dict[str, float]] | None:
+    """One record per trained contrastive network of every run (main runs, then every
+    sweep point once): ``gap_min``, ``gap_max`` (per-batch ``L_DCL - L_NSCL``), ``below``,
+    ``above`` (batches breaking the left / right side), ``bound``, ``batches``.
+
+    ``None`` when the stored metrics predate the loss record (a study run before it)."""
+    if "losses" not in m["main"]:
+        return None
+    runs: list[Mapping[str, float]] = list(m["main"]["losses"])
+    for g in _points(m):
+        losses = g["losses"]
+        count = len(losses["sandwich_bound"]["values"])
+        runs += [{k: s["values"][i] for k, s in losses.items()} for i in range(count)]
+    out = []
+    for run in runs:
+        arms = [k.removeprefix("gap_min_") for k in run if k.startswith("gap_min_")]
+        for arm in arms:
+            out.append(
+                {
+                    "gap_min": float(run[f"gap_min_{arm}"]),
+                    "gap_max": float(run[f"gap_max_{arm}"]),
+                    "below": float(run[f"below_{arm}"]),
+                    "above": float(run[f"above_{arm}"]),
+                    "bound": float(run["sandwich_bound"]),
+                    "batches": float(run["sandwich_batches"]),
+                }
+            )
+    return out
 
 
 def bound_runs(m: Mapping[str, Any]) -> tuple[list[float], list[float], int]:

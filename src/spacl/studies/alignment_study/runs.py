@@ -46,13 +46,14 @@ def main(study: StudyRun, ctx: Context, m: dict[str, Any]) -> None:
             probes=True,
         )
         mains.append(res)
-        return {**res["final"], **res["accuracy"]}
+        return {**res["final"], **res["accuracy"], **res["losses"]}
 
     study.over_seeds("main", one)
     m["main"] = {
         "final": summarize([r["final"] for r in mains]),
         "accuracy": summarize([r["accuracy"] for r in mains]),
         "bound": [r["bound"] for r in mains],
+        "losses": [r["losses"] for r in mains],
         "lr": ctx.lr0,
         "steps": mains[0]["steps"],
     }
@@ -95,12 +96,13 @@ def sweep_point(
             max_steps=max_steps,
         )
         runs.append(res)
-        return dict(res["final"])
+        return {**res["final"], **res["losses"]}
 
-    records = study.over_seeds(part, one, classes=classes, tau=tau, batch=batch, lr=lr)
+    study.over_seeds(part, one, classes=classes, tau=tau, batch=batch, lr=lr)
     return {
-        **summarize(records),
+        **summarize([r["final"] for r in runs]),
         "bound": summarize([{k: r["bound"][k] for k in BOUND_SCALARS} for r in runs]),
+        "losses": summarize([r["losses"] for r in runs]),
         "lr": lr,
         "steps": runs[0]["steps"],
     }

@@ -16,6 +16,7 @@ from spacl.alignment import (
     kernel_drift,
     linear_cka,
     rdm,
+    rdm_drift,
     rsa,
     surrogate_bound_check,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "backbone_vector",
     "bound_entries",
     "build_arms",
+    "loss_sandwich",
     "reference_features",
     "run_once",
     "similarity_drift",
@@ -172,6 +174,7 @@ def bound_entries(
         "measured_drift": drift,
         "drift_ratio": 0.0 if vacuous else drift / bound["drift_bound"],
         "measured_rho": kernel_drift(a, b),
+        "measured_r": rdm_drift(a, b),
         "measured_cka": linear_cka(a, b),
         "measured_rsa": rsa(a, b),
         "vacuous": 1.0 if vacuous else 0.0,
@@ -189,6 +192,74 @@ def bound_entries(
     for key in ("drift_bound", "rho_bound", "Delta"):
         value = bound[key]
         out[f"log10_{key}"] = math.log10(value) if math.isfinite(value) and value > 0 else "inf"
+    return out
+
+
+def sandwich_bound(tau: float, classes: int) -> float:
+    """The right side's margin of ``L_NSCL <= L_DCL <= L_NSCL + e^(2/tau) / (C - 1)``.
+
+    ``e`` is Euler's number: a same-class term of the DCL denominator is at most
+    ``e^(2/tau)`` times a different-class one (cosine similarities lie in ``[-1, 1]``), and
+    a class-balanced batch holds fewer than ``1 / (C - 1)`` same-class samples per
+    different-class one, so ``L_DCL - L_NSCL = log(1 + S_same / S_diff)`` is below this.
+    At ``tau = 1`` it is the paper's ``e^2 / (C - 1)``.
+    """
+    return math.exp(2.0 / tau) / (classes - 1)
+
+
+@torch.no_grad()
+def loss_sandwich(
+    arms: dict[str, Any],
+    train: LabeledData,
+    cfg: AlignmentConfig,
+    *,
+    tau: float,
+    batch: int,
+    classes: int,
+    seed: int,
+) -> dict[str, float]:
+    """``L_DCL`` and ``L_NSCL`` of every trained contrastive arm on the same batches.
+
+    One epoch of class-balanced two-view batches of ``train`` (a stream of its own seed,
+    each batch drawn once and fed to every arm), each arm's L2-normalised projections in
+    eval mode, both losses at the run's ``tau`` in float64.  Per arm ``n`` (the CE arm,
+    whose head is a classifier, has no projections and is left out): the mean losses
+    ``loss_dcl_n`` / ``loss_nscl_n`` over the batches, the smallest and largest per-batch
+    gap ``L_DCL - L_NSCL`` (``gap_min_n`` / ``gap_max_n``) and the number of batches that
+    break the left side (``below_n``: ``L_DCL < L_NSCL``) and the right side (``above_n``:
+    gap ``>`` :func:`sandwich_bound`); ``sandwich_bound`` and ``sandwich_batches`` once.
+    The global random state is left as it was.
+    """
+    dcl = objective_spec("dcl").build(given={"temperature": tau})
+    nscl = objective_spec("nscl").build(given={"temperature": tau})
+    assert dcl is not None and nscl is not None
+    names = [n for n in arms if not objective_spec(ARMS[n]).classifier_head]
+    bound = sandwich_bound(tau, classes)
+    gaps: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    stream = ViewStream(
+        train, batch, 2, augment(cfg), seed=derive_seed(seed, "alignment", "losses"), balanced=True
+    )
+    with torch.random.fork_rng(devices=[]):
+        for b in stream.epoch_batches(0):
+            bsz = b.views.shape[0]
+            flat = b.views.reshape(bsz * 2, *b.views.shape[2:])
+            for name in names:
+                z, _ = extract_features(
+                    arms[name].model, [(flat, b.labels.repeat_interleave(2))], which="projections"
+                )
+                z = z.double().reshape(bsz, 2, -1)
+                gaps[name].append((float(dcl(z)), float(nscl(z, labels=b.labels))))
+    out: dict[str, float] = {}
+    for name, pairs in gaps.items():
+        diff = [d - n for d, n in pairs]
+        out[f"loss_dcl_{name}"] = sum(d for d, _ in pairs) / len(pairs)
+        out[f"loss_nscl_{name}"] = sum(n for _, n in pairs) / len(pairs)
+        out[f"gap_min_{name}"] = min(diff)
+        out[f"gap_max_{name}"] = max(diff)
+        out[f"below_{name}"] = float(sum(g < 0 for g in diff))
+        out[f"above_{name}"] = float(sum(g > bound for g in diff))
+    out["sandwich_bound"] = bound
+    out["sandwich_batches"] = float(len(stream))
     return out
 
 
@@ -233,4 +304,8 @@ def run_once(
             for k, v in probe_metrics(ftr, ytr, fte, yte).items():
                 acc[f"{k}_{name}"] = v
         out["accuracy"] = acc
+    # last: the losses on their own batches (the global random state is kept)
+    out["losses"] = loss_sandwich(
+        arms, train, cfg, tau=tau, batch=batch, classes=classes, seed=seed
+    )
     return out

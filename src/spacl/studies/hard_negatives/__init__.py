@@ -11,7 +11,11 @@ sampling (SPEC §2) with the recipe of their notebook: no augmentation, an encod
 embedding dimension is ``C - 1``, features projected into the unit ball, Adam with
 learning rate ``1e-3``, and the *sampling* estimator
 (:class:`spacl.losses.SampledHardNegativeLoss`: ``K`` negatives drawn from
-``p(n | a) ∝ exp(beta <a, n>)``; ``beta = 0`` is plain SCL / UCL).
+``p(n | a) ∝ exp(beta <a, n>)``; ``beta = 0`` is plain SCL / UCL).  The other estimator
+of SPEC §2, in-batch reweighting (:class:`spacl.losses.HardNegativeLoss`, HCL-style), is
+trained last on the supervised recipe - the same batches, seeds, steps and beta, SCL
+(``beta = 0``) and HSCL (``beta = 5``), temperature 1 - for the claim that HSCL beats SCL
+with it too.
 
 Data (real, many-class: the geometry claims live there): CLINC150's 150 intents as frozen
 all-MiniLM-L6-v2 sentence embeddings (384-dim; :mod:`spacl.models.text`, cached on disk),

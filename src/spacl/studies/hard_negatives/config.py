@@ -36,6 +36,7 @@ METRIC_KEYS = (
     "synthetic",
     "near_nc",
     "few_classes",
+    "in_batch",
     "history",
     "spectra",
     "timing",
@@ -88,6 +89,9 @@ class HardNegativesConfig:
     few_class_betas: tuple[float, ...] = (0.0, 5.0)  # MNIST-5k contrast (10 classes)
     few_class_limit: int | None = None  # cap on MNIST-5k training images
     fallback_dim: int = 64
+    # the in-batch reweighting estimator (HardNegativeLoss, HCL-style) with labels: SCL
+    # (beta = 0) and HSCL at these betas, temperature 1 (the sampling arm has none)
+    in_batch_betas: tuple[float, ...] = (0.0, 5.0)
 
 
 FULL = HardNegativesConfig()

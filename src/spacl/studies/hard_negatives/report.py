@@ -116,6 +116,15 @@ def _other_sections(
         "collapse, so SCL and HSCL differ little.",
     )
     report.table(HEADER, [_row(k, v, 9) for k, v in m["few_classes"].items()])
+    if "in_batch" in m:
+        report.section(
+            "In-batch reweighting estimator (HardNegativeLoss, supervised)",
+            "The supervised recipe above (batches, seeds, steps, unit ball) with the HCL-style "
+            "estimator instead of sampling: every in-batch negative of another class, weighted "
+            "by `softmax(beta <a, n>)`, temperature 1; positives the other samples of the "
+            "anchor's class.",
+        )
+        report.table(HEADER, [_row(k, v, c1) for k, v in m["in_batch"].items()])
     report.section(
         "Timing (seconds)",
         ", ".join(f"{k}: {v:.0f}" for k, v in m["timing"].items()),

@@ -209,7 +209,26 @@ def few_classes(
     }
 
 
-#: the parts, in the order they run (later parts reuse the supervised sweep)
+def in_batch(study: StudyRun, cfg: HardNegativesConfig, data: StudyData, m: dict[str, Any]) -> None:
+    """SCL / HSCL with the in-batch reweighting estimator: the supervised recipe (batches,
+    seeds, steps, beta) of the sampling arm, only the estimator changed.  Run last, so
+    that the parts before it are trained exactly as without it."""
+    m["in_batch"] = {
+        f"beta={beta:g}": _sweep_point(
+            study,
+            "in_batch",
+            data,
+            cfg,
+            tags={"beta": beta, "estimator": "in_batch"},
+            beta=beta,
+            estimator="in_batch",
+        )
+        for beta in cfg.in_batch_betas
+    }
+
+
+#: the parts, in the order they run (later parts reuse the supervised sweep; the
+#: in-batch estimator last, added after the others were published)
 PARTS = (
     ("supervised", supervised),
     ("unsupervised", unsupervised),
@@ -218,6 +237,7 @@ PARTS = (
     ("near_nc", near_nc),
     ("synthetic", synthetic),
     ("few_classes", few_classes),
+    ("in_batch", in_batch),
 )
 
 

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from spacl._validation import check_choice
 from spacl.data import NoiseViews, SameClassViews, ViewStream, derive_seed, generator_for
 from spacl.evaluate import nearest_centre_accuracy
 from spacl.geometry import geometry_report
@@ -16,7 +17,10 @@ from spacl.models import MLP
 from spacl.studies.hard_negatives.config import SPECTRUM_FLOOR, HardNegativesConfig
 from spacl.studies.hard_negatives.data import StudyData, simplex_etf
 
-__all__ = ["measure", "pretrain_near_nc", "train_encoder"]
+__all__ = ["ESTIMATORS", "measure", "pretrain_near_nc", "train_encoder"]
+
+#: the two estimators of the hard-negative loss (SPEC §2)
+ESTIMATORS = ("sampling", "in_batch")
 
 
 def _encoder(in_dim: int, hidden: int, out_dim: int, seed: int) -> nn.Module:
@@ -81,6 +85,24 @@ def _stream(
     return ViewStream(data.train, min(b, len(data.train)), 2, augment, seed=seed), 2
 
 
+def _loss(
+    cfg: HardNegativesConfig, estimator: str, *, beta: float, mode: str, seed: int, supervised: bool
+) -> nn.Module:
+    """The hard-negative loss of one run by ``estimator`` (:data:`ESTIMATORS`)."""
+    check_choice(estimator, "estimator", ESTIMATORS)
+    if estimator == "in_batch":
+        loss = objective_spec("hscl" if supervised else "hcl").build(
+            {"beta": beta, "normalize": mode}, given={"temperature": 1.0}
+        )
+    else:
+        loss = objective_spec("sampled_hard").build(
+            {"beta": beta, "num_negatives": cfg.num_negatives, "normalize": mode},
+            optional={"generator": generator_for(seed, "hard-negatives", "negatives")},
+        )
+    assert loss is not None
+    return loss
+
+
 def train_encoder(
     data: StudyData,
     cfg: HardNegativesConfig,
@@ -95,6 +117,7 @@ def train_encoder(
     init: nn.Module | None = None,
     track: bool = False,
     max_steps: int | None = None,
+    estimator: str = "sampling",
 ) -> tuple[nn.Module, list[dict[str, float]]]:
     """Train one encoder with the NC/DC recipe; return it and the per-epoch history.
 
@@ -104,17 +127,17 @@ def train_encoder(
     ``init``: start from a copy of this encoder's weights.  ``track``: measure after
     every epoch (epoch 0 is the initialisation).  ``max_steps``: stop after that many
     optimiser steps (the batch-size claim at equal steps); ``epochs`` is then an upper
-    bound (``None``: as many epochs as the steps need).
+    bound (``None``: as many epochs as the steps need).  ``estimator``: ``"sampling"``
+    (:class:`spacl.losses.SampledHardNegativeLoss`, ``cfg.num_negatives`` draws per
+    anchor) or ``"in_batch"`` (:class:`spacl.losses.HardNegativeLoss`, every in-batch
+    negative reweighted by ``softmax(beta s)``; temperature 1, the sampling loss having
+    none, so that ``beta`` means the same tilt; weights not detached, as in HCL's code).
     """
     model = _encoder(int(math.prod(data.train.input_shape)), cfg.hidden, data.num_classes - 1, seed)
     if init is not None:
         model.load_state_dict(init.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    loss_fn = objective_spec("sampled_hard").build(
-        {"beta": beta, "num_negatives": cfg.num_negatives, "normalize": mode},
-        optional={"generator": generator_for(seed, "hard-negatives", "negatives")},
-    )
-    assert loss_fn is not None
+    loss_fn = _loss(cfg, estimator, beta=beta, mode=mode, seed=seed, supervised=supervised)
     stream, views = _stream(data, cfg, seed, supervised, positives, batch_size)
     n_epochs = epochs if epochs is not None else (cfg.epochs if supervised else cfg.unsup_epochs)
     if max_steps is not None:

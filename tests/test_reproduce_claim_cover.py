@@ -1,0 +1,167 @@
+"""The claim rows that issue 39 item 5 covered: measured, and decided by sealed rules.
+
+Hard negatives, claim 12 (HSCL beats SCL with the in-batch reweighting estimator too);
+alignment, claim 12 (Corollary 2's RSA bound) and claim 13 (the loss sandwich
+``L_NSCL <= L_DCL <= L_NSCL + e^(2/tau)/(C-1)``).  Each rule is shown to fail on a
+counter-example, and to say "runs missing" on stored results that predate its runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from spacl.studies import alignment_study, hard_negatives
+from spacl.studies.alignment_study.claims import claims as alignment_claims
+from spacl.studies.alignment_study.training import loss_sandwich, sandwich_bound
+from spacl.studies.claim_table import ClaimSpec
+from spacl.studies.hard_negatives.claims import claims as hard_negative_claims
+from spacl.studies.verdicts import NOT_AT_SCALE, NOT_RUN, OPPOSITE, REPRODUCED, summarize
+
+
+def _spec(specs: list[ClaimSpec], key: str) -> ClaimSpec:
+    return next(s for s in specs if s.key == key)
+
+
+# ---------------------------------------------------------------- hard negatives, claim 12
+def _in_batch_metrics(scl: list[float], hscl: list[float]) -> dict[str, Any]:
+    return {
+        "in_batch": {
+            "beta=0": summarize([{"ncc": x} for x in scl]),
+            "beta=5": summarize([{"ncc": x} for x in hscl]),
+        }
+    }
+
+
+def test_in_batch_claim_is_a_welch_comparison_that_can_fail() -> None:
+    spec = _spec(
+        hard_negative_claims(hard_negatives.FULL, 150, "clinc150"), "in_batch_estimator_beats_scl"
+    )
+    low, high = [0.80, 0.81, 0.79, 0.80, 0.82], [0.90, 0.91, 0.89, 0.90, 0.92]
+    ahead = spec.rule(_in_batch_metrics(low, high))
+    assert ahead.verdict == REPRODUCED and ahead.from_rule and ahead.by == "compare"
+    assert spec.rule(_in_batch_metrics(high, low)).verdict == OPPOSITE
+    # a gap inside the noise, and a significant gap below min_gap (0.5 points): no verdict
+    noisy = [0.80, 0.90, 0.70, 0.85, 0.75]
+    assert spec.rule(_in_batch_metrics(low, noisy)).verdict == NOT_AT_SCALE
+    tiny = [x + 0.002 for x in low]
+    assert spec.rule(_in_batch_metrics(low, tiny)).verdict == NOT_AT_SCALE
+    assert "SCL 80.40" in spec.measured(_in_batch_metrics(low, high))
+
+
+def test_in_batch_claim_without_its_runs_says_so() -> None:
+    spec = _spec(
+        hard_negative_claims(hard_negatives.FULL, 150, "clinc150"), "in_batch_estimator_beats_scl"
+    )
+    verdict = spec.rule({"supervised": {}})
+    assert verdict.verdict == NOT_RUN and verdict.rule.startswith("runs missing: ")
+    assert spec.measured({}) == "not trained"
+
+
+def test_in_batch_estimator_trains_a_different_encoder(tmp_path: Path) -> None:
+    """Same seed, batches and beta: only the loss differs, and so do the weights."""
+    cfg = hard_negatives.QUICK
+    data = hard_negatives.study_data(cfg, root=tmp_path / "empty", cache_dir=tmp_path / "cache")
+    models = {
+        est: hard_negatives.train_encoder(data, cfg, beta=5.0, seed=0, epochs=1, estimator=est)[0]
+        for est in ("sampling", "in_batch")
+    }
+    a, b = (torch.cat([p.flatten() for p in m.parameters()]) for m in models.values())
+    assert torch.isfinite(b).all() and not torch.equal(a, b)
+    again, _ = hard_negatives.train_encoder(
+        data, cfg, beta=5.0, seed=0, epochs=1, estimator="in_batch"
+    )
+    c = torch.cat([p.flatten() for p in again.parameters()])
+    assert torch.equal(b, c)  # deterministic: the same run twice is the same encoder
+    with pytest.raises(ValueError, match="estimator"):
+        hard_negatives.train_encoder(data, cfg, beta=5.0, seed=0, epochs=1, estimator="nope")
+
+
+# ------------------------------------------------------------------- alignment, claim 13
+def test_sandwich_bound_is_the_papers_at_tau_1() -> None:
+    assert sandwich_bound(1.0, 10) == pytest.approx(math.e**2 / 9)
+    assert sandwich_bound(0.5, 2) == pytest.approx(math.e**4)
+
+
+def test_loss_sandwich_holds_on_every_contrastive_arm_and_keeps_the_random_state() -> None:
+    cfg = alignment_study.QUICK
+    train, _ = alignment_study.load_split(cfg, 10)
+    train = train[torch.arange(400)]
+    arms = alignment_study.build_arms(
+        cfg, list(alignment_study.ARMS), in_dim=784, classes=10, tau=0.5, lr=0.1, seed=1
+    )
+    state = torch.random.get_rng_state()
+    out = loss_sandwich(arms, train, cfg, tau=0.5, batch=100, classes=10, seed=1)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert out["sandwich_bound"] == pytest.approx(math.exp(4.0) / 9)
+    assert out["sandwich_batches"] == 4
+    for name in ("CL", "NSCL", "SCL"):
+        assert 0.0 < out[f"gap_min_{name}"] <= out[f"gap_max_{name}"] < out["sandwich_bound"]
+        assert out[f"below_{name}"] == out[f"above_{name}"] == 0.0
+        assert out[f"loss_dcl_{name}"] > out[f"loss_nscl_{name}"]
+    assert not [k for k in out if k.endswith("_CE")]  # a classifier has no projections
+    assert loss_sandwich(arms, train, cfg, tau=0.5, batch=100, classes=10, seed=1) == out
+
+
+def _alignment_metrics(
+    losses: list[Mapping[str, float]] | None = None,
+    bound: list[Mapping[str, float]] | None = None,
+) -> dict[str, Any]:
+    """Main runs only (no sweep point): what the two rules read."""
+    main: dict[str, Any] = {"bound": bound or [{"measured_rsa": 0.5, "rsa_lower_bound": 0.0}]}
+    if losses is not None:
+        main["losses"] = losses
+    return {"main": main, "classes": {}, "tau": {}, "batch": {}, "batch_steps": {}}
+
+
+def _run(gap_min: float, gap_max: float, bound: float = 1.0) -> dict[str, float]:
+    return {
+        "gap_min_CL": gap_min,
+        "gap_max_CL": gap_max,
+        "below_CL": float(gap_min < 0),
+        "above_CL": float(gap_max > bound),
+        "sandwich_bound": bound,
+        "sandwich_batches": 20.0,
+    }
+
+
+def test_sandwich_rule_counts_each_side_and_can_fail() -> None:
+    spec = _spec(alignment_claims(alignment_study.FULL), "nscl_dcl_sandwich")
+    inside = spec.rule(_alignment_metrics([_run(0.1, 0.5), _run(0.2, 0.9)]))
+    assert inside.verdict == REPRODUCED and inside.from_rule and inside.by == "combine"
+    assert "2/2 within the bound" in inside.rule
+    over = _alignment_metrics([_run(0.1, 0.5), _run(0.2, 1.5)])
+    assert spec.rule(over).verdict == NOT_AT_SCALE
+    assert "right side at 1" in spec.measured(over) and "40 points" in spec.measured(over)
+    both_broken = spec.rule(_alignment_metrics([_run(-0.1, 2.0), _run(-0.2, 3.0)]))
+    assert both_broken.verdict == OPPOSITE
+
+
+def test_rsa_rule_checks_corollary_2_both_ways_and_can_fail() -> None:
+    spec = _spec(alignment_claims(alignment_study.FULL), "rsa_bound_holds")
+
+    def bound(rsa: float, r: float, lower: float) -> dict[str, float]:
+        return {"measured_rsa": rsa, "measured_r": r, "rsa_lower_bound": lower}
+
+    # (1 - 0.1) / (1 + 0.1) = 0.818: RSA 0.9 keeps it, 0.8 breaks it
+    holds = spec.rule(_alignment_metrics(bound=[bound(0.9, 0.1, 0.5), bound(0.95, 0.05, 0.9)]))
+    assert holds.verdict == REPRODUCED and holds.from_rule
+    one_breaks = _alignment_metrics(bound=[bound(0.8, 0.1, 0.5), bound(0.95, 0.05, 0.9)])
+    assert spec.rule(one_breaks).verdict == NOT_AT_SCALE
+    assert "1/2 runs" in spec.measured(one_breaks)
+    all_break = _alignment_metrics(bound=[bound(0.8, 0.1, 0.85), bound(0.9, 0.05, 0.95)])
+    assert spec.rule(all_break).verdict == OPPOSITE
+
+
+def test_alignment_rules_without_their_records_say_so() -> None:
+    specs = alignment_claims(alignment_study.FULL)
+    old = _alignment_metrics()  # stored before r_T and the losses were recorded
+    for key in ("rsa_bound_holds", "nscl_dcl_sandwich"):
+        verdict = _spec(specs, key).rule(old)
+        assert verdict.verdict == NOT_RUN and verdict.rule.startswith("runs missing: "), key
+        assert _spec(specs, key).measured(old) == "not measured"
