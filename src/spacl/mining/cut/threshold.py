@@ -225,50 +225,12 @@ class RelativeThresholdNegatives(nn.Module):
             return (l64 - row_max.to(torch.float64).unsqueeze(1)).exp(), row_max
         return ((1.0 + l64 * self.temperature) / 2.0).clamp_min(0.0), row_max
 
-    @overload
-    def forward(
-        self,
-        logits: Tensor,
-        valid_mask: Tensor | None = ...,
-        *,
-        form: Literal["mask", "float"] = ...,
-        total: Tensor | None = ...,
-        weights_out: dict[str, Tensor] | None = ...,
-    ) -> Tensor: ...
-    @overload
-    def forward(
-        self,
-        logits: Tensor,
-        valid_mask: Tensor | None = ...,
-        *,
-        form: Literal["index"],
-        total: Tensor | None = ...,
-        weights_out: dict[str, Tensor] | None = ...,
-    ) -> tuple[Tensor, Tensor]: ...
-    @overload
-    def forward(
-        self,
-        logits: Tensor,
-        valid_mask: Tensor | None = ...,
-        *,
-        form: Literal["selection"],
-        total: Tensor | None = ...,
-        weights_out: dict[str, Tensor] | None = ...,
-    ) -> Selection: ...
     @torch.no_grad()
-    def forward(
-        self,
-        logits: Tensor,
-        valid_mask: Tensor | None = None,
-        *,
-        form: CutForm = "mask",
-        total: Tensor | None = None,
-        weights_out: dict[str, Tensor] | None = None,
-    ) -> Tensor | tuple[Tensor, Tensor] | Selection:
-        """:meth:`select` after checking the inputs (``valid_mask=None``: every column)."""
+    def forward(self, logits: Tensor, valid_mask: Tensor | None = None) -> Tensor:
+        """The keep mask ``[B, K]`` after checking the inputs (``valid_mask=None``: every
+        column a candidate): :meth:`select` with ``form="mask"``."""
         check_tensor(logits, "logits", ndim=2)
-        mask = checked_mask(valid_mask, logits, "valid_mask")
-        return self.select(logits, mask, form=form, total=total, weights_out=weights_out)
+        return self.select(logits, checked_mask(valid_mask, logits, "valid_mask"))
 
     @overload
     def select(
