@@ -137,20 +137,20 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
 
 
 def _time_cut(objective: Any) -> list[float]:
-    """Record the seconds of each call of the objective's cut (``select_keys_float``)."""
+    """Record the seconds of each call of the objective's cut (``cut.select``)."""
     cut = getattr(objective, "cut", None)
     seconds: list[float] = []
-    if cut is None or not hasattr(cut, "select_keys_float"):
+    if cut is None or not hasattr(cut, "select"):
         return seconds
-    inner = cut.select_keys_float
+    inner = cut.select
 
-    def timed(keys: torch.Tensor, weights_out: dict | None = None) -> torch.Tensor:
+    def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        out = inner(keys) if weights_out is None else inner(keys, weights_out)
+        out = inner(*args, **kwargs)
         seconds.append(time.perf_counter() - start)
         return out
 
-    cut.select_keys_float = timed
+    cut.select = timed
     return seconds
 
 

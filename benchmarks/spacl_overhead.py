@@ -12,7 +12,7 @@ Timed interleaved in one run (median of ``--repeats`` rounds), forward + backwar
   anchor_index=a)`` with ``a = loss.choose_anchor(target)`` included;
 - ``SPACL (every view an anchor)``: ``anchor_set="every_view"`` (``B V`` anchors, as
   NT-Xent has), fused (issue 19: one mining pass, one game round, one cut, one kernel
-  call; the loss on the kept negatives only, ``spacl.losses.spacl_compact``); ``SPACL (exp
+  call; the loss on the kept negatives only, ``spacl.losses.spacl.compact``); ``SPACL (exp
   cut)``: the default with ``mass="exp"``;
 - ``SupCon``: ``SupConLoss(0.1)(z, labels)`` with 10 classes, and beside it the
   supervised every-view SPACL the shipped recipes use
@@ -36,9 +36,10 @@ import torch
 
 from _common import header, time_interleaved, write_result
 from spacl.losses import NTXentLoss, SPACLLoss, SupConLoss
-from spacl.losses.spacl_class_pool import class_blocks, class_logsumexp
-from spacl.mining import cut_kernel
+from spacl.losses.spacl.class_pool import class_blocks, class_logsumexp
+from spacl.losses.spacl.mining import mine, mine_every, positives_of
 from spacl.mining._common import unit
+from spacl.mining.cut import kernel as cut_kernel
 from spacl.mining.positives import pool_dissimilarity
 
 
@@ -114,7 +115,9 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
     unit_pool = unit(z)
     rows = torch.arange(b)
     anchor = spacl.choose_anchor(z)
-    _, flat_pos = spacl._positives(unit_pool, anchor, None, pool_dissimilarity(unit_pool))
+    _, flat_pos = positives_of(
+        spacl.options, spacl.rng, unit_pool, anchor, None, pool_dissimilarity(unit_pool)
+    )
     real = unit_pool.reshape(b * v, d)[flat_pos]
     logits = (unit_pool[rows, anchor] / 0.1) @ unit_pool.reshape(b * v, d).T
     candidates = rows.repeat_interleave(v).unsqueeze(0) != rows.unsqueeze(1)
@@ -123,7 +126,8 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
     every_adv = spacl_every.adversarial
     assert every_adv is not None
     flat_unit = unit_pool.reshape(b * v, d)
-    _, _, every_pos, game_anchor = spacl_every._mine_every(z, None)
+    every_mined = mine_every(spacl_every.options, spacl_every.rng, z, None)
+    every_pos, game_anchor = every_mined.flat_positives, every_mined.anchor
     game_rows = rows * v + game_anchor
     # the compact path's cut input: in-batch + one generated column, -inf at the own
     # instance's views, and the signed total from sums of the candidate embeddings
@@ -146,7 +150,7 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
     sup_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - class_sums[row_labels])).sum(1)
 
     def run_sup_cut() -> None:
-        spacl_every_sup.cut.select_keys(sup_keys, sup_sum)
+        spacl_every_sup.cut.select(sup_keys, total=sup_sum, form="index")
 
     sup_logits = every_keys[:, : b * v].contiguous()  # before the class columns are cut
     columns = torch.arange(b * v)
@@ -159,17 +163,17 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         class_logsumexp(flat / 0.1, flat, blocks, tied=1 / 0.1).sum().backward()
 
     def run_every_mining() -> None:
-        spacl_every._mine_every(z, None)
+        mine_every(spacl_every.options, spacl_every.rng, z, None)
 
     def run_every_game() -> None:
         every_adv.step(flat_unit[game_rows], flat_unit[every_pos[game_rows]])
         every_adv.sample(flat_unit)
 
     def run_every_cut() -> None:
-        spacl_every.cut.select_keys(every_keys, every_sum)
+        spacl_every.cut.select(every_keys, total=every_sum, form="index")
 
     def run_mining() -> None:
-        spacl._mine(z, None, None)
+        mine(spacl.options, spacl.rng, z, None, None)
 
     def run_game() -> None:
         adversarial.play(unit_pool[rows, anchor], real)
@@ -412,7 +416,7 @@ def main() -> None:
             "similarity matmul is `[B, d] x [d, B V]`, against NT-Xent's `[B V, d] x [d, B V]`. "
             "`sort (reference)` is one `torch.sort` of the masked candidate logits "
             "`[B, B V]`, what a sort-based cut would pay; the cut here sorts nothing (on CPU one "
-            "compiled scan per row, `spacl.mining.cut_kernel`; elsewhere topk over group "
+            "compiled scan per row, `spacl.mining.cut.kernel`; elsewhere topk over group "
             "maxima; a radix-style bucket selection for long prefixes), and where it "
             "keeps few negatives the kernel runs on the kept ones only.  Where every view is "
             "an anchor on one encoder (NT-Xent, SupCon, SPACL every view) the `[B V, B V]` "

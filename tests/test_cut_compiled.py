@@ -14,15 +14,16 @@ import pytest
 import torch
 
 from loss_references import cut_loop
-from spacl.mining import cut_compiled, negatives
-from spacl.mining.cut_compiled import (
+from spacl.mining.cut import RelativeThresholdNegatives
+from spacl.mining.cut import compiled as cut_compiled
+from spacl.mining.cut import threshold as negatives
+from spacl.mining.cut.compiled import (
     NUM_BUCKETS,
     PASSES,
     CompiledPasses,
     bucket_histogram,
     bucket_masks,
 )
-from spacl.mining.negatives import RelativeThresholdNegatives
 
 
 def _long_rows(dtype: torch.dtype) -> torch.Tensor:
@@ -56,16 +57,16 @@ def _assert_loop(kept: torch.Tensor, keys: torch.Tensor, share: float) -> None:
 
 
 def test_compiled_cut_keeps_what_the_eager_cut_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)  # KG rows are 14,542 wide
+    monkeypatch.setattr(negatives, "WIDE_ROWS", 1000)  # KG rows are 14,542 wide
     for dtype in (torch.float32, torch.float64):
         keys = _long_rows(dtype)
         for share in (0.5, 0.95):
             eager = RelativeThresholdNegatives(share, "exp")
             compiled = RelativeThresholdNegatives(share, "exp", compiled=True)
-            kept = compiled.select_keys_float(keys)
+            kept = compiled.select(keys, form="float")
             assert kept.dtype == dtype
-            assert torch.equal(kept, eager.select_keys_float(keys))
-            assert torch.equal(compiled.select_keys_mask(keys), eager.select_keys_mask(keys))
+            assert torch.equal(kept, eager.select(keys, form="float"))
+            assert torch.equal(compiled.select(keys), eager.select(keys))
             if dtype == torch.float64:  # the loop's float64 weights are these keys' weights
                 _assert_loop(kept.bool(), keys, share)
     if PASSES.failed is not None:
@@ -162,7 +163,7 @@ def test_first_at_least_is_the_first_crossing_of_a_running_sum() -> None:
     """The binary search that picks the chosen bucket gives the first column whose running
     sum reaches the target (equality included), the last column when none does, on rows
     with zero weights (flat runs) and exact hits."""
-    from spacl.mining.cut_exact import _first_at_least
+    from spacl.mining.cut.exact import _first_at_least
 
     gen = torch.Generator().manual_seed(3)
     for _ in range(100):

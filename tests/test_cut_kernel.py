@@ -1,4 +1,4 @@
-"""The cut's CPU kernel (spacl.mining.cut_kernel) against the tensor path and a loop.
+"""The cut's CPU kernel (spacl.mining.cut.kernel) against the tensor path and a loop.
 
 The kernel settles a row where its prefix ends within the row's 128 largest keys; the
 tensor fast path and the exact selection take the same rows elsewhere.  Both must keep
@@ -12,7 +12,8 @@ import types
 import pytest
 import torch
 
-from spacl.mining import RelativeThresholdNegatives, cut_kernel
+from spacl.mining import RelativeThresholdNegatives
+from spacl.mining.cut import kernel as cut_kernel
 
 MASSES = ("similarity", "exp", "linear")
 DTYPES = (torch.float32, torch.float64)
@@ -23,10 +24,10 @@ def masks_both_paths(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     with monkeypatch.context() as m:
         m.setattr(cut_kernel, "ENABLED", True)
-        kernel = cut.select_keys_mask(keys)
+        kernel = cut.select(keys)
     with monkeypatch.context() as m:
         m.setattr(cut_kernel, "ENABLED", False)
-        tensor = cut.select_keys_mask(keys)
+        tensor = cut.select(keys)
     return kernel, tensor
 
 
@@ -157,10 +158,10 @@ def test_every_view_rows_match_between_paths(monkeypatch: pytest.MonkeyPatch) ->
     cut = RelativeThresholdNegatives(0.95, "similarity", temperature=0.1)
     with monkeypatch.context() as m:
         m.setattr(cut_kernel, "ENABLED", True)
-        kernel = cut.select_keys(keys, total)
+        kernel = cut.select(keys, total=total, form="index")
     with monkeypatch.context() as m:
         m.setattr(cut_kernel, "ENABLED", False)
-        tensor = cut.select_keys(keys, total)
+        tensor = cut.select(keys, total=total, form="index")
 
     def as_sets(cols: torch.Tensor, kept: torch.Tensor) -> list[set[int]]:
         return [set(c[k].tolist()) for c, k in zip(cols, kept, strict=True)]
@@ -183,10 +184,10 @@ def test_a_failing_kernel_warns_once_and_the_tensor_path_answers(
     keys = candidate_keys(8, 200, torch.float32, 3, ties=True)
     cut = RelativeThresholdNegatives(0.8, "similarity", temperature=0.5)
     with pytest.warns(RuntimeWarning, match="no compiler here"):
-        first = cut.select_keys_mask(keys)
+        first = cut.select(keys)
     assert not cut_kernel.applies(keys, "similarity")  # the tensor path from now on
     monkeypatch.setattr(cut_kernel, "ENABLED", False)
-    assert torch.equal(first, cut.select_keys_mask(keys))
+    assert torch.equal(first, cut.select(keys))
 
 
 @pytest.mark.parametrize(

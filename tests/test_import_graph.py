@@ -274,16 +274,6 @@ def test_graph_reading_rules() -> None:
     assert imports_of(relative, "spacl.pkg.other", known, False) == {"spacl.pkg.sub", "spacl.y"}
 
 
-#: circles still in the tree, each with its reason (issue 40 removes them); no other may
-#: appear, and each must stay exactly as listed (growing it fails too)
-KNOWN_CIRCLES: dict[tuple[str, ...], str] = {
-    tuple(f"spacl.losses.{m}" for m in (
-        "spacl", "spacl_compact", "spacl_dense", "spacl_every_view", "spacl_inputs",
-        "spacl_one_anchor",
-    )): "SPACLLoss's helpers read the loss object; issue 40 item 1 (losses/spacl/)",
-}  # fmt: skip
-
-
 def test_no_import_circle() -> None:
     graph = import_graph()
     assert "spacl.schema" in graph and len(graph) > 50
@@ -313,11 +303,9 @@ def test_circle_finder_counts_lazy_and_type_checking_imports(tmp_path: Path) -> 
 
 def test_no_circle_even_through_lazy_or_type_checking_imports() -> None:
     """Inside a package as between floors: function-local and ``TYPE_CHECKING`` imports
-    count; only the listed circles remain, exactly as listed."""
+    count, and no circle remains (issue 40 removed the last, SPACLLoss's helpers)."""
     found = circles(import_graph(lazy=True, typing_only=True))
-    assert [tuple(c) for c in found] == sorted(KNOWN_CIRCLES), "\n".join(
-        " <-> ".join(c) for c in found
-    )
+    assert found == [], "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_floor_rule_rejects_an_upward_arrow() -> None:

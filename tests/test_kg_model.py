@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from spacl.data.kg import load_kg
-from spacl.mining.negatives import RelativeThresholdNegatives
+from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg import (
     LinkInfoNCELoss,
@@ -379,7 +379,7 @@ def test_kept_logsumexp_is_the_masked_logsumexp(dtype: torch.dtype) -> None:
     """The link objective's float-mask log-sum-exp equals the kernel's masked one (issue 19):
     values and gradients, rows keeping nothing included (``-inf``, zero gradient)."""
     from spacl.losses.kernel import masked_logsumexp
-    from spacl.losses.kg import _KeptLogSumExp
+    from spacl.losses.kg.terms import KeptLogSumExp as _KeptLogSumExp
 
     gen = torch.Generator().manual_seed(9)
     logits = (torch.randn(7, 50, generator=gen, dtype=torch.float64) * 4).to(dtype)

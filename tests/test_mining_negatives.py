@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacl.mining import RelativeThresholdNegatives, cut_kernel, top_share_mask
+from spacl.mining import RelativeThresholdNegatives, top_share_mask
+from spacl.mining.cut import kernel as cut_kernel
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -17,7 +18,7 @@ DTYPES = (torch.float32, torch.float64)
 @pytest.fixture(autouse=True, params=["kernel", "tensor"])
 def cut_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test of this file on both CPU paths of the fast rows: the numba kernel
-    (:mod:`spacl.mining.cut_kernel`) and the tensor fast path."""
+    (:mod:`spacl.mining.cut.kernel`) and the tensor fast path."""
     monkeypatch.setattr(cut_kernel, "ENABLED", request.param == "kernel")
     return str(request.param)
 
@@ -339,7 +340,8 @@ def test_wide_rows_with_ties_match_the_stable_sort_loop(mass: str, share: float)
         assert got == want, f"row {i}"
         assert not bool(kept[i][~valid[i]].any())
     # the fast path alone settles some rows here, and its answer is the exact one
-    from spacl.mining.negatives import _mask_of, _top_prefix
+    from spacl.mining.cut.fast import mask_of as _mask_of
+    from spacl.mining.cut.fast import top_prefix as _top_prefix
 
     keys = logits.masked_fill(~valid, -math.inf)
     row_max = keys.amax(1)
@@ -351,7 +353,7 @@ def test_wide_rows_with_ties_match_the_stable_sort_loop(mass: str, share: float)
         assert bool(done.any())
     assert torch.equal(_mask_of(cols, fast_kept, k)[done], kept[done])
     # the index form is the same selection
-    index, index_kept = cut.select_index(logits, valid)
+    index, index_kept = cut.select(logits, valid, form="index")
     assert torch.equal(_mask_of(index, index_kept, k), kept)
     assert torch.equal(index_kept.sum(1), kept.sum(1))  # each kept column once
 
@@ -368,15 +370,15 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
     Embeddings with coordinates +-1/4 in d = 16 are exactly unit: every similarity is a
     multiple of 1/8, computed exactly by either matmul, and rows are full of ties (also
     at the threshold).  SPACL: anchor view 0, the other instances' views the candidates
-    (its dense kernel calls ``select``, its compact one ``select_keys``); link
-    prediction (``select_keys_mask``): query = view 0, the views the entity table, the
+    (its dense kernel asks ``select`` for a mask, its compact one for the selection);
+    link prediction (a float mask): query = view 0, the views the entity table, the
     instance's own views its known tails (so the same candidates).
     """
     from loss_references import cut_loop
     from spacl.losses import SPACLLoss
-    from spacl.losses import spacl_compact as spacl_compact_module
     from spacl.losses.kg import LinkSPACLLoss
-    from spacl.mining.negatives import _mask_of
+    from spacl.losses.spacl import compact as spacl_compact_module
+    from spacl.mining.cut.fast import mask_of as _mask_of
 
     monkeypatch.setattr(spacl_compact_module, "_COMPACT_SHARE", 2.0 if path == "compact" else -1.0)
     b, v, d, tau = 32, 2, 16, 0.5  # tau a power of 2: logits are exact too
@@ -391,56 +393,30 @@ def test_kg_objective_and_spacl_keep_the_same_negatives(
     )
     seen: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for name, cut in (("spacl", spacl.cut), ("kg", link.cut)):
-        select, select_keys = cut.select, cut.select_keys
 
-        def record(logits: torch.Tensor, valid: torch.Tensor, _s=select, _n=name) -> torch.Tensor:
-            kept = _s(logits, valid)
-            seen[_n] = (logits[:, :n].masked_fill(~valid[:, :n], -math.inf), kept[:, :n])
-            assert not bool(kept[:, n:].any())  # the positive column is no candidate
-            return kept
-
-        def record_keys(
-            keys: torch.Tensor, total: torch.Tensor | None = None, _s=select_keys, _n=name
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-            cols, kept = _s(keys, total)
-            seen[_n] = (keys.clone(), _mask_of(cols, kept, keys.shape[1]))
-            return cols, kept
-
-        def record_mask(keys: torch.Tensor, _s=cut.select_keys_mask, _n=name) -> torch.Tensor:
-            kept = _s(keys)
-            seen[_n] = (keys.clone(), kept)
-            return kept
-
-        def record_float(
-            keys: torch.Tensor, weights_out=None, _s=cut.select_keys_float, _n=name
-        ) -> torch.Tensor:
-            kept = _s(keys, weights_out)  # the link objective's 0/1 float mask
-            assert kept.dtype == keys.dtype
-            seen[_n] = (keys.clone(), kept > 0)
-            return kept
-
-        def record_inner(
-            keys: torch.Tensor,
-            valid: torch.Tensor | None,
-            total: torch.Tensor | None,
-            _s=cut._select_keys,
+        def record(
+            scores: torch.Tensor,
+            mask: torch.Tensor | None = None,
+            *,
+            form: str = "mask",
+            _s=cut.select,
             _n=name,
-            **options: bool,
-        ) -> tuple:
-            # the compact kernel's dense fallback takes this selection as a mask
-            out = _s(keys, valid, total, **options)
-            cols, kept, _, rest, rest_keep = out
-            mask = _mask_of(cols, kept, keys.shape[1])
-            if rest is not None:
-                mask[rest] = rest_keep > 0
-            seen[_n] = (keys[:, :n].clone(), mask[:, :n])
+            **options: object,
+        ) -> object:
+            # every caller goes through the one entry point, whatever the form it asks
+            out = _s(scores, mask, form=form, **options)
+            if form == "selection":  # the compact kernel (its dense fallback: the mask)
+                kept = out.mask()
+            elif form == "index":
+                kept = _mask_of(*out, scores.shape[1])
+            else:  # "float": the link objective's 0/1 float mask
+                kept = out > 0 if form == "float" else out
+            keys = scores if mask is None else scores.masked_fill(~mask, -math.inf)
+            seen[_n] = (keys[:, :n].clone(), kept[:, :n])
+            assert not bool(kept[:, n:].any())  # the positive column is no candidate
             return out
 
         cut.select = record  # type: ignore[method-assign]
-        cut.select_keys = record_keys  # type: ignore[method-assign]
-        cut._select_keys = record_inner  # type: ignore[method-assign]
-        cut.select_keys_mask = record_mask  # type: ignore[method-assign]
-        cut.select_keys_float = record_float  # type: ignore[method-assign]
     spacl(None, pool)
     entities = pool.reshape(n, d)
     own = torch.arange(n).unsqueeze(0) // v == torch.arange(b).unsqueeze(1)
@@ -488,9 +464,9 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     coarse grid (ties at the threshold), all keys equal (the chosen bucket overflows:
     the multi-level fallback), a few outliers above a bunched bulk, and a wide spread.
     """
-    from spacl.mining import negatives
+    from spacl.mining.cut import threshold as negatives
 
-    monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)  # KG rows are 14,542 wide
+    monkeypatch.setattr(negatives, "WIDE_ROWS", 1000)  # KG rows are 14,542 wide
     g = torch.Generator().manual_seed(5)
     b, k, tau = 6, 2000, 0.5
     logits = torch.randn(b, k, generator=g, dtype=torch.float64)
@@ -505,12 +481,12 @@ def test_long_prefixes_take_the_one_level_selection_exactly(
     kept = cut(logits, valid)
     assert_rows_match_cut_loop(kept, logits, valid, share, tau, mass)
     keys = logits.masked_fill(~valid, -math.inf)
-    assert torch.equal(cut.select_keys_mask(keys), kept)
-    assert torch.equal(cut.float().select_keys_mask(keys.float()), cut(logits.float(), valid))
+    assert torch.equal(cut.select(keys), kept)
+    assert torch.equal(cut.float().select(keys.float()), cut(logits.float(), valid))
     # the link objective's float mask (made by float arithmetic on these rows): the same
-    assert torch.equal(cut.select_keys_float(keys), kept.to(keys.dtype))
+    assert torch.equal(cut.select(keys, form="float"), kept.to(keys.dtype))
     kept32 = cut(logits.float(), valid).float()
-    assert torch.equal(cut.select_keys_float(keys.float()), kept32)
+    assert torch.equal(cut.select(keys.float(), form="float"), kept32)
 
 
 def test_long_rows_with_heavy_tops_settle_in_one_level(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -523,7 +499,7 @@ def test_long_rows_with_heavy_tops_settle_in_one_level(monkeypatch: pytest.Monke
     (hundreds of thousands of members, a second level): the same negatives, ~30% more
     cut time.  Checked against the loop too.
     """
-    from spacl.mining import cut_exact
+    from spacl.mining.cut import exact as cut_exact
 
     g = torch.Generator().manual_seed(7)
     b, k = 8, 14541
@@ -532,18 +508,18 @@ def test_long_rows_with_heavy_tops_settle_in_one_level(monkeypatch: pytest.Monke
     top = -2.0 + torch.empty(b, k).exponential_(1.0, generator=g) * 1.5
     logits = torch.where(tail, top, logits)
     calls: list[int] = []
-    inner = cut_exact._wide_prefix
+    inner = cut_exact.wide_prefix
 
     def counted(*args: object, **kwargs: object) -> object:
         calls.append(int(kwargs.get("depth", 0)))  # type: ignore[call-overload]
         return inner(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cut_exact, "_wide_prefix", counted)
-    from spacl.mining import negatives
+    monkeypatch.setattr(cut_exact, "wide_prefix", counted)
+    from spacl.mining.cut import threshold as negatives
 
-    monkeypatch.setattr(negatives, "_wide_prefix", counted)
+    monkeypatch.setattr(negatives, "wide_prefix", counted)
     cut = RelativeThresholdNegatives(0.95, "exp")
-    kept = cut.select_keys_float(logits)
+    kept = cut.select(logits, form="float")
     assert calls == [0]  # one level, no crowded bucket
     valid = torch.ones(b, k, dtype=torch.bool)
     assert_rows_match_cut_loop(kept.bool(), logits.double(), valid, 0.95, 1.0, "exp")
@@ -560,10 +536,10 @@ def test_rows_settled_early_beside_long_prefixes(
     the others keep long prefixes: with 1 of 8 settled every row takes the exact
     selection, with 4 of 8 only the rest does; each way the loop's prefix, for every
     entry point (mask, keys, float mask, index)."""
-    from spacl.mining import negatives
+    from spacl.mining.cut import threshold as negatives
 
     if wide:
-        monkeypatch.setattr(negatives, "_WIDE_ROWS", 1000)
+        monkeypatch.setattr(negatives, "WIDE_ROWS", 1000)
     g = torch.Generator().manual_seed(11)
     b, k, tau, share = 8, 1500, 0.5, 0.9
     logits = 1.0 + torch.randn(b, k, generator=g, dtype=torch.float64) * 0.3
@@ -578,9 +554,9 @@ def test_rows_settled_early_beside_long_prefixes(
     assert int(kept[:settled].sum()) == settled  # the settled rows keep their one key
     assert int(kept[settled:].sum(1).min()) > 100  # the others long prefixes
     keys = logits.masked_fill(~valid, -math.inf)
-    assert torch.equal(cut.select_keys_mask(keys), kept)
-    assert torch.equal(cut.select_keys_float(keys), kept.to(keys.dtype))
-    cols, flags = cut.select_keys(keys)
+    assert torch.equal(cut.select(keys), kept)
+    assert torch.equal(cut.select(keys, form="float"), kept.to(keys.dtype))
+    cols, flags = cut.select(keys, form="index")
     rebuilt = torch.zeros_like(kept)
     rebuilt[torch.arange(b).unsqueeze(1).expand_as(cols)[flags], cols[flags]] = True
     assert torch.equal(rebuilt, kept)

@@ -1,4 +1,4 @@
-"""Unit tests of the compact path's pieces on flat entry lists (spacl.losses.spacl_compact).
+"""Unit tests of the compact path's pieces on flat entry lists (spacl.losses.spacl.compact).
 
 The whole compact loss is checked against the view loop in tests/test_spacl_loss.py;
 here its two building blocks are checked against direct formulas: the segment
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from spacl.losses.kernel import segment_logsumexp
-from spacl.losses.spacl_compact import _KeptLogits
+from spacl.losses.spacl.compact import _KeptLogits
 
 DTYPES = [torch.float32, torch.float64]
 

@@ -19,8 +19,8 @@ from loss_references import (
 )
 from spacl.losses import NTXentLoss, SPACLLoss
 from spacl.losses import _mirror as mirror_module
-from spacl.losses import spacl_compact as spacl_compact_module
 from spacl.losses.spacl import VARIANT_PARTS, VARIANTS
+from spacl.losses.spacl import compact as spacl_compact_module
 
 DTYPES = (torch.float32, torch.float64)
 

@@ -52,7 +52,7 @@ def cross_logsumexp(anchors: Tensor, others: Tensor, scale: float, bound: float 
     """``[A]``: ``log sum_j exp(scale <anchors_a, others_j>)`` for ``others[Q, d]``, ``Q >= 1``.
 
     ``bound`` must bound ``|scale <a, q>|`` (``scale`` for rows in the unit ball) and
-    ``2 bound`` must not underflow a row (see ``kernel._SAFE_SPAN``); ``None`` falls back
+    ``2 bound`` must not underflow a row (see ``kernel.SAFE_SPAN``); ``None`` falls back
     to ``torch.logsumexp`` of the logits.
     """
     if anchors.ndim != 2 or others.ndim != 2 or anchors.shape[1] != others.shape[1]:

@@ -20,7 +20,7 @@ from spacl.losses._batch import (
 from spacl.losses._cross import cross_logsumexp
 from spacl.losses._gram import gram_logsumexp_without_self
 from spacl.losses.kernel import (
-    _SAFE_SPAN,
+    SAFE_SPAN,
     GroupPositives,
     NegativeTransform,
     PositiveMode,
@@ -163,7 +163,7 @@ class PairwiseContrastiveLoss(nn.Module):
         if self.normalize == "none":
             return None
         bound = 1.0 / self.temperature
-        span = _SAFE_SPAN.get(dtype)
+        span = SAFE_SPAN.get(dtype)
         return bound if span is not None and 2.0 * bound <= span else None
 
     def _shared_simple_loss(

@@ -331,7 +331,7 @@ def _exclude_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> T
 
 
 #: largest ``2 * bound`` for which ``exp(l - bound)`` cannot underflow a whole row, per dtype
-_SAFE_SPAN = {torch.float32: 80.0, torch.float64: 700.0}
+SAFE_SPAN = {torch.float32: 80.0, torch.float64: 700.0}
 
 
 class _SelfExcludedLogSumExp(torch.autograd.Function):
@@ -386,7 +386,7 @@ def _logsumexp_without_self(
     if self_index is None:
         return torch.logsumexp(logits, dim=1)
     if inplace and logits.requires_grad and logits.grad_fn is not None:
-        span = _SAFE_SPAN.get(logits.dtype)
+        span = SAFE_SPAN.get(logits.dtype)
         if bound is not None and (span is None or 2.0 * bound > span):
             bound = None
         out: Tensor = _SelfExcludedLogSumExp.apply(logits, self_index, bound)

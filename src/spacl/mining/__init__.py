@@ -15,7 +15,7 @@ The exponentially tilted sampler of Jiang et al. lives with its loss in
 """
 
 from spacl.mining.adversarial import AdversarialNegatives
-from spacl.mining.negatives import RelativeThresholdNegatives, top_share_mask
+from spacl.mining.cut import RelativeThresholdNegatives, top_share_mask
 from spacl.mining.positives import DynamicAnchor, FarthestPointPositives, hardness
 from spacl.mining.queue import NegativeQueue
 

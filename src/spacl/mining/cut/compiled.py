@@ -1,6 +1,6 @@
 """The long-row cut's two heaviest passes, compiled (opt-in: ``compiled=True``).
 
-The exact selection of long rows (:func:`spacl.mining.cut_exact._wide_prefix`, the
+The exact selection of long rows (:func:`spacl.mining.cut.exact.wide_prefix`, the
 link-prediction rows of ``[B, 14541]`` entities under ``mass="exp"``) makes about a
 dozen eager passes over ``[B, K]``.  Two of them carry most of its cost, and
 ``torch.compile`` (inductor) fuses each into one loop:
@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-#: buckets of the one-level long-row selection (``cut_exact._WIDE_BUCKETS``)
+#: buckets of the one-level long-row selection (``exact._WIDE_BUCKETS``)
 NUM_BUCKETS = 2048
 
 

@@ -37,12 +37,13 @@ is at least as similar to the anchor as every dropped one.
   pass): totals that differ by a few ulps of the logits' dtype, against a margin of
   ``(1 - share)`` of the total.  They can move the cut only where a running sum lies
   that close to the target.
-- This is the one implementation of the cut: :class:`SPACLLoss`,
-  :class:`RelativeThresholdNegatives` and the link-prediction objective all call
-  :meth:`RelativeThresholdNegatives.select`.
+- This is the one implementation of the cut, with one entry point,
+  :meth:`RelativeThresholdNegatives.select` (the output form an argument):
+  :class:`SPACLLoss`'s dense and compact paths and the link-prediction objective all
+  call it.
 
 Algorithm (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys, numba
-available) the fast rows are settled by :mod:`spacl.mining.cut_kernel`: one compiled
+available) the fast rows are settled by :mod:`spacl.mining.cut.kernel`: one compiled
 scan per row keeps its 32 (then 64, 128) first keys of a stable descending sort and
 adds their weights in that order, the same float64 values the tensor path adds, so the
 same prefix.  Elsewhere the tensor fast path, one ``amax`` over ``[B, K]``:
@@ -69,39 +70,100 @@ bucket), and no validity mask (off-candidate keys are ``-inf``, of weight 0): ab
 dozen passes over ``[B, K]``; a row whose chosen bucket holds more than 128 candidates
 falls back to the levels above.
 
-Modules: :mod:`spacl.mining.cut_fast` (the fast path: group maxima, ``topk``, index
-masks), :mod:`spacl.mining.cut_exact` (the exact radix selection, the long-row
-selection and :func:`top_share_mask`); this module holds the cut itself,
-:class:`RelativeThresholdNegatives`, and re-exports the names callers import from it.
+Modules of :mod:`spacl.mining.cut`: :mod:`~spacl.mining.cut.fast` (the fast path: group
+maxima, ``topk``, index masks), :mod:`~spacl.mining.cut.exact` (the exact radix selection,
+the long-row selection and :func:`~spacl.mining.cut.exact.top_share_mask`),
+:mod:`~spacl.mining.cut.kernel` (the numba scan of the fast rows, its kernels in
+:mod:`~spacl.mining.cut.rows_nb`), :mod:`~spacl.mining.cut.compiled` (the long rows'
+compiled passes); this module holds the cut itself, :class:`RelativeThresholdNegatives`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_positive, check_tensor
-from spacl.mining import cut_kernel
-from spacl.mining.cut_compiled import PASSES
-from spacl.mining.cut_exact import _WIDE_ROWS as _WIDE_ROWS
-from spacl.mining.cut_exact import _checked_mask as _checked_mask
-from spacl.mining.cut_exact import _masked_cut as _masked_cut
-from spacl.mining.cut_exact import _prefix_mask as _prefix_mask
-from spacl.mining.cut_exact import _sample_min as _sample_min
-from spacl.mining.cut_exact import _wide_prefix as _wide_prefix
-from spacl.mining.cut_exact import check_share as check_share
-from spacl.mining.cut_exact import top_share_mask as top_share_mask
-from spacl.mining.cut_fast import _group_max as _group_max
-from spacl.mining.cut_fast import _group_width as _group_width
-from spacl.mining.cut_fast import _index_of as _index_of
-from spacl.mining.cut_fast import _mask_of as _mask_of
-from spacl.mining.cut_fast import _top_prefix as _top_prefix
-from spacl.mining.cut_fast import fast_prefixes
+from spacl.mining.cut import kernel as cut_kernel
+from spacl.mining.cut.compiled import PASSES
+from spacl.mining.cut.exact import (
+    WIDE_ROWS,
+    check_share,
+    checked_mask,
+    masked_cut,
+    prefix_mask,
+    sample_min,
+    wide_prefix,
+)
+from spacl.mining.cut.fast import fast_prefixes, group_maxima, group_width, index_of, mask_of
 
 MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
+#: the forms :meth:`RelativeThresholdNegatives.select` answers in
+CutForm = Literal["mask", "float", "index", "selection"]
+CUT_FORMS: tuple[CutForm, ...] = ("mask", "float", "index", "selection")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The cut's answer before it is put in one form (:meth:`RelativeThresholdNegatives.select`).
+
+    The fast rows as an index, ``cols[B, m]`` with ``kept[B, m]`` (the kept entries lead
+    each row); the rows the exact selection took, ``rest[R]``, with their keep mask
+    ``rest_keep[R, K]`` (bool, or 0/1 in the keys' dtype for ``form="float"``), both
+    ``None`` where the fast path settled every row.  ``width``: ``K``.
+    """
+
+    cols: Tensor
+    kept: Tensor
+    rest: Tensor | None
+    rest_keep: Tensor | None
+    width: int
+
+    def widest(self) -> int:
+        """The largest number of kept columns of a row (at least 1)."""
+        width = max(int(self.kept.sum(1).max()), 1)
+        if self.rest_keep is not None:
+            width = max(width, int(self.rest_keep.sum(1).max()))
+        return width
+
+    def mask(self) -> Tensor:
+        """``[B, K]`` keep mask: bool (``rest_keep`` as it is where every row took the
+        exact selection, so 0/1 floats after a ``form="float"`` selection)."""
+        rest, rest_keep = self.rest, self.rest_keep
+        if rest is not None and rest_keep is not None and rest.numel() == self.cols.shape[0]:
+            return rest_keep
+        keep = mask_of(self.cols, self.kept, self.width)
+        if rest is not None and rest_keep is not None:
+            keep[rest] = rest_keep.to(torch.bool)
+        return keep
+
+    def index(self) -> tuple[Tensor, Tensor]:
+        """``(cols[B, m], kept[B, m])`` of every row, the exact rows merged in."""
+        rest, rest_keep = self.rest, self.rest_keep
+        if rest is None or rest_keep is None:
+            return self.cols, self.kept
+        rest_cols, rest_kept = index_of(rest_keep)
+        width = max(self.cols.shape[1], rest_cols.shape[1])
+        cols = F.pad(self.cols, (0, width - self.cols.shape[1]))
+        kept = F.pad(self.kept, (0, width - self.kept.shape[1]))
+        cols[rest] = F.pad(rest_cols, (0, width - rest_cols.shape[1]))
+        kept[rest] = F.pad(rest_kept, (0, width - rest_kept.shape[1]))
+        return cols, kept
+
+    def as_form(
+        self, form: CutForm, dtype: torch.dtype
+    ) -> Tensor | tuple[Tensor, Tensor] | Selection:
+        """This selection in ``form`` (a float mask in ``dtype``)."""
+        if form == "selection":
+            return self
+        if form == "index":
+            return self.index()
+        return self.mask().to(dtype) if form == "float" else self.mask()
 
 
 class RelativeThresholdNegatives(nn.Module):
@@ -117,11 +179,12 @@ class RelativeThresholdNegatives(nn.Module):
 
     Call: ``RelativeThresholdNegatives(share, mass, temperature)(logits[B, K],
     valid_mask=None) -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off
-    ``valid_mask``).
+    ``valid_mask``); :meth:`select` is the same cut without the input checks, in the
+    form the caller names (``form="mask" | "float" | "index" | "selection"``).
 
     ``compiled=True``: the exact selection of long rows (``K >= 4096`` under ``"exp"``,
     the link-prediction rows) runs its histogram and mask passes through
-    ``torch.compile`` (:mod:`spacl.mining.cut_compiled`): the same selection, fewer
+    ``torch.compile`` (:mod:`spacl.mining.cut.compiled`): the same selection, fewer
     passes over ``[B, K]``; the first call compiles (tens of seconds, cached on disk by
     inductor); where compilation fails, a warning and the eager passes.
     """
@@ -164,114 +227,97 @@ class RelativeThresholdNegatives(nn.Module):
 
     @torch.no_grad()
     def forward(self, logits: Tensor, valid_mask: Tensor | None = None) -> Tensor:
+        """The keep mask ``[B, K]`` after checking the inputs (``valid_mask=None``: every
+        column a candidate): :meth:`select` with ``form="mask"``."""
         check_tensor(logits, "logits", ndim=2)
-        return self.select(logits, _checked_mask(valid_mask, logits, "valid_mask"))
+        return self.select(logits, checked_mask(valid_mask, logits, "valid_mask"))
 
+    @overload
+    def select(
+        self,
+        scores: Tensor,
+        mask: Tensor | None = ...,
+        *,
+        form: Literal["mask", "float"] = ...,
+        total: Tensor | None = ...,
+        weights_out: dict[str, Tensor] | None = ...,
+    ) -> Tensor: ...
+    @overload
+    def select(
+        self,
+        scores: Tensor,
+        mask: Tensor | None = ...,
+        *,
+        form: Literal["index"],
+        total: Tensor | None = ...,
+        weights_out: dict[str, Tensor] | None = ...,
+    ) -> tuple[Tensor, Tensor]: ...
+    @overload
+    def select(
+        self,
+        scores: Tensor,
+        mask: Tensor | None = ...,
+        *,
+        form: Literal["selection"],
+        total: Tensor | None = ...,
+        weights_out: dict[str, Tensor] | None = ...,
+    ) -> Selection: ...
     @torch.no_grad()
-    def select(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
-        """:meth:`forward` without the input checks (for callers that validated already).
+    def select(
+        self,
+        scores: Tensor,
+        mask: Tensor | None = None,
+        *,
+        form: CutForm = "mask",
+        total: Tensor | None = None,
+        weights_out: dict[str, Tensor] | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor] | Selection:
+        """The cut of every row of ``scores[B, K]``, in the form the caller needs.
+
+        The one entry point of the cut (no input checks: :meth:`forward` is this call
+        with them).  ``scores`` are the logits ``s / tau`` of each anchor row against its
+        candidates; ``mask[B, K]`` (bool) marks the candidates, or ``None`` where the
+        caller filled the non-candidates with ``-inf`` itself (cheaper than a mask pass).
+
+        ``form``:
+
+        - ``"mask"``: ``BoolTensor[B, K]``, ``True`` = kept (never off the candidates);
+        - ``"float"``: the same as 0/1 in ``scores``' dtype; where every row takes the
+          long-row exact selection (link prediction under ``"exp"``) the mask is made by
+          float arithmetic, without a ``[B, K]`` boolean pass and its conversion;
+        - ``"index"``: ``(cols[B, m], kept[B, m])``: row ``b`` keeps the columns
+          ``cols[b, j]`` where ``kept[b, j]`` (each once; padding entries ``False``), no
+          ``[B, K]`` boolean pass for callers that only need the kept columns;
+        - ``"selection"``: the :class:`Selection` before it is put in a form (the
+          compact SPACL path reads its width, then takes the index or the mask).
+
+        ``total`` (``mass="similarity"``, optional): ``[B]`` sum of the candidates'
+        logits, if the caller has it (e.g. from sums of embeddings).  ``weights_out``
+        (``mass="exp"``, ``share < 1``) receives ``"weights"`` = ``exp(scores - row_max)``
+        (0 off the candidates) and ``"row_max"`` (0 for a row without one), for a loss's
+        ``row_max + log sum_j keep_j weights_j`` without a second ``exp``.
 
         The fast path (module docstring) settles the rows whose prefix ends among their
         largest keys; the exact radix selection finishes the others.
         """
-        if self.share >= 1.0:
-            return valid_mask.clone()
-        k = logits.shape[1]
-        cols, kept, _, rest, rest_keep = self._select(logits, valid_mask)
-        keep = _mask_of(cols, kept, k)
-        if rest is not None and rest_keep is not None:
-            keep[rest] = rest_keep
-        return keep
+        check_choice(form, "form", CUT_FORMS)
+        if self.share >= 1.0:  # every candidate kept
+            candidates = torch.isfinite(scores) if mask is None else mask.clone()
+            if form == "mask":
+                return candidates
+            if form == "float":
+                return candidates.to(scores.dtype)
+            cols, kept = index_of(candidates)
+            if form == "index":
+                return cols, kept
+            return Selection(cols, kept, None, None, scores.shape[1])
+        keys = scores if mask is None else scores.detach().masked_fill(~mask, -math.inf)
+        cols, kept, _, rest, rest_keep = self._select_parts(
+            keys, mask, total, as_float=form == "float", weights_out=weights_out
+        )
+        return Selection(cols, kept, rest, rest_keep, scores.shape[1]).as_form(form, scores.dtype)
 
-    @torch.no_grad()
-    def select_index(self, logits: Tensor, valid_mask: Tensor) -> tuple[Tensor, Tensor]:
-        """The same selection as :meth:`select` as an index: ``(cols[B, m], kept[B, m])``.
-
-        Row ``b`` keeps the columns ``cols[b, j]`` where ``kept[b, j]`` (each once; ``m``
-        is the largest kept count, at least the fast path's width; padding entries are
-        ``False``).  Callers that only need the kept columns (SPACL's compact kernel)
-        skip every ``[B, K]`` boolean pass of the mask.
-        """
-        if self.share >= 1.0:
-            return _index_of(valid_mask)
-        cols, kept, _, rest, rest_keep = self._select(logits, valid_mask)
-        return self._merge(cols, kept, rest, rest_keep)
-
-    @torch.no_grad()
-    def select_keys(
-        self, keys: Tensor, similarity_total: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        """:meth:`select_index` of ``keys``: the logits, ``-inf`` off the candidates.
-
-        For callers that can fill the non-candidates more cheaply than a mask pass.
-        ``similarity_total`` (``mass="similarity"`` only, optional): ``[B]`` sum of the
-        candidates' logits, if the caller has it (e.g. from sums of embeddings).
-        """
-        if self.share >= 1.0:
-            return _index_of(torch.isfinite(keys))
-        cols, kept, _, rest, rest_keep = self._select_keys(keys, None, similarity_total)
-        return self._merge(cols, kept, rest, rest_keep)
-
-    @torch.no_grad()
-    def select_keys_mask(self, keys: Tensor) -> Tensor:
-        """:meth:`select` of ``keys`` (the logits, ``-inf`` off the candidates): a mask."""
-        if self.share >= 1.0:
-            return torch.isfinite(keys)
-        return self._assemble(keys.shape[1], *self._select_keys(keys, None, None))
-
-    @torch.no_grad()
-    def select_keys_float(
-        self, keys: Tensor, weights_out: dict[str, Tensor] | None = None
-    ) -> Tensor:
-        """:meth:`select_keys_mask` as a 0/1 mask in ``keys``' dtype.
-
-        For a loss that weighs its terms by the mask (``sum_j keep_j e^{l_j}``): where every
-        row takes the long-row exact selection (the link-prediction rows under ``"exp"``)
-        the mask is made by float arithmetic, without a ``[B, K]`` boolean pass (several
-        times slower than a float one on CPU) and without its conversion.
-
-        ``weights_out`` (``mass="exp"``, ``share < 1``) receives ``"weights"`` = ``exp(keys -
-        row_max)`` (0 off the candidates) and ``"row_max"`` (0 for a row without one), for a
-        loss's ``row_max + log sum_j keep_j weights_j`` without a second ``exp``.
-        """
-        if self.share >= 1.0:
-            return torch.isfinite(keys).to(keys.dtype)
-        selection = self._select_keys(keys, None, None, as_float=True, weights_out=weights_out)
-        return self._assemble(keys.shape[1], *selection).to(keys.dtype)
-
-    @staticmethod
-    def _assemble(
-        k: int, cols: Tensor, kept: Tensor, _: Tensor, rest: Tensor | None, rest_keep: Tensor | None
-    ) -> Tensor:
-        """The ``[B, k]`` keep mask of a :meth:`_select_keys` result (``rest_keep`` as is
-        where every row took the exact selection: long prefixes)."""
-        if rest is not None and rest_keep is not None and rest.numel() == cols.shape[0]:
-            return rest_keep
-        keep = _mask_of(cols, kept, k)
-        if rest is not None and rest_keep is not None:
-            keep[rest] = rest_keep.to(torch.bool)
-        return keep
-
-    def _merge(
-        self, cols: Tensor, kept: Tensor, rest: Tensor | None, rest_keep: Tensor | None
-    ) -> tuple[Tensor, Tensor]:
-        if rest is None or rest_keep is None:
-            return cols, kept
-        rest_cols, rest_kept = _index_of(rest_keep)
-        width = max(cols.shape[1], rest_cols.shape[1])
-        cols = F.pad(cols, (0, width - cols.shape[1]))
-        kept = F.pad(kept, (0, width - kept.shape[1]))
-        cols[rest] = F.pad(rest_cols, (0, width - rest_cols.shape[1]))
-        kept[rest] = F.pad(rest_kept, (0, width - rest_kept.shape[1]))
-        return cols, kept
-
-    def _select(
-        self, logits: Tensor, valid_mask: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
-        keys = logits.detach().masked_fill(~valid_mask, -math.inf)
-        return self._select_keys(keys, valid_mask, None)
-
-    def _select_keys(
+    def _select_parts(
         self,
         keys: Tensor,
         valid_mask: Tensor | None,
@@ -282,9 +328,9 @@ class RelativeThresholdNegatives(nn.Module):
         """Fast rows, then the exact selection: ``(cols, kept, done, rest_rows, rest_keep)``.
 
         ``weights_out``: receives the ``"exp"`` weights and the row maxima
-        (:meth:`select_keys_float`).  On CPU the rows whose prefix ends within their 128
-        largest keys are settled by :mod:`spacl.mining.cut_kernel` (one scan per row),
-        elsewhere by the tensor fast path (:func:`spacl.mining.cut_fast.fast_prefixes`);
+        (:meth:`select`).  On CPU the rows whose prefix ends within their 128
+        largest keys are settled by :mod:`spacl.mining.cut.kernel` (one scan per row),
+        elsewhere by the tensor fast path (:func:`spacl.mining.cut.fast.fast_prefixes`);
         the exact selection takes the rest.
         """
         keys = keys.contiguous()
@@ -294,9 +340,9 @@ class RelativeThresholdNegatives(nn.Module):
         if kernel:
             raw_max = keys.amax(1)
         else:
-            group_max = _group_max(keys)
+            group_max = group_maxima(keys)
             raw_max = group_max.amax(1)
-            tail = k - group_max.shape[1] * _group_width(k)
+            tail = k - group_max.shape[1] * group_width(k)
             if tail:
                 raw_max = torch.maximum(raw_max, keys[:, k - tail :].amax(1))
         some = torch.isfinite(raw_max)  # rows with a candidate
@@ -314,7 +360,7 @@ class RelativeThresholdNegatives(nn.Module):
             )
         if fast is None:
             if group_max is None:
-                group_max = _group_max(keys)
+                group_max = group_maxima(keys)
             top_weight = self._subset_weights(row_max.unsqueeze(1), row_max).squeeze(1)
             alone = (top_weight >= target) & some
             if positive is not None:
@@ -409,11 +455,11 @@ class RelativeThresholdNegatives(nn.Module):
         ``keys`` are ``-inf`` off the candidates (``valid_mask``: their mask, if the
         caller has it); ``exp_weights``: ``exp(keys - row_max)`` if already taken.
         ``as_float``: long rows of ``"exp"`` / ``"linear"`` may come back as a 0/1 mask
-        in the keys' dtype (:func:`_wide_prefix`); other cases are boolean either way.
+        in the keys' dtype (:func:`wide_prefix`); other cases are boolean either way.
         """
         if self.mass == "similarity":
             return self._similarity_cut(keys, valid_mask)
-        long_rows = keys.shape[1] >= _WIDE_ROWS
+        long_rows = keys.shape[1] >= WIDE_ROWS
         # the compiled passes read the float32 weights (converted entry by entry)
         passes = PASSES if self.compiled and long_rows and exp_weights is not None else None
         if passes is not None:
@@ -429,13 +475,13 @@ class RelativeThresholdNegatives(nn.Module):
             # (weights are scaled so that the largest is 1): a lower bound on its key
             lo = row_max + math.log((1.0 - self.share) / keys.shape[1])
         if long_rows:
-            sample = _sample_min(keys)
+            sample = sample_min(keys)
             lo = torch.minimum(sample if lo is None else torch.maximum(lo, sample), row_max)
             # the range [lo, row max]: a narrower one read off a sample of the columns
             # misses the few heavy keys at the top of a row and puts its crossing in an
             # end bucket (crowded: a second level) on 20-30% of the FB15k-237 rows
             total = None if passes is not None else weights.sum(1)
-            keep, pass_total = _wide_prefix(
+            keep, pass_total = wide_prefix(
                 keys,
                 weights,
                 self.share if total is None else self.share * total,
@@ -452,7 +498,7 @@ class RelativeThresholdNegatives(nn.Module):
             valid = torch.isfinite(keys) if valid_mask is None else valid_mask
             return torch.where(positive.unsqueeze(1), keep, valid.to(keep.dtype))
         valid = torch.isfinite(keys) if valid_mask is None else valid_mask
-        return _masked_cut(keys, weights, valid, self.share, row_max, lo)
+        return masked_cut(keys, weights, valid, self.share, row_max, lo)
 
     def _similarity_cut(self, keys: Tensor, valid_mask: Tensor | None) -> Tensor:
         """The literal cut on signed similarities (module docstring)."""
@@ -463,14 +509,14 @@ class RelativeThresholdNegatives(nn.Module):
         # the cumulative sum is monotone: the clamped weights give the same prefix
         weights = s.clamp_min(0.0)
         target = self.share * total
-        if keys.shape[1] >= _WIDE_ROWS:
+        if keys.shape[1] >= WIDE_ROWS:
             hi = keys.amax(1)
             hi = torch.where(torch.isfinite(hi), hi, 0.0)
             # zero weight below 0: the prefix of a positive total ends above it
-            lo = _sample_min(keys).clamp_min(0.0)
-            keep, _ = _wide_prefix(keys, weights, target, hi, lo)
+            lo = sample_min(keys).clamp_min(0.0)
+            keep, _ = wide_prefix(keys, weights, target, hi, lo)
         else:
-            keep = _prefix_mask(keys, weights, valid, target)
+            keep = prefix_mask(keys, weights, valid, target)
         hardest = torch.zeros_like(valid)
         hardest.scatter_(1, keys.argmax(1, keepdim=True), True)  # first maximum
         return torch.where((total > 0).unsqueeze(1), keep, hardest & valid)

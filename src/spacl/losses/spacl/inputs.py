@@ -1,38 +1,80 @@
-"""Validation of :class:`~spacl.losses.SPACLLoss`'s inputs (errors name the argument)."""
+"""Validation of :class:`~spacl.losses.SPACLLoss`'s inputs (errors name the argument), the
+checked :class:`Batch`, and the candidate (target) embeddings ``g`` of a pool."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from torch import Tensor
 
 from spacl._validation import check_labels, check_tensor
+from spacl.losses.normalize import normalize
+from spacl.losses.spacl.options import SPACLOptions
 from spacl.mining._common import check_anchor_index
 from spacl.mining.positives import check_pool_size
 
-if TYPE_CHECKING:
-    from spacl.losses.spacl import SPACLLoss
+
+@dataclass(frozen=True)
+class Batch:
+    """One forward pass's inputs, checked (:func:`checked_batch`).
+
+    ``anchors``: ``None``, ``[B, d]`` or ``[B, V, d]`` online embeddings; ``pool[B, V, d]``
+    the target embeddings of every view; ``labels[B]`` and ``anchor_index[B]`` on the
+    pool's device (or ``None``); ``extra[Q, d]`` / ``extra_labels[Q]`` the queue's
+    candidates (``None`` for none or an empty queue; labels only with ``labels``).
+    """
+
+    anchors: Tensor | None
+    pool: Tensor
+    labels: Tensor | None
+    anchor_index: Tensor | None
+    extra: Tensor | None
+    extra_labels: Tensor | None
+
+
+def checked_batch(
+    options: SPACLOptions,
+    anchors: Tensor | None,
+    pool: Tensor,
+    labels: Tensor | None,
+    anchor_index: Tensor | None,
+    extra: Tensor | None,
+    extra_labels: Tensor | None,
+) -> Batch:
+    """:func:`check_inputs` then :func:`check_extra`, as one :class:`Batch`."""
+    labels, anchor_index = check_inputs(options, anchors, pool, labels, anchor_index)
+    extra, extra_labels = check_extra(options, pool, labels, extra, extra_labels)
+    return Batch(anchors, pool, labels, anchor_index, extra, extra_labels)
+
+
+def target_embeddings(options: SPACLOptions, pool: Tensor, unit_pool: Tensor) -> Tensor:
+    """The candidate (target) embeddings ``g`` the logits are taken against: the pool
+    normalised, constants unless ``detach_candidates=False`` (``unit_pool``: the pool on
+    the unit sphere, already taken by the mining)."""
+    if options.detach_candidates and options.normalize == "sphere":
+        return unit_pool
+    return normalize(pool.detach() if options.detach_candidates else pool, options.normalize)
 
 
 def check_pool(
-    loss: SPACLLoss, pool: Tensor, labels: Tensor | None, *, positives: bool = True
+    options: SPACLOptions, pool: Tensor, labels: Tensor | None, *, positives: bool = True
 ) -> None:
     check_tensor(pool, "pool", ndim=3)
     b, v, d = pool.shape
     if b < 1 or d < 1:
         raise ValueError(f"pool must be [B, V, d] with B >= 1 and d >= 1, got {tuple(pool.shape)}")
-    if loss.parts.dynamic_anchor and v < 2:
+    if options.parts.dynamic_anchor and v < 2:
         raise ValueError(
             f"pool holds {v} view per instance; the dynamic anchor needs at least 2 "
             f"(got shape {tuple(pool.shape)})"
         )
     if positives:
-        class_labels = labels if loss.positive_pool == "class" else None
-        check_pool_size(v, loss.num_positives, class_labels)
+        class_labels = labels if options.positive_pool == "class" else None
+        check_pool_size(v, options.num_positives, class_labels)
 
 
 def check_inputs(
-    loss: SPACLLoss,
+    options: SPACLOptions,
     anchors: Tensor | None,
     pool: Tensor,
     labels: Tensor | None,
@@ -42,12 +84,12 @@ def check_inputs(
     b, v, d = pool.shape
     if labels is not None:
         labels = check_labels(labels, b).to(pool.device)
-    elif loss.positive_pool != "instance":
+    elif options.positive_pool != "instance":
         raise ValueError(
-            f"positive_pool={loss.positive_pool!r} is a supervised mode and needs labels: "
+            f"positive_pool={options.positive_pool!r} is a supervised mode and needs labels: "
             "call loss(anchors, pool, labels)"
         )
-    check_pool(loss, pool, labels)
+    check_pool(options, pool, labels)
     if anchors is not None:
         check_tensor(anchors, "anchors", ndim=(2, 3))
         want = (b, d) if anchors.ndim == 2 else (b, v, d)
@@ -64,7 +106,7 @@ def check_inputs(
 
 
 def check_extra(
-    loss: SPACLLoss,
+    options: SPACLOptions,
     pool: Tensor,
     labels: Tensor | None,
     extra: Tensor | None,
@@ -85,9 +127,9 @@ def check_extra(
     if extra_labels is not None:
         extra_labels = check_labels(extra_labels, extra.shape[0], "extra_negative_labels")
         extra_labels = extra_labels.to(pool.device)
-    elif labels is not None and loss.positive_pool != "instance":
+    elif labels is not None and options.positive_pool != "instance":
         raise ValueError(
-            f"positive_pool={loss.positive_pool!r} with extra_negatives needs "
+            f"positive_pool={options.positive_pool!r} with extra_negatives needs "
             "extra_negative_labels (a queue of the wrong class would be a negative)"
         )
     if extra.shape[0] == 0:

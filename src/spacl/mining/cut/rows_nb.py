@@ -1,9 +1,9 @@
-"""Numba kernels of :mod:`spacl.mining.cut_kernel` (imported only when the kernel is used).
+"""Numba kernels of :mod:`spacl.mining.cut.kernel` (imported only when the kernel is used).
 
 Weights (``mode``): 0 ``"similarity"`` ``max(s, 0)`` with ``s = float64(key) * tau``;
 1 ``"linear"`` ``max((1 + s) / 2, 0)``; 2 ``"exp"`` ``float64(weights[r, j])`` (the
 caller's ``exp(key - row_max)`` in the keys' dtype).  The same IEEE operations as
-:meth:`spacl.mining.negatives.RelativeThresholdNegatives._subset_weights`, so the same
+:meth:`spacl.mining.cut.threshold.RelativeThresholdNegatives._subset_weights`, so the same
 float64 values, summed in the same order (decreasing key, one after the other).
 """
 

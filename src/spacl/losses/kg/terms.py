@@ -1,8 +1,8 @@
 """Terms shared by the link-prediction objectives of :mod:`spacl.losses.kg`.
 
-Per-query reductions of per-pair losses, a per-row log-sum-exp over ``(row, value)``
-pairs, the kept-mask log-sum-exp ``log sum_j keep_j e^{l_j}`` of SPACL-KG's negatives
-(:class:`_KeptLogSumExp`) and the input checks.
+Per-query reductions of per-pair losses (:func:`reduce_pairs`), the kept-mask
+log-sum-exp ``log sum_j keep_j e^{l_j}`` of SPACL-KG's negatives
+(:class:`KeptLogSumExp`), the known ``(query, tail)`` pairs and the input checks.
 """
 
 from __future__ import annotations
@@ -12,22 +12,25 @@ from typing import Any
 import torch
 from torch import Tensor
 
+#: how the per-pair losses are averaged: over queries, or over training triples
+WEIGHTINGS = ("query", "triple")
 
-def _per_query_mean(per_pair: Tensor, row: Tensor, b: int) -> Tensor:
+
+def per_query_mean(per_pair: Tensor, row: Tensor, b: int) -> Tensor:
     """Mean of ``per_pair`` within each query (``row`` = query of each pair), ``[b]``."""
     sums = per_pair.new_zeros(b).index_add(0, row, per_pair)
     counts = torch.bincount(row, minlength=b).to(per_pair.dtype)
     return sums / counts.clamp_min(1.0)
 
 
-def _reduce(per_pair: Tensor, row: Tensor, b: int, weighting: str) -> Tensor:
+def reduce_pairs(per_pair: Tensor, row: Tensor, b: int, weighting: str) -> Tensor:
     """``"triple"``: mean over pairs; ``"query"``: mean over queries of their pair means."""
     if weighting == "triple":
         return per_pair.mean()
-    return _per_query_mean(per_pair, row, b).mean()
+    return per_query_mean(per_pair, row, b).mean()
 
 
-class _KeptLogSumExp(torch.autograd.Function):
+class KeptLogSumExp(torch.autograd.Function):
     """``log sum_j keep_j e^{l_j}`` per row, ``keep`` a 0/1 float mask (``-inf`` if empty).
 
     ``shift[B]`` is the largest kept logit (the cut keeps each row's largest candidate
@@ -63,7 +66,7 @@ class _KeptLogSumExp(torch.autograd.Function):
         return e.mul_(scale.unsqueeze(1)), None, None, None  # e is not needed again
 
 
-def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
+def check_link_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
     if query.ndim != 2 or entities.ndim != 2 or query.shape[1] != entities.shape[1]:
         raise ValueError(
             f"query must be [B, d] and entities [E, d], got {tuple(query.shape)} and "
@@ -76,7 +79,7 @@ def _check_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
         )
 
 
-def _known_pairs(
+def known_pairs(
     positives: Tensor, known: tuple[Tensor, Tensor] | None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(row, col, counts)``: the ``True`` entries of ``positives`` in row-major order and

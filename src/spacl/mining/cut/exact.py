@@ -1,16 +1,16 @@
 """The exact relative-threshold selection (radix-style levels) behind the one cut.
 
-:class:`spacl.mining.negatives.RelativeThresholdNegatives` settles most rows by its fast
-path (:mod:`spacl.mining.cut_fast`); the rows it leaves come here.  Given keys and
+:class:`spacl.mining.cut.threshold.RelativeThresholdNegatives` settles most rows by its fast
+path (:mod:`spacl.mining.cut.fast`); the rows it leaves come here.  Given keys and
 non-negative weights non-decreasing in the key, the kept set of a row is the shortest
 prefix, in (key desc, index asc) order, whose cumulative weight reaches
 ``target = share * sum_j w_j``.  Each level spreads the row's undecided keys over equal-
 width buckets of their range (a monotone map), adds the weights per bucket with one
 ``scatter_add``, keeps the buckets before the crossing one and continues inside it; a
-stable sort of the few candidates left finishes the prefix (:func:`_prefix_mask`).  Rows
-of at least ``_WIDE_ROWS`` candidates take one level of ``_WIDE_BUCKETS`` buckets from
-the row's largest key down to a lower bound (:func:`_wide_prefix`).  The module
-docstring of :mod:`spacl.mining.negatives` states the decisions (masses, tie rule, precision).
+stable sort of the few candidates left finishes the prefix (:func:`prefix_mask`).  Rows
+of at least ``WIDE_ROWS`` candidates take one level of ``_WIDE_BUCKETS`` buckets from
+the row's largest key down to a lower bound (:func:`wide_prefix`).  The module
+docstring of :mod:`spacl.mining.cut.threshold` states the decisions (masses, tie rule, precision).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from torch import Tensor
 
 from spacl._validation import check_in_range, check_tensor
 from spacl.mining._common import padded_bool, sparse_nonzero
-from spacl.mining.cut_compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
-from spacl.mining.cut_compiled import CompiledPasses
+from spacl.mining.cut.compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
+from spacl.mining.cut.compiled import CompiledPasses
 
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64
 _MAX_LEVELS = 8
 _WIDE_CAP = 128  # most candidates in its chosen bucket finished by a sort (else levels)
-_WIDE_ROWS = 4096  # rows at least this long take the one-level selection
+WIDE_ROWS = 4096  # rows at least this long take the one-level selection
 _WIDE_LEVELS = 2  # further levels of it on a crowded bucket, then the general levels
 
 
@@ -38,7 +38,7 @@ def check_share(share: float) -> float:
     return check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
 
 
-def _checked_mask(mask: Tensor | None, like: Tensor, name: str = "valid") -> Tensor:
+def checked_mask(mask: Tensor | None, like: Tensor, name: str = "valid") -> Tensor:
     """A bool mask of ``like``'s shape (all ``True`` if ``None``), or a clear error."""
     if mask is None:
         return torch.ones(like.shape, dtype=torch.bool, device=like.device)
@@ -131,7 +131,7 @@ def _bucket_level(
     return bucket < chosen, bucket == chosen, new_above
 
 
-def _prefix_mask(
+def prefix_mask(
     keys: Tensor,
     weights: Tensor,
     valid: Tensor,
@@ -178,18 +178,18 @@ def _prefix_mask(
     return keep
 
 
-def _sample_min(keys: Tensor) -> Tensor:
+def sample_min(keys: Tensor) -> Tensor:
     """``[B]`` smallest candidate key among about 1024 strided columns (``inf`` if none).
 
     Only a bucket range: keys below it are bunched in the last bucket of
-    :func:`_wide_prefix`, which stays exact either way.
+    :func:`wide_prefix`, which stays exact either way.
     """
     step = max(keys.shape[1] // 1024, 1)
     return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
 
 
 # long: one bucket pass whose state lives in locals; split, it would pass [B, K] buffers
-def _wide_prefix(
+def wide_prefix(
     keys: Tensor,
     weights: Tensor,
     target: Tensor | float,
@@ -203,7 +203,7 @@ def _wide_prefix(
     as_float: bool = False,
     passes: CompiledPasses | None = None,
 ) -> tuple[Tensor, Tensor | None]:
-    """:func:`_prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
+    """:func:`prefix_mask` for long rows whose keys are ``-inf`` off the candidates.
 
     One level of ``_WIDE_BUCKETS`` buckets over ``[lo, hi]`` (``lo`` only sets the
     resolution: keys below it share the last bucket, a monotone map either way), one
@@ -213,7 +213,7 @@ def _wide_prefix(
     weight 0: they add nothing to a bucket and are dropped when that bucket is
     finished).  Rows whose chosen bucket holds more than ``_WIDE_CAP`` entries (a bulk
     bunched far below a few large keys) take a level on that bucket alone, up to
-    ``_WIDE_LEVELS`` deep, then :func:`_prefix_mask` (e.g. keys all equal).  ``above``:
+    ``_WIDE_LEVELS`` deep, then :func:`prefix_mask` (e.g. keys all equal).  ``above``:
     the weight already kept before these keys (as in :func:`_bucket_level`).  ``top`` /
     ``bottom``: bounds of the keys above ``hi`` / below ``lo`` (default ``hi`` / ``lo``),
     the range of a crowded first or last bucket.  ``as_float``: return the mask as 0/1 in
@@ -221,7 +221,7 @@ def _wide_prefix(
     bucket coordinate ``p`` written as floats (``floor(p) < c`` iff ``p < c`` for an
     integer ``c``), no ``[B, K]`` boolean pass.
 
-    ``passes``: the compiled histogram and mask passes (:mod:`spacl.mining.cut_compiled`;
+    ``passes``: the compiled histogram and mask passes (:mod:`spacl.mining.cut.compiled`;
     the same buckets and masks, ``weights`` then in any float dtype); ``target`` may then
     be the share, and the row total comes from the histogram pass.  Returns ``(keep,
     total)``: ``total`` is that float64 row total, ``None`` without ``passes``.
@@ -288,7 +288,7 @@ def _wide_prefix(
             bottom_r = lo[rows] if bottom is None else bottom[rows]
             hi2 = torch.where(c == 0, top_r, h - cf / step)
             lo2 = torch.where(c == nb - 1, bottom_r, h - (cf + 1) / step)
-            inner, _ = _wide_prefix(
+            inner, _ = wide_prefix(
                 sub_keys,
                 sub_w,
                 target[rows],
@@ -301,7 +301,7 @@ def _wide_prefix(
             )
         else:
             sub_valid = torch.isfinite(sub_keys)
-            inner = _prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
+            inner = prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
         if as_float:
             keep[rows] = torch.maximum(keep[rows], inner.to(keep.dtype))
         else:
@@ -353,7 +353,7 @@ def top_share_mask(
     check_tensor(weights, "weights", ndim=2)
     if bool((weights < 0).any()):
         raise ValueError(f"weights must be non-negative, got minimum {float(weights.min())}")
-    valid = _checked_mask(valid, weights)
+    valid = checked_mask(valid, weights)
     if keys is not None:
         check_tensor(keys, "keys", ndim=2)
         if keys.shape != weights.shape:
@@ -364,10 +364,10 @@ def top_share_mask(
     if share >= 1.0:
         return valid.clone()
     w = torch.where(valid, weights.to(torch.float64), 0.0)
-    return _masked_cut(w if keys is None else keys, w, valid, share)
+    return masked_cut(w if keys is None else keys, w, valid, share)
 
 
-def _masked_cut(
+def masked_cut(
     keys: Tensor,
     weights: Tensor,
     valid: Tensor,
@@ -376,7 +376,7 @@ def _masked_cut(
     lo: Tensor | None = None,
 ) -> Tensor:
     total = weights.sum(1)
-    mask = _prefix_mask(keys, weights, valid, share * total, hi, lo)
+    mask = prefix_mask(keys, weights, valid, share * total, hi, lo)
     if bool((total > 0).all()):
         return mask
     return torch.where((total > 0).unsqueeze(1), mask, valid)

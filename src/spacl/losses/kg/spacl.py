@@ -1,46 +1,11 @@
-"""Link-prediction objectives: filtered InfoNCE over all entities and SPACL (SPEC §1).
+"""SPACL for link prediction (:class:`LinkSPACLLoss`, SPEC §1.2-1.5); formula and
+**Decisions** in the module docstring of :mod:`spacl.losses.kg`.
 
-Both score queries ``f(h, r)`` of a :class:`~spacl.models.kg.LinkPredictor` against its
-entity table ``g(e)`` (score ``<f(h, r), g(e)>``) and take ``positives[B, E]``: the known
-training tails ``P(h, r)`` of each query (K-vs-all) or the one tail of a training triple
-(``P(h, r) = {t}``, 1-vs-all); :func:`spacl.tasks.kg.train_kg` builds them.
-With ``l_e = <f(h, r), g(e)> / tau``:
-
-**Filtered InfoNCE** (:class:`LinkInfoNCELoss`), per training triple ``(h, r, t)``::
-
-    loss(h, r, t) = -log( e^{l_t} / (e^{l_t} + sum_{e not in P(h, r)} e^{l_e}) )
-
-the 1-N cross-entropy of Dettmers et al. (2018) with the other known tails of the query
-taken out of the denominator.  All tails of one query share one score row (the
-kernel's ``"pairwise"`` mode); the mean runs over triples (each query weighted by
-``|P(h, r)|``).  ``num_negatives=k`` scores only ``k`` uniformly sampled entities
-(shared by the batch) plus the batch's positives instead of every entity.
-
-**SPACL for link prediction** (:class:`LinkSPACLLoss`, SPEC §1.2-1.5)::
-
-    P^h   = farthest-point selection of lambda_P tails from P(h, r), starting at f(h, r)
-    Q     = {e not in P(h, r)}  U  K_adv generated negatives G(f(h, r), xi)
-    Q^h   = the heaviest prefix of Q holding lambda_Q of sum_q e^{l_q}
-    loss  = -log( sum_{p in P^h} e^{l_p} / (sum_{p in P^h} e^{l_p} + sum_{q in Q^h} e^{l_q}) )
-
-**Decisions** (the image recipe of SPEC §1 translated to triples):
-
-- the anchor is the query ``f(h, r)`` itself: there are no views, so there is no dynamic
-  anchor (``variant="no_anchor"`` is therefore the same as ``"full"`` and not offered);
-- the positive pool is the known training tails of ``(h, r)``; a query with at most
-  ``lambda_P`` of them uses them all; otherwise at most ``pool_size`` of them (chosen
-  uniformly at random, the analogue of the ``M`` augmented views) enter farthest-point
-  selection with the dissimilarity ``1 - cos`` and ``S = {f(h, r)}`` at the start;
-- known tails that are not selected are neither positives nor negatives;
-- the candidates ``g(e)`` are the trained entity table itself, **with** gradient: in
-  link prediction the tails are the same parameters as the heads and freezing that
-  side halves the training signal (SPEC §1.5's constant ``g`` is kept for images);
-- generated negatives (unit vectors from :class:`~spacl.mining.AdversarialNegatives`,
-  played on ``unit(f(h, r))`` against the unit hard positives) are rescaled by the mean
-  norm of the query's hard positives, so that they live where entities live; they are
-  constants;
-- the loss is the mean over queries (SPEC §1.5: mean over anchors); ``weighting=
-  "triple"`` weights each query by ``|P(h, r)|`` as the InfoNCE baseline does.
+The negatives are cut by the one relative-threshold cut,
+:meth:`spacl.mining.RelativeThresholdNegatives.select` (``form="float"``: a 0/1 mask in
+the logits' dtype, and the cut's ``exp`` weights for :class:`KeptLogSumExp`).
+:func:`top_share_cut` is the old entry point of that cut on the entity logits and the
+generated negatives (it splits the joint selection into its two blocks).
 """
 
 from __future__ import annotations
@@ -53,94 +18,44 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_in_range, check_positive
 from spacl.losses.kernel import masked_logsumexp, segment_logsumexp
-from spacl.losses.kg_cut import top_share_cut  # old name, a thin wrapper of the one cut
-from spacl.losses.kg_terms import (
-    _check_inputs,
-    _KeptLogSumExp,
-    _known_pairs,
-    _reduce,
+from spacl.losses.kg.terms import (
+    WEIGHTINGS,
+    KeptLogSumExp,
+    check_link_inputs,
+    known_pairs,
+    reduce_pairs,
 )
 from spacl.mining.adversarial import AdversarialNegatives
-from spacl.mining.negatives import MASSES, RelativeThresholdNegatives
+from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
-__all__ = [
-    "KG_SPACL_VARIANTS",
-    "LinkInfoNCELoss",
-    "LinkSPACLLoss",
-    "LinkSPACLStep",
-    "top_share_cut",
-]
-
 KG_SPACL_VARIANTS = ("full", "no_hard_positive", "no_adversarial", "no_negative_selection")
-WEIGHTINGS = ("query", "triple")
 
 
-class LinkInfoNCELoss(nn.Module):
-    """Filtered InfoNCE over all entities, or over sampled ones (module docstring).
+@torch.no_grad()
+def top_share_cut(
+    masked: Tensor,
+    extra: Tensor | None,
+    cut: RelativeThresholdNegatives,
+    *,
+    bins: int = 1024,
+    max_exact: int = 256,
+    max_levels: int = 4,
+) -> tuple[Tensor, Tensor | None]:
+    """``cut.select`` of ``cat(masked, extra)``, split into the entity and extra blocks.
 
-    Call: ``loss(query[B, d], entities[E, d], positives[B, E] bool) -> scalar``.
-    Computed as the kernel's ``"pairwise"`` mode without materialising it over ``[B, E]``:
-    one masked log-sum-exp of the negatives per query, then
-    ``log(e^{l_ap} + e^{neg_a}) - l_ap`` for the positive pairs only.
-
-    Args:
-        temperature: ``tau``.
-        num_negatives: ``None`` scores every entity; ``k`` scores ``k`` uniformly sampled
-            entities (shared by the batch, drawn from ``generator``) plus the positives.
-        weighting: ``"triple"`` (default: the mean over training triples) or ``"query"``.
-        generator: source of the sampled negatives.
+    ``masked[B, E]`` holds ``-inf`` at the entities that are not candidates; ``extra``
+    (``[B, K]``, the generated negatives) are all candidates.  ``bins``, ``max_exact``
+    and ``max_levels`` tuned a histogram refinement removed in issue 19 and are ignored.
     """
-
-    def __init__(
-        self,
-        temperature: float = 1.0,
-        num_negatives: int | None = None,
-        weighting: str = "triple",
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__()
-        self.temperature = check_positive(temperature, "temperature")
-        if num_negatives is not None and (
-            not isinstance(num_negatives, int)
-            or isinstance(num_negatives, bool)
-            or num_negatives < 1
-        ):
-            raise ValueError(f"num_negatives must be None or an int >= 1, got {num_negatives!r}")
-        check_choice(weighting, "weighting", WEIGHTINGS)
-        self.num_negatives = num_negatives
-        self.weighting = weighting
-        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
-
-    def forward(
-        self,
-        query: Tensor,
-        entities: Tensor,
-        positives: Tensor,
-        known: tuple[Tensor, Tensor] | None = None,
-    ) -> Tensor:
-        """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
-        entries, if the caller has them (saves a ``[B, E]`` scan; ignored when sampling)."""
-        _check_inputs(query, entities, positives)
-        if self.num_negatives is not None:
-            sampled = torch.randint(
-                0, entities.shape[0], (self.num_negatives,), generator=self.rng
-            ).to(positives.device)
-            cols = torch.unique(torch.cat((positives.any(0).nonzero().squeeze(1), sampled)))
-            entities, positives = entities[cols], positives[:, cols]
-            known = None
-        row, col, _ = _known_pairs(positives, known)
-        logits = (query @ entities.T) / self.temperature
-        neg = masked_logsumexp(logits, ~positives)  # [B]
-        pos = logits[row, col]
-        per_pair = torch.logaddexp(neg[row], pos) - pos  # -log(e^l / (e^l + e^neg))
-        return _reduce(per_pair, row, query.shape[0], self.weighting)
-
-    def extra_repr(self) -> str:
-        return (
-            f"temperature={self.temperature}, num_negatives={self.num_negatives}, "
-            f"weighting={self.weighting!r}"
-        )
+    del bins, max_exact, max_levels
+    e = masked.shape[1]
+    valid = torch.isfinite(masked)
+    if extra is None:
+        return cut.select(masked, valid), None
+    ones = torch.ones(extra.shape, dtype=torch.bool, device=extra.device)
+    kept = cut.select(torch.cat((masked, extra), 1), torch.cat((valid, ones), 1))
+    return kept[:, :e], kept[:, e:]
 
 
 @dataclass
@@ -407,12 +322,12 @@ class LinkSPACLLoss(nn.Module):
         """Kept entities ``[B, E]`` (0/1 in the logits' dtype), kept generated negatives
         ``[B, K_adv]`` (bool, or ``None``), the largest candidate logit of each row and,
         under ``mass="exp"``, the cut's weights ``exp(l - shift)`` of the entities
-        (``[B, E]``, for :class:`_KeptLogSumExp`; ``None`` otherwise).  The shift is the
+        (``[B, E]``, for :class:`KeptLogSumExp`; ``None`` otherwise).  The shift is the
         largest candidate of the joint row (a generated negative's if that is larger).
 
         The candidates are every entity that is not a known tail, then the generated
         negatives: one call of the shared cut on the joint ``[B, E + K_adv]`` row
-        (:meth:`RelativeThresholdNegatives.select_keys_float`).  ``known``: the
+        (:meth:`RelativeThresholdNegatives.select`, ``form="float"``).  ``known``: the
         ``(row, entity)`` pairs of the known tails, set to ``-inf`` in a copy of the
         logits (a few entries: no ``[B, E]`` boolean pass).
         """
@@ -424,7 +339,7 @@ class LinkSPACLLoss(nn.Module):
             keys[:, e:] = adv_logits.detach()
         keys.index_put_(known, keys.new_full((), -math.inf))
         cut_weights: dict[str, Tensor] = {}
-        kept = self.cut.select_keys_float(keys, cut_weights)
+        kept = self.cut.select(keys, form="float", weights_out=cut_weights)
         weights = cut_weights.get("weights")
         if weights is not None:
             row_max, weights = cut_weights["row_max"], weights[:, :e]
@@ -444,9 +359,9 @@ class LinkSPACLLoss(nn.Module):
     ) -> Tensor:
         """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
         entries, if the caller has them (saves a ``[B, E]`` scan)."""
-        _check_inputs(query, entities, positives)
+        check_link_inputs(query, entities, positives)
         b = positives.shape[0]
-        known_row, known_col, n_positives = _known_pairs(positives, known)  # a few per query
+        known_row, known_col, n_positives = known_pairs(positives, known)  # a few per query
         known = (known_row, known_col)
         logits = query @ entities.T
         if self.temperature != 1.0:
@@ -463,7 +378,7 @@ class LinkSPACLLoss(nn.Module):
             )
 
         keep, keep_adv, shift, cut_weights = self._cut(logits.detach(), known, adv_logits)
-        neg: Tensor = _KeptLogSumExp.apply(logits, keep, shift, cut_weights)
+        neg: Tensor = KeptLogSumExp.apply(logits, keep, shift, cut_weights)
         if adv_logits is not None:
             neg = torch.logaddexp(neg, masked_logsumexp(adv_logits, keep_adv))
         if self.positive_mode == "log_sum_exp":
@@ -477,7 +392,7 @@ class LinkSPACLLoss(nn.Module):
         else:
             pos = logits[row, col]
             per_pair = torch.logaddexp(neg[row], pos) - pos
-            loss = _reduce(per_pair, row, b, self.weighting)
+            loss = reduce_pairs(per_pair, row, b, self.weighting)
         kept_gen = 0 if keep_adv is None else int(torch.count_nonzero(keep_adv))
         self.last = LinkSPACLStep(
             positives=float(n_positives.float().mean()),

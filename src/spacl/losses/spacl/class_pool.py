@@ -3,7 +3,7 @@
 Under ``positive_pool="instance_class"`` every view of every other same-class instance
 (and every same-class queue row) is a positive of an anchor row ``a`` besides its ``P``
 hard positives.  With ``C_a`` those class positives and ``l_ac = <f(a), g(c)> / tau``,
-the compact path (:mod:`spacl.losses.spacl_compact`) needs per row
+the compact path (:mod:`spacl.losses.spacl.compact`) needs per row
 
     lse_a   = log sum_{c in C_a} e^{l_ac}       (the denominator, both positive modes)
     sum_a   = sum_{c in C_a} l_ac = <f(a), S_{y(a)} - I_{i(a)}> / tau     ("mean")

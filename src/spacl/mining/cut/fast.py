@@ -4,8 +4,8 @@ The maxima of strided groups of columns pick (``topk``) the groups with the larg
 maxima, and the largest of their keys are taken (a second ``topk``); every key strictly
 above ``M``, the smallest chosen group maximum, is among them, so a row whose prefix
 (``sum`` of weights ``>= target``) ends at a key ``t > M`` with no key equal to ``t``
-left out is settled exactly (:func:`_top_prefix`).  Also the index helpers shared by
-the cut and SPACL's compact kernel (:func:`_mask_of`, :func:`_index_of`).
+left out is settled exactly (:func:`top_prefix`).  Also the index helpers shared by
+the cut and SPACL's compact kernel (:func:`mask_of`, :func:`index_of`).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ _MID_BLOCKS = 64  # the same for the rows the first pass leaves (longer prefixes
 _WIDE_BLOCKS = 128  # one topk of the whole row for the few the second pass leaves
 
 
-def _group_width(k: int) -> int:
+def group_width(k: int) -> int:
     """Columns per group of the fast path: about 160 groups per row, 1 to 16 columns each."""
     return min(max(k // 160, 1), 16)
 
 
-def _group_max(keys: Tensor) -> Tensor:
-    """``[B, g]`` maxima of the strided groups of :func:`_top_prefix` (the keys if ``w = 1``)."""
-    width = _group_width(keys.shape[1])
+def group_maxima(keys: Tensor) -> Tensor:
+    """``[B, g]`` maxima of the strided groups of :func:`top_prefix` (the keys if ``w = 1``)."""
+    width = group_width(keys.shape[1])
     if width == 1:
         return keys
     groups = keys.shape[1] // width
@@ -41,7 +41,7 @@ def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
     are looked at; other rows (a tie across groups) take a full ``argmax``.
     """
     k = keys.shape[1]
-    width = _group_width(k)
+    width = group_width(k)
     if width == 1:
         return keys.argmax(1)
     groups = group_max.shape[1]
@@ -59,7 +59,7 @@ def _first_max(keys: Tensor, group_max: Tensor, row_max: Tensor) -> Tensor:
     return col
 
 
-def _top_prefix(
+def top_prefix(
     keys: Tensor,
     target: Tensor,
     weights_of: Callable[[Tensor, Tensor], Tensor],
@@ -71,7 +71,7 @@ def _top_prefix(
     """Fast path of the cut: ``(cols[B, m], kept[B, m], done[B])``, exact on the done rows.
 
     The first ``w g`` columns form ``g`` strided groups of ``w`` columns (group ``j``:
-    columns ``j, j + g, ...``; :func:`_group_width`); the ``_FAST_BLOCKS`` groups with
+    columns ``j, j + g, ...``; :func:`group_width`); the ``_FAST_BLOCKS`` groups with
     the largest maxima (one ``topk``) and the last ``K - w g`` columns are the
     candidate set, and ``m = size`` of its largest keys are taken (a second
     ``topk``, ties in any order).  Every key strictly above ``M``, the smallest of the
@@ -88,14 +88,14 @@ def _top_prefix(
     ``keys`` are ``-inf`` off the candidates; ``weights_of(keys_subset, rows)`` gives
     their float64 weights (0 at ``-inf``, non-decreasing in the key; ``rows``: the
     ``row_ids`` of the rows given, default all).  ``kept`` marks the kept entries of
-    ``cols`` (none on rows not done).  ``group_max``: :func:`_group_max` of ``keys``,
+    ``cols`` (none on rows not done).  ``group_max``: :func:`group_maxima` of ``keys``,
     if the caller has it.  ``direct``: one ``topk`` of ``size`` over the whole rows of
     ``keys`` instead (cheaper for a few rows and a large ``size``; ``M`` is then the
     smallest of the ``size`` keys taken).
     """
     b = target.shape[0]
     k = keys.shape[1]
-    width = _group_width(k)
+    width = group_width(k)
     groups = k // width
     main = groups * width
     m_groups = min(size, groups)
@@ -104,7 +104,7 @@ def _top_prefix(
         return _prefix_of_top(values, cols, values[:, -1], target, weights_of, row_ids)
     if width > 1:
         if group_max is None:
-            group_max = _group_max(keys)
+            group_max = group_maxima(keys)
         # unsorted: only the set of groups and its smallest maximum matter here
         top_values, top_index = group_max.topk(m_groups, dim=1, sorted=False)
         # the members of the chosen groups, [b, w, m_groups] (member-major), then the tail
@@ -135,7 +135,7 @@ def _prefix_of_top(
     weights_of: Callable[[Tensor, Tensor], Tensor],
     row_ids: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The ending of :func:`_top_prefix` on its ``m`` largest keys ``values`` (descending).
+    """The ending of :func:`top_prefix` on its ``m`` largest keys ``values`` (descending).
 
     A row is done where the running weight reaches ``target`` at a key ``t > smallest``
     before the last of the ``m`` with no key equal to ``t`` left out.
@@ -156,14 +156,14 @@ def _prefix_of_top(
     return cols, kept, done
 
 
-def _mask_of(cols: Tensor, kept: Tensor, k: int) -> Tensor:
+def mask_of(cols: Tensor, kept: Tensor, k: int) -> Tensor:
     """Bool ``[B, k]`` with ``True`` at the kept entries of an index ``cols[B, m]``."""
     out = torch.zeros(cols.shape[0], k + 1, dtype=torch.bool, device=cols.device)
     out.scatter_(1, torch.where(kept, cols, k), True)
     return out[:, :k]
 
 
-def _index_of(mask: Tensor) -> tuple[Tensor, Tensor]:
+def index_of(mask: Tensor) -> tuple[Tensor, Tensor]:
     """``(cols[B, m], kept[B, m])``: the ``True`` columns of each row of ``mask``, padded."""
     b = mask.shape[0]
     row, col = mask.nonzero(as_tuple=True)
@@ -192,7 +192,7 @@ def fast_prefixes(
 
     1. Rows whose largest weight alone reaches the target (``alone``) keep their first
        largest key (:func:`_first_max`: the lowest index among ties, the tie rule).
-    2. The others take :func:`_top_prefix` (``_FAST_BLOCKS`` keys); while few are left,
+    2. The others take :func:`top_prefix` (``_FAST_BLOCKS`` keys); while few are left,
        wider ones (``_MID_BLOCKS`` keys from the group maxima, then ``_WIDE_BLOCKS`` by one
        ``topk`` of each row).  ``positive_total``: rows that may be settled (``"exp"`` /
        ``"linear"``: a total > 0), ``None`` for all.  Rows not ``done`` are left to the
@@ -212,14 +212,14 @@ def fast_prefixes(
         if tried.numel() == 0:
             continue
         whole = tried.numel() == b
-        part_cols, part_kept, part_done = _top_prefix(
+        part_cols, part_kept, part_done = top_prefix(
             keys if whole else keys.index_select(0, tried),  # one copy of each row
             target[tried],
             weights_of,
             size,
             tried,
             group_max if whole else group_max.index_select(0, tried),
-            direct=size == _WIDE_BLOCKS and _group_width(k) > 1,  # one topk of each row
+            direct=size == _WIDE_BLOCKS and group_width(k) > 1,  # one topk of each row
         )
         if positive_total is not None:
             part_done &= positive_total[tried]

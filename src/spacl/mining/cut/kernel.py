@@ -1,6 +1,6 @@
 """The cut's CPU kernel: each row's prefix found by one scan, compiled by numba.
 
-On CPU, :meth:`spacl.mining.negatives.RelativeThresholdNegatives` settles its rows here
+On CPU, :meth:`spacl.mining.cut.threshold.RelativeThresholdNegatives` settles its rows here
 before any tensor pass: per row, the first largest key (kept alone where its weight
 reaches the target), else the ``m`` first keys of a stable descending sort (``m = 32``,
 then 64, then 128: one scan of the row that keeps the ``m`` largest so far in a sorted
@@ -8,7 +8,7 @@ buffer, equal keys in increasing column order, starting from a floor guessed on 
 8th column and scanning again from ``-inf`` where fewer than ``m`` keys lie above it)
 and the running float64 weight over them in that order.  The row is settled where it
 reaches the target, with exactly the prefix the cut defines (module docstring of
-:mod:`spacl.mining.negatives`: the shortest prefix of a stable sort by decreasing key
+:mod:`spacl.mining.cut.threshold`: the shortest prefix of a stable sort by decreasing key
 whose running weight reaches ``share * total``).
 Rows whose prefix is longer than 128 keys, and rows the caller does not ``allow``
 (``"exp"`` / ``"linear"`` with a zero total), are left to the exact selection.
@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from spacl.mining.cut_exact import _WIDE_ROWS
+from spacl.mining.cut.exact import WIDE_ROWS
 
 
 def enabled_by(value: str | None) -> bool:
@@ -65,10 +65,10 @@ def _kernels() -> ModuleType | None:
     if isinstance(module, ModuleType):
         return module
     try:
-        from spacl.mining import _cut_rows_nb
+        from spacl.mining.cut import rows_nb
 
-        _state["module"] = _cut_rows_nb
-        return _cut_rows_nb
+        _state["module"] = rows_nb
+        return rows_nb
     except Exception as error:  # numba missing or broken: the tensor path
         _fail(error)
         return None
@@ -88,13 +88,13 @@ def applies(keys: Tensor, mass: str) -> bool:
 
     Not the long rows (``K >= 4096``, the link-prediction rows) of ``"exp"`` /
     ``"linear"``: their prefixes run to thousands of keys and have their own selection
-    (:func:`spacl.mining.cut_exact._wide_prefix`); ``"similarity"`` keeps few there too.
+    (:func:`spacl.mining.cut.exact.wide_prefix`); ``"similarity"`` keeps few there too.
     """
     return (
         ENABLED
         and keys.device.type == "cpu"
         and keys.dtype in (torch.float32, torch.float64)
-        and (mass == "similarity" or keys.shape[1] < _WIDE_ROWS)
+        and (mass == "similarity" or keys.shape[1] < WIDE_ROWS)
         and "failed" not in _state
     )
 

@@ -1,0 +1,351 @@
+"""The SPACL loss object (:class:`SPACLLoss`): its state, and the dispatch of a forward pass.
+
+The objective, its decisions and its ablations are described in the docstring of
+:mod:`spacl.losses.spacl`.  The object holds what persists between calls (the switches
+as :class:`~spacl.losses.spacl.options.SPACLOptions`, the generator/discriminator game
+and its optimiser, the random generator, :attr:`SPACLLoss.last`) and hands data to the
+functions of the package: :func:`~spacl.losses.spacl.mining.mine`, then
+:func:`~spacl.losses.spacl.one_anchor.one_anchor_loss` or
+:func:`~spacl.losses.spacl.every_view.every_view_loss`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Any, Generic, TypeVar, overload
+
+import torch
+from torch import Tensor, nn
+
+from spacl.losses.kernel import reduce_anchors
+from spacl.losses.normalize import NormalizeMode
+from spacl.losses.spacl.every_view import every_view_loss
+from spacl.losses.spacl.inputs import Batch, check_pool, checked_batch
+from spacl.losses.spacl.mining import anchor_of, mine, mine_every
+from spacl.losses.spacl.one_anchor import one_anchor_loss
+from spacl.losses.spacl.options import SPACLOptions, SPACLParts
+from spacl.losses.spacl.step import SPACLStep
+from spacl.mining._common import unit
+from spacl.mining.adversarial import AdversarialNegatives
+from spacl.mining.cut import RelativeThresholdNegatives
+
+_T = TypeVar("_T")
+
+
+class _Option(Generic[_T]):
+    """An attribute of :class:`SPACLLoss` that reads its :attr:`~SPACLLoss.options` field of
+    the same name; setting it replaces the record (:meth:`SPACLLoss.replace_options`)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Option[_T]: ...
+    @overload
+    def __get__(self, obj: SPACLLoss, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: SPACLLoss | None, owner: type | None = None) -> _T | _Option[_T]:
+        if obj is None:
+            return self
+        value: _T = getattr(obj.options, self.name)
+        return value
+
+    def __set__(self, obj: SPACLLoss, value: _T) -> None:
+        obj.replace_options(**{self.name: value})
+
+
+class SPACLLoss(nn.Module):
+    """SPACL objective (SPEC §1): hard positives, adversarial negatives, relative cut.
+
+    Args:
+        temperature: ``tau``.
+        num_positives: ``lambda_P``, hard positives per anchor (default 2).
+        share: ``lambda_Q``, kept share of the negative mass, ``0 < share <= 1`` (0.95).
+        num_adversarial: ``K_adv``, generated negatives per anchor (default 1; 0: none).
+        variant: ablation switch, one of :data:`VARIANTS` (module docstring).
+        positive_pool: ``"instance"`` (self- or weakly supervised), ``"instance_class"`` or
+            ``"class"`` (supervised, need labels); see the module docstring.
+        positive_mode: ``"log_sum_exp"`` (the paper) or ``"mean"`` (``L_out`` form).
+        mass: reading of the cut: ``"similarity"`` (the paper's formula on raw
+            similarities, default), ``"exp"`` (weights ``exp(s / tau)``) or ``"linear"``
+            (``(1 + s) / 2``); see :mod:`spacl.mining.cut.threshold`.
+        negatives: ``"all_views"`` or ``"anchor_views"`` of the other instances.
+        online: how :class:`spacl.engine.Arm` feeds this loss: ``"all_views"`` (one online
+            forward pass of every view; anchors ``[B, V, d]``) or ``"anchor_view"``
+            (online encoder on the anchor views only, the target on the pool).  The
+            loss itself accepts every form whatever this says.
+        anchor_set: ``"dynamic"`` (the paper: one anchor per instance, the hardest view)
+            or ``"every_view"``: each of the ``V`` views is an anchor once, with its own
+            farthest-point positives from the instance's pool (``B V`` anchors, as the
+            baselines have; needs ``anchors`` ``[B, V, d]`` or ``None``), computed in
+            one fused pass with one game round; per-anchor rows (``reduction="none"``,
+            :attr:`last`) are instance-major.  An explicit ``anchor_index`` overrides it.
+        normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
+            works on the unit sphere.
+        detach_candidates: treat the target (candidate) embeddings as constants.
+        embedding_dim: ``d``; builds the generator and discriminator now (else at the
+            first forward pass, or when a ``state_dict`` holding them is loaded).
+        adversarial_lr: Adam learning rate of the game.
+        adversarial_hidden: hidden width of ``G`` and ``D`` (default ``2 d``).
+        conditional_discriminator: feed ``D`` the anchor too (not in the paper).
+        generator: ``torch.Generator`` for random positives and for seeding the game
+            (default: seeded with 0).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Call: ``loss(anchors, pool, labels=None, *, anchor_index=None, extra_negatives=None,
+    extra_negative_labels=None) -> Tensor`` with ``pool[B, V, d]`` and ``anchors``
+    ``None``, ``[B, d]`` or ``[B, V, d]`` (module docstring).  After each call
+    :attr:`last` holds a :class:`SPACLStep`.  The arguments are kept as one frozen
+    :class:`~spacl.losses.spacl.options.SPACLOptions` record, :attr:`options` (each
+    also readable as an attribute, e.g. ``loss.temperature``); :meth:`from_options`
+    builds the loss from one.
+
+    **In your own training loop**, three things differ from a plain loss:
+
+    - the loss trains its own generator and discriminator (the adversarial negatives)
+      with its own Adam optimiser, one round per call in training mode: keep its
+      parameters **out of your optimiser** (give it ``encoder.parameters()`` only);
+    - those networks are built on the first call, when ``d`` is known (pass
+      ``embedding_dim`` to build them at once, e.g. before loading a checkpoint);
+    - its ``state_dict()`` (the networks and their optimiser's moments) belongs in your
+      checkpoint beside the encoder's, or a resumed run plays a fresh game.
+
+    Example:
+        >>> loss_fn = SPACLLoss(temperature=0.1, embedding_dim=128)
+        >>> opt = torch.optim.Adam(encoder.parameters(), lr=1e-3)  # doctest: +SKIP
+        >>> pool = torch.nn.functional.normalize(torch.randn(8, 5, 128), dim=-1)
+        >>> float(loss_fn(None, pool)) > 0      # anchors None: picked from the pool
+        True
+        >>> state = {"loss": loss_fn.state_dict()}  # with the encoder's, in a checkpoint
+    """
+
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        num_positives: int = 2,
+        share: float = 0.95,
+        num_adversarial: int = 1,
+        variant: str = "full",
+        positive_pool: str = "instance",
+        *,
+        positive_mode: str = "log_sum_exp",
+        mass: str = "similarity",
+        negatives: str = "all_views",
+        online: str = "all_views",
+        anchor_set: str = "dynamic",
+        normalize: NormalizeMode = "sphere",
+        detach_candidates: bool = True,
+        embedding_dim: int | None = None,
+        adversarial_lr: float = 1e-3,
+        adversarial_hidden: int | None = None,
+        conditional_discriminator: bool = False,
+        generator: torch.Generator | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        self.options = SPACLOptions(
+            temperature=temperature,
+            num_positives=num_positives,
+            share=share,
+            num_adversarial=num_adversarial,
+            variant=variant,
+            positive_pool=positive_pool,
+            positive_mode=positive_mode,
+            mass=mass,
+            negatives=negatives,
+            online=online,
+            anchor_set=anchor_set,
+            normalize=normalize,
+            detach_candidates=detach_candidates,
+            adversarial_lr=adversarial_lr,
+            adversarial_hidden=adversarial_hidden,
+            conditional_discriminator=conditional_discriminator,
+            reduction=reduction,
+        )
+        self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
+        options = self.options
+        self.cut = RelativeThresholdNegatives(
+            options.effective_share, options.mass, options.temperature
+        )
+        self.register_module("adversarial", None)
+        self.adversarial: AdversarialNegatives | None
+        if embedding_dim is not None and options.effective_adversarial > 0:
+            self._build_adversarial(embedding_dim)
+        self.last: SPACLStep | None = None
+
+    @classmethod
+    def from_options(
+        cls,
+        options: SPACLOptions,
+        *,
+        embedding_dim: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> SPACLLoss:
+        """The loss of an :class:`SPACLOptions` record (``embedding_dim`` and
+        ``generator`` as in the constructor: state, not options)."""
+        return cls(**asdict(options), embedding_dim=embedding_dim, generator=generator)
+
+    # -- the options: each readable and settable as an attribute (a new record) -----------
+    temperature = _Option[float]()
+    num_positives = _Option[int]()
+    share = _Option[float]()
+    num_adversarial = _Option[int]()
+    variant = _Option[str]()
+    positive_pool = _Option[str]()
+    positive_mode = _Option[str]()
+    mass = _Option[str]()
+    negatives = _Option[str]()
+    online = _Option[str]()
+    anchor_set = _Option[str]()
+    normalize = _Option[NormalizeMode]()
+    detach_candidates = _Option[bool]()
+    reduction = _Option[str]()
+
+    def replace_options(self, **changes: Any) -> None:
+        """Replace some options (checked again, as in the constructor) and rebuild the
+        cut from them; the game, once built, keeps its networks."""
+        self.options = replace(self.options, **changes)
+        self.cut = RelativeThresholdNegatives(
+            self.options.effective_share, self.options.mass, self.options.temperature
+        )
+
+    @property
+    def parts(self) -> SPACLParts:
+        """The parts :attr:`variant` keeps."""
+        return self.options.parts
+
+    @property
+    def effective_share(self) -> float:
+        """``lambda_Q`` as the cut applies it."""
+        return self.options.effective_share
+
+    @property
+    def effective_adversarial(self) -> int:
+        """``K_adv`` as played."""
+        return self.options.effective_adversarial
+
+    # -- the game's players ------------------------------------------------------------------
+    def _build_adversarial(
+        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
+    ) -> AdversarialNegatives:
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
+        options = self.options
+        self.adversarial = AdversarialNegatives(
+            dim,
+            options.effective_adversarial,
+            hidden=options.adversarial_hidden if hidden is None else hidden,
+            noise_dim=noise_dim,
+            lr=options.adversarial_lr,
+            conditional=options.conditional_discriminator,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        return self.adversarial
+
+    def _load_from_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
+    ) -> None:
+        # build the lazily created players first so that their weights load into them
+        out_key = prefix + "adversarial.generator.2.weight"
+        in_key = prefix + "adversarial.generator.0.weight"
+        if self.adversarial is None and out_key in state_dict and in_key in state_dict:
+            dim, hidden = state_dict[out_key].shape
+            self._build_adversarial(
+                int(dim), hidden=int(hidden), noise_dim=int(state_dict[in_key].shape[1] - dim)
+            )
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {"rng_state": self.rng.get_state()}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self.rng.set_state(state["rng_state"])
+
+    def _game(self, d: int) -> AdversarialNegatives | None:
+        """The game's players (built at the first use, ``d`` checked against them), or
+        ``None`` where the variant generates no negatives."""
+        if self.options.effective_adversarial == 0:
+            return None
+        adversarial = self.adversarial
+        if adversarial is None:
+            return self._build_adversarial(d)
+        if adversarial.dim != d:
+            raise ValueError(
+                f"pool has embedding dimension d={d} but the generator was built for "
+                f"embedding_dim={adversarial.dim}"
+            )
+        return adversarial
+
+    # -- mining ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def choose_anchor(self, pool: Tensor) -> Tensor:
+        """``LongTensor[B]``: the anchor view of every instance under this variant.
+
+        The dynamic anchor ``argmax_u h(u)`` on the (target) ``pool[B, V, d]``, or view 0
+        for ``no_anchor`` / ``oaa``.  An engine calls this on the target embeddings,
+        runs the online encoder on ``views[arange(B), a]`` only, and passes
+        ``anchor_index=a`` to :meth:`forward`.
+        """
+        check_pool(self.options, pool, None, positives=False)
+        return anchor_of(self.options.parts, unit(pool.detach()), None)
+
+    # -- the loss ----------------------------------------------------------------------------
+    def forward(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None = None,
+        *,
+        anchor_index: Tensor | None = None,
+        extra_negatives: Tensor | None = None,
+        extra_negative_labels: Tensor | None = None,
+    ) -> Tensor:
+        """SPACL loss of a batch (see the class and module docstrings for the contract).
+
+        Args:
+            anchors: online embeddings: ``None`` (take the anchor view from ``pool``),
+                ``[B, d]`` (one embedded view per instance) or ``[B, V, d]`` (all views).
+            pool: ``[B, V, d]`` target embeddings of every view (view 0 the original).
+            labels: optional ``[B]`` integer class labels.
+            anchor_index: optional ``[B]`` view index of the anchor (overrides the
+                variant's choice; with ``anchors[B, d]`` it names the embedded view).
+            extra_negatives: optional ``[Q, d]`` constant candidates (a negative queue),
+                joined to ``Q_i`` before the cut.
+            extra_negative_labels: ``[Q]`` labels of ``extra_negatives`` (used with
+                ``labels``: same-class rows are not negatives).
+        """
+        options = self.options
+        batch = checked_batch(
+            options, anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
+        )
+        if options.anchor_set == "dynamic" or batch.anchor_index is not None:
+            mined = mine(options, self.rng, pool, batch.labels, batch.anchor_index)
+            game = self._game(pool.shape[2])
+            per_anchor, self.last = one_anchor_loss(
+                options, self.cut, batch, mined, game, self.training
+            )
+            return reduce_anchors(per_anchor, options.reduction)
+        return reduce_anchors(self._every_view(batch), options.reduction)
+
+    def _every_view(self, batch: Batch) -> Tensor:
+        """Every view an anchor, fused (:func:`spacl.losses.spacl.every_view.every_view_loss`)."""
+        anchors, pool = batch.anchors, batch.pool
+        if anchors is not None and anchors.ndim == 2:
+            raise ValueError(
+                "anchor_set='every_view' needs the online embeddings of every view: "
+                f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
+            )
+        mined = mine_every(self.options, self.rng, pool, batch.labels)
+        game = self._game(pool.shape[2])
+        per_anchor, self.last = every_view_loss(
+            self.options, self.cut, batch, mined, game, self.training
+        )
+        return per_anchor
+
+    def extra_repr(self) -> str:
+        o = self.options
+        return (
+            f"temperature={o.temperature}, num_positives={o.num_positives}, "
+            f"share={o.share}, num_adversarial={o.num_adversarial}, "
+            f"variant={o.variant!r}, positive_pool={o.positive_pool!r}, "
+            f"positive_mode={o.positive_mode!r}, mass={o.mass!r}, "
+            f"negatives={o.negatives!r}"
+        )

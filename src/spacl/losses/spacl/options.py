@@ -1,0 +1,128 @@
+"""SPACL's switches as one frozen record (:class:`SPACLOptions`), and the ablation table.
+
+Every function of :mod:`spacl.losses.spacl` reads what it needs from a
+:class:`SPACLOptions`; the loss object keeps only state (its game, the generator of its
+random positives) and dispatches.  The variants (SPEC §1.6) and what each switch means:
+module docstring of :mod:`spacl.losses.spacl`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spacl._validation import check_choice, check_positive
+from spacl.losses.normalize import NormalizeMode, check_normalize_mode
+from spacl.mining.cut import MASSES, check_share
+from spacl.mining.positives import check_num_positives
+
+VARIANTS: tuple[str, ...] = (
+    "full",
+    "no_anchor",
+    "no_hard_positive",
+    "no_adversarial",
+    "no_negative_selection",
+    "oaa",
+    "ib",
+    "ib_h",
+)
+NEGATIVE_SETS: tuple[str, ...] = ("all_views", "anchor_views")
+#: how labels enter (module docstring of :mod:`spacl.losses.spacl`); the two last need labels
+SPACL_POSITIVE_POOLS: tuple[str, ...] = ("instance", "instance_class", "class")
+POSITIVE_MODES: tuple[str, ...] = ("log_sum_exp", "mean")
+#: how the training engine feeds the loss (spacl.engine.arm): one online pass of every
+#: view, or the online encoder on the anchor view only (with the target on the pool)
+ONLINE_MODES: tuple[str, ...] = ("all_views", "anchor_view")
+#: one dynamic anchor per instance (the paper), or every view an anchor once
+ANCHOR_SETS: tuple[str, ...] = ("dynamic", "every_view")
+REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")
+
+
+@dataclass(frozen=True)
+class SPACLParts:
+    """Which SPACL parts a variant keeps."""
+
+    dynamic_anchor: bool
+    hard_positives: bool
+    adversarial: bool
+    negative_selection: bool
+
+
+VARIANT_PARTS: dict[str, SPACLParts] = {
+    "full": SPACLParts(True, True, True, True),
+    "no_anchor": SPACLParts(False, True, True, True),
+    "no_hard_positive": SPACLParts(True, False, True, True),
+    "no_adversarial": SPACLParts(True, True, False, True),
+    "no_negative_selection": SPACLParts(True, True, True, False),
+    "oaa": SPACLParts(False, False, True, True),
+    "ib": SPACLParts(True, True, False, False),
+    "ib_h": SPACLParts(True, True, False, True),
+}
+
+
+@dataclass(frozen=True)
+class SPACLOptions:
+    """The switches of :class:`~spacl.losses.SPACLLoss`, checked when made (errors name
+    the argument); the fields are its keyword arguments, documented there."""
+
+    temperature: float = 0.1
+    num_positives: int = 2
+    share: float = 0.95
+    num_adversarial: int = 1
+    variant: str = "full"
+    positive_pool: str = "instance"
+    positive_mode: str = "log_sum_exp"
+    mass: str = "similarity"
+    negatives: str = "all_views"
+    online: str = "all_views"
+    anchor_set: str = "dynamic"
+    normalize: NormalizeMode = "sphere"
+    detach_candidates: bool = True
+    adversarial_lr: float = 1e-3
+    adversarial_hidden: int | None = None
+    conditional_discriminator: bool = False
+    reduction: str = "mean"
+
+    def __post_init__(self) -> None:
+        check_choice(self.variant, "variant", VARIANTS)
+        k_adv = self.num_adversarial
+        if not isinstance(k_adv, int) or isinstance(k_adv, bool) or k_adv < 0:
+            raise ValueError(f"num_adversarial must be an integer >= 0, got {k_adv!r}")
+        check_choice(self.negatives, "negatives", NEGATIVE_SETS)
+        check_choice(self.mass, "mass", MASSES)
+        check_choice(self.positive_pool, "positive_pool", SPACL_POSITIVE_POOLS)
+        check_choice(self.positive_mode, "positive_mode", POSITIVE_MODES)
+        check_choice(self.anchor_set, "anchor_set", ANCHOR_SETS)
+        if self.anchor_set == "every_view" and self.online == "anchor_view":
+            raise ValueError(
+                "anchor_set='every_view' needs the online embeddings of every view; "
+                "online='anchor_view' embeds one: use online='all_views'"
+            )
+        check_choice(self.online, "online", ONLINE_MODES)
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {self.reduction!r}")
+        checked = {
+            "temperature": check_positive(self.temperature, "temperature"),
+            "num_positives": check_num_positives(self.num_positives),
+            "share": check_share(self.share),
+            "normalize": check_normalize_mode(self.normalize),
+            "detach_candidates": bool(self.detach_candidates),
+            "adversarial_lr": check_positive(self.adversarial_lr, "adversarial_lr"),
+            "conditional_discriminator": bool(self.conditional_discriminator),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def parts(self) -> SPACLParts:
+        """The parts :attr:`variant` keeps."""
+        return VARIANT_PARTS[self.variant]
+
+    @property
+    def effective_share(self) -> float:
+        """``lambda_Q`` as the cut applies it (1 where the variant drops the selection)."""
+        return self.share if self.parts.negative_selection else 1.0
+
+    @property
+    def effective_adversarial(self) -> int:
+        """``K_adv`` as played (0 where the variant drops the adversarial negatives)."""
+        return self.num_adversarial if self.parts.adversarial else 0
