@@ -75,7 +75,7 @@ def _tagged(method: str) -> Any:
 
 
 def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = None) -> str:
-    """Median ``_kg_step`` time of the recipes on the same chunks, interleaved (markdown).
+    """Median ``kg_step`` time of the recipes on the same chunks, interleaved (markdown).
 
     Three runs step by step in one process: InfoNCE, SPACL as its recipe says and SPACL
     with the eager cut (``compiled_cut=false``; the same negatives, which the kept
@@ -85,7 +85,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
     import os
     import statistics
 
-    from spacl.tasks.kg.train import _kg_setup, _kg_step
+    from spacl.tasks.kg.train import kg_setup, kg_step
 
     torch.set_num_threads(1)
     kg = load_kg("fb15k-237", root, unseen="include")
@@ -101,7 +101,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
     for name, (recipe, extra) in plans.items():
         cfg = kg_config(recipe, ["train.threads=1", "train.device=cpu", *extra])
         torch.manual_seed(int(cfg.train.seed))
-        runs[name] = _kg_setup(cfg, kg, lambda _: None)
+        runs[name] = kg_setup(cfg, kg, lambda _: None)
     batch = int(runs["spacl"][0].cfg.train.batch_size)
     perm = torch.randperm(len(runs["spacl"][0].items), generator=torch.Generator().manual_seed(0))
     times: dict[str, list[float]] = {m: [] for m in runs}
@@ -111,7 +111,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
         for method, (run, train_index, _) in runs.items():
             chunk = run.items[perm[i * batch : (i + 1) * batch]]
             start = time.perf_counter()
-            _kg_step(run, train_index, chunk, 0, i)
+            kg_step(run, train_index, chunk, 0, i)
             times[method].append(time.perf_counter() - start)
     med = {m: statistics.median(t[1:] or t) * 1e3 for m, t in times.items()}
     cut = {

@@ -6,7 +6,7 @@ Both recipes (``configs/kg/fb15k237_{infonce,spacl}.yaml``, ``train.threads=1``)
 for ``--epochs`` whole epochs in this one process, their steps interleaved: step ``i`` of
 each method runs on the same chunk of 250 queries (one permutation per epoch, seed 0),
 the method that goes first alternating from step to step.  Each step is timed on its own
-(``_kg_step``: the objective, N3, backward, Adagrad), so both methods see the same
+(``kg_step``: the objective, N3, backward, Adagrad), so both methods see the same
 machine at the same moments (the host's speed drifts by tens of percent over minutes
 here) and neither competes with the other for cores or memory bandwidth (unlike
 ``kg.py --parallel``).  No validation or test: the training epoch's cost only.  Writes
@@ -25,7 +25,7 @@ import torch
 from _common import header, write_result
 from kg import RECIPES, _time_cut
 from spacl.data.kg import load_kg
-from spacl.tasks.kg.train import _kg_setup, _kg_step, kg_config
+from spacl.tasks.kg.train import kg_config, kg_setup, kg_step
 
 DESCRIPTION = (
     "Both recipes (`configs/kg/fb15k237_{infonce,spacl}.yaml`, `train.threads=1`) train "
@@ -46,7 +46,7 @@ def measure(epochs: int, root: str | None) -> tuple[list[dict[str, float]], floa
     for name in ("infonce", "spacl"):
         cfg = kg_config(RECIPES[name], ["train.threads=1", "train.device=cpu"])
         torch.manual_seed(int(cfg.train.seed))
-        runs[name] = _kg_setup(cfg, kg, lambda _: None)
+        runs[name] = kg_setup(cfg, kg, lambda _: None)
     cut_seconds = _time_cut(runs["spacl"][0].objective)
     batch = int(runs["spacl"][0].cfg.train.batch_size)
     items = len(runs["spacl"][0].items)
@@ -64,7 +64,7 @@ def measure(epochs: int, root: str | None) -> tuple[list[dict[str, float]], floa
                 run, train_index, _ = runs[method]
                 chunk = run.items[perm[start : start + batch]]
                 began = time.perf_counter()
-                _kg_step(run, train_index, chunk, epoch, step)
+                kg_step(run, train_index, chunk, epoch, step)
                 seconds[method].append(time.perf_counter() - began)
             last = getattr(runs["spacl"][0].objective, "last", None)
             kept.append(float("nan") if last is None else float(last.kept_negatives))

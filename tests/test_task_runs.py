@@ -145,17 +145,17 @@ def test_kg_run_resumes_after_a_crash_to_the_uninterrupted_result(
 ) -> None:
     root = cycle_graph(tmp_path / "toy")
     whole = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "whole")
-    real_epoch = kg_task._kg_epoch
+    real_begin = kg_task.KGSteps.begin_epoch
 
-    def crash_at_epoch_4(run, index, epoch, perm):  # type: ignore[no-untyped-def]
-        if epoch == 4:
+    def crash_at_epoch_4(self, epoch, loop):  # type: ignore[no-untyped-def]
+        if epoch + 1 == 4:
             raise KeyboardInterrupt("simulated crash")
-        return real_epoch(run, index, epoch, perm)
+        return real_begin(self, epoch, loop)
 
-    monkeypatch.setattr(kg_task, "_kg_epoch", crash_at_epoch_4)
+    monkeypatch.setattr(kg_task.KGSteps, "begin_epoch", crash_at_epoch_4)
     with pytest.raises(KeyboardInterrupt):
         train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed")
-    monkeypatch.setattr(kg_task, "_kg_epoch", real_epoch)
+    monkeypatch.setattr(kg_task.KGSteps, "begin_epoch", real_begin)
     with pytest.raises(ValueError, match="not empty; pass --resume"):
         train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed")
     resumed = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "crashed", resume=True)

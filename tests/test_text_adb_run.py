@@ -68,7 +68,7 @@ def test_a_detector_with_a_trained_top_layer_saves_and_reloads_that_layer(tmp_pa
     directory holds it, and the rebuilt detector scores what the run scored."""
     import torch
 
-    from spacl.tasks.rundir import read_task_checkpoint
+    from spacl.engine.rundir import read_task_checkpoint
 
     split = tiny_split(num_known=3, per_class=8)
     recipe = _recipe(tmp_path, "da_adb")

@@ -254,7 +254,7 @@ def _finetune_cfg(tmp_path: object, *extra: str) -> object:
 def test_finetuned_run_directory_predicts_and_evaluates_as_it_was_trained(tmp_path) -> None:
     """A fine-tuned run writes the top layers, centres, thresholds and class names; the
     detector rebuilt from them gives the run's own test metrics and predictions."""
-    from spacl.tasks.rundir import read_task_checkpoint
+    from spacl.engine.rundir import read_task_checkpoint
     from spacl.tasks.text import train_ood
     from spacl.tasks.text.run import evaluate_text_run, load_intent_detector
     from spacl.tasks.text.task import train_finetuned

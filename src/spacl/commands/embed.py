@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from spacl.tasks.rundir import run_config
+    from spacl.engine.rundir import run_config
     from spacl.trained import export_encoder, load_image_run
 
     task = str(run_config(args.run_dir).get("task", "image"))
@@ -107,7 +107,7 @@ def _folder_exporter(task: str) -> Any:
 
 def run_embed(args: argparse.Namespace) -> int:
     from spacl._progress import progress
-    from spacl.tasks.rundir import run_config
+    from spacl.engine.rundir import run_config
     from spacl.trained import load_image_run
 
     if args.out.suffix not in (".npz", ".pt"):

@@ -71,7 +71,7 @@ def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.tasks.rundir import run_config
+    from spacl.engine.rundir import run_config
 
     task = str(run_config(args.run_dir).get("task", "image"))
     if task == "kg":

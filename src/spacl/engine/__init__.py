@@ -10,6 +10,10 @@
 ``init_from_env``                       torchrun process group (gloo on CPU, nccl on GPU)
 ``save_checkpoint`` / ``load_checkpoint``  atomic write, ``weights_only=True`` read
 ``LARS`` / ``WarmupCosine``             optimiser and learning-rate schedule
+``build_optimizer`` / ``build_scheduler`` every task's optimiser and schedule
+``TrainLoop`` / ``LoopBody``            the one loop of every task and what a task supplies
+``resolve_device``                      ``train.device`` as a ``torch.device``
+``RunDirectory``                        a run's directory (image, KG, text)
 =====================================  ======================================================
 
 The run-directory layout and the config keys are documented in ``docs/training.md``.
@@ -24,6 +28,7 @@ from spacl.engine.checkpoint import (
     save_checkpoint,
 )
 from spacl.engine.config import Config, config_to_dict, load_config, validate_config
+from spacl.engine.device import device_of, resolve_device
 from spacl.engine.distributed import (
     DistributedContext,
     all_gather_nograd,
@@ -31,8 +36,16 @@ from spacl.engine.distributed import (
     init_from_env,
     is_distributed,
 )
+from spacl.engine.loop import Best, LoopBody, LoopPlan, StopRequested, TrainLoop
 from spacl.engine.objectives import OBJECTIVES, CrossEntropyObjective, build_objective
-from spacl.engine.optim import LARS, WarmupCosine, build_optimizer, scaled_lr
+from spacl.engine.optim import (
+    LARS,
+    WarmupCosine,
+    WarmupLinear,
+    build_optimizer,
+    build_scheduler,
+    scaled_lr,
+)
 from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
 from spacl.engine.trainer import Progress, Trainer, TrainResult, train
 
@@ -40,29 +53,38 @@ __all__ = [
     "LARS",
     "OBJECTIVES",
     "Arm",
+    "Best",
     "Config",
     "CrossEntropyObjective",
     "DistributedContext",
+    "LoopBody",
+    "LoopPlan",
     "MetricsLogger",
     "NonFiniteLossError",
     "Precision",
     "Progress",
     "RunDirectory",
+    "StopRequested",
+    "TrainLoop",
     "TrainResult",
     "Trainer",
     "WarmupCosine",
+    "WarmupLinear",
     "all_gather_nograd",
     "all_gather_with_grad",
     "build_objective",
     "build_optimizer",
+    "build_scheduler",
     "capture_rng_state",
     "config_to_dict",
+    "device_of",
     "init_from_env",
     "is_distributed",
     "load_checkpoint",
     "load_config",
     "read_metrics",
     "remove_stale_temporaries",
+    "resolve_device",
     "restore_rng_state",
     "save_checkpoint",
     "scaled_lr",

@@ -11,6 +11,13 @@
   (``schedule="constant"`` keeps 1 after the warmup).  A callable object (not a
   closure) so that ``LambdaLR.state_dict()`` stores its fields and loads with
   ``weights_only=True``.
+* :class:`WarmupLinear` — ``lr(step) / base_lr``: linear warmup from 0 over the first
+  ``warmup`` share of ``total_steps``, then linear decay to 0 at ``total_steps`` (the
+  schedule of ``transformers.get_linear_schedule_with_warmup``, TEXTOIR's);
+  :func:`build_scheduler` wraps either multiplier in a ``LambdaLR``.
+* :func:`build_optimizer` — every task's optimiser (images, link prediction, text
+  heads and fine-tuning, ADB): over a model's parameters (with the decay / no-decay
+  groups) or over given parameters or parameter groups.
 * :func:`scaled_lr` — ``lr * f(B / reference_batch)`` with ``f`` = identity
   (``linear``, Goyal et al. 2017), ``sqrt``, ``fourth_root`` or ``1`` (``none``): the
   learning-rate scaling rules of the CL-vs-NSCL batch-size study (SPEC §3).
@@ -19,7 +26,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -32,12 +39,17 @@ __all__ = [
     "LR_SCALINGS",
     "OPTIMIZERS",
     "WarmupCosine",
+    "WarmupLinear",
     "build_optimizer",
+    "build_scheduler",
     "parameter_groups",
     "scaled_lr",
 ]
 
+#: the image recipes' optimisers (``optim.name``)
 OPTIMIZERS = ("sgd", "adam", "adamw", "lars")
+#: every optimiser :func:`build_optimizer` builds (link prediction adds ``adagrad``)
+ALL_OPTIMIZERS = (*OPTIMIZERS, "adagrad")
 LR_SCALINGS = ("none", "linear", "sqrt", "fourth_root")
 
 
@@ -137,7 +149,7 @@ def parameter_groups(
 
 
 def build_optimizer(
-    model: nn.Module,
+    model: nn.Module | Iterable[Any],
     name: str,
     lr: float,
     *,
@@ -148,9 +160,21 @@ def build_optimizer(
     trust_coefficient: float = 1e-3,
     exclude_bias_and_norm: bool = False,
 ) -> torch.optim.Optimizer:
-    """Build ``sgd | adam | adamw | lars`` over ``model``'s trainable parameters."""
-    check_choice(name, "optimizer", list(OPTIMIZERS))
-    groups = parameter_groups(model, weight_decay, exclude_bias_and_norm)
+    """Build ``sgd | adam | adamw | lars | adagrad``.
+
+    ``model``: a module (its trainable parameters, grouped by :func:`parameter_groups`),
+    or the parameters themselves, or parameter groups (dicts with ``params``, which keep
+    their own ``weight_decay``; the others get ``weight_decay``), in the given order.
+    """
+    check_choice(name, "optimizer", list(ALL_OPTIMIZERS))
+    if isinstance(model, nn.Module):
+        groups = parameter_groups(model, weight_decay, exclude_bias_and_norm)
+    else:
+        given = list(model)
+        if given and all(isinstance(g, dict) for g in given):
+            groups = [{"weight_decay": weight_decay, **g} for g in given]
+        else:
+            groups = [{"params": given, "weight_decay": weight_decay}]
     if name != "lars":
         for g in groups:
             g.pop("lars_exclude", None)
@@ -160,9 +184,19 @@ def build_optimizer(
         return torch.optim.Adam(groups, lr=lr, betas=betas)
     if name == "adamw":
         return torch.optim.AdamW(groups, lr=lr, betas=betas)
+    if name == "adagrad":
+        return torch.optim.Adagrad(groups, lr=lr)
     return LARS(
         groups, lr=lr, momentum=momentum, trust_coefficient=trust_coefficient, nesterov=nesterov
     )
+
+
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, multiplier: Callable[[int], float]
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The learning-rate schedule ``lr(step) = base_lr * multiplier(step)`` (step once per
+    optimiser step); ``multiplier``: :class:`WarmupCosine` or :class:`WarmupLinear`."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
 
 
 def scaled_lr(lr: float, batch_size: int, reference_batch_size: int, rule: str) -> float:
@@ -197,3 +231,21 @@ class WarmupCosine:
         span = max(1, self.total_steps - self.warmup_steps)
         progress = min(1.0, (step - self.warmup_steps) / span)
         return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+class WarmupLinear:
+    """Learning-rate multiplier: linear warmup from 0, then linear decay to 0 (module doc)."""
+
+    def __init__(self, total_steps: int, warmup: float) -> None:
+        if total_steps < 1 or not 0.0 <= warmup < 1.0:
+            raise ValueError(
+                f"need total_steps >= 1 and warmup in [0, 1), got {total_steps}, {warmup}"
+            )
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(total_steps * warmup)
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return step / max(1, self.warmup_steps)
+        span = max(1, self.total_steps - self.warmup_steps)
+        return max(0.0, (self.total_steps - step) / span)

@@ -10,6 +10,16 @@ Layout::
       centres.pt           each arm's nearest-class-centre classifier (spacl predict)
       summary.md           a short human-readable report
       tensorboard/         event files, when TensorBoard is installed and enabled
+
+A KG or text run writes the same directory (``task: kg`` / ``task: text``): its
+``metrics.jsonl`` kinds are ``epoch`` | ``valid`` | ``final`` (and ``step``), its
+``checkpoints/last.pt`` is stamped with the task and :data:`TASK_CHECKPOINT_FORMAT`
+(KG: the latest epoch, resumable, and the best weights; text: the model and the
+open-intent detector), and it adds ``summary.json`` (what ``train_kg`` / ``train_ood``
+return).  :meth:`RunDirectory.open_task_run` places it: ``run_dir`` (``spacl train
+--out``) exactly, else ``<out_dir>/<name>-<YYYYmmdd-HHMMSS>`` when the recipe sets
+``out_dir``, else nowhere (the Python API without a directory); a directory that already
+holds files is refused unless the run resumes.
 """
 
 from __future__ import annotations
@@ -22,14 +32,28 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["MetricsLogger", "RunDirectory", "default_run_dir", "jsonable"]
+from spacl.engine.checkpoint import load_checkpoint, save_checkpoint
+
+__all__ = [
+    "TASK_CHECKPOINT_FORMAT",
+    "MetricsLogger",
+    "RunDirectory",
+    "default_run_dir",
+    "jsonable",
+    "read_task_checkpoint",
+    "run_config",
+]
+
+#: version of the KG / text checkpoint layout
+TASK_CHECKPOINT_FORMAT = 1
 
 
-def default_run_dir(cfg: DictConfig) -> Path:
-    """``<out_dir>/<name>-<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``... if it exists)."""
-    name = cfg.name or _default_name(cfg)
+def default_run_dir(cfg: DictConfig, name: str | None = None) -> Path:
+    """``<out_dir>/<name>-<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``... if it exists); ``name``
+    defaults to the recipe's (or one made of the image recipe's data and objectives)."""
+    name = name or cfg.name or _default_name(cfg)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(cfg.out_dir) / f"{name}-{stamp}"
+    base = Path(str(cfg.out_dir)).expanduser() / f"{name}-{stamp}"
     path, i = base, 2
     while path.exists():
         path = base.with_name(f"{base.name}-{i}")
@@ -44,10 +68,32 @@ def _default_name(cfg: DictConfig) -> str:
 
 
 class RunDirectory:
-    """Paths of one run (module docstring)."""
+    """Paths of one run and what a run writes there (module docstring); ``task``: the
+    task whose checkpoints it holds (``image``, ``kg``, ``text``)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, task: str = "image") -> None:
         self.path = Path(path)
+        self.task = task
+
+    @classmethod
+    def open_task_run(
+        cls, cfg: DictConfig, task: str, name: str, run_dir: str | Path | None, resume: bool
+    ) -> RunDirectory | None:
+        """The run directory of a KG / text run (module docstring), its config written;
+        refused when it holds files and the run does not resume."""
+        if run_dir is None and not cfg.out_dir:
+            return None
+        path = Path(run_dir).expanduser() if run_dir is not None else default_run_dir(cfg, name)
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"run directory {path} is a file")
+        if not resume and path.is_dir() and any(path.iterdir()):
+            raise ValueError(
+                f"{path} is not empty; pass --resume to continue the run there, or choose "
+                "another --out"
+            )
+        run = cls(path, task)
+        run.write_config(cfg)
+        return run
 
     @property
     def config(self) -> Path:
@@ -101,6 +147,32 @@ class RunDirectory:
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(jsonable(payload), indent=2, sort_keys=True) + "\n")
         tmp.replace(path)
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Append one JSON line to ``metrics.jsonl`` (a KG / text run's records)."""
+        with self.metrics.open("a") as handle:
+            handle.write(json.dumps(jsonable(record), sort_keys=True) + "\n")
+
+    def reset_metrics(self) -> None:
+        """Start ``metrics.jsonl`` afresh (a run that starts from scratch)."""
+        self.metrics.write_text("")
+
+    def save(self, state: dict[str, Any]) -> Path:
+        """Write ``checkpoints/last.pt`` atomically, stamped with the task and
+        :data:`TASK_CHECKPOINT_FORMAT` (a KG / text run)."""
+        payload = {"format": TASK_CHECKPOINT_FORMAT, "task": self.task, **state}
+        return save_checkpoint(payload, self.last_checkpoint)
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The task's saved checkpoint, or None if the run has none yet."""
+        if not self.last_checkpoint.is_file():
+            return None
+        return read_task_checkpoint(self.path, self.task)
+
+    def finish(self, evaluation: dict[str, Any], summary: dict[str, Any]) -> None:
+        """Write ``eval.json`` and ``summary.json`` (a KG / text run)."""
+        self.write_json(self.eval_json, evaluation)
+        self.write_json(self.path / "summary.json", summary)
 
 
 def jsonable(value: Any) -> Any:
@@ -189,3 +261,30 @@ class MetricsLogger:
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """All records of a ``metrics.jsonl`` file."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def read_task_checkpoint(run_dir: str | Path, task: str) -> dict[str, Any]:
+    """``checkpoints/last.pt`` of a ``task`` run (``weights_only``); clear errors otherwise."""
+    rd = RunDirectory(run_dir)
+    if not rd.last_checkpoint.is_file():
+        raise FileNotFoundError(f"{rd.path} has no checkpoint: {rd.last_checkpoint} is missing")
+    state = load_checkpoint(rd.last_checkpoint)
+    found = state.get("task", "image")
+    if found != task:
+        raise ValueError(f"{rd.last_checkpoint} is a checkpoint of task {found!r}, not {task!r}")
+    if state.get("format") != TASK_CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"{rd.last_checkpoint} has format {state.get('format')!r}, "
+            f"expected {TASK_CHECKPOINT_FORMAT}"
+        )
+    return state
+
+
+def run_config(run_dir: str | Path) -> DictConfig:
+    """The ``config.yaml`` of a run directory (``FileNotFoundError`` if it has none)."""
+    rd = RunDirectory(run_dir)
+    if not rd.config.is_file():
+        raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
+    cfg = OmegaConf.load(rd.config)
+    assert isinstance(cfg, DictConfig)
+    return cfg

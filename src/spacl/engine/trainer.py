@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
 from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.evaluation import Evaluator
+from spacl.engine.loop import LoopBody, LoopPlan, Progress, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import RunFacts, write_summary
 from spacl.schema import upgrade_renamed_keys
@@ -71,28 +72,6 @@ RESUMABLE_CHANGES = (
 )
 
 StepCallback = Callable[["Trainer", int], None]
-
-
-@dataclass
-class Progress:
-    """Where training stands: the next batch is ``step_in_epoch`` of ``epoch``."""
-
-    epoch: int = 0
-    step_in_epoch: int = 0
-    global_step: int = 0
-    finished: bool = False
-    loss_sums: dict[str, float] = field(default_factory=dict)
-    loss_count: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "epoch": self.epoch,
-            "step_in_epoch": self.step_in_epoch,
-            "global_step": self.global_step,
-            "finished": self.finished,
-            "loss_sums": dict(self.loss_sums),
-            "loss_count": self.loss_count,
-        }
 
 
 @dataclass
@@ -310,15 +289,7 @@ class Trainer:
             )
         for arm in self.arms:
             arm.load_state_dict(state["arms"][arm.name])
-        p = state["progress"]
-        self.progress = Progress(
-            int(p["epoch"]),
-            int(p["step_in_epoch"]),
-            int(p["global_step"]),
-            bool(p["finished"]),
-            {k: float(v) for k, v in p["loss_sums"].items()},
-            int(p["loss_count"]),
-        )
+        self.progress = Progress.from_dict(state["progress"])
         restore_rng_state(state["rng"])
         self.resumed_from = self.progress.global_step
         self.last_checkpoint_step = self.progress.global_step
@@ -384,46 +355,22 @@ class Trainer:
         return TrainResult(self.run.path, metrics, self.progress.global_step, seconds)
 
     def _train_loop(self) -> None:
+        """The engine's loop (:class:`spacl.engine.loop.TrainLoop`) over
+        :class:`ImageSteps`; a last checkpoint where the loop stopped."""
         cfg = self.cfg
+        plan = LoopPlan(
+            epochs=int(cfg.train.epochs),
+            max_steps=None if cfg.train.max_steps is None else int(cfg.train.max_steps),
+            log_every=int(cfg.train.log_every),
+            checkpoint_every=int(cfg.train.checkpoint_every or 0),
+            close_partial_epoch=False,
+            steps_per_epoch=self.steps_per_epoch,
+        )
+        callbacks = [
+            (lambda loop, cb=cb: cb(self, loop.progress.global_step)) for cb in self.callbacks
+        ]
+        TrainLoop(ImageSteps(self), plan, self.progress, callbacks=callbacks).run()
         p = self.progress
-        max_steps = cfg.train.max_steps
-        stop = max_steps is not None and p.global_step >= max_steps
-        while not stop and p.epoch < int(cfg.train.epochs):
-            epoch, start = p.epoch, p.step_in_epoch
-            epoch_started = time.time()
-            bar = self._progress_bar(epoch, start)
-            for batch in self.data.stream.epoch_batches(epoch, start):
-                views = batch.views.to(
-                    self.ctx.device, dtype=self.precision.param_dtype, non_blocking=True
-                )
-                labels = self._labels(batch)
-                losses = {}
-                for arm in self.arms:
-                    losses[arm.name] = arm.train_step(views, labels, p.global_step)
-                p.global_step += 1
-                p.step_in_epoch = batch.step + 1
-                for name, value in losses.items():
-                    p.loss_sums[name] = p.loss_sums.get(name, 0.0) + value
-                p.loss_count += 1
-                every = int(cfg.train.log_every)
-                if every and p.global_step % every == 0:
-                    self._log_train(losses, epoch)
-                bar.update(1)
-                bar.set_postfix({k: f"{v:.4f}" for k, v in losses.items()}, refresh=False)
-                if (
-                    cfg.train.checkpoint_every
-                    and p.global_step % int(cfg.train.checkpoint_every) == 0
-                ):
-                    self.save()
-                for callback in self.callbacks:
-                    callback(self, p.global_step)
-                if max_steps is not None and p.global_step >= max_steps:
-                    stop = True
-                    break
-            bar.close()
-            if p.step_in_epoch >= self.steps_per_epoch:
-                self._end_epoch(epoch, time.time() - epoch_started)
-        p.finished = p.epoch >= int(cfg.train.epochs)
         if self.last_checkpoint_step != p.global_step or p.finished:
             self.save()
 
@@ -444,6 +391,7 @@ class Trainer:
             )
 
     def _end_epoch(self, epoch: int, seconds: float) -> None:
+        """Log the epoch's mean losses; online evaluation every ``eval.every_epochs``."""
         p = self.progress
         for arm in self.arms:
             mean = p.loss_sums.get(arm.name, 0.0) / max(1, p.loss_count)
@@ -460,9 +408,6 @@ class Trainer:
         every = int(self.cfg.eval.every_epochs)
         if every and ((epoch + 1) % every == 0 or epoch + 1 == int(self.cfg.train.epochs)):
             self.online_evaluation(epoch)
-        p.epoch, p.step_in_epoch = epoch + 1, 0
-        p.loss_sums, p.loss_count = {}, 0
-        self.save()
 
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -492,6 +437,43 @@ class Trainer:
         names = self.data.class_names
         state = {"format": 1, "arms": self.centres, "class_names": list(names or [])}
         return save_checkpoint(state, self.run.centres)
+
+
+class ImageSteps(LoopBody):
+    """The image task's body in the engine's loop: the stream's batches of an epoch (from
+    the saved step on), every arm's step on the same views, the trainer's logging,
+    epoch records, online evaluation and checkpoints."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        self.bar: Any = None
+
+    def batches(self, epoch: int, start: int) -> Iterator[Any]:
+        self.bar = self.trainer._progress_bar(epoch, start)
+        try:
+            yield from self.trainer.data.stream.epoch_batches(epoch, start)
+        finally:
+            self.bar.close()
+
+    def step(self, batch: Any, loop: TrainLoop) -> dict[str, float]:
+        t = self.trainer
+        views = batch.views.to(t.ctx.device, dtype=t.precision.param_dtype, non_blocking=True)
+        labels = t._labels(batch)
+        step = loop.progress.global_step
+        losses = {arm.name: arm.train_step(views, labels, step) for arm in t.arms}
+        self.bar.update(1)
+        self.bar.set_postfix({k: f"{v:.4f}" for k, v in losses.items()}, refresh=False)
+        return losses
+
+    def log_step(self, losses: Mapping[str, float], loop: TrainLoop) -> None:
+        self.trainer._log_train(dict(losses), loop.progress.epoch)
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        self.trainer._end_epoch(epoch, seconds)
+        return {}
+
+    def save(self, loop: TrainLoop) -> None:
+        self.trainer.save()
 
 
 def _seed_everything(seed: int) -> None:

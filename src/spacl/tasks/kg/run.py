@@ -1,7 +1,7 @@
 """A finished KG run, used: ranked answers to ``(h, r, ?)`` / ``(?, r, t)`` and re-evaluation.
 
 :func:`load_link_model` rebuilds the :class:`~spacl.models.kg.LinkPredictor` of a run
-directory (:mod:`spacl.tasks.rundir`) from its checkpoint (the best validation epoch) and
+directory (:mod:`spacl.engine.rundir`) from its checkpoint (the best validation epoch) and
 the entity and relation names and training triples the run saved (``graph.pt``,
 :func:`spacl.data.kg.write_graph_vocabulary`): predicting, exporting and loading need no
 dataset.  Only :func:`evaluate_kg_run` reads the dataset again (its valid and test
@@ -21,8 +21,8 @@ from torch import Tensor
 
 from spacl import schema
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, read_graph_vocabulary
+from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.rundir import read_task_checkpoint, run_config
 
 __all__ = ["LinkModel", "evaluate_kg_run", "load_link_model"]
 

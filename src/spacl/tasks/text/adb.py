@@ -63,14 +63,17 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import f1_per_class
 from spacl.losses.registry import build_objective
@@ -80,9 +83,11 @@ from spacl.tasks.text.states import CachedTexts, length_batches
 __all__ = [
     "ADB_METHODS",
     "ADBSchedule",
+    "BoundarySteps",
     "Detector",
     "OpenIntentNet",
     "PretrainResult",
+    "PretrainSteps",
     "distance_aware_logits",
     "fit_boundaries",
     "pretrain",
@@ -258,27 +263,20 @@ def _closed_score(
 
 def _optimizer(
     net: OpenIntentNet, schedule: ADBSchedule, steps: int
-) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """TEXTOIR's AdamW (no weight decay on biases and LayerNorm weights) and its linear
+    warm-up then linear decay over ``steps`` (the engine's optimiser and schedule)."""
     decay: list[nn.Parameter] = []
     plain: list[nn.Parameter] = []
     for name, p in net.named_parameters():
         if p.requires_grad:
             (plain if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
-    opt = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": schedule.weight_decay},
-            {"params": plain, "weight_decay": 0.0},
-        ],
-        lr=schedule.lr,
-    )
-    warm = int(steps * schedule.warmup)
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return step / max(1, warm)
-        return max(0.0, (steps - step) / max(1, steps - warm))
-
-    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    groups = [
+        {"params": decay, "weight_decay": schedule.weight_decay},
+        {"params": plain, "weight_decay": 0.0},
+    ]
+    opt = build_optimizer(groups, "adamw", schedule.lr)
+    return opt, build_scheduler(opt, WarmupLinear(steps, schedule.warmup))
 
 
 def _spacl_loss(schedule: ADBSchedule) -> nn.Module:
@@ -318,6 +316,67 @@ class PretrainResult:
         return len(self.dev_scores)
 
 
+class PretrainSteps(LoopBody):
+    """Stage 1 in the engine's loop: DA-ADB's centroids at the start of every epoch,
+    length-grouped batches in a seeded order, one AdamW step (and the schedule's); the
+    dev score after every epoch (the best epoch's weights kept, ``patience``)."""
+
+    def __init__(
+        self,
+        net: OpenIntentNet,
+        data: tuple[CachedTexts, CachedTexts],
+        schedule: ADBSchedule,
+        steps: int,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.net, (self.train, self.dev), self.schedule, self.log = net, data, schedule, log
+        self.num_known = int(net.classifier.out_features)
+        self.gen = torch.Generator().manual_seed(schedule.seed)
+        torch.manual_seed(schedule.seed)  # dropout masks
+        self.opt, self.lr_schedule = _optimizer(net, schedule, max(1, steps))
+        self.contrastive = _spacl_loss(schedule) if net.method == "spacl" else None
+        self.result = PretrainResult()
+        self.total, self.count = 0.0, 0
+
+    def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
+        if self.net.method == "da_adb":
+            means = class_means(embed(self.net, self.train), self.train.labels, self.num_known)
+            self.net.centroids.copy_(means)
+        self.net.train()
+        self.total, self.count = 0.0, 0
+
+    def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
+        return iter(length_batches(self.train.lengths, self.schedule.batch_size, self.gen))
+
+    def step(self, batch: Tensor, loop: TrainLoop) -> float:
+        loss = _stage_one_loss(self.net, self.train, batch, self.contrastive)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        self.lr_schedule.step()
+        value = loss.item()
+        self.total += value * len(batch)
+        self.count += len(batch)
+        return value
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        return {"epoch": epoch + 1, "loss": self.total / self.count}
+
+    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
+        score = _closed_score(self.net, self.train, self.dev, self.num_known)
+        self.result.dev_scores.append(score)
+        self.result.train_losses.append(record["loss"])
+        if self.log is not None:
+            self.log(f"epoch {epoch + 1}: train loss {record['loss']:.4f}, dev {score:.2f}")
+        return score
+
+    def snapshot(self) -> dict[str, Tensor]:
+        return copy.deepcopy(self.net.state_dict())
+
+    def load_best(self, snapshot: Any) -> None:
+        self.net.load_state_dict(snapshot)
+
+
 def pretrain(
     net: OpenIntentNet,
     train: CachedTexts,
@@ -325,44 +384,71 @@ def pretrain(
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
 ) -> PretrainResult:
-    """Stage 1 (module docstring): train ``net`` in place, keep the best dev epoch's weights."""
-    num_known = int(net.classifier.out_features)
-    gen = torch.Generator().manual_seed(schedule.seed)
-    torch.manual_seed(schedule.seed)  # dropout masks
+    """Stage 1 (module docstring): train ``net`` in place, keep the best dev epoch's weights
+    (:class:`PretrainSteps` in the engine's loop)."""
     steps = (len(train) // schedule.batch_size) * schedule.max_epochs
-    opt, lr_schedule = _optimizer(net, schedule, max(1, steps))
-    result = PretrainResult()
-    contrastive = _spacl_loss(schedule) if net.method == "spacl" else None
-    best_state: dict[str, Tensor] | None = None
-    best = -math.inf
     start = time.perf_counter()
-    for epoch in range(1, schedule.max_epochs + 1):
-        if net.method == "da_adb":
-            net.centroids.copy_(class_means(embed(net, train), train.labels, num_known))
-        net.train()
-        total, count = 0.0, 0
-        for rows in length_batches(train.lengths, schedule.batch_size, gen):
-            loss = _stage_one_loss(net, train, rows, contrastive)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            lr_schedule.step()
-            total += loss.item() * len(rows)
-            count += len(rows)
-        score = _closed_score(net, train, dev, num_known)
-        result.dev_scores.append(score)
-        result.train_losses.append(total / count)
-        if log is not None:
-            log(f"epoch {epoch}: train loss {total / count:.4f}, dev {score:.2f}")
-        if score > best:
-            best, result.best_epoch = score, epoch
-            best_state = copy.deepcopy(net.state_dict())
-        elif epoch - result.best_epoch >= schedule.patience:
-            break
-    assert best_state is not None
-    net.load_state_dict(best_state)
-    result.seconds = time.perf_counter() - start
-    return result
+    body = PretrainSteps(net, (train, dev), schedule, steps, log)
+    plan = LoopPlan(epochs=schedule.max_epochs, validate_every=1, patience=schedule.patience)
+    loop = TrainLoop(body, plan).run()
+    assert loop.best is not None
+    loop.restore_best()
+    body.result.best_epoch = loop.best.epoch
+    body.result.seconds = time.perf_counter() - start
+    return body.result
+
+
+class BoundarySteps(LoopBody):
+    """Stage 2 in the engine's loop: ADB's radii by Adam on training-mode features of
+    length-grouped batches; the dev macro-F1 of the open classifier after every epoch
+    (the best epoch's radii kept, ``patience``)."""
+
+    def __init__(
+        self,
+        net: OpenIntentNet,
+        data: tuple[CachedTexts, CachedTexts],
+        schedule: ADBSchedule,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.net, (self.train, self.dev), self.schedule, self.log = net, data, schedule, log
+        self.num_known = int(net.classifier.out_features)
+        self.centroids = class_means(embed(net, self.train), self.train.labels, self.num_known)
+        self.gen = torch.Generator().manual_seed(schedule.seed + 1)
+        self.raw = torch.randn(self.num_known, generator=self.gen).requires_grad_(True)
+        self.opt = build_optimizer([self.raw], "adam", schedule.boundary_lr)
+        classes = torch.arange(self.num_known)
+        radii = F.softplus(self.raw).detach()
+        self.model = ADBModel(self.centroids, radii, classes, self.num_known)
+        self.dev_z = embed(net, self.dev)
+        self.scores: list[float] = []
+
+    def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
+        return iter(length_batches(self.train.lengths, self.schedule.batch_size, self.gen))
+
+    def step(self, batch: Tensor, loop: TrainLoop) -> float:
+        with torch.no_grad():
+            z = self.net.features(*self.train.batch(batch))
+        d = (z - self.centroids[self.train.labels[batch]]).norm(dim=1)
+        radius = F.softplus(self.raw)[self.train.labels[batch]]
+        loss = (d - radius).abs().mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
+
+    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
+        self.model.radii = F.softplus(self.raw).detach().clone()
+        score = _macro_f1(self.dev.labels, self.model.predict(self.dev_z), self.num_known + 1)
+        self.scores.append(score)
+        if self.log is not None:
+            self.log(f"boundary epoch {epoch + 1}: dev macro-F1 {score:.2f}")
+        return score
+
+    def snapshot(self) -> Tensor:
+        return self.model.radii
+
+    def load_best(self, snapshot: Any) -> None:
+        self.model.radii = snapshot
 
 
 def fit_boundaries(
@@ -372,54 +458,31 @@ def fit_boundaries(
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
 ) -> tuple[ADBModel, dict[str, float | int | list[float]]]:
-    """Stage 2 (module docstring): ADB's radii on training-mode features, dev early stopping.
+    """Stage 2 (module docstring): ADB's radii on training-mode features, dev early stopping
+    (:class:`BoundarySteps` in the engine's loop).
 
     Returns the fitted :class:`~spacl.evaluate.adb.ADBModel` (``open_label = K``) and a
     record (``boundary_epochs``, ``boundary_best_epoch``, ``boundary_dev_f1``, seconds).
     """
-    num_known = int(net.classifier.out_features)
     start = time.perf_counter()
-    centroids = class_means(embed(net, train), train.labels, num_known)
-    classes = torch.arange(num_known)
-    gen = torch.Generator().manual_seed(schedule.seed + 1)
-    raw = torch.randn(num_known, generator=gen).requires_grad_(True)
-    opt = torch.optim.Adam([raw], lr=schedule.boundary_lr)
-    model = ADBModel(centroids, F.softplus(raw).detach(), classes, num_known)
-    dev_z = embed(net, dev)
-    scores: list[float] = []
-    best, best_epoch, best_radii = -math.inf, 0, model.radii
+    body = BoundarySteps(net, (train, dev), schedule, log)
+    plan = LoopPlan(
+        epochs=schedule.boundary_max_epochs, validate_every=1, patience=schedule.patience
+    )
     was = net.training
     net.train()
     try:
-        for epoch in range(1, schedule.boundary_max_epochs + 1):
-            for rows in length_batches(train.lengths, schedule.batch_size, gen):
-                with torch.no_grad():
-                    z = net.features(*train.batch(rows))
-                d = (z - centroids[train.labels[rows]]).norm(dim=1)
-                radius = F.softplus(raw)[train.labels[rows]]
-                loss = (d - radius).abs().mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            model.radii = F.softplus(raw).detach().clone()
-            score = _macro_f1(dev.labels, model.predict(dev_z), num_known + 1)
-            scores.append(score)
-            if log is not None:
-                log(f"boundary epoch {epoch}: dev macro-F1 {score:.2f}")
-            if score > best:
-                best, best_epoch, best_radii = score, epoch, model.radii
-            elif epoch - best_epoch >= schedule.patience:
-                break
+        loop = TrainLoop(body, plan).run()
     finally:
         net.train(was)
-    model.radii = best_radii
+    loop.restore_best()
     record: dict[str, float | int | list[float]] = {
-        "boundary_epochs": len(scores),
-        "boundary_best_epoch": best_epoch,
-        "boundary_dev_f1": scores,
+        "boundary_epochs": len(body.scores),
+        "boundary_best_epoch": 0 if loop.best is None else loop.best.epoch,
+        "boundary_dev_f1": body.scores,
         "boundary_seconds": time.perf_counter() - start,
     }
-    return model, record
+    return body.model, record
 
 
 @dataclass

@@ -27,8 +27,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
+from spacl.engine.rundir import RunDirectory
 from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
-from spacl.tasks.rundir import TaskRun
 from spacl.tasks.text.decision import held_out_threshold, rules_on_test, select_rule
 
 __all__ = [
@@ -56,7 +56,7 @@ def split_of(cfg: DictConfig) -> OpenIntentSplit:
 
 
 def write_detector_run(
-    run: TaskRun,
+    run: RunDirectory,
     model_state: Mapping[str, Any],
     clf: OpenClassifier,
     split: OpenIntentSplit,
@@ -101,10 +101,10 @@ def run_name(cfg: DictConfig) -> str:
 
 def open_text_run(
     cfg: DictConfig, run_dir: str | Path | None, resume: bool, say: Callable[[str], None]
-) -> tuple[TaskRun | None, dict[str, Any] | None]:
+) -> tuple[RunDirectory | None, dict[str, Any] | None]:
     """``(run, stored)``: the run directory of ``cfg`` (``None`` without one) and, when
     resuming a finished run, its stored summary; sets ``train.threads`` otherwise."""
-    run = TaskRun.open(cfg, "text", run_name(cfg), run_dir, resume)
+    run = RunDirectory.open_task_run(cfg, "text", run_name(cfg), run_dir, resume)
     stored = stored_summary(run, resume, say)
     if stored is None and cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
@@ -151,7 +151,7 @@ def decide(
 
 
 def stored_summary(
-    run: TaskRun | None, resume: bool, say: Callable[[str], None]
+    run: RunDirectory | None, resume: bool, say: Callable[[str], None]
 ) -> dict[str, Any] | None:
     """A finished run's stored summary when resuming; else start its metrics afresh."""
     if run is None:

@@ -54,11 +54,15 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.engine.device import device_of
+from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.optim import build_optimizer
 from spacl.losses.registry import build_objective, objective_names
 
 __all__ = [
     "FINETUNE_OBJECTIVES",
     "FinetuneSettings",
+    "FinetuneSteps",
     "TopLayers",
     "balanced_m",
     "bottom_states",
@@ -72,13 +76,6 @@ __all__ = [
 
 #: the fine-tuning objectives: the ``text_finetune`` rows of :mod:`spacl.losses.registry`
 FINETUNE_OBJECTIVES = objective_names("text_finetune")
-
-
-def _device_of(module: nn.Module) -> torch.device:
-    """The device of a module's first parameter (CPU for a module without any)."""
-    for p in module.parameters():
-        return p.device
-    return torch.device("cpu")
 
 
 def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -113,7 +110,7 @@ def bottom_states(
     """
     was_training = model.training
     model.eval()
-    device = _device_of(model)
+    device = device_of(model)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
     out: list[Tensor | None] = [None] * len(texts)
     try:
@@ -200,7 +197,7 @@ def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512
     if not states:
         raise ValueError("embed_states needs at least one text's states")
     was_training = top.training
-    device = _device_of(top)
+    device = device_of(top)
     top.eval()
     order = sorted(range(len(states)), key=lambda i: int(states[i].shape[0]))  # less padding
     out: Tensor | None = None
@@ -321,6 +318,67 @@ def _objective_loss(
     return loss
 
 
+class FinetuneSteps(LoopBody):
+    """The fine-tune's body in the engine's loop (:func:`finetune`): an epoch's batches
+    (:func:`_batches`), their views and the objective's loss, one Adam step; the epoch
+    score (``score``) is the loop's validation, the best epoch's weights its snapshot."""
+
+    def __init__(
+        self,
+        top: TopLayers,
+        data: tuple[Sequence[Tensor], Tensor],
+        settings: FinetuneSettings,
+        parts: tuple[nn.Linear | None, nn.Module, torch.optim.Optimizer],
+        on_step: Callable[[int, float], None] | None,
+        score: Callable[[TopLayers], float] | None,
+    ) -> None:
+        self.top, (self.states, self.labels), self.settings = top, data, settings
+        self.classifier, self.loss_fn, self.optimizer = parts
+        self.on_step, self.score = on_step, score
+        self.device = device_of(top)
+        self.epoch_losses: list[float] = []
+
+    def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
+        return _batches(self.settings, self.labels, epoch)
+
+    def step(self, batch: Tensor, loop: TrainLoop) -> float:
+        h, mask = pad_states([self.states[int(j)] for j in batch])
+        h, mask = h.to(self.device), mask.to(self.device)
+        yb = self.labels[batch].to(self.device)
+        views = encode_views(self.top, h, mask, self.settings.num_views)  # [b, V, d]
+        loss = _objective_loss(self.settings, views, yb, self.classifier, self.loss_fn)
+        if not bool(torch.isfinite(loss)):
+            where = loop.progress.global_step
+            raise ValueError(f"non-finite {self.settings.objective} loss at step {where}")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        value = float(loss.detach())
+        if self.on_step is not None:
+            self.on_step(loop.progress.global_step + 1, value)
+        return value
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        self.epoch_losses.append(loop.progress.mean_losses().get("loss", 0.0))
+        return {"epoch": epoch, "loss": self.epoch_losses[-1]}
+
+    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
+        if self.score is None:
+            return None
+        self.top.eval()
+        value = float(self.score(self.top))
+        self.top.train()
+        if value != value:  # NaN: no epoch can be compared with it
+            raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
+        return value
+
+    def snapshot(self) -> dict[str, Tensor]:
+        return {k: v.detach().clone() for k, v in self.top.state_dict().items()}
+
+    def load_best(self, snapshot: Any) -> None:
+        self.top.load_state_dict(snapshot)
+
+
 def finetune(
     initial: TopLayers,
     states: Sequence[Tensor],
@@ -335,18 +393,19 @@ def finetune(
 
     Every step draws ``settings.batch_size`` instances (class-balanced, or a seeded
     permutation per epoch: module docstring), makes their views (:func:`encode_views`)
-    and takes one Adam step on the objective.  ``initial`` is not modified.  Returns
-    the fine-tuned copy (eval mode) and the mean loss of every epoch.  ``on_step``
-    receives ``(step, loss)`` after every step.
+    and takes one Adam step on the objective, in the engine's loop
+    (:class:`FinetuneSteps`).  ``initial`` is not modified.  Returns the fine-tuned copy
+    (eval mode) and the mean loss of every epoch.  ``on_step`` receives ``(step, loss)``
+    after every step.
 
     The copy trains on ``initial``'s device (the cached states, on the host, move there
     one batch at a time; so do the loss and the cross-entropy classifier).
 
     ``score``: called with the copy in eval mode after every epoch (e.g. the known-class
-    dev accuracy, :func:`spacl.tasks.text.finetune.dev_accuracy_score`); the weights
-    of the best-scoring epoch (the earliest on ties) are returned instead of the last
-    ones, early stopping without a patience.  It must not draw from torch's global
-    random state (the next epoch's dropout views do); an eval-mode forward does not.
+    dev accuracy, :func:`dev_accuracy_score`); the weights of the best-scoring epoch (the
+    earliest on ties) are returned instead of the last ones, early stopping without a
+    patience.  It must not draw from torch's global random state (the next epoch's
+    dropout views do); an eval-mode forward does not.
     """
     if len(states) != labels.numel():
         raise ValueError(f"{len(states)} texts' states but {labels.numel()} labels")
@@ -355,60 +414,25 @@ def finetune(
     top.train()
     classifier: nn.Linear | None = None
     params: list[nn.Parameter] = list(top.parameters())
-    device = _device_of(top)
+    device = device_of(top)
     if settings.objective == "cross_entropy":
         dim = int(states[0].shape[1])
         classifier = nn.Linear(dim, num_classes).to(device)
         params += list(classifier.parameters())
     loss_fn = _loss_fn(settings).to(device)
-    optimizer = torch.optim.Adam(params, lr=settings.lr)
-    epoch_losses: list[float] = []
-    step = 0
-    best: tuple[float, dict[str, Tensor]] | None = None
-    for epoch in range(settings.epochs):
-        total, count = 0.0, 0
-        for idx in _batches(settings, labels, epoch):
-            h, mask = pad_states([states[int(j)] for j in idx])
-            h, mask, yb = h.to(device), mask.to(device), labels[idx].to(device)
-            views = encode_views(top, h, mask, settings.num_views)  # [b, V, d]
-            loss = _objective_loss(settings, views, yb, classifier, loss_fn)
-            if not bool(torch.isfinite(loss)):
-                raise ValueError(f"non-finite {settings.objective} loss at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            value = float(loss.detach())
-            total, count, step = total + value, count + 1, step + 1
-            if on_step is not None:
-                on_step(step, value)
-            if settings.max_steps is not None and step >= settings.max_steps:
-                break
-        epoch_losses.append(total / max(count, 1))
-        if score is not None:
-            best = _keep_best(top, score, best, epoch)
-        if settings.max_steps is not None and step >= settings.max_steps:
-            break
+    optimizer = build_optimizer(params, "adam", settings.lr)
+    body = FinetuneSteps(
+        top, (states, labels), settings, (classifier, loss_fn, optimizer), on_step, score
+    )
+    plan = LoopPlan(
+        epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        validate_every=1 if score is not None else 0,
+    )
+    loop = TrainLoop(body, plan).run()
     top.eval()
-    if best is not None:
-        top.load_state_dict(best[1])
-    return top, epoch_losses
-
-
-def _keep_best(
-    top: TopLayers,
-    score: Callable[[TopLayers], float],
-    best: tuple[float, dict[str, Tensor]] | None,
-    epoch: int,
-) -> tuple[float, dict[str, Tensor]]:
-    """``(score, weights)`` of the better of ``best`` and ``top`` now (``best`` on ties)."""
-    top.eval()
-    value = float(score(top))
-    top.train()
-    if value != value:  # NaN: no epoch can be compared with it
-        raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
-    if best is not None and value <= best[0]:
-        return best
-    return value, {k: v.detach().clone() for k, v in top.state_dict().items()}
+    loop.restore_best()
+    return top, body.epoch_losses
 
 
 def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettings:

@@ -9,25 +9,21 @@ head.  The run around it (data, encoder, decision, run directory) is
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl._progress import progress
+from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.optim import build_optimizer
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import FeatureViews, ResidualHead
 from spacl.tasks.text.config import build_text_loss
 
-__all__ = ["batch_loss", "build_head", "project", "train_head"]
-
-
-def _optimizer(cfg: DictConfig, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    lr, wd = float(cfg.optim.lr), float(cfg.optim.weight_decay)
-    if cfg.optim.name == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=wd)
-    if cfg.optim.name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=wd)
-    return torch.optim.SGD(params, lr=lr, weight_decay=wd, momentum=0.9)
+__all__ = ["HeadSteps", "batch_loss", "build_head", "project", "train_head"]
 
 
 def build_head(
@@ -66,6 +62,60 @@ def batch_loss(
     return loss_fn(None, z, yb) if name == "spacl" else loss_fn(z, yb)
 
 
+class HeadSteps(LoopBody):
+    """The head's body in the engine's loop: every epoch a seeded permutation of the
+    examples, batches of ``train.batch_size`` (a last batch of one is skipped), their
+    feature views, the objective's loss, one optimiser step."""
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        parts: tuple[nn.Module, nn.Module | None, nn.Module | None],
+        data: tuple[Tensor, Tensor],
+        optimizer: torch.optim.Optimizer,
+        gen: torch.Generator,
+    ) -> None:
+        self.name = str(cfg.objective.name)
+        self.head, self.classifier, self.loss_fn = parts
+        self.x, self.y = data
+        self.optimizer, self.gen = optimizer, gen
+        self.batch = int(cfg.train.batch_size)
+        self.views = FeatureViews(
+            int(cfg.views.num_views), float(cfg.views.dropout), float(cfg.views.sigma)
+        )
+        self.losses: list[float] = []
+        self.bar = progress(
+            total=int(cfg.train.epochs), desc=f"{self.name} head", mode=cfg.train.progress,
+            unit="epoch",
+        )  # fmt: skip
+
+    def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
+        perm = torch.randperm(self.x.shape[0], generator=self.gen).to(self.x.device)
+        for i in range(0, self.x.shape[0], self.batch):
+            idx = perm[i : i + self.batch]
+            if idx.numel() >= 2:
+                yield idx
+
+    def step(self, batch: Tensor, loop: TrainLoop) -> float:
+        v = self.views(self.x[batch], self.gen)  # [b, V, d_in]
+        loss = batch_loss(self.name, self.head, self.classifier, self.loss_fn, v, self.y[batch])
+        if not bool(torch.isfinite(loss)):
+            p = loop.progress
+            raise ValueError(
+                f"non-finite {self.name} loss at epoch {p.epoch}, step {p.step_in_epoch}"
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        self.losses.append(loop.progress.mean_losses().get("loss", 0.0))
+        self.bar.update(1)
+        self.bar.set_postfix(loss=f"{self.losses[-1]:.4f}")
+        return {"epoch": epoch, "loss": self.losses[-1]}
+
+
 def train_head(
     cfg: DictConfig,
     x: Tensor,
@@ -73,6 +123,9 @@ def train_head(
     num_known: int,
     device: torch.device,
 ) -> tuple[nn.Module, list[float]]:
+    """Train the head of ``cfg`` on embeddings ``x`` with labels ``y`` (``train.epochs``
+    in the engine's loop); the head (eval mode) and every epoch's mean loss.
+    ``objective.name=frozen``: no training, the identity."""
     seed = int(cfg.train.seed)
     torch.manual_seed(seed)
     name = str(cfg.objective.name)
@@ -85,38 +138,20 @@ def train_head(
     params = list(head.parameters()) + (list(classifier.parameters()) if classifier else [])
     if not params:
         raise ValueError("config key 'model.head'='identity' leaves nothing to train")
-    optimizer = _optimizer(cfg, params)
-    views = FeatureViews(int(cfg.views.num_views), float(cfg.views.dropout), float(cfg.views.sigma))
-    gen = torch.Generator().manual_seed(seed)
-    batch = int(cfg.train.batch_size)
-    losses: list[float] = []
-    x, y = x.to(device), y.to(device)
-    head.train()
-    bar = progress(
-        total=int(cfg.train.epochs), desc=f"{name} head", mode=cfg.train.progress, unit="epoch"
+    optimizer = build_optimizer(
+        params,
+        str(cfg.optim.name),
+        float(cfg.optim.lr),
+        weight_decay=float(cfg.optim.weight_decay),
+        momentum=0.9,
     )
-    for _epoch in range(int(cfg.train.epochs)):
-        perm = torch.randperm(x.shape[0], generator=gen).to(device)
-        total, steps = 0.0, 0
-        for i in range(0, x.shape[0], batch):
-            idx = perm[i : i + batch]
-            if idx.numel() < 2:
-                continue
-            v = views(x[idx], gen)  # [b, V, d_in]
-            loss = batch_loss(name, head, classifier, loss_fn, v, y[idx])
-            if not bool(torch.isfinite(loss)):
-                raise ValueError(f"non-finite {name} loss at epoch {_epoch}, step {steps}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach())
-            steps += 1
-        losses.append(total / max(steps, 1))
-        bar.update(1)
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-    bar.close()
+    gen = torch.Generator().manual_seed(seed)
+    head.train()
+    body = HeadSteps(cfg, (head, classifier, loss_fn), (x.to(device), y.to(device)), optimizer, gen)
+    TrainLoop(body, LoopPlan(epochs=int(cfg.train.epochs))).run()
+    body.bar.close()
     head.eval()
-    return head, losses
+    return head, body.losses
 
 
 @torch.no_grad()

@@ -1,7 +1,7 @@
 """A finished open-intent run, used: "which intent is this sentence, or none of them?".
 
 :func:`load_intent_detector` rebuilds the detector a text run directory saved
-(:mod:`spacl.tasks.rundir`): the frozen sentence encoder named by the config, the trained
+(:mod:`spacl.engine.rundir`): the frozen sentence encoder named by the config, the trained
 head, and the open classifier (class centres, per-class thresholds on the cosine
 distance to the nearest centre, class names).  A sentence gets the nearest class if its
 distance is within that class's threshold, else ``open``.
@@ -24,10 +24,11 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl import schema
+from spacl.engine.device import resolve_device
+from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
-from spacl.tasks.rundir import read_task_checkpoint, run_config
 
 __all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
 
@@ -144,7 +145,7 @@ def _head(cfg: DictConfig, in_dim: int, num_known: int, weights: dict[str, Tenso
         return nn.Identity()
     from spacl.tasks.text.frozen import build_head
 
-    head, _ = build_head(cfg, in_dim, num_known, torch.device("cpu"))
+    head, _ = build_head(cfg, in_dim, num_known, resolve_device("cpu"))
     head.load_state_dict(weights)
     return head.eval()
 

@@ -155,7 +155,7 @@ def train_ood(
     not used).
 
     With ``run_dir`` (or ``out_dir`` in the recipe, as its parent) the run writes a run
-    directory (:mod:`spacl.tasks.rundir`): the head and the detector (class centres,
+    directory (:mod:`spacl.engine.rundir`): the head and the detector (class centres,
     thresholds, class names) in ``checkpoints/last.pt``, for ``spacl eval`` and
     ``spacl predict``; ``resume`` on a finished run returns its stored summary.
 

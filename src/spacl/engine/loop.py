@@ -1,0 +1,309 @@
+"""The one training loop: epochs and steps for every task (images, link prediction, text).
+
+A task supplies the *body* of the loop, a :class:`LoopBody`: the batches of an epoch,
+one optimiser step, what closes an epoch, a validation score, what a checkpoint keeps.
+:class:`TrainLoop` drives it, the same for every task::
+
+    while epochs remain (resuming at the saved (epoch, step)):
+        begin_epoch (a fresh epoch only)
+        for batch in batches(epoch, start):
+            step -> losses; position and loss sums advance
+            log_step every plan.log_every steps; save every plan.checkpoint_every steps
+            callbacks; stop at plan.max_steps, at plan.budget_seconds of training,
+            or when a stop is requested (the step boundary: the one place to check)
+        a whole epoch (or, with plan.close_partial_epoch, one cut short):
+            end_epoch -> the epoch's record
+            validate when due (every plan.validate_every epochs, the last epoch and an
+            epoch cut short) -> score: the best score's snapshot is kept (the earliest
+            on ties); plan.patience epochs without a better one stop training
+            position -> next epoch; save
+
+After :meth:`TrainLoop.run` the body's best snapshot (if any) is in :attr:`TrainLoop.best`;
+:meth:`TrainLoop.restore_best` loads it.  The loop's own state (:class:`Progress`, the
+best score and its epoch, the training seconds) goes into a checkpoint through
+:meth:`TrainLoop.state` and back through :meth:`TrainLoop.load_state`; the body adds
+its own (model, optimiser, generators).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Best", "LoopBody", "LoopPlan", "Progress", "StopRequested", "TrainLoop"]
+
+
+@dataclass
+class Progress:
+    """Where training stands: the next batch is ``step_in_epoch`` of ``epoch`` (0-based)."""
+
+    epoch: int = 0
+    step_in_epoch: int = 0
+    global_step: int = 0
+    finished: bool = False
+    loss_sums: dict[str, float] = field(default_factory=dict)
+    loss_count: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "step_in_epoch": self.step_in_epoch,
+            "global_step": self.global_step,
+            "finished": self.finished,
+            "loss_sums": dict(self.loss_sums),
+            "loss_count": self.loss_count,
+        }
+
+    @classmethod
+    def from_dict(cls, saved: Mapping[str, Any]) -> Progress:
+        """The inverse of :meth:`as_dict`."""
+        return cls(
+            int(saved["epoch"]),
+            int(saved["step_in_epoch"]),
+            int(saved["global_step"]),
+            bool(saved["finished"]),
+            {k: float(v) for k, v in saved["loss_sums"].items()},
+            int(saved["loss_count"]),
+        )
+
+    def mean_losses(self) -> dict[str, float]:
+        """The mean of every loss over the steps of the current epoch so far."""
+        return {k: v / max(1, self.loss_count) for k, v in self.loss_sums.items()}
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """How long and how the loop runs (module docstring).
+
+    ``epochs``: epochs in all; ``max_steps``: stop after this many steps in all;
+    ``log_every`` / ``checkpoint_every``: every so many steps (0: never);
+    ``validate_every``: every so many epochs (0: only the last epoch and an epoch cut
+    short); ``patience``: stop after so many validated epochs without a better score
+    (``None``: never); ``budget_seconds``: stop once training (validation excluded) has
+    taken this long; ``close_partial_epoch``: an epoch cut short by ``max_steps`` or the
+    budget is closed (recorded, validated) as a whole one is; ``steps_per_epoch``: when
+    known, an epoch stopped at its last step counts as whole.
+    """
+
+    epochs: int
+    max_steps: int | None = None
+    log_every: int = 0
+    checkpoint_every: int = 0
+    validate_every: int = 0
+    patience: int | None = None
+    budget_seconds: float | None = None
+    close_partial_epoch: bool = True
+    steps_per_epoch: int | None = None
+
+
+@dataclass
+class Best:
+    """The best validation so far: its score, its epoch (1-based) and the body's snapshot."""
+
+    score: float
+    epoch: int
+    snapshot: Any
+
+
+class StopRequested(Exception):
+    """Raised by :meth:`TrainLoop.run` when ``stop_requested`` said so at a step boundary,
+    after the body saved its checkpoint there."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(f"stopped at step {progress.global_step} (a checkpoint is saved)")
+        self.progress = progress
+
+
+class LoopBody:
+    """What a task supplies to :class:`TrainLoop`: override :meth:`batches` and
+    :meth:`step`; the other hooks do nothing unless overridden."""
+
+    def batches(self, epoch: int, start: int) -> Iterable[Any]:
+        """The batches of ``epoch`` (0-based) from its step ``start`` on."""
+        raise NotImplementedError
+
+    def step(self, batch: Any, loop: TrainLoop) -> float | Mapping[str, float]:
+        """One optimiser step on ``batch``; its loss (or one per model, by name).
+        ``loop.progress`` still says where the step starts."""
+        raise NotImplementedError
+
+    def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
+        """Before the first batch of a fresh epoch (not of one resumed mid-way)."""
+
+    def log_step(self, losses: Mapping[str, float], loop: TrainLoop) -> None:
+        """Every ``plan.log_every`` steps, after the step."""
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        """Close ``epoch``: its record (``seconds``: its training time)."""
+        return {}
+
+    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
+        """The validation score after ``epoch`` (higher is better; may add to ``record``),
+        or ``None``: no validation, nothing kept."""
+        return None
+
+    def snapshot(self) -> Any:
+        """What is kept of the best validated epoch (e.g. a copy of the weights)."""
+        return None
+
+    def load_best(self, snapshot: Any) -> None:
+        """Load a :meth:`snapshot`."""
+
+    def after_epoch(self, record: dict[str, Any], loop: TrainLoop) -> None:
+        """After the epoch is closed, validated and the position moved to the next one."""
+
+    def save(self, loop: TrainLoop) -> None:
+        """Write a checkpoint (every ``plan.checkpoint_every`` steps, after every epoch and
+        when a stop is requested)."""
+
+
+StepCallback = Callable[["TrainLoop"], None]
+
+
+class TrainLoop:
+    """Runs a :class:`LoopBody` under a :class:`LoopPlan` (module docstring).
+
+    Args:
+        body: the task's loop body.
+        plan: epochs, step limits, logging, checkpoints, validation.
+        progress: where to start (a resumed run's; default: the beginning).
+        callbacks: called as ``callback(loop)`` after every step.
+        stop_requested: checked at every step boundary; when it returns true the body
+            saves a checkpoint and :meth:`run` raises :class:`StopRequested`.
+        clock: the time source of ``plan.budget_seconds`` and the epochs' seconds.
+    """
+
+    def __init__(
+        self,
+        body: LoopBody,
+        plan: LoopPlan,
+        progress: Progress | None = None,
+        *,
+        callbacks: Sequence[StepCallback] = (),
+        stop_requested: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.body, self.plan = body, plan
+        self.progress = progress if progress is not None else Progress()
+        self.callbacks = list(callbacks)
+        self.stop_requested = stop_requested
+        self.clock = clock
+        self.best: Best | None = None
+        self.train_seconds = 0.0
+        self.stopped_early = False
+
+    # ------------------------------------------------------------------ state
+    def state(self) -> dict[str, Any]:
+        """The loop's part of a checkpoint (the best snapshot included)."""
+        best = self.best
+        return {
+            "progress": self.progress.as_dict(),
+            "train_seconds": self.train_seconds,
+            "best": None
+            if best is None
+            else {"score": best.score, "epoch": best.epoch, "snapshot": best.snapshot},
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state`."""
+        self.progress = Progress.from_dict(state["progress"])
+        self.train_seconds = float(state["train_seconds"])
+        best = state["best"]
+        self.best = (
+            None
+            if best is None
+            else Best(float(best["score"]), int(best["epoch"]), best["snapshot"])
+        )
+
+    def restore_best(self) -> None:
+        """Load the best validated epoch's snapshot into the body (if one was kept)."""
+        if self.best is not None:
+            self.body.load_best(self.best.snapshot)
+
+    # ------------------------------------------------------------------- loop
+    def _out_of_steps(self) -> bool:
+        limit = self.plan.max_steps
+        return limit is not None and self.progress.global_step >= limit
+
+    def run(self) -> TrainLoop:
+        """Train to the end of the plan (or an early stop); returns ``self``."""
+        plan, p = self.plan, self.progress
+        stop = self._out_of_steps()
+        while not stop and p.epoch < plan.epochs:
+            epoch, start = p.epoch, p.step_in_epoch
+            if start == 0:
+                self.body.begin_epoch(epoch, self)
+            epoch_started = self.clock()
+            cut = False
+            batches = iter(self.body.batches(epoch, start))
+            try:
+                for batch in batches:
+                    self._one_step(batch)
+                    if self._out_of_steps() or self._out_of_time(epoch_started):
+                        stop = cut = True
+                        break
+            finally:
+                close = getattr(batches, "close", None)
+                if close is not None:  # a generator's cleanup runs now, not at collection
+                    close()
+            seconds = self.clock() - epoch_started
+            self.train_seconds += seconds
+            whole = not cut or (
+                plan.steps_per_epoch is not None and p.step_in_epoch >= plan.steps_per_epoch
+            )
+            if not whole and not plan.close_partial_epoch:
+                break
+            stop = self._close_epoch(epoch, seconds, cut) or stop
+        p.finished = p.epoch >= plan.epochs
+        self.stopped_early = stop and not p.finished
+        return self
+
+    def _one_step(self, batch: Any) -> None:
+        p, plan = self.progress, self.plan
+        out = self.body.step(batch, self)
+        losses = {"loss": float(out)} if isinstance(out, (int, float)) else dict(out)
+        p.global_step += 1
+        p.step_in_epoch += 1
+        for name, value in losses.items():
+            p.loss_sums[name] = p.loss_sums.get(name, 0.0) + value
+        p.loss_count += 1
+        if plan.log_every and p.global_step % plan.log_every == 0:
+            self.body.log_step(losses, self)
+        if plan.checkpoint_every and p.global_step % plan.checkpoint_every == 0:
+            self.body.save(self)
+        for callback in self.callbacks:
+            callback(self)
+        if self.stop_requested is not None and self.stop_requested():
+            self.body.save(self)
+            raise StopRequested(p)
+
+    def _out_of_time(self, epoch_started: float) -> bool:
+        budget = self.plan.budget_seconds
+        if budget is None:
+            return False
+        return self.train_seconds + self.clock() - epoch_started >= budget
+
+    def _close_epoch(self, epoch: int, seconds: float, cut: bool) -> bool:
+        """End ``epoch``, validate when due, move on, save; whether patience ran out."""
+        plan, p = self.plan, self.progress
+        record = self.body.end_epoch(epoch, seconds, self)
+        number = epoch + 1
+        due = (
+            (plan.validate_every and number % plan.validate_every == 0)
+            or number == plan.epochs
+            or cut
+        )
+        stop = False
+        score = self.body.validate(epoch, record, self) if due else None
+        if score is not None:
+            if self.best is None or score > self.best.score:
+                self.best = Best(score, number, self.body.snapshot())
+            elif plan.patience is not None and number - self.best.epoch >= plan.patience:
+                stop = True
+        p.epoch, p.step_in_epoch = number, 0
+        p.loss_sums, p.loss_count = {}, 0
+        self.body.after_epoch(record, self)
+        self.body.save(self)
+        return stop
