@@ -117,9 +117,9 @@ def test_hard_negative_data_falls_back_to_synthetic_and_says_so(tmp_path: Path) 
 
 def test_per_class_first_keeps_file_order() -> None:
     labels = torch.tensor([2, 0, 2, 1, 0, 2, 1, 0])
-    idx = hard_negatives._per_class_first(labels, 2)
+    idx = hard_negatives.per_class_first(labels, 2)
     assert idx.tolist() == [0, 1, 2, 3, 4, 6]
-    assert hard_negatives._per_class_first(labels, None).tolist() == list(range(8))
+    assert hard_negatives.per_class_first(labels, None).tolist() == list(range(8))
 
 
 # -------------------------------------------------------------------------------- alignment

@@ -29,20 +29,7 @@ CLASS_MODULE = "spacl.losses.spacl.loss"
 #: private-name imports left in the tree, each with its reason; outside this item's
 #: scope (the loss/mining side): tasks/ and engine/ move in another change (issue 40).
 #: No other may appear, and each must stay exactly as listed
-KNOWN_PRIVATE_IMPORTS: dict[str, str] = {
-    "spacl.alignment.bound <- spacl.alignment.rsa._check_kind": "alignment",
-    "spacl.alignment.bound <- spacl.alignment.rsa._prepare": "alignment",
-    "spacl.alignment.bound <- spacl.alignment.rsa._rdm_blocks": "alignment",
-    "spacl.studies.hard_negatives <- spacl.studies.hard_negatives.data._per_class_first": "studies",
-    "spacl.studies.spacl_bench.benches <- spacl.data.views._num_views_from": "studies",
-    "spacl.studies.spacl_bench.benches <- spacl.data.views._views_marker": "studies",
-    "spacl.studies.verdicts <- spacl.studies.stats._values": "studies",
-    "spacl.tasks.rundir <- spacl.engine.rundir._jsonable": "tasks (moved concurrently)",
-    "spacl.tasks.text_adb <- spacl.evaluate.ood._f1_per_class": "tasks (moved concurrently)",
-    "spacl.tasks.text_export <- spacl.models.text._load_sentence_transformer": "tasks",
-    "spacl.tasks.text_run <- spacl.tasks.text._build_head": "tasks (moved concurrently)",
-    "spacl.tasks.text_states <- spacl.models.text._load_sentence_transformer": "tasks",
-}  # fmt: skip
+KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}
 
 
 def _private(name: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 
 from spacl._validation import check_in_range, check_positive
 from spacl.alignment._moments import PairMoments, hsic_terms
-from spacl.alignment.rsa import RdmKind, _check_kind, _prepare, _rdm_blocks
+from spacl.alignment.rsa import RdmKind, check_rdm_kind, prepare_inputs, rdm_blocks
 from spacl.geometry._inputs import F64, as_matrix, check_same_rows, nan_with_warning
 
 __all__ = [
@@ -136,14 +136,14 @@ def rdm_drift(Z_a: Any, Z_b: Any, rdm: RdmKind = "cosine") -> float:
     Computed in row blocks (O(N^2 d) time, O(N * block) memory).  Corollary 2 then says
     ``rsa(Z_a, Z_b) >= rsa_lower_bound(r)``.
     """
-    kind = _check_kind(rdm)
+    kind = check_rdm_kind(rdm)
     a = as_matrix(Z_a, "Z_a", min_rows=3)
     b = as_matrix(Z_b, "Z_b", min_rows=3)
     check_same_rows(a, b, "Z_a", "Z_b")
-    xa, xb = _prepare(a, kind, "Z_a"), _prepare(b, kind, "Z_b")
+    xa, xb = prepare_inputs(a, kind, "Z_a"), prepare_inputs(b, kind, "Z_b")
     n = 0.0
     mean = m2 = diff = 0.0
-    for ra, rb in zip(_rdm_blocks(xa, kind), _rdm_blocks(xb, kind), strict=True):
+    for ra, rb in zip(rdm_blocks(xa, kind), rdm_blocks(xb, kind), strict=True):
         nb = float(ra.numel())
         if nb == 0:
             continue

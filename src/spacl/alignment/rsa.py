@@ -35,8 +35,10 @@ def rdm(features: Any, kind: RdmKind = "cosine") -> Tensor:
     ``sqeuclidean`` here, Spearman RSA is the same for all three Euclidean variants.)
     Memory O(N^2); :func:`rsa` with ``method="pearson"`` does not need it.
     """
-    x = _prepare(as_matrix(features, "features", min_rows=2), _check_kind(kind), "features")
-    return torch.cat(list(_rdm_blocks(x, kind)))
+    x = prepare_inputs(
+        as_matrix(features, "features", min_rows=2), check_rdm_kind(kind), "features"
+    )
+    return torch.cat(list(rdm_blocks(x, kind)))
 
 
 def rsa(
@@ -53,27 +55,27 @@ def rsa(
     it needs the whole condensed RDMs (O(N^2) memory).  A constant RDM gives NaN with a
     warning.  Zero rows are an error for the cosine RDM.
     """
-    kind = _check_kind(rdm)
+    kind = check_rdm_kind(rdm)
     check_choice(method, "method", ("pearson", "spearman"))
     xt = as_matrix(X, "X", min_rows=3)
     yt = as_matrix(Y, "Y", min_rows=3)
     check_same_rows(xt, yt)
-    x = _prepare(xt, kind, "X")
-    y = _prepare(yt, kind, "Y")
+    x = prepare_inputs(xt, kind, "X")
+    y = prepare_inputs(yt, kind, "Y")
     if method == "spearman":
-        a = rankdata(torch.cat(list(_rdm_blocks(x, kind))).cpu().numpy(), method="average")
-        b = rankdata(torch.cat(list(_rdm_blocks(y, kind))).cpu().numpy(), method="average")
+        a = rankdata(torch.cat(list(rdm_blocks(x, kind))).cpu().numpy(), method="average")
+        b = rankdata(torch.cat(list(rdm_blocks(y, kind))).cpu().numpy(), method="average")
         return _pearson_blocks(iter([(torch.from_numpy(a), torch.from_numpy(b))]))
     offset = 1.0 if kind == "cosine" else 0.0
-    return _pearson_blocks(zip(_rdm_blocks(x, kind), _rdm_blocks(y, kind), strict=True), offset)
+    return _pearson_blocks(zip(rdm_blocks(x, kind), rdm_blocks(y, kind), strict=True), offset)
 
 
-def _check_kind(kind: str) -> str:
+def check_rdm_kind(kind: str) -> str:
     check_choice(kind, "rdm", RDM_KINDS)
     return kind
 
 
-def _prepare(x: Tensor, kind: str, name: str) -> Tensor:
+def prepare_inputs(x: Tensor, kind: str, name: str) -> Tensor:
     """Float64 copy: unit rows for cosine, centred rows (exact translation) for Euclidean."""
     xd = x.to(F64)
     if kind == "cosine":
@@ -85,7 +87,7 @@ def _prepare(x: Tensor, kind: str, name: str) -> Tensor:
     return xd - column_mean(x)
 
 
-def _rdm_blocks(x: Tensor, kind: str) -> Iterator[Tensor]:
+def rdm_blocks(x: Tensor, kind: str) -> Iterator[Tensor]:
     """Condensed RDM in consecutive pieces: rows i of a block against all j > i.
 
     Euclidean distances are computed from the differences (not ``|u|^2 + |v|^2 - 2<u,v>``),

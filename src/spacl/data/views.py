@@ -76,11 +76,11 @@ class ViewMaker(abc.ABC):
         return self.apply(data, index, params)
 
 
-def _num_views_from(params: Params) -> int:
+def num_views_from(params: Params) -> int:
     return int(params["num_views"].shape[1])
 
 
-def _views_marker(n: int, num_views: int) -> Tensor:
+def views_marker(n: int, num_views: int) -> Tensor:
     # An empty [n, V] tensor that records V and slices with the batch.
     return torch.empty(n, num_views, 0)
 
@@ -91,11 +91,11 @@ class IdentityViews(ViewMaker):
     def sample(
         self, data: LabeledData, index: Tensor, num_views: int, generator: torch.Generator
     ) -> Params:
-        return {"num_views": _views_marker(len(index), check_num_views(num_views))}
+        return {"num_views": views_marker(len(index), check_num_views(num_views))}
 
     def apply(self, data: LabeledData, index: Tensor, params: Params) -> Tensor:
         x = data.inputs[index.to(data.device)]
-        v = _num_views_from(params)
+        v = num_views_from(params)
         return x.unsqueeze(1).expand(-1, v, *x.shape[1:]).clone()
 
 
@@ -118,7 +118,7 @@ class NoiseViews(ViewMaker):
         num_views = check_num_views(num_views)
         noisy = num_views - 1 if self.keep_original else num_views
         eps = torch.randn((len(index), noisy, *data.input_shape), generator=generator)
-        return {"num_views": _views_marker(len(index), num_views), "eps": eps}
+        return {"num_views": views_marker(len(index), num_views), "eps": eps}
 
     def apply(self, data: LabeledData, index: Tensor, params: Params) -> Tensor:
         x = data.inputs[index.to(data.device)].unsqueeze(1)

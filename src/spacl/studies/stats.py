@@ -16,7 +16,7 @@ from torch import Tensor
 __all__ = ["fmt", "mean_std", "pooled_std", "seeds_needed", "summarize", "welch", "welch_parts"]
 
 
-def _values(values: Sequence[float] | Tensor, name: str = "values") -> list[float]:
+def checked_values(values: Sequence[float] | Tensor, name: str = "values") -> list[float]:
     out = [float(v) for v in (values.tolist() if isinstance(values, Tensor) else values)]
     if not out:
         raise ValueError(f"{name} must hold at least one value, got none")
@@ -25,7 +25,7 @@ def _values(values: Sequence[float] | Tensor, name: str = "values") -> list[floa
 
 def mean_std(values: Sequence[float] | Tensor) -> tuple[float, float]:
     """``(mean, sample std)`` with ``ddof = 1``; the std of a single value is ``0``."""
-    v = _values(values)
+    v = checked_values(values)
     m = math.fsum(v) / len(v)
     if len(v) < 2:
         return m, 0.0
@@ -72,7 +72,7 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     With no spread on either side the difference is exact: ``p = 0`` if the means
     differ, ``1`` if not.
     """
-    x, y = _values(a, "a"), _values(b, "b")
+    x, y = checked_values(a, "a"), checked_values(b, "b")
     if len(x) < 2 or len(y) < 2:
         raise ValueError(f"welch needs at least 2 values per side, got {len(x)} and {len(y)}")
     (mx, sx), (my, sy) = mean_std(x), mean_std(y)

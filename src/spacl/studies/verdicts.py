@@ -75,7 +75,7 @@ from typing import Any
 
 from spacl._validation import check_choice
 from spacl.studies.stats import (
-    _values,
+    checked_values,
     fmt,
     mean_std,
     pooled_std,
@@ -247,7 +247,7 @@ def compare(
     names: tuple[str, str] = ("a", "b"),
 ) -> Verdict:
     """Claim ``E[higher] > E[lower]`` by Welch's t-test (module docstring)."""
-    a, b = _values(higher, names[0]), _values(lower, names[1])
+    a, b = checked_values(higher, names[0]), checked_values(lower, names[1])
     gap_min = _check_gap(min_gap)
     gap = mean_std(a)[0] - mean_std(b)[0]
     head = f"mean({names[0]}) - mean({names[1]}) = {gap:+.4g}"
@@ -447,7 +447,7 @@ def combine(parts: Mapping[str, Verdict]) -> Verdict:
 
 def at_most(values: Sequence[float], bound: float) -> Verdict:
     """Claim: every value is ``<= bound`` (module docstring)."""
-    v = _values(values)
+    v = checked_values(values)
     inside = sum(x <= bound for x in v)
     rule = (
         f"max = {max(v):.4g}, min = {min(v):.4g}, bound = {bound:.4g}; "
@@ -511,7 +511,7 @@ def equivalent(
     """
     if not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin <= 0:
         raise ValueError(f"margin must be a finite number > 0, got {margin!r}")
-    x, y = _values(a, names[0]), _values(b, names[1])
+    x, y = checked_values(a, names[0]), checked_values(b, names[1])
     if len(x) < 2 or len(y) < 2:
         return _ruled(
             NOT_AT_SCALE,
@@ -591,7 +591,7 @@ def discriminating(
     names: tuple[str, str] = ("a", "b"),
 ) -> Verdict:
     """:func:`compare`, unless every value of both sides is the same (module docstring)."""
-    a, b = _values(higher, names[0]), _values(lower, names[1])
+    a, b = checked_values(higher, names[0]), checked_values(lower, names[1])
     if len(set(a + b)) == 1:
         return _ruled(
             NO_SIGNAL,

@@ -63,8 +63,8 @@ from spacl.studies.hard_negatives.config import (
 from spacl.studies.hard_negatives.data import (
     DataShape,
     StudyData,
-    _per_class_first,
     load_clinc_embeddings,
+    per_class_first,
     simplex_etf,
     study_data,
 )
@@ -81,9 +81,9 @@ __all__ = [
     "QUICK",
     "HardNegativesConfig",
     "StudyData",
-    "_per_class_first",
     "load_clinc_embeddings",
     "measure",
+    "per_class_first",
     "regenerate",
     "run",
     "simplex_etf",

@@ -67,7 +67,7 @@ class StudyData:
         return DataShape(self.num_classes, int(math.prod(self.train.input_shape)))
 
 
-def _per_class_first(labels: Tensor, n: int | None) -> Tensor:
+def per_class_first(labels: Tensor, n: int | None) -> Tensor:
     """Indices of the first ``n`` samples of every class (all when ``n`` is None), in order."""
     if n is None:
         return torch.arange(len(labels))
@@ -118,7 +118,7 @@ def load_clinc_embeddings(
         keep = [i for i, y in enumerate(ex.labels) if y in index]
         labels = torch.tensor([index[ex.labels[i]] for i in keep], dtype=torch.long)
         if split == "train":
-            sub = _per_class_first(labels, train_per_class)
+            sub = per_class_first(labels, train_per_class)
             keep = [keep[int(i)] for i in sub]
             labels = labels[sub]
         texts = [ex.texts[i] for i in keep]
@@ -152,7 +152,7 @@ def study_data(
             f"data instead ({c} classes, dim {cfg.fallback_dim}, {len(train)} train / "
             f"{len(test)} test). The many-class claims are then checked on synthetic data."
         )
-    track = _per_class_first(train.labels, cfg.track_per_class)
+    track = per_class_first(train.labels, cfg.track_per_class)
     return StudyData(train, test, track, source, note)
 
 
@@ -184,7 +184,7 @@ def few_class_data(cfg: HardNegativesConfig) -> StudyData:
         keep = cfg.few_class_limit / len(train)
         _, train = stratified_split(train, keep, seed=1)
         _, test = stratified_split(test, keep, seed=1)
-    track = _per_class_first(train.labels, 4 * cfg.track_per_class)
+    track = per_class_first(train.labels, 4 * cfg.track_per_class)
     return StudyData(train, test, track, "mnist5k", "")
 
 

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice
 from spacl.data import ImageAugment, LabeledData, ViewStream, derive_seed, stratified_split
-from spacl.data.views import Params, ViewMaker, _num_views_from, _views_marker
+from spacl.data.views import Params, ViewMaker, num_views_from, views_marker
 from spacl.evaluate import extract_features
 from spacl.models import build_model
 
@@ -69,11 +69,11 @@ class FeatureDropoutViews(ViewMaker):
         n, m, d = len(index), num_views - 1, data.inputs.shape[1]
         keep = torch.rand(n, m, d, generator=generator) >= self.dropout
         noise = torch.randn(n, m, d, generator=generator)
-        return {"num_views": _views_marker(n, num_views), "keep": keep, "noise": noise}
+        return {"num_views": views_marker(n, num_views), "keep": keep, "noise": noise}
 
     def apply(self, data: LabeledData, index: Tensor, params: Params) -> Tensor:
         x = data.inputs[index.to(data.device)]
-        if _num_views_from(params) == 1:
+        if num_views_from(params) == 1:
             return x.unsqueeze(1)
         keep = params["keep"].to(device=x.device, dtype=x.dtype) / (1.0 - self.dropout)
         aug = x.unsqueeze(1) * keep + self.sigma * params["noise"].to(x)
