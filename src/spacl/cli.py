@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
         print(f"spacl {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a training loop's step boundary: one line
+        print(f"spacl {args.command}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `spacl recipes | head`: the reader left; not an error
         import os
 

@@ -67,6 +67,12 @@ def resolve_run(
         run_dir = run_dir or source
     else:
         loaded = schema.load_recipe(config, overrides)
+    if resume and (run_dir is None or not RunDirectory(run_dir).last_checkpoint.is_file()):
+        where = run_dir if run_dir is not None else "the new run (no --out, no run directory)"
+        raise FileNotFoundError(
+            f"--resume: {where} has no checkpoints/last.pt to continue from; "
+            "drop --resume to start a new run"
+        )
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
         raise ValueError(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
@@ -95,7 +101,8 @@ def format_task_summary(summary: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.engine import NonFiniteLossError, Trainer, init_from_env
+    from spacl.engine import NonFiniteLossError, StopRequested, Trainer, init_from_env
+    from spacl.engine.interrupt import EXIT_INTERRUPTED
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
@@ -130,6 +137,14 @@ def run(args: argparse.Namespace) -> int:
         except NonFiniteLossError as err:
             print(f"spacl train: stopped: {err}", file=sys.stderr)
             return 3
+        except StopRequested as stop:
+            if ctx.is_main:
+                print(
+                    f"spacl train: interrupted at step {stop.progress.global_step}; checkpoint "
+                    f"saved, resume with: spacl train {shlex.quote(str(run_dir))} --resume",
+                    file=sys.stderr,
+                )
+            return EXIT_INTERRUPTED
         if ctx.is_main:
             rows = [(name, m) for name, m in result.metrics.items()]
             print(format_results_table(rows, first_column="arm"))

@@ -171,7 +171,7 @@ class TrainConfig(TrainSection):
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: str = "auto"  # auto | fp32 | fp64 | bf16 | fp16 (bf16/fp16: CUDA autocast)
-    checkpoint_every: int = 0  # steps; 0: at epoch ends and at the end only
+    checkpoint_every: int = 500  # steps (and at epoch ends, at the end, on Ctrl-C); 0: no step ones
     log_every: int = 10  # steps between metric records (0: epoch records only)
     drop_last: bool = True  # drop each epoch's incomplete last batch (needed under DDP)
     progress: bool | None = None  # tqdm bar; None: only when stderr is a terminal

@@ -46,7 +46,8 @@ from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
 from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.evaluation import Evaluator
-from spacl.engine.loop import LoopBody, LoopPlan, Progress, TrainLoop
+from spacl.engine.interrupt import StopOnSignal
+from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import RunFacts, write_summary
 from spacl.schema import upgrade_renamed_keys
@@ -317,6 +318,9 @@ class Trainer:
         """Train to the end (or ``train.max_steps``), evaluate, write the run directory."""
         try:
             self._train_loop()
+        except StopRequested:
+            self.logger.close()
+            raise
         except NonFiniteLossError as err:
             where = (
                 f"the last good checkpoint is {self.run.last_checkpoint} "
@@ -369,7 +373,14 @@ class Trainer:
         callbacks = [
             (lambda loop, cb=cb: cb(self, loop.progress.global_step)) for cb in self.callbacks
         ]
-        TrainLoop(ImageSteps(self), plan, self.progress, callbacks=callbacks).run()
+        with StopOnSignal() as stop:  # Ctrl-C / SIGTERM: a checkpoint at the next step
+            TrainLoop(
+                ImageSteps(self),
+                plan,
+                self.progress,
+                callbacks=callbacks,
+                stop_requested=stop.requested,
+            ).run()
         p = self.progress
         if self.last_checkpoint_step != p.global_step or p.finished:
             self.save()

@@ -1,0 +1,65 @@
+"""Stop training cleanly on Ctrl-C or ``kill``: a checkpoint at the next step boundary.
+
+:class:`StopOnSignal` installs handlers for SIGINT and SIGTERM that only set a flag; the
+engine's loop (:class:`spacl.engine.loop.TrainLoop`) reads :meth:`StopOnSignal.requested`
+at every step boundary, has the task's body save a checkpoint there and raises
+:class:`~spacl.engine.loop.StopRequested`; ``spacl train`` turns that into one line saying
+how to resume and exit status 130.  A second signal while the first is being handled
+stops at once (``KeyboardInterrupt``), as a user pressing Ctrl-C twice expects.
+
+Example:
+    >>> with StopOnSignal() as stop:
+    ...     stop.requested()
+    False
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+__all__ = ["EXIT_INTERRUPTED", "StopOnSignal"]
+
+#: the exit status of a run stopped by a signal (128 + SIGINT, the shell's convention)
+EXIT_INTERRUPTED = 130
+
+
+class StopOnSignal:
+    """A context manager: while inside, SIGINT / SIGTERM request a stop instead of killing.
+
+    Outside the main thread (where Python cannot install handlers) it installs nothing and
+    :meth:`requested` stays false.  The previous handlers are restored on exit.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def requested(self) -> bool:
+        """Whether a signal arrived since entering."""
+        return self.received is not None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:  # the second one: stop now
+            raise KeyboardInterrupt
+        self.received = signum
+
+    def __enter__(self) -> StopOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
