@@ -472,3 +472,25 @@ def test_known_pairs_give_the_loss_and_gradients_of_the_mask(objective: str) -> 
         make()(q, ents, pos, (row, col + 100))
     with pytest.raises(ValueError, match="at least one positive"):
         make()(q, ents, pos, (row[row > 0], col[row > 0]))
+
+
+def test_link_spacl_state_dict_resumes_exactly() -> None:
+    """The lazily built players, their optimisers and the loss's random stream travel in
+    ``state_dict``: a fresh loss loaded from it continues as the original (issue 38: a KG
+    SPACL run resumed mid-run ended elsewhere before)."""
+    import io
+
+    problems = [_problem(40 + k, b=6, e=30, d=4) for k in range(5)]
+    a = LinkSPACLLoss(num_positives=2, pool_size=4, generator=torch.Generator().manual_seed(3))
+    for q, ents, pos in problems[:3]:
+        a(q, ents, pos)
+    buffer = io.BytesIO()
+    torch.save(a.state_dict(), buffer)
+    buffer.seek(0)
+    b = LinkSPACLLoss(num_positives=2, pool_size=4, generator=torch.Generator().manual_seed(9))
+    assert b.adversarial is None
+    b.load_state_dict(torch.load(buffer, weights_only=True))
+    for q, ents, pos in problems[3:]:
+        assert torch.equal(a(q, ents, pos), b(q, ents, pos))
+        assert a.last is not None and b.last is not None
+        assert a.last.log_dict() == b.last.log_dict()

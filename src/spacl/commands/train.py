@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["format_task_summary", "register", "resolve_run", "run"]
+__all__ = ["format_task_summary", "interrupted_line", "register", "resolve_run", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -100,17 +100,39 @@ def format_task_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
+    """The one line of a run stopped by Ctrl-C / SIGTERM (a
+    :class:`~spacl.engine.loop.StopRequested`): where it stopped, how to resume."""
+    return (
+        f"spacl train: interrupted at step {stop.progress.global_step}; checkpoint "
+        f"saved, resume with: spacl train {shlex.quote(str(run_dir))} --resume"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from spacl.engine import NonFiniteLossError, StopRequested, Trainer, init_from_env
-    from spacl.engine.interrupt import EXIT_INTERRUPTED
+    from spacl.engine.interrupt import EXIT_INTERRUPTED, InterruptOnTerm
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
     loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
-    if loaded.task != "image":  # kg / text: their own loops (docs/kg_and_text.md)
+    if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
         from spacl.tasks import run_loaded
 
-        summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
+        try:
+            with InterruptOnTerm():  # kill as Ctrl-C where no loop checks a stop request
+                summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
+        except StopRequested as stop:  # a KG run: checkpointed at the step
+            print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except KeyboardInterrupt:  # a text run: no mid-run checkpoint (minutes of work)
+            again = f"spacl train {shlex.quote(str(run_dir))}" if run_dir else "the command"
+            print(
+                f"spacl train: interrupted; a {loaded.task} run keeps no mid-run checkpoint, "
+                f"so it starts afresh: run {again} again",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         print(format_task_summary(summary))
         return 0
     cfg = loaded.config
@@ -139,11 +161,7 @@ def run(args: argparse.Namespace) -> int:
             return 3
         except StopRequested as stop:
             if ctx.is_main:
-                print(
-                    f"spacl train: interrupted at step {stop.progress.global_step}; checkpoint "
-                    f"saved, resume with: spacl train {shlex.quote(str(run_dir))} --resume",
-                    file=sys.stderr,
-                )
+                print(interrupted_line(stop, run_dir), file=sys.stderr)
             return EXIT_INTERRUPTED
         if ctx.is_main:
             rows = [(name, m) for name, m in result.metrics.items()]

@@ -20,7 +20,7 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["EXIT_INTERRUPTED", "StopOnSignal"]
+__all__ = ["EXIT_INTERRUPTED", "InterruptOnTerm", "StopOnSignal"]
 
 #: the exit status of a run stopped by a signal (128 + SIGINT, the shell's convention)
 EXIT_INTERRUPTED = 130
@@ -63,3 +63,34 @@ class StopOnSignal:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+class InterruptOnTerm:
+    """A context manager: while inside, SIGTERM raises ``KeyboardInterrupt`` as SIGINT
+    does, so that ``kill`` and Ctrl-C end a run that keeps no mid-run checkpoint (a text
+    run) the same way: with the one line of ``spacl train``, not a silent exit.
+
+    Outside the main thread it installs nothing.  The previous handler is restored on exit.
+    """
+
+    def __init__(self) -> None:
+        self._previous: Any = None
+
+    @staticmethod
+    def _handle(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> InterruptOnTerm:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None

@@ -111,9 +111,11 @@ class StopRequested(Exception):
     """Raised by :meth:`TrainLoop.run` when ``stop_requested`` said so at a step boundary,
     after the body saved its checkpoint there."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, run_dir: str | None = None) -> None:
         super().__init__(f"stopped at step {progress.global_step} (a checkpoint is saved)")
         self.progress = progress
+        #: the run directory holding the checkpoint, when the task names it
+        self.run_dir = run_dir
 
 
 class LoopBody:
@@ -193,14 +195,22 @@ class TrainLoop:
         self.best: Best | None = None
         self.train_seconds = 0.0
         self.stopped_early = False
+        self._epoch_started: float | None = None  # the running epoch's start (clock)
 
     # ------------------------------------------------------------------ state
+    def seconds(self) -> float:
+        """Training time so far (validation excluded), the running epoch's part included:
+        what a checkpoint written mid-epoch keeps, so that a resumed run's
+        ``plan.budget_seconds`` counts every trained second once."""
+        running = 0.0 if self._epoch_started is None else self.clock() - self._epoch_started
+        return self.train_seconds + running
+
     def state(self) -> dict[str, Any]:
         """The loop's part of a checkpoint (the best snapshot included)."""
         best = self.best
         return {
             "progress": self.progress.as_dict(),
-            "train_seconds": self.train_seconds,
+            "train_seconds": self.seconds(),
             "best": None
             if best is None
             else {"score": best.score, "epoch": best.epoch, "snapshot": best.snapshot},
@@ -235,7 +245,7 @@ class TrainLoop:
             epoch, start = p.epoch, p.step_in_epoch
             if start == 0:
                 self.body.begin_epoch(epoch, self)
-            epoch_started = self.clock()
+            epoch_started = self._epoch_started = self.clock()
             cut = False
             batches = iter(self.body.batches(epoch, start))
             try:
@@ -250,6 +260,7 @@ class TrainLoop:
                     close()
             seconds = self.clock() - epoch_started
             self.train_seconds += seconds
+            self._epoch_started = None
             whole = not cut or (
                 plan.steps_per_epoch is not None and p.step_in_epoch >= plan.steps_per_epoch
             )

@@ -80,18 +80,21 @@ class RunDirectory:
         cls, cfg: DictConfig, task: str, name: str, run_dir: str | Path | None, resume: bool
     ) -> RunDirectory | None:
         """The run directory of a KG / text run (module docstring), its config written;
-        refused when it holds files and the run does not resume."""
+        refused when it holds files and the run does not resume, unless it holds a run
+        stopped before its first checkpoint (a ``config.yaml``, no checkpoint): that one
+        starts afresh, as there is nothing to lose or continue."""
         if run_dir is None and not cfg.out_dir:
             return None
         path = Path(run_dir).expanduser() if run_dir is not None else default_run_dir(cfg, name)
         if path.exists() and not path.is_dir():
             raise ValueError(f"run directory {path} is a file")
-        if not resume and path.is_dir() and any(path.iterdir()):
+        run = cls(path, task)
+        never_saved = run.config.is_file() and not run.last_checkpoint.is_file()
+        if not resume and not never_saved and path.is_dir() and any(path.iterdir()):
             raise ValueError(
                 f"{path} is not empty; pass --resume to continue the run there, or choose "
                 "another --out"
             )
-        run = cls(path, task)
         run.write_config(cfg)
         return run
 

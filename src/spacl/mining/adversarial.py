@@ -42,6 +42,20 @@ from torch import Tensor, nn
 from spacl._validation import check_positive, check_tensor
 
 
+def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, int, int] | None:
+    """``(dim, hidden, noise_dim)`` of the :class:`AdversarialNegatives` saved under
+    ``prefix`` (e.g. ``"adversarial."``) in ``state_dict``, or ``None`` if none is.
+
+    A loss that builds its players at the first call reads this when loading a
+    checkpoint, to build them before their weights load.
+    """
+    out_key, in_key = prefix + "generator.2.weight", prefix + "generator.0.weight"
+    if out_key not in state_dict or in_key not in state_dict:
+        return None
+    dim, hidden = state_dict[out_key].shape
+    return int(dim), int(hidden), int(state_dict[in_key].shape[1] - dim)
+
+
 def _init_linear(layer: nn.Linear, generator: torch.Generator) -> None:
     """PyTorch's default ``nn.Linear`` initialisation, drawn from ``generator``."""
     nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)

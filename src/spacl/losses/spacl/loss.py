@@ -26,7 +26,7 @@ from spacl.losses.spacl.one_anchor import one_anchor_loss
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
 from spacl.mining._common import unit
-from spacl.mining.adversarial import AdversarialNegatives
+from spacl.mining.adversarial import AdversarialNegatives, saved_players_shape
 from spacl.mining.cut import RelativeThresholdNegatives
 
 _T = TypeVar("_T")
@@ -244,13 +244,10 @@ class SPACLLoss(nn.Module):
         self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
     ) -> None:
         # build the lazily created players first so that their weights load into them
-        out_key = prefix + "adversarial.generator.2.weight"
-        in_key = prefix + "adversarial.generator.0.weight"
-        if self.adversarial is None and out_key in state_dict and in_key in state_dict:
-            dim, hidden = state_dict[out_key].shape
-            self._build_adversarial(
-                int(dim), hidden=int(hidden), noise_dim=int(state_dict[in_key].shape[1] - dim)
-            )
+        shape = saved_players_shape(state_dict, prefix + "adversarial.")
+        if self.adversarial is None and shape is not None:
+            dim, hidden, noise_dim = shape
+            self._build_adversarial(dim, hidden=hidden, noise_dim=noise_dim)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def get_extra_state(self) -> dict[str, Any]:

@@ -75,6 +75,9 @@ class KGTrainConfig(TrainSection):
     seed: int = 0
     device: str = "auto"
     log_every: int = 0  # steps between progress lines (0: epoch lines only)
+    #: steps between checkpoints of a run directory (and after every epoch, at the end and
+    #: on Ctrl-C / SIGTERM); 0: epoch ends only
+    checkpoint_every: int = 500
 
 
 @dataclass
@@ -121,6 +124,7 @@ def _validate(cfg: DictConfig) -> None:
     int_at_least("model.dim", cfg.model.dim, 1)
     int_at_least("eval.every_epochs", cfg.eval.every_epochs, 0)
     int_at_least("train.log_every", cfg.train.log_every, 0)
+    int_at_least("train.checkpoint_every", cfg.train.checkpoint_every, 0)
     if cfg.eval.valid_subset is not None:
         int_at_least("eval.valid_subset", cfg.eval.valid_subset, 1)
     if cfg.train.minutes is not None:

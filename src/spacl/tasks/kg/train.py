@@ -41,7 +41,8 @@ from spacl._progress import progress
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocabulary
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
 from spacl.engine.device import resolve_device
-from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, TrainLoop
+from spacl.engine.interrupt import StopOnSignal
+from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.rundir import RunDirectory
 from spacl.evaluate.ranking import evaluate_link_prediction
@@ -200,11 +201,13 @@ def kg_setup(
 def kg_plan(cfg: DictConfig) -> LoopPlan:
     """The loop of a KG recipe: ``train.epochs``, validation every ``eval.every_epochs``
     (and after the last epoch, or the one the ``train.minutes`` budget cut short), a
-    checkpoint after every epoch, progress lines every ``train.log_every`` steps."""
+    checkpoint every ``train.checkpoint_every`` steps and after every epoch, progress
+    lines every ``train.log_every`` steps."""
     minutes = cfg.train.minutes
     return LoopPlan(
         epochs=int(cfg.train.epochs),
         log_every=int(cfg.train.log_every),
+        checkpoint_every=int(cfg.train.checkpoint_every),
         validate_every=int(cfg.eval.every_epochs),
         budget_seconds=None if minutes is None else 60.0 * float(minutes),
     )
@@ -230,6 +233,7 @@ class KGSteps(LoopBody):
         self.perm = torch.empty(0, dtype=torch.long)
         self.diagnostics: dict[str, float] = {}
         self.epoch_started = 0.0
+        self.first_step = 0  # the epoch's first step in this process (a resume's)
         self.step_bar: Any = None
         self.epoch_bar: Any = None
 
@@ -237,13 +241,18 @@ class KGSteps(LoopBody):
     def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
         self.perm = torch.randperm(len(self.setup.items), generator=self.order_gen)
         self.diagnostics = {}
-        self.epoch_started = time.perf_counter()
+        self._open_epoch(epoch, 0)
+
+    def _open_epoch(self, epoch: int, start: int) -> None:
+        """The epoch's clock and bar, from its step ``start`` (a run resumed mid-epoch)."""
+        self.epoch_started, self.first_step = time.perf_counter(), start
         self.step_bar = progress(
             total=self.setup.steps_per_epoch,
             desc=f"epoch {epoch + 1}",
             mode=self.setup.cfg.train.progress,
             unit="step",
         )
+        self.step_bar.update(start)
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
         b = self.setup.batch_size
@@ -265,7 +274,8 @@ class KGSteps(LoopBody):
         self.say(
             f"  epoch {p.epoch + 1} step {steps}/{self.setup.steps_per_epoch}: loss "
             f"{p.loss_sums['loss'] / steps:.4f} "
-            f"{(time.perf_counter() - self.epoch_started) / steps:.2f}s/step"
+            f"{(time.perf_counter() - self.epoch_started) / max(steps - self.first_step, 1):.2f}"
+            "s/step"
         )
 
     def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
@@ -314,12 +324,16 @@ class KGSteps(LoopBody):
             self.store.save(self.state(loop))
 
     def state(self, loop: TrainLoop) -> dict[str, Any]:
-        """The checkpoint of the run so far (its layout predates the engine's loop)."""
+        """The checkpoint of the run so far: at an epoch end, or mid-epoch (a step
+        interval, Ctrl-C), then with the epoch's order, position and loss sums."""
         best = loop.best
         return {
             "epoch": loop.progress.epoch,
+            "progress": loop.progress.as_dict(),
+            "perm": self.perm,
+            "diagnostics": dict(self.diagnostics),
             "epochs_done": self.epochs_done,
-            "train_seconds": loop.train_seconds,
+            "train_seconds": loop.seconds(),
             "model": self.setup.model.state_dict(),
             "optimizer": self.setup.optimizer.state_dict(),
             "objective": self.setup.objective.state_dict(),
@@ -333,8 +347,16 @@ class KGSteps(LoopBody):
         }
 
     def restore(self, saved: dict[str, Any], loop: TrainLoop) -> None:
-        """Continue from :meth:`state` (the next epoch starts afresh)."""
-        loop.progress = Progress(epoch=int(saved["epoch"]))
+        """Continue from :meth:`state`: at the saved step of the saved epoch (a checkpoint
+        written before step positions were kept: at the next epoch)."""
+        if "progress" in saved:
+            loop.progress = Progress.from_dict(saved["progress"])
+        else:
+            loop.progress = Progress(epoch=int(saved["epoch"]))
+        if loop.progress.step_in_epoch > 0:  # mid-epoch: the epoch's order and sums
+            self.perm = saved["perm"]
+            self.diagnostics = dict(saved["diagnostics"])
+            self._open_epoch(loop.progress.epoch, loop.progress.step_in_epoch)
         loop.train_seconds = float(saved["train_seconds"])
         best = saved["best"]
         if best is not None:
@@ -376,9 +398,13 @@ def train_kg(
     terminal).
 
     With ``run_dir`` (or ``out_dir`` in the recipe, as its parent) the run writes a run
-    directory (:mod:`spacl.engine.rundir`) with a checkpoint after every epoch (the
-    latest state and the best weights); ``resume`` continues from it, and on a finished
-    run returns the stored summary.
+    directory (:mod:`spacl.engine.rundir`) with a checkpoint every
+    ``train.checkpoint_every`` steps and after every epoch (the latest state and the best
+    weights); ``resume`` continues from it at the saved step, and on a finished run
+    returns the stored summary.  There, SIGINT / SIGTERM (Ctrl-C, ``kill``) finish the
+    running step, write the checkpoint and raise
+    :class:`~spacl.engine.loop.StopRequested`; a resume then ends as the uninterrupted
+    run would (tested).  Without a run directory Ctrl-C is Python's ``KeyboardInterrupt``.
     """
     cfg = kg_config(config, overrides)
     say = log or _logger.info
@@ -399,16 +425,27 @@ def train_kg(
         write_graph_vocabulary(kg, store.path / GRAPH_FILE)
     setup, train_index, filter_index = kg_setup(cfg, kg, say)
     body = KGSteps(setup, train_index, filter_index, store, say)
-    loop = TrainLoop(body, kg_plan(cfg))
-    if saved is not None:
-        body.restore(saved, loop)
-        say(f"resuming after epoch {loop.progress.epoch}")
-    body.epoch_bar = progress(
-        total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
-    )
-    body.epoch_bar.update(loop.progress.epoch)
-    loop.run()
-    body.epoch_bar.close()
+    with StopOnSignal() as stop:  # with a run directory: Ctrl-C checkpoints at the step
+        loop = TrainLoop(
+            body, kg_plan(cfg), stop_requested=None if store is None else stop.requested
+        )
+        if saved is not None:
+            body.restore(saved, loop)
+            p = loop.progress
+            say(f"resuming at epoch {p.epoch + 1} step {p.step_in_epoch} (step {p.global_step})")
+        body.epoch_bar = progress(
+            total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
+        )
+        body.epoch_bar.update(loop.progress.epoch)
+        try:
+            loop.run()
+        except StopRequested as stopped:
+            stopped.run_dir = None if store is None else str(store.path)
+            raise
+        finally:
+            for bar in (body.step_bar, body.epoch_bar):
+                if bar is not None:
+                    bar.close()
     assert loop.best is not None
     summary = _kg_summary(setup, loop, body, filter_index)
     if store is not None:
