@@ -165,3 +165,47 @@ def test_alignment_rules_without_their_records_say_so() -> None:
         verdict = _spec(specs, key).rule(old)
         assert verdict.verdict == NOT_RUN and verdict.rule.startswith("runs missing: "), key
         assert _spec(specs, key).measured(old) == "not measured"
+
+
+# ------------------------------------------------------------------ SPACL, claim 26 (FB15k)
+def _kg_store(path: Path, spacl: list[float], infonce: list[float], minutes: float = 60.0) -> Path:
+    import json
+
+    rows = []
+    for method, values in (("spacl", spacl), ("infonce", infonce)):
+        for seed, mrr in enumerate(values):
+            rows.append(
+                {
+                    "method": method, "seed": seed, "minutes": minutes, "threads": 1,
+                    "epochs": 20.0 + seed, "commit": "abc",
+                    "test": {"mrr": mrr, "hits@10": mrr + 0.2},
+                }
+            )  # fmt: skip
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "kg_seeds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_kg_claim_reads_the_seed_store_and_its_welch_rule_can_fail(tmp_path: Path) -> None:
+    from spacl.studies.spacl_bench import kg_seed_metrics
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    spec = _spec(claim_specs(), "fb15k237_mrr_beats_best_baseline")
+    higher = kg_seed_metrics(_kg_store(tmp_path / "a", [0.35, 0.352, 0.351], [0.34, 0.341, 0.339]))
+    assert higher["mrr"]["spacl"] == [0.35, 0.352, 0.351] and higher["seeds"]["infonce"] == [
+        0,
+        1,
+        2,
+    ]
+    assert spec.rule({"kg_seeds": higher}).verdict == REPRODUCED
+    assert "SPACL MRR" in spec.measured({"kg_seeds": higher})
+    lower = kg_seed_metrics(_kg_store(tmp_path / "b", [0.33, 0.331, 0.332], [0.34, 0.341, 0.342]))
+    assert spec.rule({"kg_seeds": lower}).verdict == OPPOSITE
+    noisy = kg_seed_metrics(_kg_store(tmp_path / "c", [0.30, 0.36, 0.33], [0.34, 0.31, 0.35]))
+    assert spec.rule({"kg_seeds": noisy}).verdict == NOT_AT_SCALE
+    # fewer than 3 seeds, another budget, or no store: no verdict, saying what is missing
+    two = kg_seed_metrics(_kg_store(tmp_path / "d", [0.35, 0.352], [0.34, 0.341, 0.339]))
+    other = kg_seed_metrics(_kg_store(tmp_path / "e", [0.35] * 3, [0.34] * 3, minutes=5.0))
+    for metrics in (two, other, kg_seed_metrics(tmp_path / "none")):
+        verdict = spec.rule({"kg_seeds": metrics})
+        assert verdict.verdict == NOT_RUN and "so far" in verdict.rule
