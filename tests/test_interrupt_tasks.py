@@ -1,5 +1,7 @@
-"""Ctrl-C / SIGTERM in a KG run: a checkpoint at the step, one line, exit 130, and a
-resume at that step that ends as the uninterrupted run (issue 38)."""
+"""Ctrl-C / SIGTERM in a KG or a text run: a checkpoint at the step, one line, exit 130,
+and a resume at that step that ends as the uninterrupted run (issue 38).  A text run is
+several loops (a head, fine-tuned layers, ADB's two stages, a rule's held-out heads):
+the stop lands in each kind, and the resume skips the loops that had completed."""
 
 from __future__ import annotations
 
@@ -113,45 +115,134 @@ def test_a_step_interval_checkpoint_is_a_mid_epoch_resume_point(tmp_path: Path) 
     assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in whole["history"]]
 
 
+def signal_in_loop(patch: pytest.MonkeyPatch, loop_index: int, step: int, signum: int) -> None:
+    """The ``loop_index``-th engine loop built (0-based) sends ``signum`` to this process
+    after its step ``step``."""
+    original, built = TrainLoop.__init__, [0]
+
+    def with_signal(self: TrainLoop, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        built[0] += 1
+        if built[0] - 1 == loop_index:
+
+            def kill(loop: TrainLoop) -> None:
+                if loop.progress.global_step == step:
+                    os.kill(os.getpid(), signum)
+
+            self.callbacks.append(kill)
+
+    patch.setattr(TrainLoop, "__init__", with_signal)
+
+
+def metric_rows(run: Path) -> list[str]:
+    return (run / "metrics.jsonl").read_text().splitlines()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_text_run_interrupted_says_so_in_one_line_and_starts_again_in_place(
+def test_a_text_run_stopped_at_a_step_resumes_to_the_uninterrupted_result(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     signum: int,
 ) -> None:
-    """A text run keeps no mid-run checkpoint (minutes of work): Ctrl-C or ``kill`` give
-    one line and exit 130; ``--resume`` is refused (nothing to continue); the same run
-    directory then trains afresh, to the uninterrupted run's result."""
+    """``spacl train`` of a head on a frozen encoder: one line, 130, ``--resume``."""
     from spacl.tasks.text import task as text_task
     from test_ood import FakeEncoder, write_topic_dataset
 
     monkeypatch.setattr(text_task, "MiniLMEncoder", lambda **kwargs: FakeEncoder())
     recipe = {
         "task": "text",
-        "data": {
-            "name": "topics",
-            "root": str(write_topic_dataset(tmp_path / "topics")),
-            "known_ratio": 0.5,
-        },
+        "data": {"name": "topics", "root": str(write_topic_dataset(tmp_path / "topics")),
+                 "known_ratio": 0.5},
         "encoder": {"cache_dir": str(tmp_path / "cache")},
         "objective": {"name": "supcon", "temperature": 0.5},
-        "train": {"epochs": 3, "batch_size": 16, "progress": False},
-    }
+        "train": {"epochs": 3, "batch_size": 16, "progress": False, "checkpoint_every": 0},
+    }  # fmt: skip
     path = tmp_path / "recipe.yaml"
     OmegaConf.save(OmegaConf.create(recipe), path)
     whole, run = tmp_path / "whole", tmp_path / "stopped"
     assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
     with monkeypatch.context() as patch:
-        signal_in_loops(patch, signum)
+        signal_in_loop(patch, 0, STOP_AT, signum)
         capsys.readouterr()
         assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0, err
-    assert "keeps no mid-run checkpoint" in err and f"spacl train {run} again" in err
-    assert main(["train", str(run), "--resume", "--quiet"]) == 2
-    assert "no checkpoints/last.pt" in capsys.readouterr().err
-    assert main(["train", str(run), "--quiet"]) == 0  # afresh, in place
+    assert f"interrupted at step {STOP_AT}" in err and f"spacl train {run} --resume" in err
+    assert not (run / "eval.json").exists()
+    assert main(["train", str(run), "--resume", "--quiet"]) == 0
     assert json.loads((run / "eval.json").read_text()) == json.loads(
         (whole / "eval.json").read_text()
     )
+    assert metric_rows(run) == metric_rows(whole)  # each record once
+
+
+def _stopped_and_resumed(
+    train: Any, tmp_path: Path, loop_index: int, step: int
+) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """``train(run_dir, resume)`` whole, then stopped at ``(loop_index, step)`` and resumed."""
+    from spacl.engine.loop import StopRequested
+
+    whole = train(tmp_path / "whole", False)
+    run = tmp_path / f"stopped-{loop_index}-{step}"
+    with pytest.MonkeyPatch.context() as patch:
+        signal_in_loop(patch, loop_index, step, signal.SIGINT)
+        with pytest.raises(StopRequested) as stop:
+            train(run, False)
+    assert stop.value.run_dir == str(run) and stop.value.progress.global_step == step
+    return whole, train(run, True), run
+
+
+@pytest.mark.parametrize(("loop_index", "step"), [(0, 5), (1, 2)])
+def test_a_detector_run_stopped_in_either_stage_resumes_to_the_uninterrupted_result(
+    tmp_path: Path, loop_index: int, step: int
+) -> None:
+    """DA-ADB with a trained top layer: stage 1 (the layer and head) or stage 2 (the
+    boundaries, stage 1 then loaded, not retrained)."""
+    from spacl.tasks.text import train_ood
+    from test_text_adb_run import _recipe
+    from test_text_finetune import tiny_backbone, tiny_split
+
+    split = tiny_split(num_known=3, per_class=8)
+    recipe = _recipe(tmp_path, "da_adb")
+    recipe["detector"] = {**recipe["detector"], "trainable_layers": 1, "lr": 3e-3,  # type: ignore[dict-item]
+                          "max_epochs": 6, "batch_size": 8}  # fmt: skip
+    recipe["train"] = {**recipe["train"], "checkpoint_every": 0}  # type: ignore[dict-item]
+
+    def train(run_dir: Path, resume: bool) -> dict[str, Any]:
+        return train_ood(
+            recipe, encoder=tiny_backbone(), split=split, log=None, run_dir=run_dir, resume=resume
+        )
+
+    whole, resumed, _ = _stopped_and_resumed(train, tmp_path, loop_index, step)
+    assert resumed["test"] == whole["test"] and resumed["dev_accuracy"] == whole["dev_accuracy"]
+    for key in ("epochs", "best_epoch", "dev_scores", "boundary_dev_f1"):
+        assert resumed["record"][key] == whole["record"][key], key
+
+
+def test_a_fine_tuned_run_stopped_in_a_rules_held_out_loop_resumes_to_the_same_result(
+    tmp_path: Path,
+) -> None:
+    """Fine-tuned top layers (loop 0, completed before the stop: loaded, not retrained),
+    then ``ood.method=held_out_classes``' held-out fine-tune (loop 1), stopped at its
+    step 2; a step-interval checkpoint (every 2 steps) on the way."""
+    from spacl.engine.rundir import read_task_checkpoint
+    from spacl.tasks.text.task import train_finetuned
+    from test_text_finetune import _finetune_cfg, tiny_backbone, tiny_split
+
+    split = tiny_split()
+    cfg = _finetune_cfg(
+        tmp_path, "finetune.max_steps=null", "train.epochs=2", "train.checkpoint_every=2",
+        "ood.method=held_out_classes", "finetune.select_epoch=dev_accuracy",
+    )  # fmt: skip
+
+    def train(run_dir: Path, resume: bool) -> dict[str, Any]:
+        return train_finetuned(
+            cfg, backbone=tiny_backbone(), split=split, run_dir=run_dir, resume=resume
+        )
+
+    whole, resumed, run = _stopped_and_resumed(train, tmp_path, 1, 2)
+    assert resumed["test"] == whole["test"] and resumed["rule"] == whole["rule"]
+    assert resumed["steps"] == whole["steps"] and resumed["aux_steps"] == whole["aux_steps"]
+    assert resumed["epoch_dev_accuracy"] == whole["epoch_dev_accuracy"]
+    assert read_task_checkpoint(run, "text")["finished"]

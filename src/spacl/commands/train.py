@@ -120,16 +120,15 @@ def run(args: argparse.Namespace) -> int:
         from spacl.tasks import run_loaded
 
         try:
-            with InterruptOnTerm():  # kill as Ctrl-C where no loop checks a stop request
+            with InterruptOnTerm():  # kill as Ctrl-C where no loop checks a stop request yet
                 summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
         except StopRequested as stop:  # a KG run: checkpointed at the step
             print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
             return EXIT_INTERRUPTED
-        except KeyboardInterrupt:  # a text run: no mid-run checkpoint (minutes of work)
-            again = f"spacl train {shlex.quote(str(run_dir))}" if run_dir else "the command"
+        except KeyboardInterrupt:  # before the first loop, or no run directory
             print(
-                f"spacl train: interrupted; a {loaded.task} run keeps no mid-run checkpoint, "
-                f"so it starts afresh: run {again} again",
+                "spacl train: interrupted before a checkpoint was written (nothing to "
+                "resume): run the same command again",
                 file=sys.stderr,
             )
             return EXIT_INTERRUPTED

@@ -47,6 +47,7 @@ from spacl.engine.optim import (
     scaled_lr,
 )
 from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
+from spacl.engine.stages import RunStages, StageBody
 from spacl.engine.trainer import Progress, Trainer, TrainResult, train
 
 __all__ = [
@@ -64,6 +65,8 @@ __all__ = [
     "Precision",
     "Progress",
     "RunDirectory",
+    "RunStages",
+    "StageBody",
     "StopRequested",
     "TrainLoop",
     "TrainResult",

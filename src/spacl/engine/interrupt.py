@@ -33,7 +33,7 @@ class StopOnSignal:
     :meth:`requested` stays false.  The previous handlers are restored on exit.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -65,32 +65,16 @@ class StopOnSignal:
         self._previous.clear()
 
 
-class InterruptOnTerm:
+class InterruptOnTerm(StopOnSignal):
     """A context manager: while inside, SIGTERM raises ``KeyboardInterrupt`` as SIGINT
-    does, so that ``kill`` and Ctrl-C end a run that keeps no mid-run checkpoint (a text
-    run) the same way: with the one line of ``spacl train``, not a silent exit.
+    does, so that ``kill`` and Ctrl-C end a run the same way where no loop checks a stop
+    request yet (loading data, encoding texts): with the one line of ``spacl train``,
+    not a silent exit.
 
     Outside the main thread it installs nothing.  The previous handler is restored on exit.
     """
 
-    def __init__(self) -> None:
-        self._previous: Any = None
+    SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM,)
 
-    @staticmethod
-    def _handle(signum: int, frame: FrameType | None) -> None:
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
-
-    def __enter__(self) -> InterruptOnTerm:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._handle)
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
-            self._previous = None

@@ -196,6 +196,9 @@ class TrainLoop:
         self.train_seconds = 0.0
         self.stopped_early = False
         self._epoch_started: float | None = None  # the running epoch's start (clock)
+        #: called after every ``body.save`` (a run's checkpoint of several loops:
+        #: :class:`spacl.engine.stages.RunStages`)
+        self.on_save: Callable[[TrainLoop], None] | None = None
 
     # ------------------------------------------------------------------ state
     def seconds(self) -> float:
@@ -283,12 +286,17 @@ class TrainLoop:
         if plan.log_every and p.global_step % plan.log_every == 0:
             self.body.log_step(losses, self)
         if plan.checkpoint_every and p.global_step % plan.checkpoint_every == 0:
-            self.body.save(self)
+            self._save()
         for callback in self.callbacks:
             callback(self)
         if self.stop_requested is not None and self.stop_requested():
-            self.body.save(self)
+            self._save()
             raise StopRequested(p)
+
+    def _save(self) -> None:
+        self.body.save(self)
+        if self.on_save is not None:
+            self.on_save(self)
 
     def _out_of_time(self, epoch_started: float) -> bool:
         budget = self.plan.budget_seconds
@@ -316,5 +324,5 @@ class TrainLoop:
         p.epoch, p.step_in_epoch = number, 0
         p.loss_sums, p.loss_count = {}, 0
         self.body.after_epoch(record, self)
-        self.body.save(self)
+        self._save()
         return stop

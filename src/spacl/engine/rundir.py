@@ -160,6 +160,18 @@ class RunDirectory:
         """Start ``metrics.jsonl`` afresh (a run that starts from scratch)."""
         self.metrics.write_text("")
 
+    def metrics_lines(self) -> int:
+        """How many records ``metrics.jsonl`` holds (what a checkpoint remembers)."""
+        if not self.metrics.is_file():
+            return 0
+        return len(self.metrics.read_text().splitlines())
+
+    def truncate_metrics(self, lines: int) -> None:
+        """Keep the first ``lines`` records of ``metrics.jsonl``: a resumed run drops what
+        was logged after its checkpoint, so no record is written twice."""
+        kept = self.metrics.read_text().splitlines()[:lines] if self.metrics.is_file() else []
+        self.metrics.write_text("".join(line + "\n" for line in kept))
+
     def save(self, state: dict[str, Any]) -> Path:
         """Write ``checkpoints/last.pt`` atomically, stamped with the task and
         :data:`TASK_CHECKPOINT_FORMAT` (a KG / text run)."""

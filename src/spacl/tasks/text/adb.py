@@ -63,7 +63,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,8 +72,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
-from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
+from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import f1_per_class
 from spacl.losses.registry import build_objective
@@ -316,7 +317,7 @@ class PretrainResult:
         return len(self.dev_scores)
 
 
-class PretrainSteps(LoopBody):
+class PretrainSteps(StageBody):
     """Stage 1 in the engine's loop: DA-ADB's centroids at the start of every epoch,
     length-grouped batches in a seeded order, one AdamW step (and the schedule's); the
     dev score after every epoch (the best epoch's weights kept, ``patience``)."""
@@ -337,6 +338,7 @@ class PretrainSteps(LoopBody):
         self.contrastive = _spacl_loss(schedule) if net.method == "spacl" else None
         self.result = PretrainResult()
         self.total, self.count = 0.0, 0
+        self.order: list[Tensor] = []  # the running epoch's batches
 
     def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
         if self.net.method == "da_adb":
@@ -346,7 +348,29 @@ class PretrainSteps(LoopBody):
         self.total, self.count = 0.0, 0
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        return iter(length_batches(self.train.lengths, self.schedule.batch_size, self.gen))
+        if start == 0:  # a fresh epoch draws its order; a resumed one has it
+            self.order = length_batches(self.train.lengths, self.schedule.batch_size, self.gen)
+        return iter(self.order[start:])
+
+    def _parts(self) -> dict[str, Any]:
+        return {
+            "net": self.net, "opt": self.opt, "lr_schedule": self.lr_schedule,
+            "contrastive": self.contrastive, "gen": self.gen,
+        }  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            **states_of(self._parts()), "order": list(self.order), "total": self.total,
+            "count": self.count, "dev_scores": list(r.dev_scores),
+            "train_losses": list(r.train_losses),
+        }  # fmt: skip
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        load_states(self._parts(), state)
+        self.order, self.total, self.count = list(state["order"]), state["total"], state["count"]
+        self.result.dev_scores = list(state["dev_scores"])
+        self.result.train_losses = list(state["train_losses"])
 
     def step(self, batch: Tensor, loop: TrainLoop) -> float:
         loss = _stage_one_loss(self.net, self.train, batch, self.contrastive)
@@ -383,14 +407,16 @@ def pretrain(
     dev: CachedTexts,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
+    stages: RunStages | None = None,
 ) -> PretrainResult:
     """Stage 1 (module docstring): train ``net`` in place, keep the best dev epoch's weights
-    (:class:`PretrainSteps` in the engine's loop)."""
+    (:class:`PretrainSteps` in the engine's loop; ``stages``: the run's checkpointed
+    loops)."""
     steps = (len(train) // schedule.batch_size) * schedule.max_epochs
     start = time.perf_counter()
     body = PretrainSteps(net, (train, dev), schedule, steps, log)
     plan = LoopPlan(epochs=schedule.max_epochs, validate_every=1, patience=schedule.patience)
-    loop = TrainLoop(body, plan).run()
+    loop = run_stage(body, plan, stages)
     assert loop.best is not None
     loop.restore_best()
     body.result.best_epoch = loop.best.epoch
@@ -398,7 +424,7 @@ def pretrain(
     return body.result
 
 
-class BoundarySteps(LoopBody):
+class BoundarySteps(StageBody):
     """Stage 2 in the engine's loop: ADB's radii by Adam on training-mode features of
     length-grouped batches; the dev macro-F1 of the open classifier after every epoch
     (the best epoch's radii kept, ``patience``)."""
@@ -421,9 +447,25 @@ class BoundarySteps(LoopBody):
         self.model = ADBModel(self.centroids, radii, classes, self.num_known)
         self.dev_z = embed(net, self.dev)
         self.scores: list[float] = []
+        self.order: list[Tensor] = []  # the running epoch's batches
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        return iter(length_batches(self.train.lengths, self.schedule.batch_size, self.gen))
+        if start == 0:  # a fresh epoch draws its order; a resumed one has it
+            self.order = length_batches(self.train.lengths, self.schedule.batch_size, self.gen)
+        return iter(self.order[start:])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **states_of({"opt": self.opt, "gen": self.gen}), "raw": self.raw.detach().clone(),
+            "radii": self.model.radii, "order": list(self.order), "scores": list(self.scores),
+        }  # fmt: skip
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        load_states({"opt": self.opt, "gen": self.gen}, state)
+        with torch.no_grad():
+            self.raw.copy_(state["raw"])
+        self.model.radii = state["radii"]
+        self.order, self.scores = list(state["order"]), list(state["scores"])
 
     def step(self, batch: Tensor, loop: TrainLoop) -> float:
         with torch.no_grad():
@@ -457,9 +499,10 @@ def fit_boundaries(
     dev: CachedTexts,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
+    stages: RunStages | None = None,
 ) -> tuple[ADBModel, dict[str, float | int | list[float]]]:
     """Stage 2 (module docstring): ADB's radii on training-mode features, dev early stopping
-    (:class:`BoundarySteps` in the engine's loop).
+    (:class:`BoundarySteps` in the engine's loop; ``stages``: the run's checkpointed loops).
 
     Returns the fitted :class:`~spacl.evaluate.adb.ADBModel` (``open_label = K``) and a
     record (``boundary_epochs``, ``boundary_best_epoch``, ``boundary_dev_f1``, seconds).
@@ -472,7 +515,7 @@ def fit_boundaries(
     was = net.training
     net.train()
     try:
-        loop = TrainLoop(body, plan).run()
+        loop = run_stage(body, plan, stages)
     finally:
         net.train(was)
     loop.restore_best()
@@ -512,8 +555,10 @@ def train_detector(
     num_known: int,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
+    stages: RunStages | None = None,
 ) -> Detector:
-    """Both stages (module docstring) with the same ``schedule`` for either method.
+    """Both stages (module docstring) with the same ``schedule`` for either method
+    (``stages``: the run's checkpointed loops).
 
     ``top``: a fresh copy of the trainable top layers (``None``: the head reads pooled
     vectors, ``train.states`` is ``[N, d]``).  The record holds the epochs, the kept
@@ -524,8 +569,8 @@ def train_detector(
     net = OpenIntentNet(
         top, num_known, schedule.method, width=width, scale=schedule.scale, dropout=schedule.dropout
     )
-    fit = pretrain(net, train, dev, schedule, log)
-    boundary, record = fit_boundaries(net, train, dev, schedule, log)
+    fit = pretrain(net, train, dev, schedule, log, stages)
+    boundary, record = fit_boundaries(net, train, dev, schedule, log, stages)
     net.eval()
     out: dict[str, object] = {
         "epochs": fit.epochs,

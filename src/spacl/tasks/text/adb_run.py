@@ -42,7 +42,7 @@ from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
 from spacl.models.text import EmbeddingCache
 from spacl.schema import resolve_device
 from spacl.tasks.text.adb import ADBSchedule, Detector, OpenIntentNet, train_detector
-from spacl.tasks.text.detector import open_text_run, run_name, split_of
+from spacl.tasks.text.detector import checkpointed_stages, open_text_run, run_name, split_of
 from spacl.tasks.text.finetune import TopLayers
 from spacl.tasks.text.states import Backbone, CachedTexts, PooledEncoder, load_backbone
 
@@ -149,7 +149,7 @@ def train_adb_run(
     """One detector run (module docstring); returns its summary (``test``, ``reject_all``,
     ``dev_accuracy``, ``known_classes``, the stages' ``record``, ``seconds``)."""
     say = log or _logger.info
-    run, stored = open_text_run(cfg, run_dir, resume, say)
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
     if stored is not None:
         return stored
     start = time.perf_counter()
@@ -166,7 +166,8 @@ def train_adb_run(
         (train, dev, test), encoded = _pooled_states(cfg, split, encoder)
         top = None
     k = split.num_known
-    det = train_detector(top, train, dev, k, schedule, say)
+    with checkpointed_stages(run, saved, cfg, {}) as stages:
+        det = train_detector(top, train, dev, k, schedule, say, stages)
     _, dev_nearest, _ = det.scores(dev)
     summary: dict[str, Any] = {
         "name": run_name(cfg),

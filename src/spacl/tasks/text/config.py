@@ -98,6 +98,9 @@ class OODTrainConfig(TrainSection):
     epochs: int = 10
     batch_size: int = 256
     seed: int = 0
+    #: steps between checkpoints of a run directory (and after every epoch, at every
+    #: stage's end and on Ctrl-C / SIGTERM); 0: epoch ends only
+    checkpoint_every: int = 500
 
 
 @dataclass
@@ -177,6 +180,7 @@ def _validate(cfg: DictConfig) -> None:
     choice("encoder.name", cfg.encoder.name, ["minilm"])
     check_device("encoder.device", cfg.encoder.device)
     int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
+    int_at_least("train.checkpoint_every", cfg.train.checkpoint_every, 0)
     choice("model.head", cfg.model.head, ["residual", "identity", "linear", "mlp"])
     choice("objective.name", cfg.objective.name, tuple(dict.fromkeys(OOD_OBJECTIVES + _FINETUNED)))
     choice("ood.scope", cfg.ood.scope, THRESHOLD_SCOPES)

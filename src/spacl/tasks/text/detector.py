@@ -9,7 +9,9 @@ same way, here once:
   classes through the task's ``train_head`` / ``project`` (:mod:`.decision`), the
   fixed rules fit on dev; the other rules and ADB are reported on test (``rules_test``);
 - :func:`open_text_run`: the run directory (if any), a finished run's stored summary
-  when resuming (:func:`stored_summary`), and ``train.threads``;
+  when resuming (:func:`stored_summary`) or an unfinished run's checkpoint, and
+  ``train.threads``; :func:`checkpointed_stages`: the run's training loops checkpointed
+  together and stopped at the step by Ctrl-C / SIGTERM;
 - :func:`write_detector_run`: the run directory's checkpoint (the task's model state +
   the detector: centres, thresholds, class names), epoch and final metrics,
   ``eval.json`` and ``summary.json``.
@@ -18,7 +20,8 @@ same way, here once:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +30,15 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
+from spacl.engine.interrupt import StopOnSignal
+from spacl.engine.loop import StopRequested
 from spacl.engine.rundir import RunDirectory
+from spacl.engine.stages import RunStages
 from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
 from spacl.tasks.text.decision import held_out_threshold, rules_on_test, select_rule
 
 __all__ = [
+    "checkpointed_stages",
     "decide",
     "ood_summary",
     "open_text_run",
@@ -101,14 +108,63 @@ def run_name(cfg: DictConfig) -> str:
 
 def open_text_run(
     cfg: DictConfig, run_dir: str | Path | None, resume: bool, say: Callable[[str], None]
-) -> tuple[RunDirectory | None, dict[str, Any] | None]:
-    """``(run, stored)``: the run directory of ``cfg`` (``None`` without one) and, when
-    resuming a finished run, its stored summary; sets ``train.threads`` otherwise."""
+) -> tuple[RunDirectory | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """``(run, stored, saved)``: the run directory of ``cfg`` (``None`` without one); when
+    resuming a finished run, its stored summary; when resuming an unfinished one, its
+    checkpoint (:func:`checkpointed_stages` continues it).  Sets ``train.threads`` unless
+    the run is finished."""
     run = RunDirectory.open_task_run(cfg, "text", run_name(cfg), run_dir, resume)
-    stored = stored_summary(run, resume, say)
+    saved = run.checkpoint() if run is not None and resume else None
+    if saved is not None and not saved.get("finished") and "stages" in saved:
+        p = [stage["loop"]["progress"] for stage in saved["stages"]]
+        say(f"resuming at stage {len(p)}, step {p[-1]['global_step'] if p else 0}")
+        stored = None
+    else:
+        saved, stored = None, stored_summary(run, resume, say)
     if stored is None and cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
-    return run, stored
+    return run, stored, saved
+
+
+@contextmanager
+def checkpointed_stages(
+    run: RunDirectory | None,
+    saved: dict[str, Any] | None,
+    cfg: DictConfig,
+    counters: dict[str, int],
+) -> Iterator[RunStages | None]:
+    """The training loops of a text run with a run directory, checkpointed together
+    (:class:`~spacl.engine.stages.RunStages`, every ``train.checkpoint_every`` steps,
+    every epoch and stage end) and stopped at the step by Ctrl-C / SIGTERM
+    (:class:`~spacl.engine.loop.StopRequested`, naming the run directory).
+
+    ``saved``: an unfinished checkpoint to continue (:func:`open_text_run`): its stages
+    resume, ``counters`` (the run's own step counts) are restored and ``metrics.jsonl``
+    is cut back to the records written before it.  Without a run directory: ``None``.
+    """
+    if run is None:
+        yield None
+        return
+    if saved is not None:
+        counters.update(saved["counters"])
+        run.truncate_metrics(int(saved["metrics_lines"]))
+
+    def write(checkpoint: dict[str, Any]) -> None:
+        extra = {"counters": dict(counters), "metrics_lines": run.metrics_lines()}
+        run.save({**checkpoint, **extra, "finished": False})
+
+    with StopOnSignal() as stop:
+        stages = RunStages(
+            write,
+            None if saved is None else saved["stages"],
+            stop_requested=stop.requested,
+            checkpoint_every=int(cfg.train.checkpoint_every),
+        )
+        try:
+            yield stages
+        except StopRequested as stopped:
+            stopped.run_dir = str(run.path)
+            raise
 
 
 def decide(

@@ -44,6 +44,7 @@ The task's runner (``spacl train text/stackoverflow_finetune_*``) is
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,8 +56,9 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice
 from spacl.engine.device import device_of
-from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
+from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
 from spacl.losses.registry import build_objective, objective_names
 
 __all__ = [
@@ -318,7 +320,7 @@ def _objective_loss(
     return loss
 
 
-class FinetuneSteps(LoopBody):
+class FinetuneSteps(StageBody):
     """The fine-tune's body in the engine's loop (:func:`finetune`): an epoch's batches
     (:func:`_batches`), their views and the objective's loss, one Adam step; the epoch
     score (``score``) is the loop's validation, the best epoch's weights its snapshot."""
@@ -331,15 +333,35 @@ class FinetuneSteps(LoopBody):
         parts: tuple[nn.Linear | None, nn.Module, torch.optim.Optimizer],
         on_step: Callable[[int, float], None] | None,
         score: Callable[[TopLayers], float] | None,
+        scores: list[float] | None = None,
     ) -> None:
         self.top, (self.states, self.labels), self.settings = top, data, settings
         self.classifier, self.loss_fn, self.optimizer = parts
         self.on_step, self.score = on_step, score
         self.device = device_of(top)
         self.epoch_losses: list[float] = []
+        self.scores: list[float] = scores if scores is not None else []  # every epoch's
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        return _batches(self.settings, self.labels, epoch)
+        # an epoch's batches are a function of (seed, epoch): a resumed epoch skips ahead
+        return itertools.islice(_batches(self.settings, self.labels, epoch), start, None)
+
+    def _parts(self) -> dict[str, Any]:
+        return {
+            "top": self.top, "classifier": self.classifier, "loss_fn": self.loss_fn,
+            "optimizer": self.optimizer,
+        }  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **states_of(self._parts()), "epoch_losses": list(self.epoch_losses),
+            "scores": list(self.scores),
+        }  # fmt: skip
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        load_states(self._parts(), state)
+        self.epoch_losses = list(state["epoch_losses"])
+        self.scores[:] = state["scores"]  # the caller's list, filled in place
 
     def step(self, batch: Tensor, loop: TrainLoop) -> float:
         h, mask = pad_states([self.states[int(j)] for j in batch])
@@ -370,6 +392,7 @@ class FinetuneSteps(LoopBody):
         self.top.train()
         if value != value:  # NaN: no epoch can be compared with it
             raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
+        self.scores.append(value)
         return value
 
     def snapshot(self) -> dict[str, Tensor]:
@@ -388,6 +411,8 @@ def finetune(
     *,
     on_step: Callable[[int, float], None] | None = None,
     score: Callable[[TopLayers], float] | None = None,
+    stages: RunStages | None = None,
+    scores: list[float] | None = None,
 ) -> tuple[TopLayers, list[float]]:
     """Fine-tune a copy of ``initial`` on cached ``states`` with ``labels``.
 
@@ -406,6 +431,10 @@ def finetune(
     earliest on ties) are returned instead of the last ones, early stopping without a
     patience.  It must not draw from torch's global random state (the next epoch's
     dropout views do); an eval-mode forward does not.
+
+    ``stages``: the run's checkpointed loops (this fine-tune is its next stage);
+    ``scores``: every epoch's ``score`` is appended to it (also those of a stage a
+    resumed run loads instead of training again).
     """
     if len(states) != labels.numel():
         raise ValueError(f"{len(states)} texts' states but {labels.numel()} labels")
@@ -422,14 +451,14 @@ def finetune(
     loss_fn = _loss_fn(settings).to(device)
     optimizer = build_optimizer(params, "adam", settings.lr)
     body = FinetuneSteps(
-        top, (states, labels), settings, (classifier, loss_fn, optimizer), on_step, score
+        top, (states, labels), settings, (classifier, loss_fn, optimizer), on_step, score, scores
     )
     plan = LoopPlan(
         epochs=settings.epochs,
         max_steps=settings.max_steps,
         validate_every=1 if score is not None else 0,
     )
-    loop = TrainLoop(body, plan).run()
+    loop = run_stage(body, plan, stages)
     top.eval()
     loop.restore_best()
     return top, body.epoch_losses

@@ -9,7 +9,7 @@ head.  The run around it (data, encoder, decision, run directory) is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -17,8 +17,9 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl._progress import progress
-from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
+from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import FeatureViews, ResidualHead
 from spacl.tasks.text.config import build_text_loss
@@ -62,7 +63,7 @@ def batch_loss(
     return loss_fn(None, z, yb) if name == "spacl" else loss_fn(z, yb)
 
 
-class HeadSteps(LoopBody):
+class HeadSteps(StageBody):
     """The head's body in the engine's loop: every epoch a seeded permutation of the
     examples, batches of ``train.batch_size`` (a last batch of one is skipped), their
     feature views, the objective's loss, one optimiser step."""
@@ -84,17 +85,33 @@ class HeadSteps(LoopBody):
             int(cfg.views.num_views), float(cfg.views.dropout), float(cfg.views.sigma)
         )
         self.losses: list[float] = []
+        self.perm = torch.empty(0, dtype=torch.long)  # the running epoch's order
         self.bar = progress(
             total=int(cfg.train.epochs), desc=f"{self.name} head", mode=cfg.train.progress,
             unit="epoch",
         )  # fmt: skip
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        perm = torch.randperm(self.x.shape[0], generator=self.gen).to(self.x.device)
-        for i in range(0, self.x.shape[0], self.batch):
+        if start == 0:  # a fresh epoch draws its order; a resumed one has it
+            self.perm = torch.randperm(self.x.shape[0], generator=self.gen)
+        perm = self.perm.to(self.x.device)
+        for i in range(start * self.batch, self.x.shape[0], self.batch):
             idx = perm[i : i + self.batch]
             if idx.numel() >= 2:
                 yield idx
+
+    def _parts(self) -> dict[str, Any]:
+        return {
+            "head": self.head, "classifier": self.classifier, "loss_fn": self.loss_fn,
+            "optimizer": self.optimizer, "gen": self.gen,
+        }  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**states_of(self._parts()), "perm": self.perm, "losses": list(self.losses)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        load_states(self._parts(), state)
+        self.perm, self.losses = state["perm"], list(state["losses"])
 
     def step(self, batch: Tensor, loop: TrainLoop) -> float:
         v = self.views(self.x[batch], self.gen)  # [b, V, d_in]
@@ -122,10 +139,12 @@ def train_head(
     y: Tensor,
     num_known: int,
     device: torch.device,
+    stages: RunStages | None = None,
 ) -> tuple[nn.Module, list[float]]:
     """Train the head of ``cfg`` on embeddings ``x`` with labels ``y`` (``train.epochs``
     in the engine's loop); the head (eval mode) and every epoch's mean loss.
-    ``objective.name=frozen``: no training, the identity."""
+    ``objective.name=frozen``: no training, the identity.  ``stages``: the run's
+    checkpointed loops (the head is its next stage)."""
     seed = int(cfg.train.seed)
     torch.manual_seed(seed)
     name = str(cfg.objective.name)
@@ -148,7 +167,7 @@ def train_head(
     gen = torch.Generator().manual_seed(seed)
     head.train()
     body = HeadSteps(cfg, (head, classifier, loss_fn), (x.to(device), y.to(device)), optimizer, gen)
-    TrainLoop(body, LoopPlan(epochs=int(cfg.train.epochs))).run()
+    run_stage(body, LoopPlan(epochs=int(cfg.train.epochs)), stages)
     body.bar.close()
     head.eval()
     return head, body.losses

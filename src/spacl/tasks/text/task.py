@@ -69,6 +69,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit
+from spacl.engine.stages import RunStages
 from spacl.evaluate.ood import OpenClassifier, reject_all_metrics
 from spacl.models.text import EmbeddingCache, MiniLMEncoder, TextEncoder
 from spacl.schema import resolve_device
@@ -76,6 +77,7 @@ from spacl.tasks.text.adb_run import train_adb_run
 from spacl.tasks.text.config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text.decision import run_metrics
 from spacl.tasks.text.detector import (
+    checkpointed_stages,
     decide,
     ood_summary,
     open_text_run,
@@ -125,15 +127,16 @@ def _decide(
     inputs: tuple[Tensor, Tensor],
     features: tuple[Tensor, Tensor, Tensor],
     device: torch.device,
+    stages: RunStages | None = None,
 ) -> tuple[OpenClassifier, dict[str, Any]]:
     """The open classifier of ``ood.method`` (:func:`.detector.decide`): an auxiliary
-    head, where the rule needs one, is trained as the run's head."""
+    head, where the rule needs one, is trained as the run's head (a stage of ``stages``)."""
     return decide(
         cfg,
         split,
         inputs,
         features,
-        train_head=lambda x, y, n: train_head(cfg, x, y, n, device)[0],
+        train_head=lambda x, y, n: train_head(cfg, x, y, n, device, stages)[0],
         project=lambda head, x: project(head, x, device),
     )
 
@@ -179,7 +182,7 @@ def train_ood(
         )
     if int(cfg.finetune.trainable_layers) > 0:  # the fine-tuned encoder (issue 18)
         return train_finetuned(cfg, split=split, log=log, run_dir=run_dir, resume=resume)
-    run, stored = open_text_run(cfg, run_dir, resume, say)
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
     if stored is not None:
         return stored
     start = time.perf_counter()
@@ -191,10 +194,12 @@ def train_ood(
     train_x, dev_x, test_x = embed_split(split, encoder, cache, int(cfg.encoder.batch_size))
     device = resolve_device(str(cfg.train.device))
     k = split.num_known
-    head, losses = train_head(cfg, train_x, split.train_labels, k, device)
-    rows = int(cfg.eval.batch_size)
-    train_z, dev_z, test_z = (project(head, x, device, rows) for x in (train_x, dev_x, test_x))
-    clf, extra = _decide(cfg, split, (train_x, dev_x), (train_z, dev_z, test_z), device)
+    with checkpointed_stages(run, saved, cfg, {}) as stages:
+        head, losses = train_head(cfg, train_x, split.train_labels, k, device, stages)
+        rows = int(cfg.eval.batch_size)
+        train_z, dev_z, test_z = (project(head, x, device, rows) for x in (train_x, dev_x, test_x))
+        inputs, features = (train_x, dev_x), (train_z, dev_z, test_z)
+        clf, extra = _decide(cfg, split, inputs, features, device, stages)
     dev_closed = (clf.distances(dev_z).argmin(1) == split.dev_labels).double().mean()
     test = run_metrics(clf, test_z, split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
@@ -219,7 +224,7 @@ def train_finetuned(
     """One fine-tuned open-intent run (module docstring); its summary, as ``train_ood``'s
     (plus ``steps``).  ``backbone`` replaces all-MiniLM-L6-v2 (tests), ``split`` the data."""
     say = log or _logger.info
-    run, stored = open_text_run(cfg, run_dir, resume, say)
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
     if stored is not None:
         return stored
     start = time.perf_counter()
@@ -229,15 +234,16 @@ def train_finetuned(
     initial = backbone.top(layers)
     states = backbone.states(split.train_texts + split.dev_texts + split.test_texts, layers)
     settings = settings_of(cfg)
-    steps = [0]
+    steps = {"steps": 0}  # every loop's steps, the main fine-tune's and the rule's heads'
 
     def tick(step: int, loss: float) -> None:
-        steps[0] += 1
-        if run is not None and steps[0] % 100 == 0:
-            run.log({"kind": "step", "step": steps[0], "loss": loss})
+        steps["steps"] += 1
+        if run is not None and steps["steps"] % 100 == 0:
+            run.log({"kind": "step", "step": steps["steps"], "loss": loss})
 
     def aux(x: Tensor, y: Tensor, n: int) -> nn.Module:
-        return finetune(initial, [states[int(i)] for i in x], y, n, settings, on_step=tick)[0]
+        texts = [states[int(i)] for i in x]
+        return finetune(initial, texts, y, n, settings, on_step=tick, stages=stages)[0]
 
     def project_top(top: nn.Module, x: Tensor) -> Tensor:
         assert isinstance(top, TopLayers)
@@ -245,17 +251,18 @@ def train_finetuned(
 
     k, n = split.num_known, len(split.train_texts)
     b = n + len(split.dev_texts)
-    top, losses, selection = _main_finetune(cfg, initial, states, split, settings, tick)
-    main_steps = steps[0]
-    features = tuple(
-        embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
-    )
-    idx = (torch.arange(n), torch.arange(n, b))  # the train / dev texts' cached states
-    clf, extra = decide(cfg, split, idx, features, aux, project_top)  # type: ignore[arg-type]
+    with checkpointed_stages(run, saved, cfg, steps) as stages:
+        top, losses, selection = _main_finetune(cfg, initial, states, split, settings, tick, stages)
+        main_steps = stages.steps_of(0) if stages is not None else steps["steps"]
+        features = tuple(
+            embed_states(top, part).double() for part in (states[:n], states[n:b], states[b:])
+        )
+        idx = (torch.arange(n), torch.arange(n, b))  # the train / dev texts' cached states
+        clf, extra = decide(cfg, split, idx, features, aux, project_top)  # type: ignore[arg-type]
     dev_closed = (clf.distances(features[1]).argmin(1) == split.dev_labels).double().mean()
     test = run_metrics(clf, features[2], split.test_labels, k)
     extra = {**extra, "losses": losses, "seconds": time.perf_counter() - start}
-    extra.update(steps=main_steps, aux_steps=steps[0] - main_steps)
+    extra.update(steps=main_steps, aux_steps=steps["steps"] - main_steps)
     extra.update(selection)
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     dev_acc = 100.0 * float(dev_closed)
@@ -273,6 +280,7 @@ def _main_finetune(
     split: OpenIntentSplit,
     settings: FinetuneSettings,
     tick: Callable[[int, float], None],
+    stages: RunStages | None = None,
 ) -> tuple[TopLayers, list[float], dict[str, Any]]:
     """The run's fine-tune on the train texts (``states`` = train, dev, test in order):
     ``(top, epoch losses, selection)``; under ``finetune.select_epoch=dev_accuracy`` the
@@ -283,10 +291,11 @@ def _main_finetune(
     score = None
     if str(cfg.finetune.select_epoch) == "dev_accuracy":
         dev = states[n : n + len(split.dev_texts)]
-        score = dev_accuracy_score(states[:n], split.train_labels, dev, split.dev_labels, k, scores)
+        score = dev_accuracy_score(states[:n], split.train_labels, dev, split.dev_labels, k)
     top, losses = finetune(
-        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score
-    )
+        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score,
+        stages=stages, scores=scores,
+    )  # fmt: skip
     if not scores:
         return top, losses, {}
     chosen = scores.index(max(scores)) + 1
