@@ -13,8 +13,9 @@ Crash-safe and resumable: every run trains in its own run directory
 rerun of this command resumes an unfinished run where its last checkpoint left it and
 skips the finished ones.  A finished run appends one JSON line to the store
 (``docs/results/spacl/kg_seeds.jsonl``, committed): method, seed, budget, threads,
-epochs, best epoch, training seconds, the test and valid metrics, the code's commit
-(``+dirty`` when the code differed from it), the host's core count and load at the end.
+epochs, best epoch, training seconds, the test and valid metrics, the code's commit as
+this process started (``+dirty`` when the code differed from it), the host's core count
+and load at the end.
 The SPACL report's FB15k-237 claim reads that store.
 
     python benchmarks/kg_seeds.py --seeds 0 1 2 --methods spacl infonce --minutes 60
@@ -53,11 +54,17 @@ def _done(store: list[dict[str, Any]], method: str, seed: int, minutes: float) -
 
 
 def run_one(
-    method: str, seed: int, minutes: float, threads: int, valid_subset: int, root: str | None
+    method: str,
+    seed: int,
+    minutes: float,
+    threads: int,
+    valid_subset: int,
+    root: str | None,
+    commit: str,
 ) -> dict[str, Any]:
-    """Train (or resume) one run; its store record."""
+    """Train (or resume) one run; its store record (``commit``: the code's, read when
+    this process started, before any module was imported)."""
     from spacl.data.kg import load_kg
-    from spacl.studies.report import git_commit
     from spacl.tasks.kg import kg_config, train_kg
 
     overrides = [
@@ -91,7 +98,7 @@ def run_one(
         "resumed": resume,
         "test": summary["test"],
         "valid": summary["valid"],
-        "commit": git_commit(),
+        "commit": commit,
         "cpus": os.cpu_count(),
         "load_1min_at_end": os.getloadavg()[0],
         "overrides": overrides,
@@ -107,11 +114,16 @@ def main() -> int:
     parser.add_argument("--valid-subset", type=int, default=5000)
     parser.add_argument("--root", default=None, help="data root (default: SPACL_DATA_DIR)")
     args = parser.parse_args()
+    from spacl.studies.report import git_commit
+
+    commit = git_commit()  # the code this process runs (a later commit must not claim it)
     for seed in args.seeds:  # seed-major: a partial store holds both methods of a seed
         for method in args.methods:
             if _done(read_store(), method, seed, args.minutes):
                 continue
-            record = run_one(method, seed, args.minutes, args.threads, args.valid_subset, args.root)
+            record = run_one(
+                method, seed, args.minutes, args.threads, args.valid_subset, args.root, commit
+            )
             STORE.parent.mkdir(parents=True, exist_ok=True)
             with STORE.open("a") as handle:
                 handle.write(json.dumps(record, sort_keys=True) + "\n")
