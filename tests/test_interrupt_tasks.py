@@ -246,3 +246,26 @@ def test_a_fine_tuned_run_stopped_in_a_rules_held_out_loop_resumes_to_the_same_r
     assert resumed["steps"] == whole["steps"] and resumed["aux_steps"] == whole["aux_steps"]
     assert resumed["epoch_dev_accuracy"] == whole["epoch_dev_accuracy"]
     assert read_task_checkpoint(run, "text")["finished"]
+
+
+def test_a_run_directory_stopped_before_its_first_checkpoint_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    """Nothing to lose or continue there: ``spacl train RUN`` (no ``--resume``) reuses it;
+    a directory with a checkpoint, or with files but no run config, is refused."""
+    from spacl.engine.rundir import RunDirectory
+    from spacl.tasks.kg import kg_config
+
+    cfg = kg_config(kg_recipe(tmp_path / "toy"))
+    early = tmp_path / "early"
+    RunDirectory.open_task_run(cfg, "kg", "x", early, resume=False)  # config.yaml only
+    (early / "metrics.jsonl").write_text("")
+    assert RunDirectory.open_task_run(cfg, "kg", "x", early, resume=False) is not None
+    RunDirectory(early, "kg").save({"epoch": 0})
+    with pytest.raises(ValueError, match="not empty; pass --resume"):
+        RunDirectory.open_task_run(cfg, "kg", "x", early, resume=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty; pass --resume"):
+        RunDirectory.open_task_run(cfg, "kg", "x", other, resume=False)
