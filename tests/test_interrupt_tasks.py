@@ -216,6 +216,17 @@ def test_a_detector_run_stopped_in_either_stage_resumes_to_the_uninterrupted_res
 
     whole, resumed, _ = _stopped_and_resumed(train, tmp_path, loop_index, step)
     assert resumed["test"] == whole["test"] and resumed["dev_accuracy"] == whole["dev_accuracy"]
+    if loop_index == 0:  # an unfinished run has no detector yet, and says how to finish it
+        from spacl.engine.loop import StopRequested
+        from spacl.tasks.text.run import load_intent_detector
+
+        run = tmp_path / "again"
+        with pytest.MonkeyPatch.context() as patch:
+            signal_in_loop(patch, 0, step, signal.SIGINT)
+            with pytest.raises(StopRequested):
+                train(run, False)
+        with pytest.raises(ValueError, match=r"unfinished text run.*--resume"):
+            load_intent_detector(run, tiny_backbone())
     for key in ("epochs", "best_epoch", "dev_scores", "boundary_dev_f1"):
         assert resumed["record"][key] == whole["record"][key], key
 

@@ -85,6 +85,11 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
     if raw.get("task") != "text":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'text'")
     state = read_task_checkpoint(run_dir, "text")
+    if not state.get("finished"):  # stopped mid-training: the detector is not built yet
+        raise ValueError(
+            f"{run_dir} is an unfinished text run (its detector is built at the end): "
+            f"continue it with: spacl train {run_dir} --resume"
+        )
     cfg = schema.load_recipe(raw).config  # the one way in (the text schema)
     if cfg.detector.method is not None:
         return _adb_detector(cfg, state, encoder)
