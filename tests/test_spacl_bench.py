@@ -268,3 +268,62 @@ def test_grid_edges_flag_a_choice_at_either_end_and_only_there() -> None:
     rows, total = grid_edges(m)
     assert total == 4  # D was not tuned
     assert [(r[1], r[3]) for r in rows] == [("A", "highest"), ("C", "lowest")]
+    from spacl.studies.spacl_bench.report import grown_grids
+
+    assert grown_grids(m) == 0
+    m["benches"]["b"]["s"]["tuning"]["B"] = {**tune, "1.25": 79.0}  # grown past 0.5
+    assert grown_grids(m) == 1 and len(grid_edges(m)[0]) == 2  # B's 0.2 is still inside
+
+
+def test_grow_grid_extends_the_end_holding_the_choice_up_to_the_cap() -> None:
+    from spacl.studies.spacl_bench.methods import MAX_GROWTH, TEMPERATURES, grow_grid
+
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.5) == (0.05, 0.1, 0.2, 0.5, 1.25)
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.05) == (0.025, 0.05, 0.1, 0.2, 0.5)
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.1) is None  # inside: nothing to grow
+    assert grow_grid((0.1,), (0.1,), 0.1) is None  # one value (a quick run)
+    grid = TEMPERATURES
+    for _ in range(MAX_GROWTH):
+        grid = grow_grid(grid, TEMPERATURES, max(grid)) or grid
+    assert grid == (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)
+    assert grow_grid(grid, TEMPERATURES, 3.12) is None  # the cap: flagged, not grown
+    assert grow_grid(grid, TEMPERATURES, 0.05) == (0.025, *grid)  # the other end still can
+
+
+@pytest.mark.parametrize(
+    ("peak", "chosen", "grid"),
+    [
+        (0.2, 0.2, (0.05, 0.1, 0.2, 0.5)),  # inside: no growth
+        (1.0, 1.25, (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)),  # grows past the peak, then stops
+        (0.03, 0.025, (0.0125, 0.025, 0.05, 0.1, 0.2, 0.5)),  # the lower end
+        (100.0, 3.12, (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)),  # still rising at the cap
+    ],
+)
+def test_tuning_grows_the_grid_while_the_validation_choice_sits_at_an_edge(
+    tmp_path: Path, peak: float, chosen: float, grid: tuple[float, ...]
+) -> None:
+    """A fake trainer whose validation score peaks at ``peak`` (log scale): the grid grows
+    run by run until the choice is inside, or the cap is reached (then it is flagged)."""
+    import math
+
+    from spacl.studies.spacl_bench.stages import tune_over_grid
+
+    store = RunStore(tmp_path / "runs.jsonl")
+    method = spacl_method(BASE, "supervised", 16)
+    trained: list[float] = []
+
+    def fit(jobs: list[tuple[object, float]], seed: int) -> None:
+        for m, tau in jobs:
+            key = RunKey("b", "s", m.name, tau, seed)  # type: ignore[attr-defined]
+            if key not in store:
+                trained.append(tau)
+                score = -abs(math.log(tau / peak))
+                store.add(key, {"steps": 1, "val": {"linear": score}, "test": {"linear": 0.0}})
+
+    got, got_grid = tune_over_grid(store, "b", "s", method, "linear", fit)
+    assert (got, got_grid) == (chosen, grid)
+    assert sorted(trained) == sorted(grid)  # each value trained once
+    # without training, the same store gives the same choice; an empty one gives none
+    assert tune_over_grid(store, "b", "s", method, "linear", lambda j, s: None) == (got, grid)
+    empty = RunStore(tmp_path / "empty.jsonl")
+    assert tune_over_grid(empty, "b", "s", method, "linear", lambda j, s: None)[0] is None

@@ -323,9 +323,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="train nothing: write report.md / results.json from the run store (partial "
         "where runs are missing)",
     )
+    parser.add_argument(
+        "--seed-store-from",
+        metavar="RESULTS_JSON",
+        help="first seed the run stores (OUT/runs/, not committed) from this results.json's "
+        "runs, keeping runs already stored: a fresh clone continues the committed study and "
+        "trains only what it lacks (e.g. the values a grid grows by)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.seed_store_from:
+        from spacl.studies.spacl_bench.protocol import import_results
+
+        added = import_results(args.seed_store_from, args.out, keep=lambda row: True)
+        logging.info("seeded the run stores with %d runs from %s", added, args.seed_store_from)
     if args.report_only:
         command = f"python -m spacl.studies.spacl_bench --bench all --report-only --out {args.out}"
         run(args.out, command=command, train=False, seeds=SEEDS["mnist5k"])

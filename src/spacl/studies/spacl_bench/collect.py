@@ -44,7 +44,7 @@ def _over_seeds(
 
 def _tuning(store: RunStore, res: SettingResult, method: Method) -> dict[str, float]:
     out = {}
-    for tau in method.temperatures:
+    for tau in res.grids.get(method.name, method.temperatures):
         key = RunKey(res.bench, res.setting, method.name, tau, 0)
         if key in store:
             out[f"{tau:g}"] = 100.0 * float(store.get(key)["val"][res.criterion])

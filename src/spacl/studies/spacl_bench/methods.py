@@ -41,9 +41,11 @@ from spacl.losses.registry import objective_spec
 __all__ = [
     "BASE",
     "FACTORS",
+    "MAX_GROWTH",
     "Method",
     "SpaclChoice",
     "baselines",
+    "grow_grid",
     "spacl_choices",
     "spacl_method",
 ]
@@ -52,6 +54,37 @@ TEMPERATURES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.5)
 #: Barlow Twins has no temperature: its four-value budget is lambda_offdiag (the paper's
 #: 5e-3 is for d = 8192; the off-diagonal count scales with d^2)
 BARLOW_LAMBDAS: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05)
+#: how many values a tuning grid may grow beyond each end of its method's grid (issue 39)
+MAX_GROWTH = 2
+
+
+def grow_grid(
+    grid: tuple[float, ...], base: tuple[float, ...], chosen: float
+) -> tuple[float, ...] | None:
+    """``grid`` with one value more beyond the end where the validation choice ``chosen``
+    sits, or ``None``: ``chosen`` is inside, or that end already lies :data:`MAX_GROWTH`
+    values beyond ``base`` (the method's own grid), or the grid has one value.
+
+    The new value continues the grid's own ratio at that end (``0.05 < 0.1`` gives
+    ``0.025``; ``0.2 < 0.5`` gives ``1.25``), to three significant digits: a choice at
+    an edge may not be the method's optimum, so the grid grows until it is inside.
+
+    Example:
+        >>> grow_grid((0.05, 0.1, 0.2, 0.5), (0.05, 0.1, 0.2, 0.5), 0.5)
+        (0.05, 0.1, 0.2, 0.5, 1.25)
+        >>> grow_grid((0.05, 0.1, 0.2, 0.5), (0.05, 0.1, 0.2, 0.5), 0.2) is None
+        True
+    """
+    g = sorted(grid)
+    if len(g) < 2:
+        return None
+    if chosen == g[0] and sum(v < min(base) for v in g) < MAX_GROWTH:
+        new = g[0] * g[0] / g[1]
+    elif chosen == g[-1] and sum(v > max(base) for v in g) < MAX_GROWTH:
+        new = g[-1] * g[-1] / g[-2]
+    else:
+        return None
+    return tuple(sorted({*g, float(f"{new:.3g}")}))
 
 
 @dataclass(frozen=True)

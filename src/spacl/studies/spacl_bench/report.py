@@ -7,6 +7,7 @@ from typing import Any
 from spacl.studies.common import new_figure
 from spacl.studies.report import StudyReport
 from spacl.studies.spacl_bench.claims import MIN_GAP, describe
+from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, MAX_GROWTH, TEMPERATURES
 from spacl.studies.verdicts import compare, fmt
 
 __all__ = ["plots", "sections"]
@@ -182,15 +183,38 @@ def grid_edges(m: dict[str, Any]) -> tuple[list[list[str]], int]:
     return rows, len(tuned)
 
 
+def grown_grids(m: dict[str, Any]) -> int:
+    """How many tuning grids of the benches grew beyond their method's own grid
+    (:func:`~.methods.grow_grid`): values outside the temperatures and Barlow Twins'
+    lambdas."""
+    own = {f"{t:g}" for t in (*TEMPERATURES, *BARLOW_LAMBDAS)}
+    return sum(
+        1
+        for sets in m["benches"].values()
+        for g in sets.values()
+        for tune in g["tuning"].values()
+        if set(tune) - own
+    )
+
+
 def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
     rows, total = grid_edges(m)
+    grew = grown_grids(m)
+    why = (
+        "these results were trained before that rule (a rerun of the study grows them, "
+        "reusing every stored run)"
+        if grew == 0
+        else f"the growth cap ({MAX_GROWTH} values per end) or runs not in the store"
+    )
     report.section(
         "Choices at a grid edge (flagged)",
         f"{len(rows)} of the {total} validation-chosen values (temperatures; Barlow Twins' "
-        "lambda) lie at the lowest or "
-        "the highest value of their grid.  There the method may not have had its optimum: "
-        "the grid was not extended (that needs new runs), so each such comparison is read "
-        "with that caveat.",
+        "lambda) lie at the lowest or the highest value of their grid.  The study grows a "
+        "grid by one value beyond the end that holds the choice and chooses again, up to "
+        f"{MAX_GROWTH} values per end (`grow_grid`); {grew} grids grew in these results.  "
+        f"A choice still at an edge was not given room beyond it ({why}), so each such "
+        "comparison is read with that caveat.  The best-chance bench keeps the grid of its "
+        "pre-registration.",
     )
     if rows:
         report.table(
@@ -204,8 +228,8 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             rows,
         )
     stamp = (
-        f"Grid edges: {len(rows)} of {total} validation-chosen values at an edge of the grid, "
-        "not extended (flagged in 'Choices at a grid edge')"
+        f"Grid edges: {len(rows)} of {total} validation-chosen values at an edge of their "
+        f"grid, {grew} grids grown (flagged in 'Choices at a grid edge')"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
 

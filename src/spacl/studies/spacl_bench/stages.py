@@ -2,7 +2,10 @@
 
 1. **tune**: every baseline and SPACL's base choice (:data:`~.methods.BASE`) on seed 0 at
    every temperature of :data:`~.methods.TEMPERATURES`; each keeps its best validation
-   temperature (the same four-temperature budget for every method).
+   temperature (the same four-temperature budget for every method).  Where the choice
+   sits at an edge of the grid, the grid grows by one value beyond it and the choice is
+   made again, up to :data:`~.methods.MAX_GROWTH` values per end
+   (:func:`~.methods.grow_grid`, issue 39); every tuning below does the same.
 2. **options**: every one-factor change of the base (:func:`~.methods.spacl_choices`)
    and the paper's part-ablations, seed 0, at the base's temperature; the choice with
    the best validation score is SPACL's **selected** setting.
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,6 +39,7 @@ from spacl.studies.spacl_bench.methods import (
     Method,
     SpaclChoice,
     baselines,
+    grow_grid,
     spacl_choices,
     spacl_method,
 )
@@ -56,6 +60,7 @@ __all__ = [
     "paper_ablations",
     "run_setting",
     "seed_count",
+    "tune_over_grid",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,6 +89,9 @@ class SettingResult:
     seeds: list[int]
     ablations: dict[str, str] = field(default_factory=dict)  # short name -> method name
     run_seconds: float | None = None  # median measured compute time of one run
+    #: method name -> the values it was tuned over (its grid, grown where the choice
+    #: sat at an edge: :func:`~.methods.grow_grid`)
+    grids: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _score(store: RunStore, key: RunKey, criterion: str) -> float:
@@ -154,11 +162,13 @@ def run_setting(
         if train:
             train_runs(bench, setting, jobs, seed, store)
 
+    grids: dict[str, list[float]] = {}
+
     def tune(method: Method) -> float | None:
-        fit([(method, t) for t in method.temperatures], 0)
-        if not all(RunKey(name, setting, method.name, t, 0) in store for t in method.temperatures):
-            return None
-        return select_temperature(store, name, setting, method, criterion)
+        chosen, grid = tune_over_grid(store, name, setting, method, criterion, fit)
+        if chosen is not None:
+            grids[method.name] = list(grid)
+        return chosen
 
     if train:
         _untrained(bench, setting, store)
@@ -192,8 +202,39 @@ def run_setting(
     used = _with_extra_seeds(store, name, setting, final, found, list(seeds), used)
     names, abl = [m.name for m in options], {k: m.name for k, m in arms.items()}
     return SettingResult(
-        name, setting, found, base.name, best.name, names, criterion, used, abl, seconds
+        name, setting, found, base.name, best.name, names, criterion, used, abl, seconds, grids
     )
+
+
+def tune_over_grid(
+    store: RunStore,
+    bench: str,
+    setting: str,
+    method: Method,
+    criterion: str,
+    fit: Callable[[list[tuple[Method, float]], int], None],
+) -> tuple[float | None, tuple[float, ...]]:
+    """``(chosen value, grid)``: the validation choice over ``method``'s grid (seed 0,
+    :func:`select_temperature`), the grid grown while the choice sits at an edge
+    (:func:`~.methods.grow_grid`).  ``fit(jobs, seed)`` trains what the store lacks (a
+    no-op when the study trains nothing: the grid then grows as far as the store holds
+    the grown values' runs).  ``None`` when the method's own grid has not all run."""
+
+    def ran(m: Method) -> bool:
+        return all(RunKey(bench, setting, m.name, t, 0) in store for t in m.temperatures)
+
+    fit([(method, t) for t in method.temperatures], 0)
+    if not ran(method):
+        return None, method.temperatures
+    own = method.temperatures
+    chosen = select_temperature(store, bench, setting, method, criterion)
+    while (grown := grow_grid(method.temperatures, own, chosen)) is not None:
+        wider = replace(method, temperatures=grown)
+        fit([(wider, t) for t in grown], 0)
+        if not ran(wider):
+            break
+        method, chosen = wider, select_temperature(store, bench, setting, wider, criterion)
+    return chosen, method.temperatures
 
 
 def _with_extra_seeds(
@@ -276,4 +317,5 @@ def summary(result: SettingResult) -> dict[str, Any]:
         "seeds": result.seeds,
         "ablations": result.ablations,
         "run_seconds": result.run_seconds,
+        "grids": result.grids,
     }
