@@ -327,3 +327,73 @@ def test_tuning_grows_the_grid_while_the_validation_choice_sits_at_an_edge(
     assert tune_over_grid(store, "b", "s", method, "linear", lambda j, s: None) == (got, grid)
     empty = RunStore(tmp_path / "empty.jsonl")
     assert tune_over_grid(empty, "b", "s", method, "linear", lambda j, s: None)[0] is None
+
+
+def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: Path) -> None:
+    """``--seed-store-from``: every run row, the option traces, the kept fraction's last
+    value per seed (from the row, or from the metrics where they hold one per seed) and
+    the diagnostics cache with its temperatures; a stored run is never replaced."""
+    import json
+
+    from spacl.studies.spacl_bench.protocol import import_results
+
+    group = {"tau": 0.5, "seeds": [0, 1], "kept_fraction_end": [0.25, 0.5]}
+    metrics = {
+        "benches": {
+            "b": {
+                "s": {
+                    "temperatures": {"S": 0.5},
+                    "base_name": "S",
+                    "selected_name": "S",
+                    "options": {"S": {"kept_fraction": [1.0, 0.25]}},
+                    "baselines": {"A": {"tau": 0.1, "seeds": [0, 1], "kept_fraction_end": [0.9]}},
+                    "spacl": {"base": group, "selected": group},
+                    "ablations": {},
+                }
+            }
+        },
+        "diagnostics": {
+            "seeds": [0, 1],
+            "encoders": {"SPACL": {"g": [1.0, 2.0]}, "SimCLR": {"g": [3.0, 4.0]}},
+            "temperatures": {"SPACL": 0.5, "SimCLR": 0.2},
+        },
+    }
+    row = {"bench": "b", "setting": "s", "val": {"linear": 0.5}, "test": {"linear": 0.4}}
+    runs = [
+        {**row, "method": "S", "tau": 0.5, "seed": 0},
+        {**row, "method": "S", "tau": 0.5, "seed": 1},
+        {**row, "method": "A", "tau": 0.1, "seed": 1},  # its metrics are not per seed
+        {**row, "method": "A", "tau": 0.1, "seed": 0, "kept_fraction_end": 0.75},
+    ]
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps({"commit": "abc", "metrics": metrics, "runs": runs}))
+    out = tmp_path / "out"
+    assert import_results(source, out, keep=lambda r: True) == 4
+    store = RunStore(out / "runs" / "b.jsonl")
+    kept = {(k.method, k.seed): r["kept_fraction"] for k, r in store.records.items()}
+    assert kept == {("S", 0): [1.0, 0.25], ("S", 1): [0.5], ("A", 1): [], ("A", 0): [0.75]}
+    cache = json.loads((out / "runs" / "diagnostics.json").read_text())
+    assert cache["1"]["SimCLR"] == {"g": 4.0} and cache["0"]["temperatures"]["SPACL"] == 0.5
+    assert import_results(source, out, keep=lambda r: True) == 0  # nothing replaced
+
+
+def test_diagnostics_made_at_other_temperatures_are_not_reused(tmp_path: Path) -> None:
+    import json
+
+    from spacl.studies.spacl_bench.diagnostics import run_diagnostics
+
+    spacl = spacl_method(BASE, "self-supervised", 16).name
+    entry = {"SPACL": {"g": 1.0}, "SimCLR": {"g": 2.0}}
+    cache = tmp_path / "diagnostics.json"
+    cache.write_text(
+        json.dumps(
+            {
+                "0": {**entry, "temperatures": {"SPACL": 0.05, "SimCLR": 0.2}},
+                "1": {**entry, "temperatures": {"SPACL": 0.025, "SimCLR": 0.2}},  # grown since
+                "2": entry,  # written before temperatures were recorded: kept
+            }
+        )
+    )
+    temps = {spacl: 0.05, "SimCLR": 0.2}
+    out = run_diagnostics(None, temps, [0, 1, 2], 16, cache, train=False)
+    assert out["seeds"] == [0, 2] and out["encoders"]["SPACL"]["g"] == [1.0, 1.0]

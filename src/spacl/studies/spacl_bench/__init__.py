@@ -131,8 +131,16 @@ RUN_FIELDS = ("bench", "setting", "method", "tau", "seed", "val", "test", "secon
 
 
 def _run_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The run records as ``results.json["runs"]`` rows (time and commit when recorded)."""
-    return [{k: r.get(k) for k in RUN_FIELDS if k in r or k in ("seconds",)} for r in records]
+    """The run records as ``results.json["runs"]`` rows (time and commit when recorded;
+    the cut's last kept fraction where the run traced it, so a run store seeded from
+    the rows, :func:`~.protocol.import_results`, loses none of what the report reads)."""
+    rows = []
+    for r in records:
+        row = {k: r.get(k) for k in RUN_FIELDS if k in r or k in ("seconds",)}
+        if r.get("kept_fraction"):
+            row["kept_fraction_end"] = float(r["kept_fraction"][-1])
+        rows.append(row)
+    return rows
 
 
 def _best_chance(study: StudyRun, out: Path, quick: bool, train: bool) -> dict[str, Any]:

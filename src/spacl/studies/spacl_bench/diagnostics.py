@@ -136,10 +136,16 @@ def run_diagnostics(
     setting = "self-supervised"
     path = Path(cache)
     done: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+    used = {
+        "SPACL": temperatures[spacl_method(BASE, setting, proj_dim).name],
+        "SimCLR": temperatures["SimCLR"],
+    }
+    # an entry diagnosed at other temperatures (a grid grew since) is stale
+    done = {s: e for s, e in done.items() if e.get("temperatures", used) == used}
     for seed in seeds:
         if str(seed) in done or not train:
             continue
-        entry = _diagnose_seed(bench, temperatures, seed, proj_dim)
+        entry = {**_diagnose_seed(bench, temperatures, seed, proj_dim), "temperatures": used}
         done[str(seed)] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(done, indent=1))
@@ -155,10 +161,7 @@ def run_diagnostics(
     out["seconds"] = sum(
         float(done[str(s)].get(k, 0.0)) for s in have for k in ("seconds", "seconds_lowdim")
     )
-    out["temperatures"] = {
-        "SPACL": temperatures[spacl_method(BASE, setting, proj_dim).name],
-        "SimCLR": temperatures["SimCLR"],
-    }
+    out["temperatures"] = used
     return out
 
 

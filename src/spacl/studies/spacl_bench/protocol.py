@@ -204,12 +204,58 @@ def train_runs(
         )
 
 
+def _kept_ends(metrics: dict[str, Any]) -> dict[tuple[str, str, str, float, int], float]:
+    """The last kept fraction of every run a results file summarises per seed (its
+    groups' ``kept_fraction_end``, where it holds one value per seed)."""
+    ends: dict[tuple[str, str, str, float, int], float] = {}  # key_of_seed -> end
+    for bench, sets in metrics["benches"].items():
+        for setting, g in sets.items():
+            groups = [(n, x) for n, x in g["baselines"].items()]
+            groups += [
+                (g["base_name"], g["spacl"]["base"]),
+                (g["selected_name"], g["spacl"]["selected"]),
+            ]
+            groups += [(x["name"], x) for x in g["ablations"].values()]
+            for name, x in groups:
+                kept, seeds = x.get("kept_fraction_end") or [], x.get("seeds") or []
+                if x.get("tau") is None or len(kept) != len(seeds):
+                    continue
+                for seed, end in zip(seeds, kept, strict=True):
+                    ends[key_of_seed((bench, setting, name, float(x["tau"])), int(seed))] = end
+    return ends
+
+
+def key_of_seed(where: tuple[str, str, str, float], seed: int) -> tuple[str, str, str, float, int]:
+    """``(bench, setting, method, tau, seed)``."""
+    return (where[0], where[1], where[2], where[3], seed)
+
+
+def _import_diagnostics(metrics: dict[str, Any], out_dir: str | Path) -> None:
+    """The diagnostics cache (``runs/diagnostics.json``) from a results file's per-seed
+    diagnostics, with the temperatures they were made at (kept if a cache exists)."""
+    diag = metrics.get("diagnostics") or {}
+    cache = Path(out_dir) / "runs" / "diagnostics.json"
+    if cache.exists() or not diag.get("seeds"):
+        return
+    done = {
+        str(seed): {
+            **{who: {k: v[i] for k, v in keys.items()} for who, keys in diag["encoders"].items()},
+            "temperatures": diag["temperatures"],
+        }
+        for i, seed in enumerate(diag["seeds"])
+    }
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(done, indent=1))
+
+
 def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
     """Seed the run stores from an earlier committed ``results.json`` (its ``runs`` rows).
 
     Only rows with ``keep(row)`` true are taken, each marked ``origin`` (that file's
     commit) with no recorded time; option runs get their kept-fraction trace back from
-    the metrics.  Rows already in a store are left alone.  Returns the number added.
+    the metrics, the other runs the trace's last value where the row or the metrics hold
+    it per seed; the diagnostics cache is written from the metrics' per-seed diagnostics.  Rows
+    already in a store are left alone.  Returns the number added.
     """
     results = json.loads(Path(path).read_text())
     origin = f"results.json@{results.get('commit', 'unknown')}"
@@ -219,6 +265,8 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
             tau0 = float(g["temperatures"][g["base_name"]])  # options ran at the base's tau
             for name, opt in g["options"].items():
                 traces[(bench, setting, name, tau0)] = opt["kept_fraction"]
+    ends = _kept_ends(results["metrics"])
+    _import_diagnostics(results["metrics"], out_dir)
     added = 0
     stores: dict[str, RunStore] = {}
     for row in results["runs"]:
@@ -231,14 +279,18 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
         if key in store:
             continue
         untrained = row["method"] in ("frozen encoder", "raw inputs")
-        trace = traces.get((row["bench"], row["setting"], row["method"], float(row["tau"])), [])
+        where = (row["bench"], row["setting"], row["method"], float(row["tau"]))
+        trace = traces.get(where, []) if row["seed"] == 0 else []
+        end = row.get("kept_fraction_end", ends.get(key_of_seed(where, int(row["seed"]))))
+        if not trace and end is not None:
+            trace = [float(end)]  # the last value only
         store.add(
             key,
             {
                 "steps": 0 if untrained else -1,  # -1: trained, step count not recorded
                 "val": row["val"],
                 "test": row["test"],
-                "kept_fraction": trace if row["seed"] == 0 else [],
+                "kept_fraction": trace,
                 "origin": origin,
             },
         )
