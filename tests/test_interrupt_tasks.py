@@ -209,9 +209,14 @@ def test_a_detector_run_stopped_in_either_stage_resumes_to_the_uninterrupted_res
                           "max_epochs": 6, "batch_size": 8}  # fmt: skip
     recipe["train"] = {**recipe["train"], "checkpoint_every": 0}  # type: ignore[dict-item]
 
+    def backbone() -> Any:  # as load_backbone gives it: the model in eval mode
+        loaded = tiny_backbone()
+        loaded.model.eval()  # type: ignore[attr-defined]
+        return loaded
+
     def train(run_dir: Path, resume: bool) -> dict[str, Any]:
         return train_ood(
-            recipe, encoder=tiny_backbone(), split=split, log=None, run_dir=run_dir, resume=resume
+            recipe, encoder=backbone(), split=split, log=None, run_dir=run_dir, resume=resume
         )
 
     whole, resumed, _ = _stopped_and_resumed(train, tmp_path, loop_index, step)
@@ -226,7 +231,7 @@ def test_a_detector_run_stopped_in_either_stage_resumes_to_the_uninterrupted_res
             with pytest.raises(StopRequested):
                 train(run, False)
         with pytest.raises(ValueError, match=r"unfinished text run.*--resume"):
-            load_intent_detector(run, tiny_backbone())
+            load_intent_detector(run, backbone())
     for key in ("epochs", "best_epoch", "dev_scores", "boundary_dev_f1"):
         assert resumed["record"][key] == whole["record"][key], key
 

@@ -5,7 +5,7 @@ one optimiser step, what closes an epoch, a validation score, what a checkpoint 
 :class:`TrainLoop` drives it, the same for every task::
 
     while epochs remain (resuming at the saved (epoch, step)):
-        begin_epoch (a fresh epoch only)
+        begin_epoch (a fresh epoch), resume_epoch (one resumed mid-way)
         for batch in batches(epoch, start):
             step -> losses; position and loss sums advance
             log_step every plan.log_every steps; save every plan.checkpoint_every steps
@@ -134,6 +134,11 @@ class LoopBody:
     def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
         """Before the first batch of a fresh epoch (not of one resumed mid-way)."""
 
+    def resume_epoch(self, epoch: int, start: int, loop: TrainLoop) -> None:
+        """Before batch ``start`` of an epoch resumed mid-way (instead of
+        :meth:`begin_epoch`): what the body sets at every epoch's start without drawing
+        from anything a checkpoint restores, e.g. the model's training mode."""
+
     def log_step(self, losses: Mapping[str, float], loop: TrainLoop) -> None:
         """Every ``plan.log_every`` steps, after the step."""
 
@@ -248,6 +253,8 @@ class TrainLoop:
             epoch, start = p.epoch, p.step_in_epoch
             if start == 0:
                 self.body.begin_epoch(epoch, self)
+            else:
+                self.body.resume_epoch(epoch, start, self)
             epoch_started = self._epoch_started = self.clock()
             cut = False
             batches = iter(self.body.batches(epoch, start))

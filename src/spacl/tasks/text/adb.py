@@ -347,6 +347,9 @@ class PretrainSteps(StageBody):
         self.net.train()
         self.total, self.count = 0.0, 0
 
+    def resume_epoch(self, epoch: int, start: int, loop: TrainLoop) -> None:
+        self.net.train()  # the centroids and the sums are the checkpoint's
+
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
         if start == 0:  # a fresh epoch draws its order; a resumed one has it
             self.order = length_batches(self.train.lengths, self.schedule.batch_size, self.gen)
