@@ -206,6 +206,9 @@ def test_kg_claim_reads_the_seed_store_and_its_welch_rule_can_fail(tmp_path: Pat
     # fewer than 3 seeds, another budget, or no store: no verdict, saying what is missing
     two = kg_seed_metrics(_kg_store(tmp_path / "d", [0.35, 0.352], [0.34, 0.341, 0.339]))
     other = kg_seed_metrics(_kg_store(tmp_path / "e", [0.35] * 3, [0.34] * 3, minutes=5.0))
-    for metrics in (two, other, kg_seed_metrics(tmp_path / "none")):
+    one = kg_seed_metrics(_kg_store(tmp_path / "f", [0.335], []))  # the first run in
+    for metrics in (two, other, one, kg_seed_metrics(tmp_path / "none")):
         verdict = spec.rule({"kg_seeds": metrics})
         assert verdict.verdict == NOT_RUN and "so far" in verdict.rule
+    assert "InfoNCE: no seed finished yet" in spec.measured({"kg_seeds": one})
+    assert "SPACL MRR 0.335" in spec.measured({"kg_seeds": one})

@@ -553,6 +553,9 @@ def _kg_claim() -> ClaimSpec:
         parts = []
         for method, name in (("spacl", "SPACL"), ("infonce", "InfoNCE")):
             epochs = got(m, "epochs", method)
+            if not epochs:
+                parts.append(f"{name}: no seed finished yet")
+                continue
             parts.append(
                 f"{name} MRR {fmt(got(m, 'mrr', method), digits=4)} / Hits@10 "
                 f"{fmt(got(m, 'hits@10', method), digits=4)}, seeds "
