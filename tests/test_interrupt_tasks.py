@@ -29,28 +29,11 @@ def epoch_rows(run: Path) -> list[dict[str, Any]]:
     return [r for r in rows if r["kind"] == "epoch"]
 
 
-def signal_in_loops(monkeypatch: pytest.MonkeyPatch, signum: int) -> None:
-    """Every engine loop sends ``signum`` to this process after its step ``STOP_AT``."""
-    original = TrainLoop.__init__
-
-    def with_signal(self: TrainLoop, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-
-        def kill(loop: TrainLoop) -> None:
-            if loop.progress.global_step == STOP_AT:
-                os.kill(os.getpid(), signum)
-
-        self.callbacks.append(kill)
-
-    monkeypatch.setattr(TrainLoop, "__init__", with_signal)
-
-
 @pytest.mark.parametrize(
     ("objective", "signum"), [("infonce", signal.SIGINT), ("spacl", signal.SIGTERM)]
 )
 def test_a_kg_run_stopped_mid_epoch_resumes_at_the_step_to_the_uninterrupted_result(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     objective: str,
     signum: int,
@@ -59,23 +42,11 @@ def test_a_kg_run_stopped_mid_epoch_resumes_at_the_step_to_the_uninterrupted_res
     recipe["task"] = "kg"
     recipe["objective"] = {"name": objective, "temperature": 1.0}
     recipe["train"] = {**recipe["train"], "checkpoint_every": 0}  # type: ignore[dict-item]
-    path = tmp_path / "recipe.yaml"
-    OmegaConf.save(OmegaConf.create(recipe), path)
-    whole, run = tmp_path / "whole", tmp_path / "stopped"
-    assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
-    signal_in_loops(monkeypatch, signum)
-    capsys.readouterr()
-    assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
-    assert f"interrupted at step {STOP_AT}" in err and f"spacl train {run} --resume" in err
-    assert not (run / "eval.json").exists()
-    assert [r["epoch"] for r in epoch_rows(run)] == [1]  # epoch 2 was cut at its step 2
-    monkeypatch.undo()
-    assert main(["train", str(run), "--resume", "--quiet"]) == 0
-    assert json.loads((run / "eval.json").read_text()) == json.loads(
-        (whole / "eval.json").read_text()
-    )
+
+    def cut_at_step(run: Path) -> None:
+        assert [r["epoch"] for r in epoch_rows(run)] == [1]  # epoch 2 was cut at its step 2
+
+    whole, run = stop_and_resume_by_cli(recipe, tmp_path, capsys, signum, cut_at_step)
     resumed, uninterrupted = epoch_rows(run), epoch_rows(whole)
     assert [r["epoch"] for r in resumed] == [1, 2, 3, 4]  # each epoch once
     assert [r["loss"] for r in resumed] == [r["loss"] for r in uninterrupted]
@@ -134,6 +105,38 @@ def signal_in_loop(patch: pytest.MonkeyPatch, loop_index: int, step: int, signum
     patch.setattr(TrainLoop, "__init__", with_signal)
 
 
+def stop_and_resume_by_cli(
+    recipe: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    check_stopped: Any = None,
+) -> tuple[Path, Path]:
+    """``spacl train`` of ``recipe`` whole, then stopped by ``signum`` after the first
+    loop's step ``STOP_AT`` (one line naming the step and the resume command, exit 130,
+    no ``eval.json``; ``check_stopped(run)`` then) and resumed with ``--resume``: the
+    same ``eval.json``.  Returns ``(whole, run)``."""
+    path = tmp_path / "recipe.yaml"
+    OmegaConf.save(OmegaConf.create(recipe), path)
+    whole, run = tmp_path / "whole", tmp_path / "stopped"
+    assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        signal_in_loop(patch, 0, STOP_AT, signum)
+        capsys.readouterr()
+        assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert f"interrupted at step {STOP_AT}" in err and f"spacl train {run} --resume" in err
+    assert not (run / "eval.json").exists()
+    if check_stopped is not None:
+        check_stopped(run)
+    assert main(["train", str(run), "--resume", "--quiet"]) == 0
+    assert json.loads((run / "eval.json").read_text()) == json.loads(
+        (whole / "eval.json").read_text()
+    )
+    return whole, run
+
+
 def metric_rows(run: Path) -> list[str]:
     return (run / "metrics.jsonl").read_text().splitlines()
 
@@ -158,22 +161,7 @@ def test_a_text_run_stopped_at_a_step_resumes_to_the_uninterrupted_result(
         "objective": {"name": "supcon", "temperature": 0.5},
         "train": {"epochs": 3, "batch_size": 16, "progress": False, "checkpoint_every": 0},
     }  # fmt: skip
-    path = tmp_path / "recipe.yaml"
-    OmegaConf.save(OmegaConf.create(recipe), path)
-    whole, run = tmp_path / "whole", tmp_path / "stopped"
-    assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
-    with monkeypatch.context() as patch:
-        signal_in_loop(patch, 0, STOP_AT, signum)
-        capsys.readouterr()
-        assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
-    assert f"interrupted at step {STOP_AT}" in err and f"spacl train {run} --resume" in err
-    assert not (run / "eval.json").exists()
-    assert main(["train", str(run), "--resume", "--quiet"]) == 0
-    assert json.loads((run / "eval.json").read_text()) == json.loads(
-        (whole / "eval.json").read_text()
-    )
+    whole, run = stop_and_resume_by_cli(recipe, tmp_path, capsys, signum)
     assert metric_rows(run) == metric_rows(whole)  # each record once
 
 
