@@ -56,6 +56,44 @@ def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, i
     return int(dim), int(hidden), int(state_dict[in_key].shape[1] - dim)
 
 
+class LazyGameModule(nn.Module):
+    """Base of a loss whose :class:`AdversarialNegatives` (``self.adversarial``) is built at
+    its first call from a seed drawn from ``self.rng``.
+
+    Its checkpoint is complete: loading a ``state_dict`` that holds saved players builds
+    them first (:func:`saved_players_shape`, :meth:`build_players`) so that their weights,
+    optimiser states and noise stream load into them, and ``self.rng``'s state travels as
+    the module's extra state.  A subclass sets ``self.rng`` and ``self.adversarial`` in its
+    ``__init__`` and implements :meth:`build_players`.
+    """
+
+    rng: torch.Generator
+    adversarial: AdversarialNegatives | None
+
+    def build_players(
+        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
+    ) -> AdversarialNegatives:
+        """Build ``self.adversarial`` for embeddings of width ``dim`` (``hidden`` and
+        ``noise_dim``: a checkpoint's, else the loss's options) and return it."""
+        raise NotImplementedError
+
+    def _load_from_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
+    ) -> None:
+        # build the lazily created players first so that their weights load into them
+        shape = saved_players_shape(state_dict, prefix + "adversarial.")
+        if self.adversarial is None and shape is not None:
+            dim, hidden, noise_dim = shape
+            self.build_players(dim, hidden=hidden, noise_dim=noise_dim)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {"rng_state": self.rng.get_state()}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self.rng.set_state(state["rng_state"])
+
+
 def _init_linear(layer: nn.Linear, generator: torch.Generator) -> None:
     """PyTorch's default ``nn.Linear`` initialisation, drawn from ``generator``."""
     nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from spacl._validation import check_choice, check_in_range, check_positive
 from spacl.losses.kernel import masked_logsumexp, segment_logsumexp
@@ -26,7 +25,7 @@ from spacl.losses.kg.terms import (
     known_pairs,
     reduce_pairs,
 )
-from spacl.mining.adversarial import AdversarialNegatives, saved_players_shape
+from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule
 from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
@@ -84,7 +83,7 @@ class LinkSPACLStep:
         return out
 
 
-class LinkSPACLLoss(nn.Module):
+class LinkSPACLLoss(LazyGameModule):
     """SPACL for link prediction: hard tails, adversarial and relative-threshold negatives.
 
     Call: ``loss(query[B, d], entities[E, d], positives[B, E] bool) -> scalar``; after the
@@ -174,33 +173,23 @@ class LinkSPACLLoss(nn.Module):
         self.adversarial: AdversarialNegatives | None
         self.last: LinkSPACLStep | None = None
 
-    def _game(self, dim: int, hidden: int | None = None) -> AdversarialNegatives:
-        """The game's players, built at the first call (``hidden``: a checkpoint's)."""
-        if self.adversarial is None:
-            seed = int(torch.randint(0, 2**62, (1,), generator=self.rng))
-            self.adversarial = AdversarialNegatives(
-                dim,
-                self.num_adversarial,
-                hidden=self.adversarial_hidden if hidden is None else hidden,
-                lr=self.adversarial_lr,
-                generator=torch.Generator().manual_seed(seed),
-            )
+    def build_players(
+        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
+    ) -> AdversarialNegatives:
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng))
+        self.adversarial = AdversarialNegatives(
+            dim,
+            self.num_adversarial,
+            hidden=self.adversarial_hidden if hidden is None else hidden,
+            noise_dim=noise_dim,
+            lr=self.adversarial_lr,
+            generator=torch.Generator().manual_seed(seed),
+        )
         return self.adversarial
 
-    # -- checkpoints: the lazily built players and the random stream travel in state_dict
-    def _load_from_state_dict(
-        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
-    ) -> None:
-        shape = saved_players_shape(state_dict, prefix + "adversarial.")
-        if self.adversarial is None and shape is not None:
-            self._game(shape[0], hidden=shape[1])
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def get_extra_state(self) -> dict[str, Any]:
-        return {"rng_state": self.rng.get_state()}
-
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        self.rng.set_state(state["rng_state"])
+    def _game(self, dim: int) -> AdversarialNegatives:
+        """The game's players, built at the first call."""
+        return self.adversarial if self.adversarial is not None else self.build_players(dim)
 
     @torch.no_grad()
     def hard_positives(

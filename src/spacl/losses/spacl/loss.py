@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 from typing import Any, Generic, TypeVar, overload
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from spacl.losses.kernel import reduce_anchors
 from spacl.losses.normalize import NormalizeMode
@@ -26,7 +26,7 @@ from spacl.losses.spacl.one_anchor import one_anchor_loss
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
 from spacl.mining._common import unit
-from spacl.mining.adversarial import AdversarialNegatives, saved_players_shape
+from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule
 from spacl.mining.cut import RelativeThresholdNegatives
 
 _T = TypeVar("_T")
@@ -53,7 +53,7 @@ class _Option(Generic[_T]):
         obj.replace_options(**{self.name: value})
 
 
-class SPACLLoss(nn.Module):
+class SPACLLoss(LazyGameModule):
     """SPACL objective (SPEC §1): hard positives, adversarial negatives, relative cut.
 
     Args:
@@ -169,7 +169,7 @@ class SPACLLoss(nn.Module):
         self.register_module("adversarial", None)
         self.adversarial: AdversarialNegatives | None
         if embedding_dim is not None and options.effective_adversarial > 0:
-            self._build_adversarial(embedding_dim)
+            self.build_players(embedding_dim)
         self.last: SPACLStep | None = None
 
     @classmethod
@@ -224,7 +224,7 @@ class SPACLLoss(nn.Module):
         return self.options.effective_adversarial
 
     # -- the game's players ------------------------------------------------------------------
-    def _build_adversarial(
+    def build_players(
         self, dim: int, hidden: int | None = None, noise_dim: int | None = None
     ) -> AdversarialNegatives:
         seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
@@ -240,22 +240,6 @@ class SPACLLoss(nn.Module):
         )
         return self.adversarial
 
-    def _load_from_state_dict(
-        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
-    ) -> None:
-        # build the lazily created players first so that their weights load into them
-        shape = saved_players_shape(state_dict, prefix + "adversarial.")
-        if self.adversarial is None and shape is not None:
-            dim, hidden, noise_dim = shape
-            self._build_adversarial(dim, hidden=hidden, noise_dim=noise_dim)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def get_extra_state(self) -> dict[str, Any]:
-        return {"rng_state": self.rng.get_state()}
-
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        self.rng.set_state(state["rng_state"])
-
     def _game(self, d: int) -> AdversarialNegatives | None:
         """The game's players (built at the first use, ``d`` checked against them), or
         ``None`` where the variant generates no negatives."""
@@ -263,7 +247,7 @@ class SPACLLoss(nn.Module):
             return None
         adversarial = self.adversarial
         if adversarial is None:
-            return self._build_adversarial(d)
+            return self.build_players(d)
         if adversarial.dim != d:
             raise ValueError(
                 f"pool has embedding dimension d={d} but the generator was built for "
