@@ -285,8 +285,8 @@ def test_grow_grid_extends_the_end_holding_the_choice_up_to_the_cap() -> None:
     grid = TEMPERATURES
     for _ in range(MAX_GROWTH):
         grid = grow_grid(grid, TEMPERATURES, max(grid)) or grid
-    assert grid == (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)
-    assert grow_grid(grid, TEMPERATURES, 3.12) is None  # the cap: flagged, not grown
+    assert grid == (0.05, 0.1, 0.2, 0.5, 1.25, 3.12, 7.79)
+    assert grow_grid(grid, TEMPERATURES, 7.79) is None  # the cap: flagged, not grown
     assert grow_grid(grid, TEMPERATURES, 0.05) == (0.025, *grid)  # the other end still can
 
 
@@ -296,7 +296,7 @@ def test_grow_grid_extends_the_end_holding_the_choice_up_to_the_cap() -> None:
         (0.2, 0.2, (0.05, 0.1, 0.2, 0.5)),  # inside: no growth
         (1.0, 1.25, (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)),  # grows past the peak, then stops
         (0.03, 0.025, (0.0125, 0.025, 0.05, 0.1, 0.2, 0.5)),  # the lower end
-        (100.0, 3.12, (0.05, 0.1, 0.2, 0.5, 1.25, 3.12)),  # still rising at the cap
+        (100.0, 7.79, (0.05, 0.1, 0.2, 0.5, 1.25, 3.12, 7.79)),  # still rising at the cap
     ],
 )
 def test_tuning_grows_the_grid_while_the_validation_choice_sits_at_an_edge(

@@ -127,7 +127,9 @@ def _run_bench(
     return metrics
 
 
-RUN_FIELDS = ("bench", "setting", "method", "tau", "seed", "val", "test", "seconds", "commit")
+RUN_FIELDS = (
+    "bench", "setting", "method", "tau", "seed", "val", "test", "seconds", "cpu_seconds", "commit",
+)  # fmt: skip
 
 
 def _run_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -172,6 +174,22 @@ def _compute(metrics: dict[str, Any]) -> dict[str, Any]:
     return {"per_setting": benches, "seconds": total, "untimed_runs": untimed}
 
 
+def provenance(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many run rows were trained at a clean commit, on a modified tree (``+dirty``:
+    code not all in the commit) or with no recorded commit (trained before runs recorded
+    it); the frozen-encoder and raw-input rows, which train nothing, included."""
+    counts = {"runs": len(rows), "clean": 0, "modified_tree": 0, "no_commit": 0}
+    for row in rows:
+        commit = row.get("commit")
+        if not commit or commit == "unknown":
+            counts["no_commit"] += 1
+        elif str(commit).endswith("+dirty"):
+            counts["modified_tree"] += 1
+        else:
+            counts["clean"] += 1
+    return counts
+
+
 def run(
     out_dir: str | Path,
     *,
@@ -206,6 +224,7 @@ def run(
     metrics["open_intent"] = open_intent_metrics(out)
     metrics["kg_seeds"] = kg_seed_metrics(out)
     metrics["compute"] = c = _compute(metrics)
+    c["provenance"] = provenance(study.report.runs)
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
         f"time (its training steps + its evaluation; the wall time above is this invocation), "

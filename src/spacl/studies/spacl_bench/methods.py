@@ -55,7 +55,7 @@ TEMPERATURES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.5)
 #: 5e-3 is for d = 8192; the off-diagonal count scales with d^2)
 BARLOW_LAMBDAS: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05)
 #: how many values a tuning grid may grow beyond each end of its method's grid (issue 39)
-MAX_GROWTH = 2
+MAX_GROWTH = 3
 
 
 def grow_grid(

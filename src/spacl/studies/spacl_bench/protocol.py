@@ -252,9 +252,11 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
     """Seed the run stores from an earlier committed ``results.json`` (its ``runs`` rows).
 
     Only rows with ``keep(row)`` true are taken, each marked ``origin`` (that file's
-    commit) with no recorded time; option runs get their kept-fraction trace back from
-    the metrics, the other runs the trace's last value where the row or the metrics hold
-    it per seed; the diagnostics cache is written from the metrics' per-seed diagnostics.  Rows
+    commit) and keeping the time (``seconds``, ``cpu_seconds``) and the ``commit`` its
+    row recorded, so a regenerated report counts and dates them as before; option runs
+    get their kept-fraction trace back from the metrics, the other runs the trace's last
+    value where the row or the metrics hold it per seed; the diagnostics cache is written
+    from the metrics' per-seed diagnostics.  Rows
     already in a store are left alone.  Returns the number added.
     """
     results = json.loads(Path(path).read_text())
@@ -284,6 +286,7 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
         end = row.get("kept_fraction_end", ends.get(key_of_seed(where, int(row["seed"]))))
         if not trace and end is not None:
             trace = [float(end)]  # the last value only
+        measured = {k: row[k] for k in ("seconds", "cpu_seconds", "commit") if row.get(k)}
         store.add(
             key,
             {
@@ -292,6 +295,7 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
                 "test": row["test"],
                 "kept_fraction": trace,
                 "origin": origin,
+                **measured,  # the run's own time and commit, where its row recorded them
             },
         )
         added += 1

@@ -399,6 +399,16 @@ def _compute_section(report: StudyReport, m: dict[str, Any]) -> None:
         f"(each run's own training steps plus its evaluation, on the CPUs named in the "
         f"header); {c['untimed_runs']} run(s) were imported from the earlier committed "
         "results.json (trained by earlier code, time not recorded).",
+    ]
+    if "provenance" in c:  # results written before runs' commits were counted lack it
+        p = c["provenance"]
+        lines.append(
+            f"Provenance of the {p['runs']} runs: {p['clean']} trained at a clean commit, "
+            f"{p['modified_tree']} on a modified tree (commit `+dirty`: code not all in the "
+            f"commit), {p['no_commit']} with no recorded commit (trained before runs recorded "
+            "it); each run's commit is in results.json's `runs`."
+        )
+    lines += [
         "",
         "| setting | runs | timed | measured wall min | CPU-timed runs | CPU min | median "
         "run cost s (the seed rule's) |",
