@@ -335,6 +335,7 @@ def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: P
     the diagnostics cache with its temperatures; a stored run is never replaced."""
     import json
 
+    from spacl.studies.spacl_bench import provenance
     from spacl.studies.spacl_bench.protocol import import_results
 
     group = {"tau": 0.5, "seeds": [0, 1], "kept_fraction_end": [0.25, 0.5]}
@@ -365,6 +366,9 @@ def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: P
         {**row, "method": "A", "tau": 0.1, "seed": 1},  # its metrics are not per seed
         {**row, "method": "A", "tau": 0.1, "seed": 0, "kept_fraction_end": 0.75},
     ]
+    runs[0] |= {"seconds": 12.5, "cpu_seconds": 9.0, "commit": "def+dirty"}
+    runs[1] |= {"seconds": None, "commit": None}  # trained before runs recorded them
+    runs[3] |= {"commit": "0123abc"}
     source = tmp_path / "results.json"
     source.write_text(json.dumps({"commit": "abc", "metrics": metrics, "runs": runs}))
     out = tmp_path / "out"
@@ -372,6 +376,16 @@ def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: P
     store = RunStore(out / "runs" / "b.jsonl")
     kept = {(k.method, k.seed): r["kept_fraction"] for k, r in store.records.items()}
     assert kept == {("S", 0): [1.0, 0.25], ("S", 1): [0.5], ("A", 1): [], ("A", 0): [0.75]}
+    # each run's own time and commit travel; a run that recorded none gets none
+    first, second = (
+        store.get(RunKey("b", "s", "S", 0.5, 0)),
+        store.get(RunKey("b", "s", "S", 0.5, 1)),
+    )
+    assert (first["seconds"], first["cpu_seconds"], first["commit"]) == (12.5, 9.0, "def+dirty")
+    assert "seconds" not in second and "commit" not in second
+    assert provenance([{**r, **store.get(k)} for k, r in store.records.items()]) == {
+        "runs": 4, "clean": 1, "modified_tree": 1, "no_commit": 2,
+    }  # fmt: skip
     cache = json.loads((out / "runs" / "diagnostics.json").read_text())
     assert cache["1"]["SimCLR"] == {"g": 4.0} and cache["0"]["temperatures"]["SPACL"] == 0.5
     assert import_results(source, out, keep=lambda r: True) == 0  # nothing replaced
