@@ -353,6 +353,7 @@ def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: P
                 }
             }
         },
+        "best_chance": {"arms": {"Q": {"tau": 0.2, "seeds": [0], "kept_fraction_end": [0.3]}}},
         "diagnostics": {
             "seeds": [0, 1],
             "encoders": {"SPACL": {"g": [1.0, 2.0]}, "SimCLR": {"g": [3.0, 4.0]}},
@@ -366,13 +367,16 @@ def test_a_run_store_seeded_from_results_keeps_what_the_report_reads(tmp_path: P
         {**row, "method": "A", "tau": 0.1, "seed": 1},  # its metrics are not per seed
         {**row, "method": "A", "tau": 0.1, "seed": 0, "kept_fraction_end": 0.75},
     ]
+    runs.append({**row, "bench": "best_chance", "method": "Q", "tau": 0.2, "seed": 0})
     runs[0] |= {"seconds": 12.5, "cpu_seconds": 9.0, "commit": "def+dirty"}
     runs[1] |= {"seconds": None, "commit": None}  # trained before runs recorded them
     runs[3] |= {"commit": "0123abc"}
     source = tmp_path / "results.json"
     source.write_text(json.dumps({"commit": "abc", "metrics": metrics, "runs": runs}))
     out = tmp_path / "out"
-    assert import_results(source, out, keep=lambda r: True) == 4
+    assert import_results(source, out, keep=lambda r: True) == 5
+    arm = RunStore(out / "runs" / "best_chance.jsonl").get(RunKey("best_chance", "s", "Q", 0.2, 0))
+    assert arm["kept_fraction"] == [0.3]  # a one-setting bench's arms, per seed
     store = RunStore(out / "runs" / "b.jsonl")
     kept = {(k.method, k.seed): r["kept_fraction"] for k, r in store.records.items()}
     assert kept == {("S", 0): [1.0, 0.25], ("S", 1): [0.5], ("A", 1): [], ("A", 0): [0.75]}

@@ -204,10 +204,15 @@ def train_runs(
         )
 
 
-def _kept_ends(metrics: dict[str, Any]) -> dict[tuple[str, str, str, float, int], float]:
+def _kept_ends(
+    metrics: dict[str, Any], runs: list[dict[str, Any]]
+) -> dict[tuple[str, str, str, float, int], float]:
     """The last kept fraction of every run a results file summarises per seed (its
-    groups' ``kept_fraction_end``, where it holds one value per seed)."""
+    groups' ``kept_fraction_end``, where it holds one value per seed): the benches'
+    groups, and the arms of a bench with one setting (the best-chance bench, whose
+    metrics sit under its bench name; its setting read from its ``runs`` rows)."""
     ends: dict[tuple[str, str, str, float, int], float] = {}  # key_of_seed -> end
+    where_groups: list[tuple[str, str, list[tuple[str, dict[str, Any]]]]] = []
     for bench, sets in metrics["benches"].items():
         for setting, g in sets.items():
             groups = [(n, x) for n, x in g["baselines"].items()]
@@ -216,12 +221,18 @@ def _kept_ends(metrics: dict[str, Any]) -> dict[tuple[str, str, str, float, int]
                 (g["selected_name"], g["spacl"]["selected"]),
             ]
             groups += [(x["name"], x) for x in g["ablations"].values()]
-            for name, x in groups:
-                kept, seeds = x.get("kept_fraction_end") or [], x.get("seeds") or []
-                if x.get("tau") is None or len(kept) != len(seeds):
-                    continue
-                for seed, end in zip(seeds, kept, strict=True):
-                    ends[key_of_seed((bench, setting, name, float(x["tau"])), int(seed))] = end
+            where_groups.append((bench, setting, groups))
+    for bench, m in metrics.items():
+        settings = {r["setting"] for r in runs if r["bench"] == bench}
+        if isinstance(m, dict) and isinstance(m.get("arms"), dict) and len(settings) == 1:
+            where_groups.append((bench, settings.pop(), list(m["arms"].items())))
+    for bench, setting, groups in where_groups:
+        for name, x in groups:
+            kept, seeds = x.get("kept_fraction_end") or [], x.get("seeds") or []
+            if x.get("tau") is None or len(kept) != len(seeds):
+                continue  # a trace for only some seeds: which ones is not recorded
+            for seed, end in zip(seeds, kept, strict=True):
+                ends[key_of_seed((bench, setting, name, float(x["tau"])), int(seed))] = end
     return ends
 
 
@@ -267,7 +278,7 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
             tau0 = float(g["temperatures"][g["base_name"]])  # options ran at the base's tau
             for name, opt in g["options"].items():
                 traces[(bench, setting, name, tau0)] = opt["kept_fraction"]
-    ends = _kept_ends(results["metrics"])
+    ends = _kept_ends(results["metrics"], results["runs"])
     _import_diagnostics(results["metrics"], out_dir)
     added = 0
     stores: dict[str, RunStore] = {}
