@@ -33,6 +33,7 @@ hard to tell apart from positives.  They enter the contrastive loss as constants
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -56,6 +57,18 @@ def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, i
     return int(dim), int(hidden), int(state_dict[in_key].shape[1] - dim)
 
 
+@dataclass(frozen=True)
+class PlayerOptions:
+    """How a loss's :class:`AdversarialNegatives` are built: ``K_adv`` generated
+    negatives per anchor, the hidden width (``None``: ``2 d``), Adam's learning rate and
+    whether the discriminator sees the anchor."""
+
+    num_negatives: int
+    hidden: int | None
+    lr: float
+    conditional: bool = False
+
+
 class LazyGameModule(nn.Module):
     """Base of a loss whose :class:`AdversarialNegatives` (``self.adversarial``) is built at
     its first call from a seed drawn from ``self.rng``.
@@ -64,18 +77,34 @@ class LazyGameModule(nn.Module):
     them first (:func:`saved_players_shape`, :meth:`build_players`) so that their weights,
     optimiser states and noise stream load into them, and ``self.rng``'s state travels as
     the module's extra state.  A subclass sets ``self.rng`` and ``self.adversarial`` in its
-    ``__init__`` and implements :meth:`build_players`.
+    ``__init__`` and says how its players are built (:meth:`player_options`).
     """
 
     rng: torch.Generator
     adversarial: AdversarialNegatives | None
 
+    def player_options(self) -> PlayerOptions:
+        """The loss's options for its players."""
+        raise NotImplementedError
+
     def build_players(
         self, dim: int, hidden: int | None = None, noise_dim: int | None = None
     ) -> AdversarialNegatives:
         """Build ``self.adversarial`` for embeddings of width ``dim`` (``hidden`` and
-        ``noise_dim``: a checkpoint's, else the loss's options) and return it."""
-        raise NotImplementedError
+        ``noise_dim``: a checkpoint's, else :meth:`player_options`'), their weights and
+        noise seeded by one draw from ``self.rng``, and return it."""
+        options = self.player_options()
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
+        self.adversarial = AdversarialNegatives(
+            dim,
+            options.num_negatives,
+            hidden=options.hidden if hidden is None else hidden,
+            noise_dim=noise_dim,
+            lr=options.lr,
+            conditional=options.conditional,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        return self.adversarial
 
     def _load_from_state_dict(
         self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any

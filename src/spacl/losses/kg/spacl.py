@@ -25,7 +25,7 @@ from spacl.losses.kg.terms import (
     known_pairs,
     reduce_pairs,
 )
-from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule
+from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule, PlayerOptions
 from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
@@ -173,19 +173,8 @@ class LinkSPACLLoss(LazyGameModule):
         self.adversarial: AdversarialNegatives | None
         self.last: LinkSPACLStep | None = None
 
-    def build_players(
-        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
-    ) -> AdversarialNegatives:
-        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng))
-        self.adversarial = AdversarialNegatives(
-            dim,
-            self.num_adversarial,
-            hidden=self.adversarial_hidden if hidden is None else hidden,
-            noise_dim=noise_dim,
-            lr=self.adversarial_lr,
-            generator=torch.Generator().manual_seed(seed),
-        )
-        return self.adversarial
+    def player_options(self) -> PlayerOptions:
+        return PlayerOptions(self.num_adversarial, self.adversarial_hidden, self.adversarial_lr)
 
     def _game(self, dim: int) -> AdversarialNegatives:
         """The game's players, built at the first call."""

@@ -26,7 +26,7 @@ from spacl.losses.spacl.one_anchor import one_anchor_loss
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
 from spacl.mining._common import unit
-from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule
+from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule, PlayerOptions
 from spacl.mining.cut import RelativeThresholdNegatives
 
 _T = TypeVar("_T")
@@ -224,21 +224,14 @@ class SPACLLoss(LazyGameModule):
         return self.options.effective_adversarial
 
     # -- the game's players ------------------------------------------------------------------
-    def build_players(
-        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
-    ) -> AdversarialNegatives:
-        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
+    def player_options(self) -> PlayerOptions:
         options = self.options
-        self.adversarial = AdversarialNegatives(
-            dim,
+        return PlayerOptions(
             options.effective_adversarial,
-            hidden=options.adversarial_hidden if hidden is None else hidden,
-            noise_dim=noise_dim,
-            lr=options.adversarial_lr,
-            conditional=options.conditional_discriminator,
-            generator=torch.Generator().manual_seed(seed),
+            options.adversarial_hidden,
+            options.adversarial_lr,
+            options.conditional_discriminator,
         )
-        return self.adversarial
 
     def _game(self, d: int) -> AdversarialNegatives | None:
         """The game's players (built at the first use, ``d`` checked against them), or
