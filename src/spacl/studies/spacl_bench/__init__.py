@@ -298,9 +298,8 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
     out["epochs"] = {m: [float(r["epochs"]) for r in rows if r["method"] == m] for m in
                      ("spacl", "infonce")}  # fmt: skip
     out["threads"] = sorted({int(r["threads"]) for r in rows})
-    out["dirty_or_unknown"] = sum(
-        1 for r in rows if str(r["commit"]).endswith("+dirty") or r["commit"] == "unknown"
-    )
+    counted = provenance(rows)
+    out["dirty_or_unknown"] = counted["modified_tree"] + counted["no_commit"]
     return out
 
 
