@@ -9,8 +9,10 @@ Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
    encoder in channels-last memory format, checkpoints and the final evaluation;
 2. a 1-process ``nccl`` process group: the engine's differentiable all-gather and a
    ``DistributedDataParallel`` step, compared with the plain step;
-3. the SPACL vs SimCLR training-step time ratio on the GPU (engine arms, CIFAR-stem
-   ResNet-18, batch 256, bf16), against the 1.4x target of ``benchmarks/train_step.py``;
+3. ``benchmarks/train_step.py``'s arms on the GPU (engine, CIFAR-stem ResNet-18, batch
+   256, bf16) and SPACL's ablations: the fair-protocol ratio (SPACL default vs SimCLR on
+   the same 5 views) against its 1.4x target, and per arm the device-busy time and the
+   host syncs of one step;
 4. the loss benchmark on CUDA: forward + backward of spacl's NT-Xent, SupCon and SPACL
    losses (the dynamic form, every view an anchor, its supervised form; the peers when
    installed) as a ratio to the similarity matmul; then SPACL with every view an anchor
@@ -60,6 +62,7 @@ class Row:
     ok: bool
     detail: str
     seconds: float
+    table: str = ""  # a section's own table, printed after the summary
 
 
 @dataclass
@@ -104,7 +107,8 @@ def _timed(rows: list[Row], check: str) -> Iterator[dict[str, Any]]:
         out["ok"] = False
         out["detail"] = f"FAILED: {type(err).__name__}: {err}".replace("\n", " ")[:300]
         traceback.print_exc()
-    rows.append(Row(check, bool(out["ok"]), str(out["detail"]), time.perf_counter() - start))
+    seconds = time.perf_counter() - start
+    rows.append(Row(check, bool(out["ok"]), str(out["detail"]), seconds, out.get("table", "")))
 
 
 # ------------------------------------------------------------------ 1. recipes
@@ -273,90 +277,118 @@ def _copy(model: torch.nn.Module) -> torch.nn.Module:
 # ------------------------------------------------------------------ 3. step ratio
 
 
-def _arm(name: str, scale: Scale) -> Any:
-    from spacl.engine import DistributedContext, load_config
-    from spacl.engine.build import build_arms, resolve_precision
-
-    if name == "simclr":
-        extra = ["objective.name=simclr", "objective.temperature=0.5", "views.num_views=2"]
-    else:
-        extra = [
-            "objective.name=spacl",
-            "objective.temperature=0.1",
-            "views.num_views=5",
-            "views.keep_original=true",
-            "model.momentum=0.99",
-        ]
-    backbone = ["model.backbone=resnet18", "model.cifar_stem=true"]
-    cfg = load_config(
-        None,
-        [
-            "data.name=synthetic",
-            *(backbone if scale.device == "cuda" else scale.backbone_override),
-            "model.head=mlp",
-            "model.proj_dim=128",
-            "optim.name=sgd",
-            "optim.lr=0.1",
-            f"train.batch_size={scale.batch}",
-            f"train.device={scale.device}",
-            f"train.precision={scale.precision}",
-            *extra,
-        ],
+#: the ablations beside train_step.py's arms: which SPACL part costs what on the device
+ABLATION_ARMS: dict[str, tuple[str, int, list[str]]] = {
+    f"spacl_{variant}": (
+        f"SPACL default, variant={variant}",
+        5,
+        ["objective.name=spacl", f"objective.params.variant={variant}"],
     )
-    device = torch.device("cuda", 0) if scale.device == "cuda" else torch.device("cpu")
-    ctx = DistributedContext(device=device)
+    for variant in ("no_adversarial", "no_negative_selection", "ib")
+}
+
+
+def _step_arms() -> dict[str, tuple[str, int, list[str]]]:
+    from train_step import ARMS
+
+    return {**ARMS, **ABLATION_ARMS}
+
+
+def _arm(name: str, scale: Scale) -> Any:
+    from train_step import build
+
     with channels_last_models(scale.device == "cuda"):
-        (arm,) = build_arms(
-            cfg,
-            input_shape=(3, 32, 32),
-            num_label_classes=10,
-            precision=resolve_precision(scale.precision, device),
-            ctx=ctx,
-            steps_per_epoch=1000,
+        return build(
+            name,
+            scale.batch,
+            device=scale.device,
+            precision=scale.precision,
+            extra=scale.backbone_override,
+            arms=_step_arms(),
         )
-    return arm
 
 
-def run_step_ratio(scale: Scale) -> tuple[bool, str]:
-    b, device = scale.batch, ("cuda" if scale.device == "cuda" else "cpu")
+def _device_profile(fn: Callable[[], None], device: str, steps: int = 3) -> tuple[float, int]:
+    """(device-busy ms per step, host syncs per step) of ``fn``; NaN and -1 on the CPU.
+
+    Busy time is the kernels' summed self time under :mod:`torch.profiler`; a sync is a
+    synchronising call CUDA's sync debug mode reports (``.item()``, ``nonzero``, a
+    host copy)."""
+    if not device.startswith("cuda"):
+        return math.nan, -1
+    import warnings
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    busy_us = sum(
+        getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
+        for e in prof.key_averages()
+    )
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    syncs = sum("synchroniz" in str(w.message) for w in caught)
+    return busy_us / 1000 / steps, syncs
+
+
+def run_step_ratio(scale: Scale) -> tuple[bool, str, str]:
+    """train_step.py's arms (and SPACL's ablations) on the device: the fair-protocol ratio
+    (SPACL default vs SimCLR on the same 5 views, target <= 1.4x) and, per arm, how much
+    of the step the device is busy and how often the host waits for it."""
+    from train_step import TARGET_RATIO, time_steps
+
+    b, device = scale.batch, scale.device
+    arms_spec = _step_arms()
     gen = torch.Generator().manual_seed(0)
     labels = (torch.arange(b) % 10).to(device)
-    arms = {"simclr": _arm("simclr", scale), "spacl": _arm("spacl", scale)}
+    arms = {n: _arm(n, scale) for n in arms_spec}
     views = {
         n: torch.rand(b, v, 3, 32, 32, generator=gen).to(device)
-        for n, v in (("simclr", 2), ("spacl", 5))
+        for n, (_, v, _) in arms_spec.items()
     }
     counter = dict.fromkeys(arms, 0)
 
-    def step(name: str) -> Callable[[], None]:
+    def stepper(name: str) -> Callable[[], None]:
         def run() -> None:
             arms[name].train_step(views[name], labels, counter[name])
             counter[name] += 1
+            _sync(device)
 
         return run
 
-    fns = {n: step(n) for n in arms}
-    for fn in fns.values():  # warm-up: cuDNN autotuning, allocator
-        for _ in range(3):
-            fn()
-    samples: dict[str, list[float]] = {n: [] for n in fns}
-    names = list(fns)
-    for r in range(max(2, scale.repeats)):
-        for n in names if r % 2 == 0 else names[::-1]:
-            _sync(device)
-            start = time.perf_counter()
-            fns[n]()
-            _sync(device)
-            samples[n].append(time.perf_counter() - start)
+    fns = {n: stepper(n) for n in arms}
+    samples = time_steps(fns, repeats=max(2, scale.repeats), warmup=3)
     med = {n: statistics.median(v) for n, v in samples.items()}
-    ratio = med["spacl"] / med["simclr"]
-    ok = ratio <= TARGET_RATIO or scale.device == "cpu"
-    net = "ResNet-18" if scale.device == "cuda" else "small CNN"
+    lines = [
+        "| arm | median ms / step | vs SimCLR 2 views | vs SimCLR 5 views "
+        "| device busy ms / step | host syncs / step |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for n, (label, _, _) in arms_spec.items():
+        busy, syncs = _device_profile(fns[n], device)
+        r2, r5 = med[n] / med["simclr2"], med[n] / med["simclr5"]
+        busy_cell = "n/a" if math.isnan(busy) else f"{busy:.1f}"
+        sync_cell = "n/a" if syncs < 0 else str(syncs)
+        lines.append(
+            f"| {label} | {1000 * med[n]:.1f} | {r2:.2f}x | {r5:.2f}x | {busy_cell} | {sync_cell} |"
+        )
+    ratio = med["spacl"] / med["simclr5"]
+    ok = ratio <= TARGET_RATIO or device == "cpu"
+    net = "ResNet-18" if device == "cuda" else "small CNN"
     detail = (
-        f"{net} batch {b}: SimCLR {1000 * med['simclr']:.1f} ms, SPACL (M=4, EMA) "
-        f"{1000 * med['spacl']:.1f} ms per step: **{ratio:.2f}x** (target <= {TARGET_RATIO}x)"
+        f"{net} batch {b}, {scale.precision}: SimCLR 5 views {1000 * med['simclr5']:.1f} ms, "
+        f"SPACL default {1000 * med['spacl']:.1f} ms per step: **{ratio:.2f}x** (target <= "
+        f"{TARGET_RATIO}x, the fair protocol of benchmarks/train_step.py); every arm below"
     )
-    return ok, detail
+    return ok, detail, "\n".join(lines)
 
 
 # ------------------------------------------------------------------ 4. losses
@@ -562,9 +594,10 @@ def format_table(rows: list[Row], scale: Scale, total: float) -> str:
         ],
     ]
     device = torch.cuda.get_device_name(0) if scale.device == "cuda" else "CPU (dry run)"
+    sections = [f"\n### {r.check}\n\n{r.table}" for r in rows if r.table]
     return "\n".join(
         [*lines, "", f"Device: {device}; total {total:.0f} s; {sum(r.ok for r in rows)}/"
-         f"{len(rows)} checks passed."]
+         f"{len(rows)} checks passed.", *sections]
     )  # fmt: skip
 
 
@@ -596,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     with _timed(rows, f"1-process {scale.backend}") as out:
         out["detail"] = run_process_group(scale)
     with _timed(rows, "SPACL / SimCLR step time") as out:
-        out["ok"], out["detail"] = run_step_ratio(scale)
+        out["ok"], out["detail"], out["table"] = run_step_ratio(scale)
     with _timed(rows, "losses on " + scale.device) as out:
         out["detail"] = run_losses(scale)
     with _timed(rows, "SPACL every view on " + scale.device + " = CPU") as out:

@@ -25,7 +25,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -61,14 +61,25 @@ ARMS: dict[str, tuple[str, int, list[str]]] = {
 }
 
 
-def build(name: str, batch: int) -> Arm:
-    """One engine arm on a CIFAR-stem ResNet-18 (same seed, hence the same init)."""
-    _, views, extra = ARMS[name]
+def build(
+    name: str,
+    batch: int,
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
+    extra: Sequence[str] = (),
+    arms: dict[str, tuple[str, int, list[str]]] = ARMS,
+) -> Arm:
+    """One engine arm on a CIFAR-stem ResNet-18 (same seed, hence the same init).
+
+    ``extra`` overrides come last (``benchmarks/gpu_check.py`` swaps the backbone for its
+    dry run); ``arms`` may hold arms beyond :data:`ARMS` (the GPU check's ablations)."""
+    _, views, more = arms[name]
     overrides = [
         "objective.temperature=0.2",
         f"views.num_views={views}",
         f"views.keep_original={'true' if name.startswith('spacl') else 'false'}",
-        *extra,
+        *more,
     ]
     cfg = load_config(
         None,
@@ -81,17 +92,20 @@ def build(name: str, batch: int) -> Arm:
             "optim.name=sgd",
             "optim.lr=0.1",
             f"train.batch_size={batch}",
-            "train.device=cpu",
-            "train.precision=fp32",
+            f"train.device={device}",
+            f"train.precision={precision}",
             *overrides,
+            *extra,
         ],
     )
-    ctx = DistributedContext()
+    ctx = DistributedContext(
+        device=torch.device("cuda", 0) if device == "cuda" else torch.device(device)
+    )
     (arm,) = build_arms(
         cfg,
         input_shape=(3, 32, 32),
         num_label_classes=10,
-        precision=resolve_precision("fp32", ctx.device),
+        precision=resolve_precision(precision, ctx.device),
         ctx=ctx,
         steps_per_epoch=100,
     )
