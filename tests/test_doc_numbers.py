@@ -38,6 +38,7 @@ CHECKED_ROWS = (
     "results/ood.md",
     "results/spacl_overhead.md",
     "results/train_step.md",
+    "results/gpu.md",
     "results/kg.md",
     "../docs/results/open_intent/results.md",
 )
