@@ -251,3 +251,44 @@ def test_rows_split_over_threads_give_the_same_prefixes(
         torch.set_num_threads(threads)
     assert all(torch.equal(x, y) for x, y in zip(one, split, strict=True))
     assert int(one[2].sum()) >= 10  # rows settled on both
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"variant": "ib_h"},
+        {"variant": "ib_h", "anchor_set": "every_view"},
+        {"variant": "ib_h", "anchor_set": "every_view", "positive_pool": "instance_class"},
+        {"variant": "ib_h", "mass": "exp"},
+    ],
+)
+def test_spacl_loss_is_the_same_on_the_gpu_sort_path(
+    options: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPACL's loss and gradients with the cut the GPU takes (one sort per row, run here
+    on the CPU) equal those of the CPU kernel: the same negatives kept."""
+    from spacl.losses import SPACLLoss
+    from spacl.mining.cut import threshold as cut_threshold
+
+    g = torch.Generator().manual_seed(3)
+    b, v, d = 48, 5, 16
+    pool = (torch.randn(b, 1, d, generator=g) + 0.6 * torch.randn(b, v, d, generator=g)).double()
+    labels = torch.arange(b) % 6
+    grads, values = [], []
+    for sort in (False, True):
+        with monkeypatch.context() as m:
+            if sort:
+                m.setattr(cut_threshold, "SORTED_DEVICES", frozenset({"cpu"}))
+            x = pool.clone().requires_grad_(True)
+            loss_fn = SPACLLoss(0.1, **options)  # type: ignore[arg-type]
+            torch.manual_seed(0)
+            if options.get("anchor_set") == "every_view":
+                loss = loss_fn(None, x, labels)
+            else:
+                loss = loss_fn(x[:, 0], x, labels=None)
+            loss.backward()
+            values.append(loss.detach())
+            assert x.grad is not None
+            grads.append(x.grad)
+    torch.testing.assert_close(values[1], values[0], rtol=1e-12, atol=0.0)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-10, atol=1e-14)

@@ -11,15 +11,19 @@ from hypothesis import strategies as st
 
 from spacl.mining import RelativeThresholdNegatives, top_share_mask
 from spacl.mining.cut import kernel as cut_kernel
+from spacl.mining.cut import threshold as cut_threshold
 
 DTYPES = (torch.float32, torch.float64)
 
 
-@pytest.fixture(autouse=True, params=["kernel", "tensor"])
+@pytest.fixture(autouse=True, params=["kernel", "tensor", "sort"])
 def cut_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test of this file on both CPU paths of the fast rows: the numba kernel
-    (:mod:`spacl.mining.cut.kernel`) and the tensor fast path."""
+    """Every test of this file on the three paths of the cut: the numba kernel
+    (:mod:`spacl.mining.cut.kernel`) and the tensor fast path of the CPU, and the GPU's
+    one sort per row (:func:`spacl.mining.cut.exact.sorted_prefixes`), run here on the CPU."""
     monkeypatch.setattr(cut_kernel, "ENABLED", request.param == "kernel")
+    if request.param == "sort":
+        monkeypatch.setattr(cut_threshold, "SORTED_DEVICES", frozenset({"cpu"}))
     return str(request.param)
 
 

@@ -178,6 +178,49 @@ def prefix_mask(
     return keep
 
 
+def sorted_prefixes(
+    keys: Tensor,
+    weights: Tensor,
+    valid: Tensor,
+    target: Tensor,
+    keep_all: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(cols[B, m], kept[B, m])``: every row's prefix by one stable descending sort.
+
+    The same prefix as :func:`prefix_mask` (the shortest one, in (key desc, index asc)
+    order, whose running float64 weight reaches ``target``; every candidate of a row
+    whose running weight never reaches it), read off the sorted row: a fixed sequence of
+    tensor operations with one host wait (the width ``m``, the most entries a row keeps),
+    where the bucket levels wait on the host at every level.  The device path of the
+    cut (:class:`spacl.mining.cut.threshold.RelativeThresholdNegatives`); on the CPU the
+    scan of :mod:`spacl.mining.cut.kernel` avoids the sort.
+
+    ``keys`` are ``-inf`` off the candidates ``valid``; ``weights`` float64, 0 off them
+    and non-decreasing in the key within a row; ``keep_all[B]`` marks rows that keep
+    every candidate.  ``cols`` lists each row's columns in sorted order, the kept ones
+    first (``kept``).
+
+    Example:
+        >>> keys = torch.tensor([[0.2, 0.9, 0.5]])
+        >>> w = keys.double()
+        >>> cols, kept = sorted_prefixes(keys, w, keys > 0, torch.tensor([1.2], dtype=w.dtype))
+        >>> cols[kept].tolist()
+        [1, 2]
+    """
+    b, k = keys.shape
+    order = keys.sort(dim=1, descending=True, stable=True).indices
+    candidate = valid.gather(1, order)
+    running = torch.where(candidate, weights.gather(1, order), 0.0).cumsum(1)
+    reached = running >= target.to(running.dtype).unsqueeze(1)
+    count = candidate.sum(1)
+    last = torch.where(reached.any(1), reached.long().argmax(1), count - 1)
+    if keep_all is not None:
+        last = torch.where(keep_all, count - 1, last)
+    kept = (torch.arange(k, device=keys.device).unsqueeze(0) <= last.unsqueeze(1)) & candidate
+    width = max(int(kept.sum(1).max()), 1) if b else 1
+    return order[:, :width], kept[:, :width]
+
+
 def sample_min(keys: Tensor) -> Tensor:
     """``[B]`` smallest candidate key among about 1024 strided columns (``inf`` if none).
 

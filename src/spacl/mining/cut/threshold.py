@@ -42,7 +42,13 @@ is at least as similar to the anchor as every dropped one.
   :class:`SPACLLoss`'s dense and compact paths and the link-prediction objective all
   call it.
 
-Algorithm (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys, numba
+On a GPU (:data:`SORTED_DEVICES`) rows of fewer than 4096 candidates take one stable
+descending sort each (:func:`~spacl.mining.cut.exact.sorted_prefixes`): the same totals
+and weights, the prefix read off the sorted running sums, one host wait in all; the
+branches of the path below wait on the host at every step, which costs a GPU more than
+the sort (``benchmarks/results/gpu.md``: 14 of the 27 host waits of a SPACL step).
+
+Algorithm elsewhere (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys, numba
 available) the fast rows are settled by :mod:`spacl.mining.cut.kernel`: one compiled
 scan per row keeps its 32 (then 64, 128) first keys of a stable descending sort and
 adds their weights in that order, the same float64 values the tensor path adds, so the
@@ -98,6 +104,7 @@ from spacl.mining.cut.exact import (
     masked_cut,
     prefix_mask,
     sample_min,
+    sorted_prefixes,
     wide_prefix,
 )
 from spacl.mining.cut.fast import fast_prefixes, group_maxima, group_width, index_of, mask_of
@@ -106,6 +113,10 @@ MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 #: the forms :meth:`RelativeThresholdNegatives.select` answers in
 CutForm = Literal["mask", "float", "index", "selection"]
 CUT_FORMS: tuple[CutForm, ...] = ("mask", "float", "index", "selection")
+#: devices whose rows under ``WIDE_ROWS`` candidates are cut by one stable sort
+#: (:func:`~spacl.mining.cut.exact.sorted_prefixes`): on a GPU a sort of ``[B, K]`` is
+#: cheap and the fast path's and the levels' data-dependent branches each wait on the host
+SORTED_DEVICES: frozenset[str] = frozenset({"cuda"})
 
 
 @dataclass(frozen=True)
@@ -335,6 +346,8 @@ class RelativeThresholdNegatives(nn.Module):
         """
         keys = keys.contiguous()
         b, k = keys.shape
+        if keys.device.type in SORTED_DEVICES and k < WIDE_ROWS:
+            return self._sorted_parts(keys, valid_mask, similarity_total, weights_out)
         kernel = cut_kernel.applies(keys, self.mass)
         group_max = None
         if kernel:
@@ -394,6 +407,33 @@ class RelativeThresholdNegatives(nn.Module):
                 None if exp_weights is None else exp_weights[rest],
             ),
         )
+
+    def _sorted_parts(
+        self,
+        keys: Tensor,
+        valid_mask: Tensor | None,
+        similarity_total: Tensor | None,
+        weights_out: dict[str, Tensor] | None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        """Every row by one stable sort (a device in :data:`SORTED_DEVICES`): the same
+        totals and weights as the fast path, the same prefix as the exact selection."""
+        raw_max = keys.amax(1)
+        row_max = torch.where(torch.isfinite(raw_max), raw_max, 0.0)
+        total, exp_weights = self._total_and_weights(keys, valid_mask, row_max, similarity_total)
+        if weights_out is not None and exp_weights is not None:
+            weights_out["weights"], weights_out["row_max"] = exp_weights, row_max
+        weights = (
+            exp_weights.to(torch.float64)
+            if exp_weights is not None
+            else self._subset_weights(keys, row_max)
+        )
+        valid = torch.isfinite(keys) if valid_mask is None else valid_mask
+        # "similarity": a total <= 0 is reached by the first (hardest) candidate alone;
+        # "exp" / "linear": a row of zero total weight keeps every candidate
+        keep_all = None if self.mass == "similarity" else ~(total > 0)
+        cols, kept = sorted_prefixes(keys, weights, valid, self.share * total, keep_all)
+        done = torch.ones(keys.shape[0], dtype=torch.bool, device=keys.device)
+        return cols, kept, done, None, None
 
     def _total_of_keys(
         self,
