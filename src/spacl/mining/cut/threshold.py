@@ -42,14 +42,14 @@ is at least as similar to the anchor as every dropped one.
   :class:`SPACLLoss`'s dense and compact paths and the link-prediction objective all
   call it.
 
-On a GPU (:data:`SORTED_DEVICES`) rows of fewer than 4096 candidates take one stable
-descending sort each (:func:`~spacl.mining.cut.exact.sorted_prefixes`): the same totals
-and weights, the prefix read off the sorted running sums, one host wait in all; the
-branches of the path below wait on the host at every step, which costs a GPU more than
-the sort (``benchmarks/results/gpu.md``: 14 of the 27 host waits of a SPACL step).
+On a GPU (:data:`SORTED_DEVICES`) every row takes one stable descending sort
+(:func:`~spacl.mining.cut.exact.sorted_prefixes`): the same totals and weights, the
+prefix read off the sorted running sums, one host wait in all; the branches of the path
+below wait on the host at every step, which costs a GPU more than the sort
+(``benchmarks/results/gpu.md``: 14 of the 27 host waits of a SPACL step).
 
-Algorithm elsewhere (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys, numba
-available) the fast rows are settled by :mod:`spacl.mining.cut.kernel`: one compiled
+Algorithm elsewhere (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys,
+numba available) the fast rows are settled by :mod:`spacl.mining.cut.kernel`: one compiled
 scan per row keeps its 32 (then 64, 128) first keys of a stable descending sort and
 adds their weights in that order, the same float64 values the tensor path adds, so the
 same prefix.  Elsewhere the tensor fast path, one ``amax`` over ``[B, K]``:
@@ -113,7 +113,7 @@ MASSES: tuple[str, ...] = ("similarity", "exp", "linear")
 #: the forms :meth:`RelativeThresholdNegatives.select` answers in
 CutForm = Literal["mask", "float", "index", "selection"]
 CUT_FORMS: tuple[CutForm, ...] = ("mask", "float", "index", "selection")
-#: devices whose rows under ``WIDE_ROWS`` candidates are cut by one stable sort
+#: devices whose rows are cut by one stable sort each
 #: (:func:`~spacl.mining.cut.exact.sorted_prefixes`): on a GPU a sort of ``[B, K]`` is
 #: cheap and the fast path's and the levels' data-dependent branches each wait on the host
 SORTED_DEVICES: frozenset[str] = frozenset({"cuda"})
@@ -197,7 +197,8 @@ class RelativeThresholdNegatives(nn.Module):
     the link-prediction rows) runs its histogram and mask passes through
     ``torch.compile`` (:mod:`spacl.mining.cut.compiled`): the same selection, fewer
     passes over ``[B, K]``; the first call compiles (tens of seconds, cached on disk by
-    inductor); where compilation fails, a warning and the eager passes.
+    inductor); where compilation fails, a warning and the eager passes.  On a GPU
+    (:data:`SORTED_DEVICES`) every row takes one stable sort instead, ``compiled`` or not.
     """
 
     def __init__(
@@ -346,7 +347,7 @@ class RelativeThresholdNegatives(nn.Module):
         """
         keys = keys.contiguous()
         b, k = keys.shape
-        if keys.device.type in SORTED_DEVICES and k < WIDE_ROWS:
+        if keys.device.type in SORTED_DEVICES:
             return self._sorted_parts(keys, valid_mask, similarity_total, weights_out)
         kernel = cut_kernel.applies(keys, self.mass)
         group_max = None
