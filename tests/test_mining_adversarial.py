@@ -186,3 +186,18 @@ def test_play_weighted_is_play_on_the_repeated_rows() -> None:
         torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="weights"):
         two.play_weighted(anchors, distinct.reshape(-1, d), torch.ones(3))
+
+
+def test_one_finiteness_check_names_the_bad_input() -> None:
+    """play checks its anchors and positives with one reduction (one host wait on a
+    GPU); a non-finite entry in either is still named."""
+    adv = AdversarialNegatives(4)
+    good_a, good_p = torch.randn(3, 4), torch.randn(3, 2, 4)
+    bad_p = good_p.clone()
+    bad_p[2, 1, 3] = math.inf
+    with pytest.raises(ValueError, match="positives contains 1 non-finite"):
+        adv.step(good_a, bad_p)
+    bad_a = good_a.clone()
+    bad_a[0, 0] = math.nan
+    with pytest.raises(ValueError, match="anchors contains 1 non-finite"):
+        adv.step(bad_a, good_p)

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from spacl._validation import check_positive, check_tensor
+from spacl._validation import check_all_finite, check_positive, check_tensor
 
 
 def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, int, int] | None:
@@ -243,8 +243,8 @@ class AdversarialNegatives(nn.Module):
         return self.discriminator(z).squeeze(1)
 
     # -- the game --------------------------------------------------------------------------
-    def _prepare(self, anchors: Tensor, name: str = "anchors") -> Tensor:
-        check_tensor(anchors, name, ndim=2)
+    def _prepare(self, anchors: Tensor, name: str = "anchors", *, finite: bool = True) -> Tensor:
+        check_tensor(anchors, name, ndim=2, finite=finite)
         if anchors.shape[1] != self.dim:
             raise ValueError(
                 f"{name} must be [B, {self.dim}] (the generator's dim), got {tuple(anchors.shape)}"
@@ -281,12 +281,13 @@ class AdversarialNegatives(nn.Module):
         The same draw ``z- = G(z_i, xi)`` serves the ``D`` step, the ``G`` step and the
         caller (as constants): one generator forward per round.
         """
-        a = self._prepare(anchors)
-        check_tensor(positives, "positives", ndim=3)
+        a = self._prepare(anchors, finite=False)
+        check_tensor(positives, "positives", ndim=3, finite=False)
         if positives.shape[0] != a.shape[0] or positives.shape[2] != self.dim:
             raise ValueError(
                 f"positives must be [{a.shape[0]}, P, {self.dim}], got {tuple(positives.shape)}"
             )
+        check_all_finite({"anchors": anchors, "positives": positives})
         real = positives.detach().to(a.dtype).reshape(-1, self.dim)
         real_cond = fake_cond = None
         if self.conditional:
@@ -307,13 +308,14 @@ class AdversarialNegatives(nn.Module):
         """
         if self.conditional:
             raise ValueError("play_weighted needs an unconditional discriminator")
-        a = self._prepare(anchors)
-        check_tensor(real, "real", ndim=2)
+        a = self._prepare(anchors, finite=False)
+        check_tensor(real, "real", ndim=2, finite=False)
         if real.shape[1] != self.dim or weights.shape != (real.shape[0],):
             raise ValueError(
                 f"real must be [N, {self.dim}] and weights [N], got {tuple(real.shape)} "
                 f"and {tuple(weights.shape)}"
             )
+        check_all_finite({"anchors": anchors, "real": real})
         return self._round(anchors, a, real.detach().to(a.dtype), weights, None, None)
 
     def _round(

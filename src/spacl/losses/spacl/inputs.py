@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from spacl._validation import check_labels, check_tensor
+from spacl._validation import check_all_finite, check_labels, check_tensor
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl.options import SPACLOptions
 from spacl.mining._common import check_anchor_index
@@ -57,9 +57,14 @@ def target_embeddings(options: SPACLOptions, pool: Tensor, unit_pool: Tensor) ->
 
 
 def check_pool(
-    options: SPACLOptions, pool: Tensor, labels: Tensor | None, *, positives: bool = True
+    options: SPACLOptions,
+    pool: Tensor,
+    labels: Tensor | None,
+    *,
+    positives: bool = True,
+    finite: bool = True,
 ) -> None:
-    check_tensor(pool, "pool", ndim=3)
+    check_tensor(pool, "pool", ndim=3, finite=finite)
     b, v, d = pool.shape
     if b < 1 or d < 1:
         raise ValueError(f"pool must be [B, V, d] with B >= 1 and d >= 1, got {tuple(pool.shape)}")
@@ -80,7 +85,7 @@ def check_inputs(
     labels: Tensor | None,
     anchor_index: Tensor | None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    check_tensor(pool, "pool", ndim=3)
+    check_tensor(pool, "pool", ndim=3, finite=False)
     b, v, d = pool.shape
     if labels is not None:
         labels = check_labels(labels, b).to(pool.device)
@@ -89,9 +94,9 @@ def check_inputs(
             f"positive_pool={options.positive_pool!r} is a supervised mode and needs labels: "
             "call loss(anchors, pool, labels)"
         )
-    check_pool(options, pool, labels)
+    check_pool(options, pool, labels, finite=False)
     if anchors is not None:
-        check_tensor(anchors, "anchors", ndim=(2, 3))
+        check_tensor(anchors, "anchors", ndim=(2, 3), finite=False)
         want = (b, d) if anchors.ndim == 2 else (b, v, d)
         if tuple(anchors.shape) != want:
             raise ValueError(
@@ -102,6 +107,7 @@ def check_inputs(
             raise TypeError(f"anchors dtype {anchors.dtype} differs from pool dtype {pool.dtype}")
     if anchor_index is not None:
         anchor_index = check_anchor_index(anchor_index, b, v, "anchor_index").to(pool.device)
+    check_all_finite({"pool": pool, "anchors": anchors})
     return labels, anchor_index
 
 
