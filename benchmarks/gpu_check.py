@@ -20,6 +20,9 @@ Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
 5. the fine-tuned text task's device path (a tiny random BERT, ``transformers``): bottom
    states on the GPU cached on the host, SPACL / SupCon / cross-entropy fine-tuning steps
    on the GPU, eval embeddings equal to the same weights' on the CPU.
+6. link prediction on the device: SPACL-KG and filtered InfoNCE through ``train_kg`` on a
+   synthetic graph of 5,000 entities, and SPACL-KG's loss and gradients on the GPU equal
+   to the CPU's (the cut's sort path against the CPU's long-row selection).
 
 Without CUDA it prints why and exits 0 (nothing is run).  ``--dry-run`` runs every
 section on the CPU at toy size (gloo instead of nccl), to check the script itself.
@@ -581,6 +584,82 @@ def run_text_finetune(scale: Scale) -> str:
     return "; ".join(parts)
 
 
+# ------------------------------------------------------------------ 6. KG
+
+
+def write_synthetic_kg(root: Path, entities: int, relations: int = 8) -> Path:
+    """Triple files of a learnable graph: relation ``r`` maps ``i`` to ``(5 i + 3 r + 1)
+    mod E``; 5% of the triples held out, half valid, half test."""
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [
+        (i, r, (5 * i + 3 * r + 1) % entities) for i in range(entities) for r in range(relations)
+    ]
+    order = np.random.default_rng(0).permutation(len(rows))
+    held = max(len(rows) // 40, 2)
+    split = {"train": order[: -2 * held], "valid": order[-2 * held : -held], "test": order[-held:]}
+    for name, idx in split.items():
+        lines = [f"e{rows[i][0]}\tr{rows[i][1]}\te{rows[i][2]}" for i in idx]
+        (root / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def run_kg(scale: Scale) -> str:
+    """Link prediction on the device: SPACL-KG and filtered InfoNCE trained by
+    ``train_kg`` on a synthetic graph of more than 4096 entities (the long rows of the
+    cut), and SPACL-KG's loss and gradients on the device equal to the CPU's (float64,
+    no game: the cut's sort path against the CPU's long-row selection)."""
+    from spacl.losses.kg import LinkSPACLLoss
+    from spacl.tasks.kg import train_kg
+
+    device = scale.device
+    cuda = device == "cuda"
+    n_entities = 5000 if cuda else 300
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="spacl-gpu-kg-") as tmp:
+        root = write_synthetic_kg(Path(tmp) / "graph", n_entities)
+        for objective in ("spacl", "infonce"):
+            cfg = {
+                "data": {"name": "synthetic-kg", "root": str(root), "unseen": "error"},
+                "model": {"dim": 128 if cuda else 16, "init_scale": 0.1},
+                "objective": {"name": objective, "temperature": 1.0},
+                "optim": {"name": "adam", "lr": 0.01, "n3": 1e-3},
+                "train": {
+                    "epochs": 2,
+                    "batch_size": 1024 if cuda else 64,
+                    "device": device,
+                },
+                "eval": {"every_epochs": 1},
+            }
+            summary = train_kg(cfg, log=None)
+            mrr = float(summary["valid"]["mrr"])
+            if not math.isfinite(mrr) or mrr <= 0:
+                raise RuntimeError(f"{objective}: valid MRR {mrr}")
+            parts.append(
+                f"{objective} {summary['seconds_per_epoch']:.1f} s/epoch, valid MRR {mrr:.3f}"
+            )
+    gen = torch.Generator().manual_seed(0)
+    b, d = (512, 64) if cuda else (32, 8)
+    query = torch.randn(b, d, generator=gen, dtype=torch.float64)
+    entities = torch.randn(n_entities if cuda else 4200, d, generator=gen, dtype=torch.float64)
+    positives = torch.zeros(b, entities.shape[0], dtype=torch.bool)
+    positives[torch.arange(b), torch.randint(entities.shape[0], (b,), generator=gen)] = True
+    results = []
+    for where in (device, "cpu"):
+        q = query.to(where).requires_grad_(True)
+        e = entities.to(where).requires_grad_(True)
+        loss_fn = LinkSPACLLoss(1.0, variant="no_adversarial").to(where)
+        loss = loss_fn(q, e, positives.to(where))
+        loss.backward()
+        assert q.grad is not None and e.grad is not None
+        results.append((float(loss), q.grad.cpu(), e.grad.cpu()))
+    (v0, q0, e0), (v1, q1, e1) = results
+    gap = max(abs(v0 - v1), float((q0 - q1).abs().max()), float((e0 - e1).abs().max()))
+    if gap > 1e-9:
+        raise RuntimeError(f"SPACL-KG loss on {device} vs CPU differs by {gap:.2e}")
+    parts.append(f"E={entities.shape[0]} SPACL-KG loss + grads {device} vs CPU gap {gap:.1e}")
+    return "; ".join(parts)
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -636,6 +715,8 @@ def main(argv: list[str] | None = None) -> int:
         out["ok"], out["detail"] = run_every_view_parity(scale)
     with _timed(rows, "text fine-tune on " + scale.device) as out:
         out["detail"] = run_text_finetune(scale)
+    with _timed(rows, "KG link prediction on " + scale.device) as out:
+        out["detail"] = run_kg(scale)
     table = format_table(rows, scale, time.perf_counter() - started)
     print(table)
     if not args.dry_run or args.out:

@@ -57,6 +57,7 @@ def test_dry_run_runs_every_section_on_the_cpu(tmp_path, monkeypatch, capsys):
         "losses on cpu",
         "SPACL every view on cpu = CPU",
         "text fine-tune on cpu",
+        "KG link prediction on cpu",
     ]
     assert all(" | ok | " in r for r in rows[1:])
     assert "2 steps at batch 8" in table and "DDP step = plain step" in table
