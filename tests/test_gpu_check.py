@@ -62,7 +62,7 @@ def test_dry_run_runs_every_section_on_the_cpu(tmp_path, monkeypatch, capsys):
     assert all(" | ok | " in r for r in rows[1:])
     assert "2 steps at batch 8" in table and "DDP step = plain step" in table
     assert "SPACL every view, supervised" in table and "supervised max |diff| 0.0e+00" in table
-    assert "7/7 checks passed" in (tmp_path / "gpu.md").read_text()
+    assert "8/8 checks passed" in (tmp_path / "gpu.md").read_text()
 
 
 def test_synthetic_cifar100_is_read_by_the_loader(tmp_path):
