@@ -139,14 +139,15 @@ def kg_step(setup: KGSetup, train_index: Any, chunk: Tensor, epoch: int, step: i
         row, tail = torch.arange(len(chunk)), chunk[:, 2]
     else:  # K-vs-all: every known tail of the query
         row, tail = train_index.pairs(chunk[:, 0], chunk[:, 1])
-    positives = torch.zeros(len(chunk), kg.num_entities, dtype=torch.bool)
-    positives[row, tail] = True
     chunk, row, tail = chunk.to(device), row.to(device), tail.to(device)
+    # the [B, E] mask made on the device: a few index pairs travel, not B x E bytes
+    positives = torch.zeros(len(chunk), kg.num_entities, dtype=torch.bool, device=device)
+    positives[row, tail] = True
     h, r = chunk[:, 0], chunk[:, 1]
     # the pairs too: the objective need not scan the [B, E] mask for them
     known = (row, tail)
     query = setup.model.query(h, r)
-    loss = setup.objective(query, setup.model.entities(), positives.to(device), known)
+    loss = setup.objective(query, setup.model.entities(), positives, known)
     n3 = float(setup.cfg.optim.n3)
     if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
         loss = loss + n3 * setup.model.n3(h[row], r[row], tail)
