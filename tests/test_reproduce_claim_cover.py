@@ -168,11 +168,17 @@ def test_alignment_rules_without_their_records_say_so() -> None:
 
 
 # ------------------------------------------------------------------ SPACL, claim 26 (FB15k)
-def _kg_store(path: Path, spacl: list[float], infonce: list[float], minutes: float = 60.0) -> Path:
+def _kg_store(
+    path: Path,
+    spacl: list[float],
+    infonce: list[float],
+    minutes: float = 60.0,
+    nocut: tuple[float, ...] = (),
+) -> Path:
     import json
 
     rows = []
-    for method, values in (("spacl", spacl), ("infonce", infonce)):
+    for method, values in (("spacl", spacl), ("infonce", infonce), ("spacl_nocut", nocut)):
         for seed, mrr in enumerate(values):
             rows.append(
                 {
@@ -212,3 +218,21 @@ def test_kg_claim_reads_the_seed_store_and_its_welch_rule_can_fail(tmp_path: Pat
         assert verdict.verdict == NOT_RUN and "so far" in verdict.rule
     assert "InfoNCE: no seed finished yet" in spec.measured({"kg_seeds": one})
     assert "SPACL MRR 0.335" in spec.measured({"kg_seeds": one})
+    assert "without the cut" not in spec.measured({"kg_seeds": one})
+
+
+def test_kg_claim_shows_the_no_cut_ablation_without_voting_with_it(tmp_path: Path) -> None:
+    """The no-cut runs (benchmarks/kg_seeds.py --methods spacl_nocut) appear in the
+    claim's measured text once one has finished; the verdict stays SPACL vs InfoNCE."""
+    from spacl.studies.spacl_bench import kg_seed_metrics
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    spec = _spec(claim_specs(), "fb15k237_mrr_beats_best_baseline")
+    plain = kg_seed_metrics(_kg_store(tmp_path / "a", [0.35, 0.352, 0.351], [0.34, 0.341, 0.339]))
+    ablated = kg_seed_metrics(
+        _kg_store(tmp_path / "b", [0.35, 0.352, 0.351], [0.34, 0.341, 0.339], nocut=(0.31,))
+    )
+    assert ablated["mrr"]["spacl_nocut"] == [0.31] and plain["mrr"]["spacl_nocut"] == []
+    assert "ablation, SPACL without the cut MRR 0.31" in spec.measured({"kg_seeds": ablated})
+    for metrics in (plain, ablated):
+        assert spec.rule({"kg_seeds": metrics}).verdict == REPRODUCED
