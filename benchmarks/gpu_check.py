@@ -342,6 +342,31 @@ def _device_profile(fn: Callable[[], None], device: str, steps: int = 3) -> tupl
     return busy_us / 1000 / steps, syncs
 
 
+#: SPACL's profiler regions (SPACLLoss.forward), the rows of the step breakdown
+REGIONS = ("spacl/loss", "spacl/mine", "spacl/game", "spacl/cut")
+
+
+def _region_times(
+    fn: Callable[[], None], device: str, steps: int = 3
+) -> dict[str, tuple[float, float]]:
+    """Per SPACL region: (host ms, device ms) per step of ``fn`` under
+    :mod:`torch.profiler` (inclusive times; device ms NaN on the CPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.startswith("cuda")
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            fn()
+        _sync(device)
+    out = {}
+    for e in prof.key_averages():
+        if e.key in REGIONS:
+            dev = getattr(e, "device_time_total", getattr(e, "cuda_time_total", math.nan))
+            out[e.key] = (e.cpu_time_total / 1000 / steps, dev / 1000 / steps if cuda else math.nan)
+    return out
+
+
 def run_step_ratio(scale: Scale) -> tuple[bool, str, str]:
     """train_step.py's arms (and SPACL's ablations) on the device: the fair-protocol ratio
     (SPACL default vs SimCLR on the same 5 views, target <= 1.4x) and, per arm, how much
@@ -383,6 +408,20 @@ def run_step_ratio(scale: Scale) -> tuple[bool, str, str]:
         lines.append(
             f"| {label} | {1000 * med[n]:.1f} | {r2:.2f}x | {r5:.2f}x | {busy_cell} | {sync_cell} |"
         )
+    lines += [
+        "",
+        "Where SPACL's step goes (profiler regions, inclusive, per step; the profiler's "
+        "own overhead included, so read the shares):",
+        "",
+        "| arm | region | host ms | device ms |",
+        "|---|---|---:|---:|",
+    ]
+    for n in ("spacl", "spacl_ema"):
+        times = _region_times(fns[n], device)
+        for region in (r for r in REGIONS if r in times):
+            host, dev = times[region]
+            dev_cell = "n/a" if math.isnan(dev) else f"{dev:.2f}"
+            lines.append(f"| {arms_spec[n][0]} | {region} | {host:.2f} | {dev_cell} |")
     ratio = med["spacl"] / med["simclr5"]
     ok = ratio <= TARGET_RATIO or device == "cpu"
     net = "ResNet-18" if device == "cuda" else "small CNN"

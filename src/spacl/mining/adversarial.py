@@ -39,6 +39,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.profiler import record_function
 
 from spacl._validation import check_all_finite, check_positive, check_tensor
 
@@ -329,7 +330,7 @@ class AdversarialNegatives(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """One ``D`` step then one ``G`` step (:meth:`play`); ``weights`` of the real rows."""
         n_real = real.shape[0]
-        with torch.enable_grad():
+        with torch.enable_grad(), record_function("spacl/game"):
             fake = self.generate(a)
             fake_const = fake.detach()
             # D: maximise log D(z+) + log(1 - D(z-)), i.e. minimise the BCE

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import torch
 from torch import Tensor
+from torch.profiler import record_function
 
 from spacl.losses.kernel import reduce_anchors
 from spacl.losses.normalize import NormalizeMode
@@ -285,13 +286,33 @@ class SPACLLoss(LazyGameModule):
                 joined to ``Q_i`` before the cut.
             extra_negative_labels: ``[Q]`` labels of ``extra_negatives`` (used with
                 ``labels``: same-class rows are not negatives).
+
+        Under :mod:`torch.profiler` the call is the region ``"spacl/loss"``, with
+        ``"spacl/mine"`` (anchor and positives), ``"spacl/game"`` (the generator and
+        discriminator round) and ``"spacl/cut"`` inside it.
         """
+        with record_function("spacl/loss"):
+            return self._forward(
+                anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
+            )
+
+    def _forward(
+        self,
+        anchors: Tensor | None,
+        pool: Tensor,
+        labels: Tensor | None,
+        anchor_index: Tensor | None,
+        extra_negatives: Tensor | None,
+        extra_negative_labels: Tensor | None,
+    ) -> Tensor:
+        """:meth:`forward`'s body (under the profiler region ``"spacl/loss"``)."""
         options = self.options
         batch = checked_batch(
             options, anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
         )
         if options.anchor_set == "dynamic" or batch.anchor_index is not None:
-            mined = mine(options, self.rng, pool, batch.labels, batch.anchor_index)
+            with record_function("spacl/mine"):
+                mined = mine(options, self.rng, pool, batch.labels, batch.anchor_index)
             game = self._game(pool.shape[2])
             per_anchor, self.last = one_anchor_loss(
                 options, self.cut, batch, mined, game, self.training
@@ -307,7 +328,8 @@ class SPACLLoss(LazyGameModule):
                 "anchor_set='every_view' needs the online embeddings of every view: "
                 f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
             )
-        mined = mine_every(self.options, self.rng, pool, batch.labels)
+        with record_function("spacl/mine"):
+            mined = mine_every(self.options, self.rng, pool, batch.labels)
         game = self._game(pool.shape[2])
         per_anchor, self.last = every_view_loss(
             self.options, self.cut, batch, mined, game, self.training

@@ -93,6 +93,7 @@ from typing import Literal, overload
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.profiler import record_function
 
 from spacl._validation import check_choice, check_positive, check_tensor
 from spacl.mining.cut import kernel as cut_kernel
@@ -310,8 +311,21 @@ class RelativeThresholdNegatives(nn.Module):
         ``row_max + log sum_j keep_j weights_j`` without a second ``exp``.
 
         The fast path (module docstring) settles the rows whose prefix ends among their
-        largest keys; the exact radix selection finishes the others.
+        largest keys; the exact radix selection finishes the others.  Under
+        :mod:`torch.profiler` the call is the region ``"spacl/cut"``.
         """
+        with record_function("spacl/cut"):
+            return self._select(scores, mask, form, total, weights_out)
+
+    def _select(
+        self,
+        scores: Tensor,
+        mask: Tensor | None,
+        form: CutForm,
+        total: Tensor | None,
+        weights_out: dict[str, Tensor] | None,
+    ) -> Tensor | tuple[Tensor, Tensor] | Selection:
+        """:meth:`select`'s body."""
         check_choice(form, "form", CUT_FORMS)
         if self.share >= 1.0:  # every candidate kept
             candidates = torch.isfinite(scores) if mask is None else mask.clone()
