@@ -42,3 +42,13 @@ def test_every_public_loss_has_an_example_that_runs(name: str) -> None:
     for test in tests:
         result = runner.run(test)
         assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
+
+
+def test_the_cut_sort_path_example_runs() -> None:
+    from spacl.mining.cut import exact
+
+    globs = {"torch": torch, "sorted_prefixes": exact.sorted_prefixes}
+    (test,) = doctest.DocTestFinder(recurse=False).find(exact.sorted_prefixes, globs=globs)
+    assert test.examples
+    result = doctest.DocTestRunner().run(test)
+    assert result.failed == 0 and result.attempted == len(test.examples)
