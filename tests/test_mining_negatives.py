@@ -206,6 +206,25 @@ def test_rows_without_mass_or_candidates() -> None:
     assert torch.equal(keep, valid)
 
 
+@pytest.mark.parametrize("mass", ["exp", "linear", "similarity"])
+@pytest.mark.parametrize("k", [7, 300, 5000])
+def test_selection_widest_is_the_largest_kept_count(mass: str, k: int) -> None:
+    """``Selection.widest()``: the largest kept count of a row, 0 where no row has a
+    candidate (the compact SPACL path reads it once, the sort path with its own wait)."""
+    g = torch.Generator().manual_seed(k)
+    logits = torch.randn(6, k, generator=g, dtype=torch.float64) * 3
+    valid = torch.rand(6, k, generator=g) > 0.3
+    valid[2] = False  # a row without a candidate
+    cut = RelativeThresholdNegatives(0.6, mass, temperature=0.2)  # type: ignore[arg-type]
+    keys = logits.masked_fill(~valid, -torch.inf)
+    selection = cut.select(keys, form="selection")
+    mask = cut.select(keys)
+    assert selection.widest() == int(mask.sum(1).max()) > 0
+    none = torch.full_like(keys, -torch.inf)
+    assert cut.select(none, form="selection").widest() == 0
+    assert not cut.select(none).any()
+
+
 def test_float32_and_float64_logits_agree() -> None:
     g = torch.Generator().manual_seed(4)
     logits = torch.randn(8, 600, generator=g) * 5

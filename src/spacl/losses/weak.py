@@ -152,12 +152,10 @@ class MaskConLoss(nn.Module):
     @torch.no_grad()
     def _targets(self, k: Tensor, y: Tensor, cands: Tensor, cand_y: Tensor, own: Tensor) -> Tensor:
         """``[B, M]`` soft targets ``z`` over the candidate columns (see the class docstring)."""
-        b = int(k.shape[0])
-        rows = torch.arange(b, device=k.device)
         sim = (k / self.target_temperature) @ cands.T
         mask = y.unsqueeze(1) == cand_y.unsqueeze(0)
         if self.in_batch_keys:
-            mask[rows, own] = False
+            mask.scatter_(1, own.unsqueeze(1), False)
         else:  # columns are [own key, queue]: add the own column
             sim = torch.cat((torch.zeros_like(sim[:, :1]), sim), 1)
             mask = torch.cat((torch.zeros_like(mask[:, :1]), mask), 1)
@@ -165,10 +163,10 @@ class MaskConLoss(nn.Module):
         top = sim.amax(1, keepdim=True)
         top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
         soft = (sim - top).exp()  # 0 off the mask, 1 at the nearest same-class key
-        soft[rows, own] = 1.0
+        soft.scatter_(1, own.unsqueeze(1), 1.0)
         soft = soft / soft.sum(1, keepdim=True)
         onehot = torch.zeros_like(soft)
-        onehot[rows, own] = 1.0
+        onehot.scatter_(1, own.unsqueeze(1), 1.0)
         return self.weight * soft + (1.0 - self.weight) * onehot
 
     def extra_repr(self) -> str:

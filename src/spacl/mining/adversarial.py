@@ -226,6 +226,10 @@ class AdversarialNegatives(nn.Module):
     # -- players ---------------------------------------------------------------------------
     def _noise(self, rows: int, device: torch.device, dtype: torch.dtype) -> Tensor:
         xi = torch.randn(rows, self.noise_dim, generator=self.rng, device=self.rng.device)
+        if xi.device != device and device.type == "cuda":
+            # the CPU generator's draw (the same noise on every device) crosses in pinned
+            # memory: the copy does not wait on the host
+            return xi.pin_memory().to(device=device, dtype=dtype, non_blocking=True)
         return xi.to(device=device, dtype=dtype)
 
     def generate(self, anchors: Tensor) -> Tensor:
@@ -262,21 +266,27 @@ class AdversarialNegatives(nn.Module):
             _move_optimizer_state(self.opt_g, device)
             _move_optimizer_state(self.opt_d, device)
 
-    def step(self, anchors: Tensor, positives: Tensor) -> tuple[Tensor, Tensor]:
+    def step(
+        self, anchors: Tensor, positives: Tensor, *, assume_finite: bool = False
+    ) -> tuple[Tensor, Tensor]:
         """Play one round: one ``D`` step, then one ``G`` step; return ``(d_loss, g_loss)``.
 
         Args:
             anchors: ``[B, d]`` anchor embeddings (detached here).
             positives: ``[B, P, d]`` hard positives, the "real" samples (detached here).
+            assume_finite: skip the finiteness check (its host wait on a GPU), for a
+                caller that checked the tensors these come from (SPACL's pool).
 
         Returns:
             the discriminator's loss before its update and the generator's loss against
             the updated discriminator (before the generator's update), detached scalars.
         """
-        _, d_loss, g_loss = self.play(anchors, positives)
+        _, d_loss, g_loss = self.play(anchors, positives, assume_finite=assume_finite)
         return d_loss, g_loss
 
-    def play(self, anchors: Tensor, positives: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def play(
+        self, anchors: Tensor, positives: Tensor, *, assume_finite: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """:meth:`step` that also returns the round's generated points ``[B, K_adv, d]``.
 
         The same draw ``z- = G(z_i, xi)`` serves the ``D`` step, the ``G`` step and the
@@ -288,7 +298,8 @@ class AdversarialNegatives(nn.Module):
             raise ValueError(
                 f"positives must be [{a.shape[0]}, P, {self.dim}], got {tuple(positives.shape)}"
             )
-        check_all_finite({"anchors": anchors, "positives": positives})
+        if not assume_finite:
+            check_all_finite({"anchors": anchors, "positives": positives})
         real = positives.detach().to(a.dtype).reshape(-1, self.dim)
         real_cond = fake_cond = None
         if self.conditional:
@@ -359,9 +370,10 @@ class AdversarialNegatives(nn.Module):
         return negatives.to(anchors.dtype), d_loss.detach(), g_loss.detach()
 
     @torch.no_grad()
-    def sample(self, anchors: Tensor) -> Tensor:
-        """``[B, K_adv, d]`` unit-norm generated negatives of each anchor (no gradient)."""
-        a = self._prepare(anchors)
+    def sample(self, anchors: Tensor, *, assume_finite: bool = False) -> Tensor:
+        """``[B, K_adv, d]`` unit-norm generated negatives of each anchor (no gradient);
+        ``assume_finite`` as in :meth:`step`."""
+        a = self._prepare(anchors, finite=not assume_finite)
         out = self.generate(a).reshape(a.shape[0], self.num_negatives, self.dim)
         return out.to(anchors.dtype)
 

@@ -100,12 +100,14 @@ def farthest_point_from_dissimilarity(
     rows = torch.arange(b, device=dissimilarity.device)
     min_dist = dissimilarity[rows, anchor].clone()  # [B, V]
     taken = torch.zeros(b, v, dtype=torch.bool, device=dissimilarity.device)
-    taken[rows, anchor] = True
+    # scatter_ of a scalar: an indexed store (``taken[rows, anchor] = True``) would copy
+    # the Python scalar to the device and wait on the host, every step
+    taken.scatter_(1, anchor.unsqueeze(1), True)
     chosen = []
     for _ in range(num_positives):
         idx = min_dist.masked_fill(taken, -math.inf).argmax(-1)
         chosen.append(idx)
-        taken[rows, idx] = True
+        taken.scatter_(1, idx.unsqueeze(1), True)
         min_dist = torch.minimum(min_dist, dissimilarity[rows, idx])
     return torch.stack(chosen, dim=1)
 
@@ -124,16 +126,14 @@ def farthest_point_flat(
     Returns:
         ``[B, num_positives]`` flat indices into ``unit_flat``.
     """
-    b = start.shape[0]
-    rows = torch.arange(b, device=unit_flat.device)
     min_dist = 1.0 - unit_flat[start] @ unit_flat.T  # [B, N]
     taken = ~member
-    taken[rows, start] = True
+    taken.scatter_(1, start.unsqueeze(1), True)
     chosen = []
     for _ in range(num_positives):
         idx = min_dist.masked_fill(taken, -math.inf).argmax(-1)
         chosen.append(idx)
-        taken[rows, idx] = True
+        taken.scatter_(1, idx.unsqueeze(1), True)
         min_dist = torch.minimum(min_dist, 1.0 - unit_flat[idx] @ unit_flat.T)
     return torch.stack(chosen, dim=1)
 
@@ -155,12 +155,11 @@ def farthest_point_rows(dissimilarity: Tensor, member: Tensor, num_positives: in
     min_dist = dissimilarity.clone()
     taken = ~member
     taken.fill_diagonal_(True)
-    rows = torch.arange(dissimilarity.shape[0], device=dissimilarity.device)
     chosen = []
     for _ in range(num_positives):
         idx = min_dist.masked_fill(taken, -math.inf).argmax(-1)
         chosen.append(idx)
-        taken[rows, idx] = True
+        taken.scatter_(1, idx.unsqueeze(1), True)
         min_dist = torch.minimum(min_dist, dissimilarity[idx])
     return torch.stack(chosen, dim=1)
 
@@ -181,7 +180,7 @@ def check_num_positives(num_positives: int) -> int:
 def class_pool_members(labels: Tensor, views: int, anchor_flat: Tensor) -> Tensor:
     """``[B, B*V]`` bool: same-class views of the batch, the anchor itself excluded."""
     member = class_membership(labels, views)
-    member[torch.arange(labels.shape[0], device=labels.device), anchor_flat] = False
+    member.scatter_(1, anchor_flat.unsqueeze(1), False)
     return member
 
 

@@ -123,10 +123,12 @@ def compact_loss(
         # through the same sparse product as the kept negatives
         pos_values = joint[:, :n].gather(1, flat_pos)
         total, count, blocks, queue_groups = _negatives_only(options, rows, joint, queue)
-        if not bool((count > 0).any()):
-            return None  # the dense path raises its error
         selection = cut.select(joint, total=total, form="selection")
-        width = selection.widest()  # the kept entries lead each row
+        # the kept entries lead each row; a row with a candidate keeps at least one, so
+        # 0 = no in-batch candidate anywhere (one host wait, the cut's own on a GPU)
+        width = selection.widest()
+        if width == 0:
+            return None  # the dense path: the generated negatives, or its error
         if width > _COMPACT_SHARE * joint.shape[1]:
             # many candidates kept: the dense kernel, with this selection moved to its
             # columns [in-batch | P positives | generated | queue]
@@ -271,7 +273,7 @@ def _class_out(
     # (x + 0 = x exactly), no [A, n] boolean pass; broadcast over an instance's
     # rows where they are consecutive (every view an anchor), no [A, n] bias copy
     bias = torch.zeros(num_groups, n, dtype=keys.dtype, device=device)
-    bias[cand_groups, torch.arange(n, device=device)] = -torch.inf
+    bias.scatter_(0, cand_groups.unsqueeze(0), -torch.inf)  # column j: its group's row
     # the rows are instance-major: ``per`` consecutive rows per instance (one for
     # the dynamic form, ``V`` with every view an anchor)
     per = a // b

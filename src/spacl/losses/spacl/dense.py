@@ -36,7 +36,7 @@ def dense_objective(
     Columns: the in-batch candidates, the ``P`` hard positives, the ``K_adv``
     generated negatives, the queue.  Returns the per-anchor losses, the candidate and
     kept masks, and the number of generated negatives kept per row.  ``kept``: the
-    cut's mask, if already taken.
+    cut's mask, if already taken (by a caller that found at least one candidate).
     """
     cand_logits, pos_logits, other, same = in_batch
     online, gen_logits, extra = rows.online, rows.gen_logits, rows.extra
@@ -62,7 +62,9 @@ def dense_objective(
         neg_blocks.append(q_neg)
         pos_blocks.append(q_pos)
     candidates = torch.cat(neg_blocks, dim=1)
-    if not bool(candidates.any()):
+    # a cut taken before (``kept``: the compact path's, which found an in-batch
+    # candidate) spares this check's host wait
+    if kept is None and not bool(candidates.any()):
         raise ValueError(
             f"SPACL: no anchor has a negative ({a} anchor(s), K_adv={k_adv}"
             + (", labels leave no other class" if labels is not None else "")

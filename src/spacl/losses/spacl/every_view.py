@@ -141,7 +141,9 @@ def generated_every(
     d_loss = g_loss = None
     if training:
         rows = torch.arange(b, device=unit_pool.device) * v + mined.anchor
-        d_loss, g_loss = game.step(flat_unit[rows], flat_unit[mined.flat_positives[rows]])
-    points = game.sample(flat_unit)
+        d_loss, g_loss = game.step(
+            flat_unit[rows], flat_unit[mined.flat_positives[rows]], assume_finite=True
+        )
+    points = game.sample(flat_unit, assume_finite=True)
     logits = (online.unsqueeze(1) * points.to(online.dtype)).sum(2)
     return logits, d_loss, g_loss

@@ -105,7 +105,7 @@ def positives_of(
         views = farthest_point_from_dissimilarity(dissimilarity, anchor, num)
     else:
         member = torch.ones(b, v, dtype=torch.bool, device=unit_pool.device)
-        member[rows, anchor] = False
+        member.scatter_(1, anchor.unsqueeze(1), False)
         views = random_positives(member, num, rng)
     return views, rows.unsqueeze(1) * v + views
 
@@ -150,6 +150,6 @@ def mine_every(
         views = farthest_point_from_dissimilarity(per_row, view, num)
     else:
         member = torch.ones(n, v, dtype=torch.bool, device=device)
-        member[start, view] = False
+        member.scatter_(1, view.unsqueeze(1), False)  # row r = start r
         views = random_positives(member, num, rng)
     return Mined(unit_pool, game_anchor, views, (start - view).unsqueeze(1) + views)

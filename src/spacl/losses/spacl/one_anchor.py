@@ -121,8 +121,8 @@ def generated(
     d_loss = g_loss = None
     if training:
         real = unit_pool.reshape(b * v, d)[mined.flat_positives]
-        points, d_loss, g_loss = game.play(gen_anchor, real)
+        points, d_loss, g_loss = game.play(gen_anchor, real, assume_finite=True)
     else:
-        points = game.sample(gen_anchor)
+        points = game.sample(gen_anchor, assume_finite=True)
     logits = (online.unsqueeze(1) * points.to(online.dtype)).sum(2)
     return logits, d_loss, g_loss

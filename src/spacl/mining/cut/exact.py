@@ -184,8 +184,8 @@ def sorted_prefixes(
     valid: Tensor,
     target: Tensor,
     keep_all: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
-    """``(cols[B, m], kept[B, m])``: every row's prefix by one stable descending sort.
+) -> tuple[Tensor, Tensor, int]:
+    """``(cols[B, m], kept[B, m], widest)``: every row's prefix by one stable descending sort.
 
     The same prefix as :func:`prefix_mask` (the shortest one, in (key desc, index asc)
     order, whose running float64 weight reaches ``target``; every candidate of a row
@@ -198,14 +198,16 @@ def sorted_prefixes(
     ``keys`` are ``-inf`` off the candidates ``valid``; ``weights`` float64, 0 off them
     and non-decreasing in the key within a row; ``keep_all[B]`` marks rows that keep
     every candidate.  ``cols`` lists each row's columns in sorted order, the kept ones
-    first (``kept``).
+    first (``kept``); ``widest`` is the most entries a row keeps (0 where no row has a
+    candidate), ``m = max(widest, 1)``.
 
     Example:
         >>> keys = torch.tensor([[0.2, 0.9, 0.5]])
         >>> w = keys.double()
-        >>> cols, kept = sorted_prefixes(keys, w, keys > 0, torch.tensor([1.2], dtype=w.dtype))
-        >>> cols[kept].tolist()
-        [1, 2]
+        >>> target = torch.tensor([1.2], dtype=w.dtype)
+        >>> cols, kept, widest = sorted_prefixes(keys, w, keys > 0, target)
+        >>> cols[kept].tolist(), widest
+        ([1, 2], 2)
     """
     b, k = keys.shape
     order = keys.sort(dim=1, descending=True, stable=True).indices
@@ -217,8 +219,9 @@ def sorted_prefixes(
     if keep_all is not None:
         last = torch.where(keep_all, count - 1, last)
     kept = (torch.arange(k, device=keys.device).unsqueeze(0) <= last.unsqueeze(1)) & candidate
-    width = max(int(kept.sum(1).max()), 1) if b else 1
-    return order[:, :width], kept[:, :width]
+    widest = int(kept.sum(1).max()) if b else 0
+    width = max(widest, 1)
+    return order[:, :width], kept[:, :width], widest
 
 
 def sample_min(keys: Tensor) -> Tensor:

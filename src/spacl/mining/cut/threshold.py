@@ -127,7 +127,8 @@ class Selection:
     The fast rows as an index, ``cols[B, m]`` with ``kept[B, m]`` (the kept entries lead
     each row); the rows the exact selection took, ``rest[R]``, with their keep mask
     ``rest_keep[R, K]`` (bool, or 0/1 in the keys' dtype for ``form="float"``), both
-    ``None`` where the fast path settled every row.  ``width``: ``K``.
+    ``None`` where the fast path settled every row.  ``width``: ``K``.  ``known_widest``:
+    :meth:`widest`, where the selection already read it (the sort path), else ``None``.
     """
 
     cols: Tensor
@@ -135,11 +136,15 @@ class Selection:
     rest: Tensor | None
     rest_keep: Tensor | None
     width: int
+    known_widest: int | None = None
 
     def widest(self) -> int:
-        """The largest number of kept columns of a row (at least 1)."""
-        width = max(int(self.kept.sum(1).max()), 1)
-        if self.rest_keep is not None:
+        """The largest number of kept columns of a row: 0 where no row has a candidate
+        (a row with one keeps at least one).  One host wait, none after the sort path."""
+        if self.known_widest is not None:
+            return self.known_widest
+        width = int(self.kept.sum(1).max()) if self.kept.numel() else 0
+        if self.rest_keep is not None and self.rest_keep.numel():
             width = max(width, int(self.rest_keep.sum(1).max()))
         return width
 
@@ -338,10 +343,11 @@ class RelativeThresholdNegatives(nn.Module):
                 return cols, kept
             return Selection(cols, kept, None, None, scores.shape[1])
         keys = scores if mask is None else scores.detach().masked_fill(~mask, -math.inf)
-        cols, kept, _, rest, rest_keep = self._select_parts(
+        cols, kept, rest, rest_keep, widest = self._select_parts(
             keys, mask, total, as_float=form == "float", weights_out=weights_out
         )
-        return Selection(cols, kept, rest, rest_keep, scores.shape[1]).as_form(form, scores.dtype)
+        selection = Selection(cols, kept, rest, rest_keep, scores.shape[1], widest)
+        return selection.as_form(form, scores.dtype)
 
     def _select_parts(
         self,
@@ -350,8 +356,9 @@ class RelativeThresholdNegatives(nn.Module):
         similarity_total: Tensor | None,
         as_float: bool = False,
         weights_out: dict[str, Tensor] | None = None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
-        """Fast rows, then the exact selection: ``(cols, kept, done, rest_rows, rest_keep)``.
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, int | None]:
+        """Fast rows, then the exact selection: ``(cols, kept, rest_rows, rest_keep, widest)``
+        (``widest``: :meth:`Selection.widest` where the sort path read it, else ``None``).
 
         ``weights_out``: receives the ``"exp"`` weights and the row maxima
         (:meth:`select`).  On CPU the rows whose prefix ends within their 128
@@ -403,25 +410,20 @@ class RelativeThresholdNegatives(nn.Module):
         cols, kept, done = fast
         rest = (~done).nonzero().squeeze(1)
         if rest.numel() == 0:
-            return cols, kept, done, None, None
+            return cols, kept, None, None, None
         if rest.numel() * 4 > b * 3:
             # most rows left (long prefixes): the exact selection of every row, without
             # copying the rows out and merging back (it settles the done rows the same
             # way: one definition, both exact)
             rest_keep = self._exact(keys, valid_mask, row_max, exp_weights, as_float)
-            return cols, kept, done, torch.arange(b, device=keys.device), rest_keep
-        return (
-            cols,
-            kept,
-            done,
-            rest,
-            self._exact(
-                keys.index_select(0, rest),
-                None if valid_mask is None else valid_mask[rest],
-                row_max[rest],
-                None if exp_weights is None else exp_weights[rest],
-            ),
+            return cols, kept, torch.arange(b, device=keys.device), rest_keep, None
+        rest_keep = self._exact(
+            keys.index_select(0, rest),
+            None if valid_mask is None else valid_mask[rest],
+            row_max[rest],
+            None if exp_weights is None else exp_weights[rest],
         )
+        return cols, kept, rest, rest_keep, None
 
     def _sorted_parts(
         self,
@@ -429,9 +431,10 @@ class RelativeThresholdNegatives(nn.Module):
         valid_mask: Tensor | None,
         similarity_total: Tensor | None,
         weights_out: dict[str, Tensor] | None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, int | None]:
         """Every row by one stable sort (a device in :data:`SORTED_DEVICES`): the same
-        totals and weights as the fast path, the same prefix as the exact selection."""
+        totals and weights as the fast path, the same prefix as the exact selection, and
+        the widest row's count read with the sort's one host wait."""
         raw_max = keys.amax(1)
         row_max = torch.where(torch.isfinite(raw_max), raw_max, 0.0)
         total, exp_weights = self._total_and_weights(keys, valid_mask, row_max, similarity_total)
@@ -446,9 +449,8 @@ class RelativeThresholdNegatives(nn.Module):
         # "similarity": a total <= 0 is reached by the first (hardest) candidate alone;
         # "exp" / "linear": a row of zero total weight keeps every candidate
         keep_all = None if self.mass == "similarity" else ~(total > 0)
-        cols, kept = sorted_prefixes(keys, weights, valid, self.share * total, keep_all)
-        done = torch.ones(keys.shape[0], dtype=torch.bool, device=keys.device)
-        return cols, kept, done, None, None
+        cols, kept, widest = sorted_prefixes(keys, weights, valid, self.share * total, keep_all)
+        return cols, kept, None, None, widest
 
     def _total_of_keys(
         self,

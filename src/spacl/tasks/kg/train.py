@@ -142,7 +142,7 @@ def kg_step(setup: KGSetup, train_index: Any, chunk: Tensor, epoch: int, step: i
     chunk, row, tail = chunk.to(device), row.to(device), tail.to(device)
     # the [B, E] mask made on the device: a few index pairs travel, not B x E bytes
     positives = torch.zeros(len(chunk), kg.num_entities, dtype=torch.bool, device=device)
-    positives[row, tail] = True
+    positives.index_put_((row, tail), positives.new_ones(()))  # no host-side scalar
     h, r = chunk[:, 0], chunk[:, 1]
     # the pairs too: the objective need not scan the [B, E] mask for them
     known = (row, tail)
