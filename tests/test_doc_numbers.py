@@ -42,7 +42,7 @@ CHECKED_ROWS = (
     "results/kg.md",
     "../docs/results/open_intent/results.md",
 )
-LINKED = re.compile(r"\(results/(?P<name>[\w.]+\.md)\)")
+LINKED = re.compile(r"\(results/(?P<name>[\w./-]+\.md)\)")
 #: a decimal number; a full stop after it ends a sentence, a digit after that dot a version
 DECIMAL = re.compile(r"(?<![\d.])\d+\.\d+(?!\d|\.\d)")
 BLOCK = re.compile(r"<!-- numbers from: (?P<files>[^>]+?) -->(?P<body>.*?)<!-- /numbers -->", re.S)
