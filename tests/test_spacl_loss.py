@@ -118,41 +118,17 @@ def test_no_adversarial_matches_loop(dtype: torch.dtype, share: float) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_generated_negatives_alone_match_loop(dtype: torch.dtype) -> None:
-    """One class in the batch: no in-batch candidate, the generated negatives are the
+@pytest.mark.parametrize("one_class", [False, True])
+def test_full_with_generated_negatives_matches_loop(dtype: torch.dtype, one_class: bool) -> None:
+    """``one_class``: labels leave no in-batch candidate, the generated negatives are the
     only ones (the compact path finds a widest row of 0 and hands over to the dense one)."""
-    b, v, d = 5, 4, 5
-    pool = random_pool(b, v, d, dtype, seed=13)
-    labels = torch.zeros(b, dtype=torch.long)
-    loss = SPACLLoss(0.1, num_positives=2, share=0.7, num_adversarial=3, embedding_dim=d)
-    twin = copy.deepcopy(loss)
-    value = loss(None, pool, labels)
-    anchors = anchor_loop(pool)
-    positives = [
-        [i * v + p for p in farthest_loop(pool[i], list(range(v)), anchors[i], 2)] for i in range(b)
-    ]
-    unit_pool = unit_rows(pool)
-    rows = torch.arange(b)
-    assert twin.adversarial is not None
-    generated, _, _ = twin.adversarial.play(
-        unit_pool[rows, anchors], unit_pool.reshape(b * v, d)[torch.tensor(positives)]
-    )
-    want = spacl_loop(pool[rows, anchors], pool, positives, 0.1, 0.7, generated, labels)
-    torch.testing.assert_close(
-        value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
-    )
-    assert loss.last is not None
-    assert loss.last.candidate_negatives.tolist() == [3] * b
-    assert 0 < int(loss.last.kept_generated.min())
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_full_with_generated_negatives_matches_loop(dtype: torch.dtype) -> None:
     b, v, d = 6, 4, 5
     pool = random_pool(b, v, d, dtype, seed=3)
-    loss = SPACLLoss(0.1, num_positives=2, share=0.9, num_adversarial=3, embedding_dim=d)
+    labels = torch.zeros(b, dtype=torch.long) if one_class else None
+    share = 0.7 if one_class else 0.9
+    loss = SPACLLoss(0.1, num_positives=2, share=share, num_adversarial=3, embedding_dim=d)
     twin = copy.deepcopy(loss)  # replays the same game to recover the generated negatives
-    value = loss(None, pool)
+    value = loss(None, pool, labels)
     anchors = anchor_loop(pool)
     positives = [
         [i * v + p for p in farthest_loop(pool[i], list(range(v)), anchors[i], 2)] for i in range(b)
@@ -163,13 +139,16 @@ def test_full_with_generated_negatives_matches_loop(dtype: torch.dtype) -> None:
     generated, d_loss, g_loss = twin.adversarial.play(
         unit_pool[rows, anchors], unit_pool.reshape(b * v, d)[torch.tensor(positives)]
     )
-    want = spacl_loop(pool[rows, anchors], pool, positives, 0.1, 0.9, generated)
+    want = spacl_loop(pool[rows, anchors], pool, positives, 0.1, share, generated, labels)
     torch.testing.assert_close(
         value.double(), torch.tensor(want, dtype=torch.float64), **tol(dtype)
     )
     assert loss.last is not None
     assert loss.last.d_loss == d_loss and loss.last.g_loss == g_loss
-    assert loss.last.candidate_negatives.tolist() == [(b - 1) * v + 3] * b
+    in_batch = 0 if one_class else (b - 1) * v
+    assert loss.last.candidate_negatives.tolist() == [in_batch + 3] * b
+    if one_class:  # every row keeps one at least
+        assert 0 < int(loss.last.kept_generated.min())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
