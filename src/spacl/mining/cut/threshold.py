@@ -45,8 +45,9 @@ is at least as similar to the anchor as every dropped one.
 On a GPU (:data:`SORTED_DEVICES`) every row takes one stable descending sort
 (:func:`~spacl.mining.cut.exact.sorted_prefixes`): the same totals and weights, the
 prefix read off the sorted running sums, one host wait in all; the branches of the path
-below wait on the host at every step, which costs a GPU more than the sort
-(``benchmarks/results/gpu.md``: 14 of the 27 host waits of a SPACL step).
+below wait on the host at every step, which costs a GPU more than the sort (14 of
+the 27 host waits of a SPACL step on an H200 before the sort; after it and the removal
+of the others, 5 in all, SimCLR's 4 and this one: ``benchmarks/results/gpu.md``).
 
 Algorithm elsewhere (no sort of the ``K`` candidates).  On CPU (float32 / float64 keys,
 numba available) the fast rows are settled by :mod:`spacl.mining.cut.kernel`: one compiled
