@@ -141,7 +141,8 @@ class Selection:
 
     def widest(self) -> int:
         """The largest number of kept columns of a row: 0 where no row has a candidate
-        (a row with one keeps at least one).  One host wait, none after the sort path."""
+        (a row with one keeps at least one).  A host wait or two (the fast and the exact
+        rows), none after the sort path, which read it with its own."""
         if self.known_widest is not None:
             return self.known_widest
         width = int(self.kept.sum(1).max()) if self.kept.numel() else 0
