@@ -43,3 +43,60 @@ def test_recipes_lists_and_prints_without_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "text/stackoverflow" in done.stdout and "max_tokens" in done.stdout
+
+
+def test_a_torchvision_built_for_another_torch_is_one_line_with_the_fix(
+    monkeypatch, capsys
+) -> None:
+    """PyPI's torchvision beside a CPU torch fails on import with ``operator torchvision::nms
+    does not exist`` (seen with torch 2.13.0+cpu and torchvision 0.28.0): the CLI says how to
+    install a matching pair, in one line; any other RuntimeError still propagates."""
+    import pytest
+
+    from spacl import cli
+    from spacl._extras import CPU_INSTALL, torch_build_mismatch
+    from spacl.commands import data
+
+    def fail(message: str):
+        def func(args: object) -> int:
+            raise RuntimeError(message)
+
+        return func
+
+    real_register = data.register
+
+    def register(subparsers) -> None:
+        real_register(subparsers)
+        subparsers.choices["data"].set_defaults(
+            func=fail("operator torchvision::nms does not exist")
+        )
+
+    monkeypatch.setattr(data, "register", register)
+    assert cli.main(["data"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("spacl data: error: torchvision does not match")
+    assert (
+        err[0].endswith(CPU_INSTALL)
+        and "--index-url https://download.pytorch.org/whl/cpu" in err[0]
+    )
+
+    def register_other(subparsers) -> None:
+        real_register(subparsers)
+        subparsers.choices["data"].set_defaults(func=fail("CUDA out of memory"))
+
+    monkeypatch.setattr(data, "register", register_other)
+    with pytest.raises(RuntimeError, match="CUDA out of memory"):
+        cli.main(["data"])
+    assert torch_build_mismatch(ValueError("torchvision::nms")) is None  # only RuntimeError
+
+
+def test_readme_cpu_line_takes_torch_and_torchvision_from_the_cpu_index() -> None:
+    """The CPU install line installs both from one index (README's earlier line took only
+    torch from it, and pip then took PyPI's torchvision, which fails beside a CPU torch)."""
+    from pathlib import Path
+
+    from spacl._extras import CPU_INSTALL
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert CPU_INSTALL in readme
+    assert "benchmarks/results/install_size.md" in readme

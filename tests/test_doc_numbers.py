@@ -39,6 +39,7 @@ CHECKED_ROWS = (
     "results/spacl_overhead.md",
     "results/train_step.md",
     "results/gpu.md",
+    "results/install_size.md",
     "results/kg.md",
     "../docs/results/open_intent/results.md",
 )

@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    from spacl._extras import MissingExtraError
+    from spacl._extras import MissingExtraError, torch_build_mismatch
     from spacl._progress import console_logging
 
     # library messages (logging, logger "spacl") on stderr; --quiet: no messages, no bars
@@ -140,6 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
         print(f"spacl {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # torchvision built for another torch: say how to fix it
+        fix = torch_build_mismatch(err)
+        if fix is None:
+            raise
+        print(f"spacl {args.command}: error: {fix}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a training loop's step boundary: one line
         print(f"spacl {args.command}: interrupted", file=sys.stderr)
