@@ -38,8 +38,8 @@ from _common import header, time_interleaved, write_result
 from spacl.losses import NTXentLoss, SPACLLoss, SupConLoss
 from spacl.losses.spacl.class_pool import class_blocks, class_logsumexp
 from spacl.losses.spacl.mining import mine, mine_every, positives_of
-from spacl.mining._common import unit
 from spacl.mining.cut import kernel as cut_kernel
+from spacl.mining.pool import unit
 from spacl.mining.positives import pool_dissimilarity
 
 

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import spacl.geometry._inputs as inputs
+import spacl.geometry.inputs as inputs
 from spacl.alignment import debiased_cka, linear_cka, minibatch_cka, rbf_cka, unbiased_hsic
 
 F64 = torch.float64

@@ -10,7 +10,7 @@ import torch
 from scipy.spatial.distance import pdist
 from scipy.stats import pearsonr, spearmanr
 
-import spacl.geometry._inputs as inputs
+import spacl.geometry.inputs as inputs
 from spacl.alignment import rdm, rsa
 
 F64 = torch.float64

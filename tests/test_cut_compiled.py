@@ -133,7 +133,7 @@ def test_sparse_nonzero_equals_nonzero_on_every_layout(density: float) -> None:
     ``Tensor.nonzero`` in the same order: contiguous masks with ``K % 8`` zero or not,
     column slices of a wider mask (bytes past the view set: left out), row slices,
     transposes, :func:`padded_bool` views and empty masks."""
-    from spacl.mining._common import padded_bool, sparse_nonzero
+    from spacl.mining.cut.sparse import padded_bool, sparse_nonzero
 
     gen = torch.Generator().manual_seed(int(density * 1000))
     wide = torch.rand(37, 72, generator=gen) < density  # rows at 72 bytes: read in place

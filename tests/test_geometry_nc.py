@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import spacl.geometry._inputs as inputs
+import spacl.geometry.inputs as inputs
 from spacl.geometry import neural_collapse
 
 F64 = torch.float64

@@ -167,7 +167,7 @@ def test_errors() -> None:
 
 @pytest.mark.parametrize("d", [5, 255, 300, 512])
 def test_blocked_gram_equals_the_product(d: int) -> None:
-    from spacl.geometry._inputs import gram
+    from spacl.geometry.inputs import gram
 
     x = torch.randn(40, d, generator=torch.Generator().manual_seed(d), dtype=F64)
     out = gram(x)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import spacl.geometry._inputs as inputs
+import spacl.geometry.inputs as inputs
 from spacl.geometry import alignment, alignment_uniformity, uniformity
 
 F64 = torch.float64

@@ -720,7 +720,7 @@ def replay_every_view_game(
     each instance's dynamic anchor (view 0 without one) and that row's positives, then the
     updated generator draws the negatives of all ``B V`` rows.
     """
-    from spacl.mining._common import unit
+    from spacl.mining.pool import unit
 
     b, v, d = pool.shape
     flat = unit(pool.detach()).reshape(b * v, d)

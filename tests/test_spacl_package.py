@@ -4,7 +4,8 @@ Following ``pool`` from ``SPACLLoss.forward`` stays inside ``losses/spacl/`` and
 ``mining/`` and never returns to the class: (a) no module of the package but the class
 module imports the class module (or the package, which re-exports the class) or names
 ``SPACLLoss`` in a parameter annotation; (b) no module of the tree imports another
-module's private (``_x``) names or reads them off an imported module; (c) no import
+module's private (``_x``) names or reads them off an imported module, nor another
+package's private module (``spacl.geometry._x`` from ``spacl.alignment``); (c) no import
 circle (``tests/test_import_graph.py``).  Also the cut's one entry point and the loss's
 options record.
 """
@@ -45,28 +46,52 @@ def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
+def private_module_owner(module: str) -> str | None:
+    """The package that owns a private module: the dotted name before its first private
+    component (``spacl.geometry._inputs`` -> ``spacl.geometry``; ``None`` when public)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if i and _private(part):
+            return ".".join(parts[:i])
+    return None
+
+
+def _foreign_private_module(importer: str, module: str) -> Iterator[str]:
+    """``"importer <- module"`` when ``module`` is private to a package ``importer`` is not in."""
+    owner = private_module_owner(module)
+    if owner is not None and importer != owner and not importer.startswith(owner + "."):
+        yield f"{importer} <- {module}"
+
+
 def private_imports(
     source: str, name: str, known: Mapping[str, object], is_package: bool = False
 ) -> Iterator[str]:
     """``"importer <- module._name"`` for every private name that module ``name`` imports
     from another ``spacl`` module (anywhere in it, functions included) or reads off a
-    ``spacl`` module it imported (``alias._name``).  Private *modules* (``spacl._validation``)
-    are a package's own business and not counted."""
+    ``spacl`` module it imported (``alias._name``), and every private *module* it imports
+    from outside the package that owns it: ``spacl.pkg._mod`` (or ``spacl.pkg._sub.mod``)
+    belongs to ``spacl.pkg`` and may be imported by ``spacl.pkg``'s own modules and
+    subpackages only (``spacl._validation`` belongs to ``spacl``: every module may)."""
     tree = ast.parse(source)
     aliases: dict[str, str] = {}  # local name -> spacl module it is bound to
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name in known and alias.asname:
-                    aliases[alias.asname] = alias.name
+                if alias.name in known:
+                    yield from _foreign_private_module(name, alias.name)
+                    if alias.asname:
+                        aliases[alias.asname] = alias.name
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(node, name, is_package)
             if not base.startswith("spacl"):
                 continue
+            if base in known:
+                yield from _foreign_private_module(name, base)
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 if full in known:
                     aliases[alias.asname or alias.name] = full
+                    yield from _foreign_private_module(name, full)
                 elif _private(alias.name) and base != name:
                     yield f"{name} <- {full}"
     for node in ast.walk(tree):
@@ -94,7 +119,7 @@ def test_private_import_check_sees_a_counter_example() -> None:
     known = {"spacl.a": 0, "spacl.b": 0, "spacl.pkg": 0, "spacl.pkg._mod": 0}
     source = (
         "from spacl.a import _hidden, shown\n"
-        "from spacl.pkg import _mod\n"  # a private module: the package's own business
+        "from spacl.pkg import _mod\n"  # another package's private module
         "import spacl.b as b\n"
         "def f():\n    from spacl.a import _lazy\n    return b._inner, b.outer\n"
     )
@@ -102,11 +127,30 @@ def test_private_import_check_sees_a_counter_example() -> None:
         "spacl.c <- spacl.a._hidden",
         "spacl.c <- spacl.a._lazy",
         "spacl.c <- spacl.b._inner",
+        "spacl.c <- spacl.pkg._mod",
     ]
     relative = "from ._mod import _x\nfrom . import _mod\n"
     assert list(private_imports(relative, "spacl.pkg.other", known)) == [
         "spacl.pkg.other <- spacl.pkg._mod._x"
     ]
+
+
+def test_another_packages_private_module_is_refused() -> None:
+    """``spacl.pkg._mod`` is ``spacl.pkg``'s: its own modules and subpackages may import it
+    (the in-package exception), another package may not, however it is spelled."""
+    known = {"spacl.pkg": 0, "spacl.pkg._mod": 0, "spacl.pkg.sub": 0, "spacl._base": 0}
+    inside = "from spacl.pkg._mod import f\nfrom spacl.pkg import _mod\nimport spacl._base\n"
+    assert list(private_imports(inside, "spacl.pkg.sub", known)) == []
+    assert list(private_imports(inside, "spacl.pkg.deep.leaf", known)) == []
+    assert list(private_imports(inside, "spacl.other", known)) == [
+        "spacl.other <- spacl.pkg._mod",
+        "spacl.other <- spacl.pkg._mod",
+    ]
+    lazy = "def f():\n    import spacl.pkg._mod as m\n    return m.g\n"
+    assert list(private_imports(lazy, "spacl.other", known)) == ["spacl.other <- spacl.pkg._mod"]
+    assert private_module_owner("spacl.geometry._inputs") == "spacl.geometry"
+    assert private_module_owner("spacl._validation") == "spacl"
+    assert private_module_owner("spacl.geometry.inputs") is None
 
 
 def test_no_module_imports_another_modules_private_names() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from spacl.geometry._inputs import F64, column_mean, gram, row_slices
+from spacl.geometry.inputs import F64, column_mean, gram, row_slices
 
 
 @dataclass

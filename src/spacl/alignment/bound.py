@@ -28,7 +28,7 @@ from typing import Any
 from spacl._validation import check_in_range, check_positive
 from spacl.alignment._moments import PairMoments, hsic_terms
 from spacl.alignment.rsa import RdmKind, check_rdm_kind, prepare_inputs, rdm_blocks
-from spacl.geometry._inputs import F64, as_matrix, check_same_rows, nan_with_warning
+from spacl.geometry.inputs import F64, as_matrix, check_same_rows, nan_with_warning
 
 __all__ = [
     "alignment_bound",

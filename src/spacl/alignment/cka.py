@@ -25,7 +25,7 @@ from torch import Tensor
 
 from spacl._validation import check_positive
 from spacl.alignment._moments import PairMoments, batched_unbiased_hsic, hsic_terms
-from spacl.geometry._inputs import (
+from spacl.geometry.inputs import (
     F64,
     as_matrix,
     check_same_rows,

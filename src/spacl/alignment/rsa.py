@@ -11,7 +11,7 @@ from scipy.stats import rankdata
 from torch import Tensor
 
 from spacl._validation import check_choice
-from spacl.geometry._inputs import (
+from spacl.geometry.inputs import (
     F64,
     as_matrix,
     check_same_rows,

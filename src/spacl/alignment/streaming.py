@@ -9,7 +9,7 @@ import torch
 
 from spacl.alignment._moments import PairMoments, batched_unbiased_hsic, hsic_terms
 from spacl.alignment.cka import cka_ratio
-from spacl.geometry._inputs import F64, as_matrix, check_same_rows
+from spacl.geometry.inputs import F64, as_matrix, check_same_rows
 
 __all__ = ["CKAAccumulator"]
 

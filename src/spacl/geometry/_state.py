@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
-from spacl.geometry._inputs import F64, check_sums_finite, gram, row_slices
+from spacl.geometry.inputs import F64, check_sums_finite, gram, row_slices
 
 __all__ = ["GeometryState", "batch_state"]
 

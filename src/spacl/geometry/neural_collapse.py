@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from spacl.geometry._inputs import (
+from spacl.geometry.inputs import (
     F64,
     as_labels,
     as_matrix,

@@ -20,7 +20,7 @@ from scipy.optimize import linprog
 from torch import Tensor
 
 from spacl._validation import check_choice, check_positive
-from spacl.geometry._inputs import F64, as_tensor
+from spacl.geometry.inputs import F64, as_tensor
 
 __all__ = ["collapse_condition", "gradient_norm", "non_collapse_certificate"]
 

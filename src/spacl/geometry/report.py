@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from spacl.geometry._inputs import as_labels, as_matrix
 from spacl.geometry._state import batch_state
+from spacl.geometry.inputs import as_labels, as_matrix
 from spacl.geometry.neural_collapse import Classifier, nc4, resolve_classifier
 from spacl.geometry.spectrum import (
     FeatureSpectra,

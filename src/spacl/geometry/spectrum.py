@@ -35,7 +35,8 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_choice
-from spacl.geometry._inputs import (
+from spacl.geometry._state import batch_state
+from spacl.geometry.inputs import (
     F64,
     as_labels,
     as_matrix,
@@ -43,7 +44,6 @@ from spacl.geometry._inputs import (
     nan_with_warning,
     row_slices,
 )
-from spacl.geometry._state import batch_state
 
 __all__ = ["effective_rank", "entropy_rank", "log_ratio", "rankme", "spectrum"]
 

@@ -7,8 +7,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from spacl.geometry._inputs import F64, as_labels, as_matrix
 from spacl.geometry._state import GeometryState, batch_state
+from spacl.geometry.inputs import F64, as_labels, as_matrix
 from spacl.geometry.neural_collapse import (
     Classifier,
     ClassStatistics,

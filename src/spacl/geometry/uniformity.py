@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_positive
-from spacl.geometry._inputs import F64, as_matrix, check_same_rows, chunk_rows, column_mean
+from spacl.geometry.inputs import F64, as_matrix, check_same_rows, chunk_rows, column_mean
 
 __all__ = ["alignment", "alignment_uniformity", "uniformity"]
 

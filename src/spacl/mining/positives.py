@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
-from spacl.mining._common import (
+from spacl.mining.pool import (
     check_anchor_index,
     check_pool,
     checked_labels,

@@ -10,7 +10,7 @@ from torch import Tensor
 from spacl._validation import check_all_finite, check_labels, check_tensor
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl.options import SPACLOptions
-from spacl.mining._common import check_anchor_index
+from spacl.mining.pool import check_anchor_index
 from spacl.mining.positives import check_pool_size
 
 

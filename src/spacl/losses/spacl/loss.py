@@ -26,9 +26,9 @@ from spacl.losses.spacl.mining import anchor_of, mine, mine_every
 from spacl.losses.spacl.one_anchor import one_anchor_loss
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
-from spacl.mining._common import unit
 from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule, PlayerOptions
 from spacl.mining.cut import RelativeThresholdNegatives
+from spacl.mining.pool import unit
 
 _T = TypeVar("_T")
 

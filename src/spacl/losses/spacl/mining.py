@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
-from spacl.mining._common import unit
+from spacl.mining.pool import unit
 from spacl.mining.positives import (
     DynamicAnchor,
     class_pool_members,

@@ -21,9 +21,9 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_in_range, check_tensor
-from spacl.mining._common import padded_bool, sparse_nonzero
 from spacl.mining.cut.compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
 from spacl.mining.cut.compiled import CompiledPasses
+from spacl.mining.cut.sparse import padded_bool, sparse_nonzero
 
 _NUM_BUCKETS = 512
 _EXACT_CAP = 64

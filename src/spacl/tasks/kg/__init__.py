@@ -20,9 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
+    from spacl.tasks.kg.config import KG_OBJECTIVES, KGConfig, build_kg_objective, kg_config
     from spacl.tasks.kg.train import (
-        KG_OBJECTIVES,
         KG_SPACL_VARIANTS,
         LinkInfoNCELoss,
         LinkSPACLLoss,
@@ -36,7 +35,7 @@ _PUBLIC = {
     "KGConfig": "config",
     "build_kg_objective": "config",
     "kg_config": "config",
-    "KG_OBJECTIVES": "train",
+    "KG_OBJECTIVES": "config",
     "KG_SPACL_VARIANTS": "train",
     "LinkInfoNCELoss": "train",
     "LinkSPACLLoss": "train",

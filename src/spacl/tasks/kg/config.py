@@ -28,7 +28,10 @@ from spacl.schema import (
     validate_shared,
 )
 
-__all__ = ["KGConfig", "build_kg_objective", "kg_config"]
+__all__ = ["KG_OBJECTIVES", "KGConfig", "build_kg_objective", "kg_config"]
+
+#: the link-prediction objectives: the ``kg`` rows of :mod:`spacl.losses.registry`
+KG_OBJECTIVES = objective_names("kg")
 
 
 @dataclass
@@ -115,7 +118,7 @@ def _validate(cfg: DictConfig) -> None:
     validate_shared(cfg, optim_names=["adagrad", "adam"])
     choice("data.unseen", cfg.data.unseen, UNSEEN_POLICIES)
     choice("model.kind", cfg.model.kind, KG_INTERACTIONS)
-    choice("objective.name", cfg.objective.name, objective_names("kg"))
+    choice("objective.name", cfg.objective.name, KG_OBJECTIVES)
     choice("eval.ties", cfg.eval.ties, TIE_POLICIES)
     choice("train.unit", cfg.train.unit, ["query", "triple"])
     positive("objective.temperature", cfg.objective.temperature)

@@ -52,17 +52,12 @@ from spacl.losses.kg import (
     LinkSPACLLoss,
     top_share_cut,
 )
-from spacl.losses.registry import objective_names
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
 
 _logger = logging.getLogger("spacl.tasks.kg")
 
-#: the link-prediction objectives: the ``kg`` rows of :mod:`spacl.losses.registry`
-KG_OBJECTIVES = objective_names("kg")
-
 __all__ = [
-    "KG_OBJECTIVES",
     "KG_SPACL_VARIANTS",
     "KGConfig",
     "KGSetup",

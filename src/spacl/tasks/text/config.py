@@ -34,13 +34,12 @@ from spacl.schema import (
     validate_shared,
 )
 from spacl.tasks.text.adb import ADB_METHODS
+from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "build_text_loss", "ood_config"]
 
 #: the text task's objectives: its rows of the one registry (:mod:`spacl.losses.registry`)
 OOD_OBJECTIVES = objective_names("text")
-#: the fine-tuned encoder's objectives (``finetune.trainable_layers > 0``): its rows
-_FINETUNED = objective_names("text_finetune")
 
 #: ``finetune.select_epoch``: which epoch's weights a fine-tuned run keeps
 SELECT_EPOCH = ("last", "dev_accuracy")
@@ -182,7 +181,11 @@ def _validate(cfg: DictConfig) -> None:
     int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
     int_at_least("train.checkpoint_every", cfg.train.checkpoint_every, 0)
     choice("model.head", cfg.model.head, ["residual", "identity", "linear", "mlp"])
-    choice("objective.name", cfg.objective.name, tuple(dict.fromkeys(OOD_OBJECTIVES + _FINETUNED)))
+    choice(
+        "objective.name",
+        cfg.objective.name,
+        tuple(dict.fromkeys(OOD_OBJECTIVES + FINETUNE_OBJECTIVES)),
+    )
     choice("ood.scope", cfg.ood.scope, THRESHOLD_SCOPES)
     choice("ood.method", cfg.ood.method, ("select", "held_out_classes", *THRESHOLD_METHODS))
     if not 0.0 < float(cfg.ood.held_out_fraction) < 1.0:

@@ -1,4 +1,6 @@
-"""Input conversion and small numeric helpers shared by ``spacl.geometry`` and ``spacl.alignment``.
+"""What geometry and alignment read: input conversion and the chunked float64 passes.
+
+Shared by :mod:`spacl.geometry` and :mod:`spacl.alignment` (public for that reason).
 
 Every public function accepts torch tensors or numpy arrays; these helpers turn them into
 validated torch tensors (no copy for numpy) and provide the chunked float64 passes that keep
@@ -17,6 +19,22 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_labels, check_tensor
+
+__all__ = [
+    "CHUNK_ELEMENTS",
+    "F64",
+    "as_labels",
+    "as_matrix",
+    "as_tensor",
+    "check_same_rows",
+    "check_sums_finite",
+    "chunk_rows",
+    "column_mean",
+    "entropy_of_distribution",
+    "gram",
+    "nan_with_warning",
+    "row_slices",
+]
 
 #: elements per float64 work chunk (32 MiB); keeps passes over [N, d] data O(d) in memory
 CHUNK_ELEMENTS = 1 << 22

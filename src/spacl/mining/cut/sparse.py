@@ -1,17 +1,15 @@
-"""Small helpers shared by the miners: unit normalisation, pool validation, sparse nonzero."""
+"""The members of a sparse bool mask, read eight bytes at a time (the long-row cut's bucket).
+
+:func:`sparse_nonzero` is ``mask.nonzero(as_tuple=True)`` for masks with few entries set;
+:func:`padded_bool` lays a mask out the way it reads without a copy.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from spacl._validation import check_labels, check_tensor
-
-
-def unit(z: Tensor) -> Tensor:
-    """``z / ||z||`` along the last dimension (a zero vector stays zero)."""
-    norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
-    return z / norm.clamp_min(torch.finfo(z.dtype).tiny)
+__all__ = ["padded_bool", "sparse_nonzero"]
 
 
 def padded_bool(mask: Tensor) -> Tensor:
@@ -64,48 +62,3 @@ def sparse_nonzero(mask: Tensor) -> tuple[Tensor, Tensor]:
         inside = col < k
         row, col = row[inside], col[inside]
     return row, col
-
-
-def check_pool(pool: Tensor, name: str = "pool", *, min_views: int = 1) -> Tensor:
-    """Require a finite floating ``[B, V, d]`` pool with ``B >= 1`` and ``V >= min_views``."""
-    check_tensor(pool, name, ndim=3)
-    b, v, d = pool.shape
-    if b < 1 or d < 1:
-        raise ValueError(
-            f"{name} must be [B, V, d] with B >= 1 and d >= 1, got {tuple(pool.shape)}"
-        )
-    if v < min_views:
-        raise ValueError(
-            f"{name} holds {v} view(s) per instance but at least {min_views} are needed, "
-            f"got shape {tuple(pool.shape)}"
-        )
-    return pool
-
-
-def check_anchor_index(anchor: Tensor, batch: int, views: int, name: str = "anchor") -> Tensor:
-    """Require an integer ``[B]`` tensor of view indices in ``[0, V)``."""
-    if not isinstance(anchor, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(anchor).__name__}")
-    if anchor.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
-        raise TypeError(
-            f"{name} must be an integer tensor of view indices, got dtype {anchor.dtype}"
-        )
-    if anchor.shape != (batch,):
-        raise ValueError(f"{name} must have shape ({batch},), got {tuple(anchor.shape)}")
-    if anchor.numel() and (int(anchor.min()) < 0 or int(anchor.max()) >= views):
-        raise ValueError(
-            f"{name} holds view indices outside [0, {views}): "
-            f"min {int(anchor.min())}, max {int(anchor.max())}"
-        )
-    return anchor.long()
-
-
-def class_membership(labels: Tensor, views: int) -> Tensor:
-    """``[B, B*V]`` bool: flat pool row ``r`` (instance ``r // V``) is of instance ``b``'s class."""
-    flat_labels = labels.repeat_interleave(views)
-    return labels.unsqueeze(1) == flat_labels.unsqueeze(0)
-
-
-def checked_labels(labels: Tensor, batch: int, device: torch.device) -> Tensor:
-    """Validate ``labels`` against the batch size and move them to ``device``."""
-    return check_labels(labels, batch).to(device)
