@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -24,8 +25,14 @@ from spacl.studies.spacl_bench.benches import BENCHES, load_bench
 from spacl.studies.spacl_bench.claims import CLAIM_KEYS, claim_specs
 from spacl.studies.spacl_bench.collect import collect_setting
 from spacl.studies.spacl_bench.diagnostics import run_diagnostics
-from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, BASE, FACTORS, TEMPERATURES
-from spacl.studies.spacl_bench.protocol import RunStore
+from spacl.studies.spacl_bench.methods import (
+    BARLOW_LAMBDAS,
+    BASE,
+    FACTORS,
+    TEMPERATURES,
+    spacl_method,
+)
+from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.report import plots, sections
 from spacl.studies.spacl_bench.stages import run_setting, summary
 from spacl.studies.study import StudyRun, finish_study, stored_results
@@ -117,8 +124,9 @@ def _run_bench(
         )
         metrics[setting] = collect_setting(store, res, PROJ_DIMS[name])
         study.report.runs += _run_rows(store.select(setting=setting))
-    if name == "mnist5k":
-        temps = metrics["self-supervised"]["temperatures"]
+    temps = metrics.get("self-supervised", {}).get("temperatures", {})
+    base = spacl_method(BASE, "self-supervised", PROJ_DIMS[name]).name
+    if name == "mnist5k" and base in temps and "SimCLR" in temps:
         cache = out / "runs" / "diagnostics.json"
         used = metrics["self-supervised"]["seeds"]
         metrics["_diagnostics"] = run_diagnostics(
@@ -314,11 +322,45 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     study = StudyRun.restore(stored, out_dir)
     metrics = dict(stored["metrics"])
     where = Path(source) if Path(source).is_dir() else Path(source).parent
+    selected_tuning(metrics, stored["runs"])
     metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
     metrics["kg_seeds"] = kg_seed_metrics(where)
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
+
+
+def selected_tuning(metrics: dict[str, Any], runs: Sequence[dict[str, Any]]) -> None:
+    """Add SPACL's validation-chosen setting to each setting's ``tuning`` where results
+    written before it was recorded there lack it: its grid search replayed
+    (:func:`~.stages.tune_over_grid`, nothing trained) on the stored seed-0 ``runs``
+    rows, kept only when it gives the recorded choice."""
+    from spacl.studies.spacl_bench.stages import option_choices, tune_over_grid
+
+    store = RunStore.of_records(runs)
+    for bench, sets in metrics["benches"].items():
+        for setting, g in sets.items():
+            name = g["selected_name"]
+            if name in g["tuning"] or name not in g["temperatures"]:
+                continue
+            method = next(
+                (
+                    m
+                    for c in option_choices(setting)
+                    if (m := spacl_method(c, setting, PROJ_DIMS[bench])).name == name
+                ),
+                None,
+            )
+            if method is None:
+                continue
+            crit = g["criterion"]
+            chosen, grid = tune_over_grid(store, bench, setting, method, crit, lambda *_: None)
+            if chosen is None or chosen != g["temperatures"][name]:
+                continue
+            g["tuning"][name] = {
+                f"{t:g}": 100.0 * float(store.get(RunKey(bench, setting, name, t, 0))["val"][crit])
+                for t in grid
+            }
 
 
 def run_diagnostics_only(out_dir: str | Path) -> dict[str, Any]:
@@ -336,6 +378,36 @@ def run_diagnostics_only(out_dir: str | Path) -> dict[str, Any]:
     return run_diagnostics(bench, res.temperatures, seeds, PROJ_DIMS["mnist5k"], cache)
 
 
+#: the committed results of this study (relative to the repository root)
+COMMITTED = Path("docs") / "results" / "spacl"
+
+
+def report_only(out_dir: str | Path, source: str | Path | None = None) -> dict[str, Any]:
+    """``--report-only``: the report from the run store ``out_dir/runs/*.jsonl`` (nothing
+    trained; a partial report where runs are missing), or, with no run store there, the
+    report regenerated from a stored ``results.json`` (:func:`regenerate`): ``source``,
+    else ``out_dir/results.json``, else the committed :data:`COMMITTED` (read from the
+    working directory, the repository root).  ``FileNotFoundError`` (one line) when
+    there is neither."""
+    out = Path(out_dir)
+    if any((out / "runs").glob("*.jsonl")):
+        command = f"python -m spacl.studies.spacl_bench --bench all --report-only --out {out_dir}"
+        return run(out, command=command, train=False, seeds=SEEDS["mnist5k"])
+    if source is not None:
+        where = Path(source)
+    elif (out / "results.json").is_file():
+        where = out
+    elif (COMMITTED / "results.json").is_file():
+        where = COMMITTED
+    else:
+        raise FileNotFoundError(
+            f"{out / 'runs'}: no run store, and no results.json to regenerate the report from "
+            f"(looked in {out} and {COMMITTED}; give one with --from)"
+        )
+    logging.info("no run store in %s: regenerating the report from %s", out / "runs", where)
+    return regenerate(where, out)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -348,8 +420,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--report-only",
         action="store_true",
-        help="train nothing: write report.md / results.json from the run store (partial "
-        "where runs are missing)",
+        help="train nothing: write the whole study's report.md / results.json (whatever "
+        "--bench) from the run store OUT/runs/ (partial where runs are missing); with no "
+        "run store there, regenerate it from a stored results.json instead (--from, else "
+        "OUT/results.json, else the committed docs/results/spacl), as `spacl reproduce "
+        "spacl --report-only` does",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="RESULTS_JSON",
+        help="with --report-only and no run store: the stored results.json (or its "
+        "directory) to regenerate the report from",
     )
     parser.add_argument(
         "--seed-store-from",
@@ -367,8 +449,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         added = import_results(args.seed_store_from, args.out, keep=lambda row: True)
         logging.info("seeded the run stores with %d runs from %s", added, args.seed_store_from)
     if args.report_only:
-        command = f"python -m spacl.studies.spacl_bench --bench all --report-only --out {args.out}"
-        run(args.out, command=command, train=False, seeds=SEEDS["mnist5k"])
+        try:
+            report_only(args.out, args.source)
+        except (FileNotFoundError, ValueError) as err:
+            print(f"spacl_bench --report-only: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
         return
     if args.bench == "diagnostics":
         run_diagnostics_only(args.out)

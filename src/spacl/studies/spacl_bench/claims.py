@@ -14,6 +14,7 @@ from typing import Any
 
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
+from spacl.studies.spacl_bench.edges import BEST_CHANCE, edge_caveat
 from spacl.studies.verdicts import (
     NO_SIGNAL,
     Verdict,
@@ -151,9 +152,10 @@ def _main_claim(bench: str, setting: str, which: str) -> ClaimSpec:
         kept_text = f"; kept fraction at the end of training {fmt(kept, 100, 2)}%" if kept else ""
         name = g["selected_name"] if which == "selected" else g["base_name"]
         what = describe(name, g["base_name"])
+        caveat = edge_caveat(dict(m), [(f"{bench} {setting}", name), (f"{bench} {setting}", best)])
         return (
             f"{crit} test %: {what} {_cell(spacl, crit)}{kept_text}; best baseline "
-            f"(on val) {best} {_cell(g['baselines'][best], crit)}"
+            f"(on val) {best} {_cell(g['baselines'][best], crit)}{caveat}"
         )
 
     def rule(m: Metrics) -> Verdict:
@@ -201,10 +203,12 @@ def _supcon_claim(bench: str) -> ClaimSpec:
         if g is None:
             return "not run"
         crit = g["criterion"]
+        where = f"{bench} supervised"
+        caveat = edge_caveat(dict(m), [(where, g["selected_name"]), (where, "SupCon")])
         return (
             f"{describe(g['selected_name'], g['base_name'])} {_cell(g['spacl']['selected'], crit)} "
             "vs SupCon "
-            f"{_cell(g['baselines']['SupCon'], crit)}"
+            f"{_cell(g['baselines']['SupCon'], crit)}{caveat}"
         )
 
     def rule(m: Metrics) -> Verdict:
@@ -250,9 +254,13 @@ def _per_setting(
     return rule
 
 
-def _per_setting_text(settings: tuple[tuple[str, str], ...], pick: Any) -> Any:
+def _per_setting_text(settings: tuple[tuple[str, str], ...], pick: Any, named: Any) -> Any:
+    """``m -> str``: each setting's two groups (``pick(g)``), then the grid-edge caveat of
+    the choices compared (``named(g)``: their method names)."""
+
     def measured(m: Metrics) -> str:
         cells = []
+        choices = []
         for bench, setting in settings:
             g = _setting(m, bench, setting)
             if g is None:
@@ -261,7 +269,8 @@ def _per_setting_text(settings: tuple[tuple[str, str], ...], pick: Any) -> Any:
             hi, lo = pick(g)
             crit = g["criterion"]
             cells.append(f"{_tag(bench, setting)}: {_cell(hi, crit)} vs {_cell(lo, crit)}")
-        return " / ".join(cells)
+            choices += [(f"{bench} {setting}", name) for name in named(g)]
+        return " / ".join(cells) + edge_caveat(dict(m), choices)
 
     return measured
 
@@ -276,6 +285,9 @@ def _ablation_claim(suffix: str, settings: tuple[tuple[str, str], ...]) -> Claim
     def pick(g: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         return g["spacl"]["base"], g["ablations"][suffix]
 
+    def named(g: dict[str, Any]) -> tuple[str, str]:
+        return g["base_name"], g["ablations"][suffix]["name"]
+
     return ClaimSpec(
         f"ablation_{suffix}",
         "§1.6 ablation",
@@ -283,7 +295,7 @@ def _ablation_claim(suffix: str, settings: tuple[tuple[str, str], ...]) -> Claim
         "validation-tuned temperature; verdict per setting, 'mixed' when they disagree)",
         f"CIFAR-100 {quoted} (ablation table)",
         "paper",
-        _per_setting_text(settings, pick),
+        _per_setting_text(settings, pick, named),
         _per_setting(settings, pick, MIN_GAP, ("full", suffix)),
         ABLATIONS,
     )
@@ -293,6 +305,9 @@ def _negative_side_claim(settings: tuple[tuple[str, str], ...]) -> ClaimSpec:
     def pick(g: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         return g["ablations"]["no_adversarial"], g["ablations"]["ib"]
 
+    def named(g: dict[str, Any]) -> tuple[str, str]:
+        return g["ablations"]["no_adversarial"]["name"], g["ablations"]["ib"]["name"]
+
     return ClaimSpec(
         "ib_h_beats_ib",
         "§1.6 IB vs IB+H",
@@ -300,7 +315,7 @@ def _negative_side_claim(settings: tuple[tuple[str, str], ...]) -> ClaimSpec:
         "beats IB (every in-batch negative, no generator), each at its own tuned temperature",
         "CIFAR-100: IB+H above IB (ablation discussion, no number in the notes)",
         "paper",
-        _per_setting_text(settings, pick),
+        _per_setting_text(settings, pick, named),
         _per_setting(settings, pick, MIN_GAP, ("IB+H", "IB")),
         ABLATIONS,
     )
@@ -454,6 +469,9 @@ def _best_chance_claims() -> list[ClaimSpec]:
             else f"{name} not run"
         )
 
+    def caveat(m: Metrics, *names: str) -> str:
+        return edge_caveat(dict(m), [(BEST_CHANCE, n) for n in names])
+
     return [
         ClaimSpec(
             "best_chance_cut_helps",
@@ -462,7 +480,10 @@ def _best_chance_claims() -> list[ClaimSpec]:
             f"{BC_GAP} points (test NCC), p < 0.05, each at its own tuned temperature",
             "CIFAR-100: IB+H above IB (ablation discussion, no number in the notes)",
             "paper",
-            lambda m: f"test NCC %: {cell(m, 'SPACL IB+H')} vs {cell(m, 'SPACL IB')}",
+            lambda m: (
+                f"test NCC %: {cell(m, 'SPACL IB+H')} vs {cell(m, 'SPACL IB')}"
+                + caveat(m, "SPACL IB+H", "SPACL IB")
+            ),
             lambda m: pair(m, "SPACL IB+H", "SPACL IB", BC_GAP),
         ),
         ClaimSpec(
@@ -472,7 +493,10 @@ def _best_chance_claims() -> list[ClaimSpec]:
             f"and HSCL (chosen on validation) by more than {BC_GAP} points",
             "CIFAR-100 sup.: SPACL 80.84 vs SupCon 76.57 (main table)",
             "paper",
-            lambda m: f"test NCC %: {cell(m, 'SPACL full')} vs {cell(m, best_baseline(m))}",
+            lambda m: (
+                f"test NCC %: {cell(m, 'SPACL full')} vs {cell(m, best_baseline(m))}"
+                + caveat(m, "SPACL full", best_baseline(m))
+            ),
             lambda m: pair(m, "SPACL full", best_baseline(m), BC_GAP),
         ),
     ]

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spacl.studies.spacl_bench.methods import BASE, Method, baselines, spacl_method
+from spacl.studies.spacl_bench.methods import (
+    BASE,
+    TEMPERATURES,
+    Method,
+    baselines,
+    spacl_method,
+)
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.stages import SettingResult, ablation_arms
 from spacl.studies.verdicts import summarize
@@ -42,10 +48,14 @@ def _over_seeds(
     }
 
 
-def _tuning(store: RunStore, res: SettingResult, method: Method) -> dict[str, float]:
+def _tuning(
+    store: RunStore, res: SettingResult, name: str, grid: Sequence[float]
+) -> dict[str, float]:
+    """Validation score (%) of ``name`` per value of its tuning grid (seed 0), the grid
+    grown where it grew (``res.grids``)."""
     out = {}
-    for tau in res.grids.get(method.name, method.temperatures):
-        key = RunKey(res.bench, res.setting, method.name, tau, 0)
+    for tau in res.grids.get(name, grid):
+        key = RunKey(res.bench, res.setting, name, tau, 0)
         if key in store:
             out[f"{tau:g}"] = 100.0 * float(store.get(key)["val"][res.criterion])
     return out
@@ -78,6 +88,10 @@ def collect_setting(
     options, untrained = _options_untrained(store, res, tau0)
     tuned = [*bases, spacl_method(BASE, res.setting, proj_dim)]
     tuned += [spacl_method(c, res.setting, proj_dim) for c in ablation_arms().values()]
+    grids = {m.name: m.temperatures for m in tuned}
+    # every validation choice, SPACL's selected setting included (its grid: its retune's,
+    # or the base's when the base is the selected)
+    grids.setdefault(res.selected, tuple(res.grids.get(res.selected, TEMPERATURES)))
     used = [
         r
         for r in store.select(bench=res.bench, setting=res.setting)
@@ -105,7 +119,7 @@ def collect_setting(
         "ablations": ablations,
         "options": options,
         "untrained": untrained,
-        "tuning": {m.name: _tuning(store, res, m) for m in tuned},
+        "tuning": {name: _tuning(store, res, name, grid) for name, grid in grids.items()},
     }
 
 
@@ -115,7 +129,10 @@ def _options_untrained(
     """Stage 2's options (seed 0, the base's tau) and the untrained rows."""
     options = {}
     for name in res.options:
-        rec = store.get(RunKey(res.bench, res.setting, name, tau0 or 0.0, 0))
+        key = RunKey(res.bench, res.setting, name, tau0 or 0.0, 0)
+        if key not in store:  # a partial store: the option's run is missing
+            continue
+        rec = store.get(key)
         options[name] = {
             "change": option_change(name, res),
             "val": {k: 100.0 * float(rec["val"][k]) for k in METRICS},
@@ -124,7 +141,10 @@ def _options_untrained(
         }
     untrained = {}
     for name in ("frozen encoder", "raw inputs"):
-        rec = store.get(RunKey(res.bench, res.setting, name, 0.0, 0))
+        key = RunKey(res.bench, res.setting, name, 0.0, 0)
+        if key not in store:
+            continue
+        rec = store.get(key)
         untrained[name] = {
             s: {k: 100.0 * float(rec[s][k]) for k in METRICS} for s in ("val", "test")
         }

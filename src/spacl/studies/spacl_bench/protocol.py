@@ -74,6 +74,15 @@ class RunStore:
                     rec = json.loads(line)
                     self.records[self._key(rec)] = rec
 
+    @classmethod
+    def of_records(cls, records: Sequence[dict[str, Any]]) -> RunStore:
+        """A read-only store of ``records`` in memory (e.g. ``results.json``'s ``runs``
+        rows), bound to no file: for reading, never :meth:`add`."""
+        store = cls.__new__(cls)
+        store.path = Path("/dev/null/no-run-store")
+        store.records = {cls._key(r): r for r in records}
+        return store
+
     @staticmethod
     def _key(rec: dict[str, Any]) -> RunKey:
         return RunKey(rec["bench"], rec["setting"], rec["method"], float(rec["tau"]), rec["seed"])

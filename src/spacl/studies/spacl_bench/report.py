@@ -7,10 +7,11 @@ from typing import Any
 from spacl.studies.common import new_figure
 from spacl.studies.report import StudyReport
 from spacl.studies.spacl_bench.claims import MIN_GAP, describe
-from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, MAX_GROWTH, TEMPERATURES
+from spacl.studies.spacl_bench.edges import grid_edges, grown_grids
+from spacl.studies.spacl_bench.methods import MAX_GROWTH
 from spacl.studies.verdicts import compare, fmt
 
-__all__ = ["plots", "sections"]
+__all__ = ["grid_edges", "grown_grids", "plots", "sections"]
 
 PROTOCOL = """\
 Every method of a bench and setting sees the same view stream (the original plus 4
@@ -159,62 +160,31 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
     _compute_section(report, m)
 
 
-def grid_edges(m: dict[str, Any]) -> tuple[list[list[str]], int]:
-    """Every validation-chosen temperature at the lowest or highest value of its grid
-    (``[where, method, chosen, edge, validation per temperature]`` rows), and how many
-    choices were made in all (the benches' settings and the best-chance bench)."""
-    tuned: list[tuple[str, str, float, dict[str, float]]] = []
-    for bench, sets in m["benches"].items():
-        for setting, g in sets.items():
-            for name, tune in g["tuning"].items():
-                if tune and name in g["temperatures"]:
-                    tuned.append((f"{bench} {setting}", name, g["temperatures"][name], tune))
-    bc = m.get("best_chance") or {}
-    for name, tune in (bc.get("tuning") or {}).items():
-        if tune and name in bc.get("temperatures", {}):
-            tuned.append(("best chance", name, bc["temperatures"][name], tune))
-    rows = []
-    for where, name, chosen, tune in tuned:
-        grid = sorted(float(t) for t in tune)
-        edge = "lowest" if chosen == grid[0] else "highest" if chosen == grid[-1] else ""
-        if edge and len(grid) > 1:
-            curve = ", ".join(f"{t}: {v:.1f}" for t, v in tune.items())
-            rows.append([where, name, f"{chosen:g}", edge, curve])
-    return rows, len(tuned)
-
-
-def grown_grids(m: dict[str, Any]) -> int:
-    """How many tuning grids of the benches grew beyond their method's own grid
-    (:func:`~.methods.grow_grid`): values outside the temperatures and Barlow Twins'
-    lambdas."""
-    own = {f"{t:g}" for t in (*TEMPERATURES, *BARLOW_LAMBDAS)}
-    return sum(
-        1
-        for sets in m["benches"].values()
-        for g in sets.values()
-        for tune in g["tuning"].values()
-        if set(tune) - own
-    )
-
-
 def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
     rows, total = grid_edges(m)
+    at_edge = sum(1 for r in rows if r[3] in ("lowest", "highest"))
+    tied = len(rows) - at_edge
     grew = grown_grids(m)
     why = (
         "these results were trained before that rule (a rerun of the study grows them, "
         "reusing every stored run)"
         if grew == 0
-        else f"the growth cap ({MAX_GROWTH} values per end) or runs not in the store"
+        else f"the growth cap ({MAX_GROWTH} values per end), runs not in the store, or a "
+        "tie (the grid grows only when the choice itself is at an edge)"
     )
     report.section(
         "Choices at a grid edge (flagged)",
-        f"{len(rows)} of the {total} validation-chosen values (temperatures; Barlow Twins' "
-        "lambda) lie at the lowest or the highest value of their grid.  The study grows a "
-        "grid by one value beyond the end that holds the choice and chooses again, up to "
-        f"{MAX_GROWTH} values per end (`grow_grid`); {grew} grids grew in these results.  "
-        f"A choice still at an edge was not given room beyond it ({why}), so each such "
-        "comparison is read with that caveat.  The best-chance bench keeps the grid of its "
-        "pre-registration.",
+        f"{at_edge} of the {total} validation-chosen values (temperatures; Barlow Twins' "
+        "lambda: every baseline, SPACL's base and validation-chosen setting, every ablation "
+        "arm, the best-chance arms) lie at the lowest or the highest value of their grid, "
+        f"and {tied} more tie the validation score of an edge value (the choice breaks ties "
+        "toward the lower value, which hides a tie with the top of the grid).  The study "
+        "grows a grid by one value beyond the end that holds the choice and chooses again, "
+        f"up to {MAX_GROWTH} values per end (`grow_grid`); {grew} grids grew in these "
+        f"results.  A choice still at or tied with an edge was not given room beyond it "
+        f"({why}); no rerun was made for them, so each such comparison is read with that "
+        "caveat, stated in the claim rows that compare it.  The best-chance bench keeps the "
+        "grid of its pre-registration.",
     )
     if rows:
         report.table(
@@ -228,8 +198,9 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             rows,
         )
     stamp = (
-        f"Grid edges: {len(rows)} of {total} validation-chosen values at an edge of their "
-        f"grid, {grew} grids grown (flagged in 'Choices at a grid edge')"
+        f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
+        f"grid and {tied} tied with an edge value, {grew} grids grown (flagged in 'Choices "
+        "at a grid edge' and in the claim rows)"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
 
