@@ -15,7 +15,6 @@ from spacl.tasks.kg import (
     LinkInfoNCELoss,
     LinkSPACLLoss,
     kg_config,
-    top_share_cut,
     train_kg,
 )
 
@@ -298,42 +297,23 @@ def test_kg_config_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("share", [0.5, 0.9, 0.99])
-@pytest.mark.parametrize(
-    ("bins", "max_exact", "max_levels"),
-    [(1024, 256, 4), (4, 8, 6), (2, 4, 2), (16, 400, 1), (8, 1, 0)],
-)
-def test_fast_cut_equals_the_miner(
-    share: float, bins: int, max_exact: int, max_levels: int
-) -> None:
-    """Histogram refinement (one level, several, cut short) equals the miner's selection."""
-    gen = torch.Generator().manual_seed(int(share * 100) + bins)
+@pytest.mark.parametrize("mass", ["exp", "similarity", "linear"])
+def test_the_link_cut_is_the_one_entry_point_on_the_joint_keys(share: float, mass: str) -> None:
+    """LinkSPACLLoss's cut: ``select`` of the entity logits (``-inf`` off the candidates)
+    joined with the generated negatives, no mask, equals the checked mask of the joint
+    logits and validity, in each form the loss may read."""
+    gen = torch.Generator().manual_seed(int(share * 100))
     logits = torch.randn(20, 300, generator=gen) * torch.linspace(0.5, 6.0, 20).unsqueeze(1)
     invalid = torch.rand(20, 300, generator=gen) < 0.2
     extra = torch.randn(20, 3, generator=gen) * 3
-    cut = RelativeThresholdNegatives(share, "exp")
-    opts = {"bins": bins, "max_exact": max_exact, "max_levels": max_levels}
-    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut, **opts)
-    joint = torch.cat((logits, extra), 1)
+    cut = RelativeThresholdNegatives(share, mass, temperature=0.5)
+    keys = torch.cat((logits.masked_fill(invalid, -math.inf), extra), 1)
     valid = torch.cat((~invalid, torch.ones(20, 3, dtype=torch.bool)), 1)
-    want = cut(joint, valid)
-    assert keep_extra is not None
-    assert torch.equal(torch.cat((keep, keep_extra), 1), want)
-    alone, none = top_share_cut(logits.masked_fill(invalid, -math.inf), None, cut, **opts)
-    assert none is None and torch.equal(alone, cut(logits, ~invalid))
-
-
-@pytest.mark.parametrize("mass", ["similarity", "linear"])
-def test_cut_of_other_masses_equals_the_miner(mass: str) -> None:
-    gen = torch.Generator().manual_seed(3)
-    logits = torch.randn(10, 200, generator=gen) * 2 + 0.3
-    invalid = torch.rand(10, 200, generator=gen) < 0.2
-    extra = torch.randn(10, 2, generator=gen)
-    cut = RelativeThresholdNegatives(0.9, mass, temperature=0.5)
-    keep, keep_extra = top_share_cut(logits.masked_fill(invalid, -math.inf), extra, cut)
-    valid = torch.cat((~invalid, torch.ones(10, 2, dtype=torch.bool)), 1)
     want = cut(torch.cat((logits, extra), 1), valid)
-    assert keep_extra is not None
-    assert torch.equal(torch.cat((keep, keep_extra), 1), want)
+    assert torch.equal(cut.select(keys), want)
+    assert torch.equal(cut.select(keys, form="float"), want.to(keys.dtype))
+    entities_only = cut.select(logits.masked_fill(invalid, -math.inf))
+    assert torch.equal(entities_only, cut(logits, ~invalid))
 
 
 def test_run_recipe_dispatches_kg(tmp_path: Path) -> None:

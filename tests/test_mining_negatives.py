@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacl.mining import RelativeThresholdNegatives, top_share_mask
+from spacl.mining import RelativeThresholdNegatives
 from spacl.mining.cut import kernel as cut_kernel
 from spacl.mining.cut import threshold as cut_threshold
 
@@ -47,6 +47,14 @@ def prefix_ref(
             if acc >= share * total:
                 break
     return out
+
+
+def cut_of_weights(
+    weights: torch.Tensor, share: float, valid: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The one cut on given non-negative weights: ``mass="linear"`` weighs a score ``s``
+    by ``(1 + s) / 2``, so the scores ``2 w - 1`` weigh ``w`` (exactly, for small integers)."""
+    return RelativeThresholdNegatives(share, "linear")(2 * weights - 1, valid)
 
 
 def check_prefix_properties(
@@ -92,9 +100,9 @@ def test_logit_cut_matches_sorted_prefix(dtype: torch.dtype, seed: int, share: f
 def test_ties_keep_exactly_the_prefix_lowest_index_first(dtype: torch.dtype) -> None:
     # weights 4, 2, 2, 2, 1 (total 11): share 0.5 needs 4 + 2 -> the first tied 2 only
     w = torch.tensor([[1.0, 2.0, 4.0, 2.0, 2.0]], dtype=dtype)
-    keep = top_share_mask(w, 0.5)
+    keep = cut_of_weights(w, 0.5)
     assert keep.tolist() == [[False, True, True, False, False]]
-    keep = top_share_mask(w, 0.7)  # 7.7 -> 4 + 2 + 2
+    keep = cut_of_weights(w, 0.7)  # 7.7 -> 4 + 2 + 2
     assert keep.tolist() == [[False, True, True, True, False]]
     # the same through logits: equal logits are ties, kept in index order
     logits = torch.log(w)
@@ -165,7 +173,7 @@ def test_integer_weights_properties(b: int, k: int, share: float, data: st.DataO
     flags = st.lists(st.booleans(), min_size=b * k, max_size=b * k)
     w = torch.tensor(data.draw(cells), dtype=torch.float64).reshape(b, k)
     valid = torch.tensor(data.draw(flags)).reshape(b, k)
-    keep = top_share_mask(w, share, valid)
+    keep = cut_of_weights(w, share, valid)
     assert torch.equal(keep, prefix_ref(w, share, valid))
     check_prefix_properties(w, share, keep, valid)
 
@@ -248,11 +256,7 @@ def test_bad_inputs() -> None:
     with pytest.raises(TypeError, match="bool"):
         cut(torch.zeros(2, 3), torch.ones(2, 3))
     with pytest.raises(ValueError, match="share"):
-        top_share_mask(torch.ones(2, 3), 0.0)
-    with pytest.raises(ValueError, match="non-negative"):
-        top_share_mask(-torch.ones(2, 3), 0.5)
-    with pytest.raises(ValueError, match="keys"):
-        top_share_mask(torch.ones(2, 3), 0.5, keys=torch.ones(2, 2))
+        RelativeThresholdNegatives(0.0)
 
 
 # -- the literal reading on raw similarities (SPEC §1.4 revised) -----------------------------

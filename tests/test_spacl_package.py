@@ -214,7 +214,103 @@ def test_no_import_circle_in_the_loss_and_mining_packages() -> None:
     assert found == []
 
 
+#: every function of the tree that takes the cut's answer (calls ``<...>cut.select(...)`` or
+#: the cut itself), each a loss that consumes it; a function that hands the answer on (a
+#: wrapper such as issue 40's removed ``top_share_cut``) is a second entry point
+CUT_CALLERS: dict[str, str] = {
+    "spacl.losses.spacl.compact.compact_loss": "SPACL's loss on the kept negatives",
+    "spacl.losses.spacl.dense.dense_objective": "SPACL's loss through the dense kernel",
+    "spacl.losses.kg.spacl.LinkSPACLLoss._cut": "SPACL-KG's kept mask and exp weights",
+}
+#: exported names that speak of the cut or its share without being a second entry point
+CUT_NAMES: dict[str, str] = {
+    "spacl.mining.cut.CUT_FORMS": "the forms select answers in",
+    "spacl.mining.cut.CutForm": "their type",
+    "spacl.mining.cut.check_share": "the check of a share value",
+}
+
+
+def _is_cut(node: ast.AST | None) -> bool:
+    """``cut`` or ``<anything>.cut``: a name bound to the cut."""
+    return (isinstance(node, ast.Name) and node.id == "cut") or (
+        isinstance(node, ast.Attribute) and node.attr == "cut"
+    )
+
+
+def cut_callers(source: str, module: str) -> list[str]:
+    """The functions of ``source`` (``module.[Class.]name``) that call the cut's ``select``
+    or the cut itself (``cut(...)``, ``self.cut(...)``)."""
+    found: list[str] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}.{node.name}")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    if not isinstance(inner, ast.Call):
+                        continue
+                    func = inner.func
+                    selects = isinstance(func, ast.Attribute) and func.attr == "select"
+                    if _is_cut(func) or (selects and _is_cut(getattr(func, "value", None))):
+                        found.append(f"{prefix}.{node.name}")
+                        break
+
+    visit(ast.parse(source).body, module)
+    return found
+
+
+def exported_cut_names(source: str, module: str) -> list[str]:
+    """The names of ``source``'s ``__all__`` that speak of a cut or a share."""
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            for item in ast.literal_eval(node.value):
+                words = item.lower().replace("_", " ").replace("cutform", "cut form").split()
+                if {"cut", "share", "cuts", "shares"} & set(words):
+                    found.append(f"{module}.{item}")
+    return found
+
+
+def test_the_cut_entry_point_check_sees_a_wrapper() -> None:
+    """A legacy wrapper that hands the cut's answer on fails both checks."""
+    wrapper = (
+        '__all__ = ["LinkLoss", "top_share_cut"]\n'
+        "def top_share_cut(masked, extra, cut, *, bins=1024):\n"
+        "    return cut.select(masked), None\n"
+        "def legacy_mask(loss, logits):\n"
+        "    return loss.cut(logits)\n"
+        "class LinkLoss:\n"
+        "    def forward(self, x):\n"
+        "        return self.cut.select(x, form='float').sum()\n"
+        "    def other(self, store):\n"
+        "        return store.select(bench=1)\n"
+    )
+    assert cut_callers(wrapper, "spacl.x") == [
+        "spacl.x.top_share_cut",
+        "spacl.x.legacy_mask",
+        "spacl.x.LinkLoss.forward",
+    ]
+    assert exported_cut_names(wrapper, "spacl.x") == ["spacl.x.top_share_cut"]
+
+
 def test_the_cut_has_one_entry_point_with_a_named_form() -> None:
+    """One method selects (``select``, the form an argument); the only functions that call
+    it are the losses that consume its answer (:data:`CUT_CALLERS`), and no exported name
+    but the forms' and the share check's speaks of a cut: no wrapper, no second selector
+    (``top_share_cut`` and ``top_share_mask`` were removed in issue 40)."""
+    files = modules()
+    callers = sorted(
+        c
+        for module, path in files.items()
+        if module != "spacl.mining.cut.threshold"
+        for c in cut_callers(path.read_text(), module)
+    )
+    assert callers == sorted(CUT_CALLERS), sorted(set(callers) ^ set(CUT_CALLERS))
+    names = sorted(n for m, p in files.items() for n in exported_cut_names(p.read_text(), m))
+    assert names == sorted(CUT_NAMES), sorted(set(names) ^ set(CUT_NAMES))
     cut = RelativeThresholdNegatives(0.8, "exp")
     public = sorted(n for n in vars(RelativeThresholdNegatives) if n.startswith("select"))
     assert public == ["select"]

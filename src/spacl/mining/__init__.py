@@ -5,7 +5,6 @@
 ``FarthestPointPositives``       SPACL's hard positives by farthest-point selection
 ``RelativeThresholdNegatives``   SPACL's top-share cut of the candidate negatives (§1.4)
 ``AdversarialNegatives``         SPACL's generator/discriminator game (§1.3)
-``top_share_mask``               the cut as a function of weights
 ``hardness``                     ``h(u)`` of every view of a pool
 ``NegativeQueue``                MoCo-style FIFO queue of past target embeddings (+ labels)
 ==============================  ============================================================
@@ -15,7 +14,7 @@ The exponentially tilted sampler of Jiang et al. lives with its loss in
 """
 
 from spacl.mining.adversarial import AdversarialNegatives
-from spacl.mining.cut import RelativeThresholdNegatives, top_share_mask
+from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.mining.positives import DynamicAnchor, FarthestPointPositives, hardness
 from spacl.mining.queue import NegativeQueue
 
@@ -26,5 +25,4 @@ __all__ = [
     "NegativeQueue",
     "RelativeThresholdNegatives",
     "hardness",
-    "top_share_mask",
 ]

@@ -44,7 +44,7 @@ kernel's ``"pairwise"`` mode); the mean runs over triples (each query weighted b
 """
 
 from spacl.losses.kg.infonce import LinkInfoNCELoss
-from spacl.losses.kg.spacl import KG_SPACL_VARIANTS, LinkSPACLLoss, LinkSPACLStep, top_share_cut
+from spacl.losses.kg.spacl import KG_SPACL_VARIANTS, LinkSPACLLoss, LinkSPACLStep
 from spacl.losses.kg.terms import WEIGHTINGS
 
 __all__ = [
@@ -53,5 +53,4 @@ __all__ = [
     "LinkInfoNCELoss",
     "LinkSPACLLoss",
     "LinkSPACLStep",
-    "top_share_cut",
 ]

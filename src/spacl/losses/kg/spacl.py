@@ -4,8 +4,6 @@
 The negatives are cut by the one relative-threshold cut,
 :meth:`spacl.mining.RelativeThresholdNegatives.select` (``form="float"``: a 0/1 mask in
 the logits' dtype, and the cut's ``exp`` weights for :class:`KeptLogSumExp`).
-:func:`top_share_cut` is the old entry point of that cut on the entity logits and the
-generated negatives (it splits the joint selection into its two blocks).
 """
 
 from __future__ import annotations
@@ -30,32 +28,6 @@ from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
 KG_SPACL_VARIANTS = ("full", "no_hard_positive", "no_adversarial", "no_negative_selection")
-
-
-@torch.no_grad()
-def top_share_cut(
-    masked: Tensor,
-    extra: Tensor | None,
-    cut: RelativeThresholdNegatives,
-    *,
-    bins: int = 1024,
-    max_exact: int = 256,
-    max_levels: int = 4,
-) -> tuple[Tensor, Tensor | None]:
-    """``cut.select`` of ``cat(masked, extra)``, split into the entity and extra blocks.
-
-    ``masked[B, E]`` holds ``-inf`` at the entities that are not candidates; ``extra``
-    (``[B, K]``, the generated negatives) are all candidates.  ``bins``, ``max_exact``
-    and ``max_levels`` tuned a histogram refinement removed in issue 19 and are ignored.
-    """
-    del bins, max_exact, max_levels
-    e = masked.shape[1]
-    valid = torch.isfinite(masked)
-    if extra is None:
-        return cut.select(masked, valid), None
-    ones = torch.ones(extra.shape, dtype=torch.bool, device=extra.device)
-    kept = cut.select(torch.cat((masked, extra), 1), torch.cat((valid, ones), 1))
-    return kept[:, :e], kept[:, e:]
 
 
 @dataclass

@@ -9,13 +9,13 @@ and the algorithm are in :mod:`spacl.mining.cut.threshold`; the pieces:
 ===========================  ==============================================================
 :mod:`.threshold`            the cut (:class:`RelativeThresholdNegatives`, :data:`MASSES`)
 :mod:`.fast`                 the tensor fast path (``topk`` over group maxima), index masks
-:mod:`.exact`                the exact radix / long-row selection, :func:`top_share_mask`
+:mod:`.exact`                the exact radix / long-row selection, the GPU's sorted rows
 :mod:`.kernel`               the CPU kernel of the fast rows (numba, :mod:`.rows_nb`)
 :mod:`.compiled`             the long rows' histogram and mask passes, ``torch.compile``
 ===========================  ==============================================================
 """
 
-from spacl.mining.cut.exact import check_share, top_share_mask
+from spacl.mining.cut.exact import check_share
 from spacl.mining.cut.threshold import (
     CUT_FORMS,
     MASSES,
@@ -31,5 +31,4 @@ __all__ = [
     "RelativeThresholdNegatives",
     "Selection",
     "check_share",
-    "top_share_mask",
 ]

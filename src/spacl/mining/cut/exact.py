@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor
 
-from spacl._validation import check_in_range, check_tensor
+from spacl._validation import check_in_range
 from spacl.mining.cut.compiled import NUM_BUCKETS as _WIDE_BUCKETS  # of the long-row level
 from spacl.mining.cut.compiled import CompiledPasses
 from spacl.mining.cut.sparse import padded_bool, sparse_nonzero
@@ -374,43 +374,6 @@ def wide_prefix(
     kept_row, kept_at = kept.nonzero(as_tuple=True)
     keep[kept_row, col_sorted[kept_row, kept_at]] = 1.0 if as_float else True
     return keep, total
-
-
-@torch.no_grad()
-def top_share_mask(
-    weights: Tensor, share: float, valid: Tensor | None = None, *, keys: Tensor | None = None
-) -> Tensor:
-    """Boolean ``[B, K]`` mask of the shortest heaviest prefix reaching ``share`` of the mass.
-
-    Order the valid candidates of each row by decreasing ``keys`` (default: the weights
-    themselves), ties by increasing index (a stable sort); keep the shortest prefix whose
-    cumulative weight is ``>= share * total``.  Implemented without a full sort (module
-    docstring).  ``share = 1`` keeps every valid candidate; a row of total weight 0
-    keeps every valid candidate.
-
-    Args:
-        weights: ``[B, K]`` non-negative finite weights.
-        share: the kept share, ``0 < share <= 1``.
-        valid: ``[B, K]`` bool of the candidates that take part (default: all).
-        keys: ``[B, K]`` finite sort keys with ``weights`` a non-decreasing function of
-            them in every row (e.g. the logits when ``weights = exp(logits - max)``).
-    """
-    check_share(share)
-    check_tensor(weights, "weights", ndim=2)
-    if bool((weights < 0).any()):
-        raise ValueError(f"weights must be non-negative, got minimum {float(weights.min())}")
-    valid = checked_mask(valid, weights)
-    if keys is not None:
-        check_tensor(keys, "keys", ndim=2)
-        if keys.shape != weights.shape:
-            raise ValueError(
-                f"keys must have the shape of weights {tuple(weights.shape)}, "
-                f"got {tuple(keys.shape)}"
-            )
-    if share >= 1.0:
-        return valid.clone()
-    w = torch.where(valid, weights.to(torch.float64), 0.0)
-    return masked_cut(w if keys is None else keys, w, valid, share)
 
 
 def masked_cut(

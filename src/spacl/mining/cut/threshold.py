@@ -79,7 +79,7 @@ falls back to the levels above.
 
 Modules of :mod:`spacl.mining.cut`: :mod:`~spacl.mining.cut.fast` (the fast path: group
 maxima, ``topk``, index masks), :mod:`~spacl.mining.cut.exact` (the exact radix selection,
-the long-row selection and :func:`~spacl.mining.cut.exact.top_share_mask`),
+the long-row selection and the GPU's sorted rows),
 :mod:`~spacl.mining.cut.kernel` (the numba scan of the fast rows, its kernels in
 :mod:`~spacl.mining.cut.rows_nb`), :mod:`~spacl.mining.cut.compiled` (the long rows'
 compiled passes); this module holds the cut itself, :class:`RelativeThresholdNegatives`.

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         LinkInfoNCELoss,
         LinkSPACLLoss,
         build_link_predictor,
-        top_share_cut,
         train_kg,
     )
 
@@ -40,7 +39,6 @@ _PUBLIC = {
     "LinkInfoNCELoss": "train",
     "LinkSPACLLoss": "train",
     "build_link_predictor": "train",
-    "top_share_cut": "train",
     "train_kg": "train",
 }
 
@@ -53,7 +51,6 @@ __all__ = [
     "build_kg_objective",
     "build_link_predictor",
     "kg_config",
-    "top_share_cut",
     "train_kg",
 ]
 

@@ -50,7 +50,6 @@ from spacl.losses.kg import (
     KG_SPACL_VARIANTS,
     LinkInfoNCELoss,
     LinkSPACLLoss,
-    top_share_cut,
 )
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
@@ -69,7 +68,6 @@ __all__ = [
     "kg_config",
     "kg_setup",
     "kg_step",
-    "top_share_cut",
     "train_kg",
 ]
 
