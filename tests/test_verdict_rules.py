@@ -65,7 +65,18 @@ def test_combine_counter_examples() -> None:
     r, o = V.compare(HIGH, LOW), V.compare(LOW, HIGH)
     assert V.combine({"x": r, "y": r}).verdict == REPRODUCED
     assert V.combine({"x": o, "y": o}).verdict == OPPOSITE
-    assert V.combine({"x": r, "y": o}).verdict == NOT_AT_SCALE
+    split = V.combine({"equal steps": r, "equal epochs": o}, what="regimes")
+    assert split.verdict == MIXED and split.by == "combine"
+    assert split.rule.startswith("regimes disagree: equal steps reproduced, equal epochs opposite")
+    # parts that agree, or differ only by a part inside the noise, do not "disagree"
+    flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
+    assert flat.verdict == NOT_AT_SCALE
+    for parts in ({"x": r, "y": r}, {"x": o, "y": o}, {"x": r, "y": flat}, {"x": o, "y": flat}):
+        assert "disagree" not in V.combine(parts).rule
+    assert V.combine({"x": r, "y": flat}).verdict == NOT_AT_SCALE
+    # a part that is itself mixed makes the whole mixed, named as such
+    outer = V.combine({"lr rule a": split, "lr rule b": r}, what="rules")
+    assert outer.verdict == MIXED and outer.rule.startswith("rules disagree: lr rule a mixed")
 
 
 def test_at_most_counter_examples() -> None:

@@ -32,7 +32,8 @@ combined: every part must agree), which needs no correction.
 * :func:`at_least` - "the value is high (``>= threshold``)": reproduced if ``mean - std
   >= threshold``, opposite if ``mean + std < threshold``.
 * :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
-  every part is opposite.
+  every part is opposite, **mixed** if one part is reproduced and another opposite
+  (the rule says which parts disagree).
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
   that ran says so; **mixed** when the settings disagree; a setting that did not run
@@ -169,7 +170,8 @@ VERDICT_RULES = (
     "claims* need the option to beat every other (opposite: every other beats it); "
     "*trend claims* need every step of the sweep to move in the claimed direction by "
     "that test (a non-monotone sweep is not reproduced); *combined claims* need every "
-    "part to agree; *per-setting claims* give each setting its own verdict with its sign "
+    "part to agree and say **mixed** when one part is reproduced and another opposite; "
+    "*per-setting claims* give each setting its own verdict with its sign "
     "and say **mixed** when the settings disagree; *equivalence claims* use TOST (two "
     "one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the "
     "90% interval of the difference lies inside the margin, opposite when it lies wholly "
@@ -432,8 +434,12 @@ def trend(
     return _ruled(NOT_AT_SCALE, rule, by="trend")
 
 
-def combine(parts: Mapping[str, Verdict]) -> Verdict:
-    """All parts must agree (module docstring); the rule lists each part's verdict."""
+def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
+    """All parts must agree (module docstring); the rule lists each part's verdict.
+
+    Parts that disagree outright (one reproduced, another opposite, or a part itself
+    :data:`MIXED`) give :data:`MIXED`, the rule opening with ``"<what> disagree: <part>
+    reproduced, <part> opposite"`` (``what``: what the parts are, e.g. ``"regimes"``)."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
@@ -442,6 +448,13 @@ def combine(parts: Mapping[str, Verdict]) -> Verdict:
         return _ruled(REPRODUCED, rule, by="combine")
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="combine")
+    if (REPRODUCED in verdicts and OPPOSITE in verdicts) or MIXED in verdicts:
+        split = ", ".join(
+            f"{k} {v.verdict}"
+            for k, v in parts.items()
+            if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
+        )
+        return _ruled(MIXED, f"{what} disagree: {split}; {rule}", by="combine")
     return _ruled(NOT_AT_SCALE, rule, by="combine")
 
 

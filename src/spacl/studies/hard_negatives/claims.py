@@ -247,14 +247,18 @@ def _batch_claim(cfg: HardNegativesConfig) -> ClaimSpec:
         ),
         lambda m: combine(
             {
-                part: compare(
+                when: compare(
                     etf(m, part, small),
                     etf(m, part, large),
                     min_gap=0.01,
                     names=(f"B={small}", f"B={large}"),
                 )
-                for part in ("batch_size", "batch_size_steps")
-            }
+                for part, when in (
+                    ("batch_size", "equal epochs"),
+                    ("batch_size_steps", "equal steps"),
+                )
+            },
+            what="regimes",
         ),
     )
 
