@@ -167,7 +167,7 @@ def test_spacl_claims_can_fail() -> None:
 def test_diagnostic_claims_can_fail() -> None:
     """Lemma 2.4: a still-rising gradient curve is "opposite"; Corollary 2.2: 100% for both
     encoders at every dimension drops the verdict; Theorem 2.1: SPACL nearer is opposite."""
-    from spacl.studies.verdicts import NO_SIGNAL
+    from spacl.studies.verdicts import MIXED, NO_SIGNAL
 
     sizes = [1, 4, 16, 64, 256, 1024]
     rising = [[0.01 * n**0.9 + 0.001 * s for n in sizes] for s in range(3)]
@@ -188,7 +188,9 @@ def test_diagnostic_claims_can_fail() -> None:
     }
     m = {"benches": {}, "diagnostics": {"sizes": sizes, "encoders": enc}}
     v = _claims(m)
-    assert v["lemma_2_4_negatives_saturate"].verdict == NOT_AT_SCALE  # SPACL rises, SimCLR flat
+    lemma = v["lemma_2_4_negatives_saturate"]
+    assert lemma.verdict == MIXED  # SPACL rises, SimCLR flat: the encoders disagree
+    assert lemma.rule.startswith("encoders disagree: SPACL opposite, SimCLR reproduced")
     enc["SimCLR"]["grad_curve_own_tau"] = rising
     assert _claims(m)["lemma_2_4_negatives_saturate"].verdict == OPPOSITE
     assert v["corollary_2_2_spacl_certifies_more"].verdict == NO_SIGNAL

@@ -2,7 +2,7 @@
 
 1. **tune**: every baseline and SPACL's base choice (:data:`~.methods.BASE`) on seed 0 at
    every temperature of :data:`~.methods.TEMPERATURES`; each keeps its best validation
-   temperature (the same four-temperature budget for every method).  Where the choice
+   temperature (the same grid rule for every method).  Where the choice
    sits at an edge of the grid, the grid grows by one value beyond it and the choice is
    made again, up to :data:`~.methods.MAX_GROWTH` values per end
    (:func:`~.methods.grow_grid`, issue 39); every tuning below does the same.
