@@ -175,6 +175,33 @@ def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> 
     assert rep.claim("k4", "§1", "c", "p", "m", V.compare(HIGH, LOW)).verdict == REPRODUCED
 
 
+def test_the_seal_binds_the_verdicts_content(tmp_path: Path) -> None:
+    """A sealed verdict whose fields are changed afterwards, or a verdict handed another
+    verdict's seal, is refused: the seal vouches for the content it was made with."""
+    import dataclasses
+
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    lost = V.compare(LOW, HIGH)
+    assert lost.verdict == OPPOSITE and lost.from_rule
+    flipped = dataclasses.replace(lost, verdict=REPRODUCED)
+    assert not flipped.from_rule
+    with pytest.raises(ValueError, match="not computed by a rule function"):
+        rep.claim("k1", "§1", "c", "p", "m", flipped)
+    edited = dataclasses.replace(lost, rule=lost.rule.replace("p =", "p ~"))
+    assert not edited.from_rule
+    moved = dataclasses.replace(lost, by="at_most")  # another registered rule's name
+    assert not moved.from_rule
+    won = V.compare(HIGH, LOW)
+    borrowed = Verdict(REPRODUCED, lost.rule, "compare", won._seal)  # a real seal, copied
+    assert not borrowed.from_rule
+    with pytest.raises(ValueError, match="not computed by a rule function"):
+        rep.claim("k2", "§1", "c", "p", "m", borrowed)
+    assert not Verdict(REPRODUCED, "x", "compare", "0" * 64).from_rule
+    # the untouched verdicts still pass, and rewording keeps a seal only where there was one
+    assert rep.claim("k3", "§1", "c", "p", "m", won).verdict == REPRODUCED
+    assert not V.reworded(flipped, "other words").from_rule
+
+
 def _committed_metrics(name: str) -> dict:
     path = Path(__file__).resolve().parents[1] / "docs" / "results" / name / "results.json"
     return dict(json.loads(path.read_text()))

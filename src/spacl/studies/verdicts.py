@@ -68,10 +68,14 @@ function of the study's metrics, and
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import math
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from spacl._validation import check_choice
@@ -191,43 +195,59 @@ VERDICT_RULES = (
 
 
 # ------------------------------------------------------------------------------ verdicts
-#: set only by the rule functions of this module: a verdict built by hand has none
-_SEAL = object()
+#: the key of this process's verdict seals: only the rule functions of this module use it
+_SEAL_KEY = secrets.token_bytes(32)
+
+
+def _digest(verdict: str, rule: str, by: str) -> str:
+    """The seal of a verdict with this content: an HMAC of its outcome, rule text and rule
+    function under :data:`_SEAL_KEY`, so a seal vouches for these fields and no others."""
+    content = json.dumps([verdict, rule, by]).encode()
+    return hmac.new(_SEAL_KEY, content, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
 class Verdict:
     """A verdict (one of :data:`VERDICTS`) and the rule with the numbers that decided it.
 
-    Only the rule functions here give a verdict its seal (:attr:`from_rule`); a
-    ``Verdict(...)`` built elsewhere, whatever its ``by``, is refused by
+    Only the rule functions here give a verdict its seal (:attr:`from_rule`): a digest of
+    the verdict's own content (outcome, rule text, rule function) made when the rule
+    decided it.  A ``Verdict(...)`` built elsewhere, whatever its ``by``, or a sealed one
+    whose fields were changed afterwards (``dataclasses.replace``) is refused by
     :meth:`spacl.studies.report.StudyReport.claim`.  :func:`reworded` changes the rule
-    text of a sealed verdict and keeps its seal."""
+    text of a sealed verdict and seals it again (its outcome kept)."""
 
     verdict: str
     rule: str
     #: the rule function that computed it (a key of :data:`RULE_TESTS`; "" for a
     #: non-verdict of :data:`NON_VERDICTS`)
     by: str = ""
-    _seal: object = field(default=None, repr=False, compare=False)
+    _seal: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice(self.verdict, "verdict", VERDICTS)
 
     @property
     def from_rule(self) -> bool:
-        """Computed by a registered rule function of this module (not built by hand)."""
-        return self._seal is _SEAL and self.by in RULE_TESTS
+        """Computed by a registered rule function of this module, and unchanged since."""
+        return (
+            self.by in RULE_TESTS
+            and isinstance(self._seal, str)
+            and hmac.compare_digest(self._seal, _digest(self.verdict, self.rule, self.by))
+        )
 
 
 def _ruled(verdict: str, rule: str, by: str) -> Verdict:
-    """A verdict of rule function ``by`` of this module, sealed."""
-    return Verdict(verdict, rule, by, _SEAL)
+    """A verdict of rule function ``by`` of this module, sealed over its content."""
+    return Verdict(verdict, rule, by, _digest(verdict, rule, by))
 
 
 def reworded(verdict: Verdict, rule: str) -> Verdict:
-    """``verdict`` with another rule text (its outcome, rule function and seal kept)."""
-    return replace(verdict, rule=rule)
+    """``verdict`` with another rule text (its outcome and rule function kept), sealed
+    again only if it was sealed (a hand-built verdict stays unsealed)."""
+    if verdict.from_rule:
+        return _ruled(verdict.verdict, rule, verdict.by)
+    return Verdict(verdict.verdict, rule, verdict.by)
 
 
 def not_run(what: str) -> Verdict:
