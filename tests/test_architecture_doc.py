@@ -1,0 +1,458 @@
+"""docs/architecture.md is true to the code (issue 40): every claim a test can check.
+
+- every module, package, file and object the doc names exists: the file names of its
+  package tree (each under the package whose entry names it), the backticked paths
+  (``losses/_gram.py``, ``tasks/kg/train.py:train_kg``, ``mining/cut/threshold.SORTED_DEVICES``,
+  a recipe name such as ``digits/spacl``, a profiler region such as ``spacl/cut``) and the
+  backticked dotted names (``spacl.schema.load_recipe``, ``engine.config.ViewsConfig``),
+  all resolved statically (:mod:`ast`, nothing imported);
+- its two import tables are the code's: the floors are ``FLOORS`` of
+  ``tests/test_import_graph.py``, and what each package of floors 1 and 2 imports (spacl
+  packages and third-party ones, every import counted) is what the tree imports;
+- the registries it lists are the code's: the objective lists (each defined once, where the
+  doc says, as ``objective_names(task)``), the tasks an objective row names, the task
+  registry, the cut's forms, the loop body's methods and the tasks' bodies, the CLI's
+  sub-commands, the install extras, the ``views`` keys.
+
+Each checker is a function of the doc's text, with a counter-example.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_import_graph import FLOORS, import_graph, modules
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src" / "spacl"
+DOC = REPO / "docs" / "architecture.md"
+#: first components of backticked dotted names that are recipe sections, not modules
+CONFIG_SECTIONS = frozenset(
+    {"data", "optim", "train", "eval", "views", "model", "objective", "ood", "finetune"}
+)
+#: suffixes of files a run writes (named in the doc, never in the repository)
+RUN_FILES = (".yaml", ".jsonl", ".json", ".pt", ".md")
+
+
+def doc_text() -> str:
+    return DOC.read_text()
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line: runs of whitespace as one space."""
+    return re.sub(r"\s+", " ", text)
+
+
+def code_blocks(text: str) -> list[str]:
+    return re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks."""
+    return re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
+
+
+def inline_code(text: str) -> list[str]:
+    """The backticked spans of ``text``'s prose, whitespace flattened."""
+    return [_flat(span).strip() for span in re.findall(r"`([^`]+)`", prose(text))]
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def _defined_names(body: list[ast.stmt]) -> set[str]:
+    """The names a module or class body binds: defs, classes, assignments, imports."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try)):
+            names |= _defined_names(node.body)
+            for handler in getattr(node, "handlers", []):
+                names |= _defined_names(handler.body)
+            names |= _defined_names(node.orelse)
+    return names
+
+
+def _attribute_exists(path: Path, attrs: list[str]) -> bool:
+    """``attrs[0]`` is bound at the top of the module in ``path``; a further name, when
+    ``attrs[0]`` is a class there, is bound in its body."""
+    tree = ast.parse(path.read_text())
+    if attrs[0] not in _defined_names(tree.body):
+        return False
+    if len(attrs) > 1:
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == attrs[0]:
+                return attrs[1] in _defined_names(node.body)
+    return True
+
+
+def _module_file(parts: list[str], root: Path = SRC) -> Path | None:
+    """The file of the module ``spacl.<parts>`` (a package's ``__init__.py``)."""
+    base = root.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def resolve_dotted(name: str, root: Path = SRC) -> bool:
+    """``spacl.a.b.attr`` (or ``a.b.attr``): the longest module prefix, then its names."""
+    parts = name.split(".")
+    if parts[0] == "spacl":
+        parts = parts[1:]
+    for cut in range(len(parts), -1, -1):  # down to ``spacl`` itself
+        path = _module_file(parts[:cut], root)
+        if path is not None:
+            return cut == len(parts) or _attribute_exists(path, parts[cut:])
+    return False
+
+
+def _top_names(root: Path = SRC) -> set[str]:
+    return {p.stem if p.suffix == ".py" else p.name for p in root.iterdir()} - {"__pycache__"}
+
+
+def _string_in_source(text: str, root: Path = SRC) -> bool:
+    return any(f'"{text}"' in p.read_text() for p in root.rglob("*.py"))
+
+
+def resolve_path(token: str, root: Path = SRC, repo: Path = REPO) -> bool | None:
+    """Whether a backticked path names something that exists (``None``: not a path of
+    this repository, e.g. a file of a run directory or a placeholder)."""
+    if re.search(r"[\s<>{}*$~%()=\[\]]|RUN_DIR|\.\.", token):
+        return None
+    token, _, attr = token.partition(":")
+    if "/" not in token:
+        if not token.endswith(".py"):
+            return None
+        return any(root.rglob(token)) or (repo / token).is_file()
+    if token.startswith("spacl/") and not token.endswith(".py"):
+        return _string_in_source(token, root)  # a profiler region, ``spacl/cut``
+    head, _, last = token.rstrip("/").rpartition("/")
+    stem, dot, rest = last.partition(".")
+    if dot and rest not in ("py", "md", "yaml", "toml", "txt"):
+        attr, token = rest, f"{head}/{stem}.py"  # ``dir/module.attr``
+    tops = {token.split("/")[0]}
+    if not tops & (_top_names(root) | {p.name for p in repo.iterdir()}):
+        recipe = root / "recipes" / f"{token}.yaml"
+        return recipe.is_file() if (root / "recipes" / tops.pop()).is_dir() else None
+    for base in (root, repo):
+        target = base / token
+        if target.exists():
+            if attr:
+                return target.suffix == ".py" and _attribute_exists(target, attr.split("."))
+            return True
+    return False
+
+
+def missing_inline(text: str, root: Path = SRC, repo: Path = REPO) -> list[str]:
+    """The backticked paths and dotted names of ``text`` that name nothing."""
+    missing = []
+    tops = _top_names(root)
+    for token in inline_code(text):
+        if "/" in token or token.endswith(".py"):
+            if resolve_path(token, root, repo) is False:
+                missing.append(token)
+        elif re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", token):
+            first = token.split(".")[0]
+            if first == "spacl" or (first in tops and first not in CONFIG_SECTIONS):
+                if not resolve_dotted(token, root):
+                    missing.append(token)
+    return missing
+
+
+def tree_entries(text: str) -> list[tuple[str, str]]:
+    """``(name, description)`` of each entry of the package tree (the code block after
+    ``## Packages``): ``losses/`` with its whole description, ``cli.py``..."""
+    section = text[text.index("## Packages") :]
+    block = code_blocks(section)[0]
+    entries: list[list[str]] = []
+    for line in block.splitlines():
+        head = re.match(r"^  (\S+)\s+(.*)$", line)
+        if head and not line.startswith("   "):
+            entries.append([head.group(1), head.group(2)])
+        elif entries:
+            entries[-1][1] += " " + line.strip()
+    return [(name, description) for name, description in entries]
+
+
+def missing_in_tree(text: str, root: Path = SRC) -> list[str]:
+    """The files, folders and ``folder/module.Name`` objects of the package tree that do
+    not exist: each entry's own path under ``root``, each name of its description under
+    that package (a bare ``x.py`` anywhere inside it) or under ``root``."""
+    missing = []
+    for name, description in tree_entries(text):
+        own = root / name.rstrip("/")
+        if not own.exists():
+            missing.append(name)
+            continue
+        package = own if own.is_dir() else root
+        for token in re.findall(r"((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*\.py)\b", description):
+            if "/" in token:
+                found = (package / token).is_file() or (root / token).is_file()
+            else:
+                found = any(package.rglob(token))
+            if not found:
+                missing.append(f"{name} {token}")
+        for token in re.findall(r"(?<![\w./])((?:[A-Za-z_]\w*/)+)(?![\w])", description):
+            if not any((base / token).is_dir() for base in (package, root, root.parents[1])):
+                missing.append(f"{name} {token}")
+        for folder, module, attr in re.findall(
+            r"((?:[A-Za-z_]\w*/)+)([a-z_]\w*)\.([A-Z]\w*)", description
+        ):
+            path = package / folder / f"{module}.py"
+            if not (path.is_file() and _attribute_exists(path, [attr])):
+                missing.append(f"{name} {folder}{module}.{attr}")
+    return missing
+
+
+def test_the_checkers_see_a_missing_module() -> None:
+    """A doc naming a module, a file, a folder or an object that does not exist fails."""
+    good = (
+        "## Packages\n\n```\n  losses/          kernel.py, kg/ (spacl.py), "
+        "kg/spacl.LinkSPACLLoss\n  cli.py           the CLI\n```\n\n"
+        "`losses/_gram.py`, `tasks/kg/train.py:train_kg`, `spacl.losses.kernel`, "
+        "`engine.config.ViewsConfig`, `data.num_views`, `digits/spacl`, `spacl/cut`\n"
+    )
+    assert missing_in_tree(good) == [] and missing_inline(good) == []
+    bad = good.replace("kernel.py,", "kernel.py, attic.py, old/,").replace(
+        "kg/spacl.LinkSPACLLoss", "kg/spacl.top_share_cut kg/spacl.GoneLoss"
+    )
+    assert missing_in_tree(bad) == ["losses/ attic.py", "losses/ old/", "losses/ kg/spacl.GoneLoss"]
+    bad = good.replace("cli.py  ", "kli.py  ")
+    assert missing_in_tree(bad) == ["kli.py"]
+    bad = good.replace("`losses/_gram.py`", "`losses/kg_cut.py`, `mining/_common.py`")
+    bad = bad.replace("train.py:train_kg", "train.py:top_share_cut")
+    bad = bad.replace("spacl.losses.kernel", "spacl.losses.kernel.nothing")
+    bad = bad.replace("digits/spacl", "digits/nope").replace("spacl/cut", "spacl/nope")
+    assert missing_inline(bad) == [
+        "losses/kg_cut.py",
+        "mining/_common.py",
+        "tasks/kg/train.py:top_share_cut",
+        "spacl.losses.kernel.nothing",
+        "digits/nope",
+        "spacl/nope",
+    ]
+
+
+def test_every_module_and_object_the_doc_names_exists() -> None:
+    text = doc_text()
+    assert len(list(tree_entries(text))) >= 15
+    assert missing_in_tree(text) == []
+    assert missing_inline(text) == []
+
+
+# ----------------------------------------------------------------------- import tables
+
+
+def table(text: str, header: str) -> list[list[str]]:
+    """The rows of the markdown table whose header row starts with ``header``: cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def doc_floors(text: str) -> tuple[tuple[str, ...], ...]:
+    """The floors of the doc's table, lowest first (``spacl`` is ``""``, as in FLOORS)."""
+    rows = table(text, "| floor | packages |")
+    floors = [tuple("" if p == "spacl" else p for p in _ticked(packages)) for _, packages in rows]
+    return tuple(reversed(floors))
+
+
+def doc_imports(text: str) -> dict[str, tuple[set[str], set[str]]]:
+    """Package -> (spacl packages, third-party top-level modules) of the doc's table."""
+    rows = table(text, "| package | spacl packages |")
+    return {
+        _ticked(package)[0]: (set(_ticked(spacl)), {m.strip() for m in others.split(",")})
+        for package, spacl, others in rows
+    }
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def real_imports(packages: set[str]) -> dict[str, tuple[set[str], set[str]]]:
+    """What each package imports: other spacl packages and third-party modules, every
+    import statement counted (module level, in functions, under ``TYPE_CHECKING``)."""
+    graph = import_graph(lazy=True, typing_only=True)
+    found: dict[str, tuple[set[str], set[str]]] = {p: (set(), set()) for p in packages}
+    for module, targets in graph.items():
+        if _top(module) in found:
+            found[_top(module)][0].update(_top(t) for t in targets if _top(t) != _top(module))
+    for module, path in modules().items():
+        if _top(module) not in found:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                first = name.split(".")[0]
+                if first != "spacl" and first not in sys.stdlib_module_names:
+                    found[_top(module)][1].add(first)
+    return found
+
+
+def test_the_table_readers_see_a_wrong_row() -> None:
+    text = (
+        "| floor | packages |\n|---|---|\n| 1 | `tasks` |\n| 0 | `spacl`, `data` |\n\n"
+        "| package | spacl packages | beyond the standard library |\n|---|---|---|\n"
+        "| `losses` | `_validation` | torch |\n"
+    )
+    assert doc_floors(text) == (("", "data"), ("tasks",))
+    assert doc_floors(text) != FLOORS
+    assert doc_imports(text) == {"losses": ({"_validation"}, {"torch"})}
+    assert doc_imports(text) != real_imports({"losses"})  # losses imports mining too
+
+
+def test_the_doc_floors_are_the_import_tests_floors() -> None:
+    assert doc_floors(doc_text()) == FLOORS
+
+
+def test_the_doc_import_table_is_the_import_graph() -> None:
+    stated = doc_imports(doc_text())
+    assert set(stated) == set(FLOORS[1]) | set(FLOORS[2])
+    assert stated == real_imports(set(stated))
+
+
+# -------------------------------------------------------------------------- registries
+
+
+def _after(text: str, pattern: str) -> str:
+    found = re.search(pattern, _flat(text))
+    assert found is not None, f"the doc no longer says {pattern!r}"
+    return found.group(1)
+
+
+def doc_objective_lists(text: str) -> dict[str, tuple[str, str]]:
+    """``NAME -> (module path, task)`` of the doc's sentence
+    ``\\`NAME\\` (\\`path\\` ...) is \\`objective_names("task")\\```."""
+    pattern = r'`(\w+_OBJECTIVES)` \(`([\w/]+\.py)`[^)]*\) is `objective_names\("(\w+)"\)`'
+    return {name: (path, task) for name, path, task in re.findall(pattern, _flat(text))}
+
+
+def objective_list_definitions(root: Path = SRC) -> dict[str, list[str]]:
+    """``NAME -> [module paths]`` of every module-level ``NAME = objective_names(...)``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", "") == "objective_names"
+            ):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, []).append(str(path.relative_to(root)))
+    return found
+
+
+def test_objective_list_reader_sees_a_wrong_home(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text('KG_OBJECTIVES = objective_names("kg")\n')
+    (tmp_path / "b.py").write_text(
+        '_KG = objective_names("kg")\nKG_OBJECTIVES = objective_names("kg")\n'
+    )
+    found = objective_list_definitions(tmp_path)
+    assert found == {"KG_OBJECTIVES": ["a.py", "b.py"], "_KG": ["b.py"]}  # two homes, a copy
+    text = 'their lists, `KG_OBJECTIVES` (`tasks/kg/config.py`) is `objective_names("kg")`'
+    assert doc_objective_lists(text) == {"KG_OBJECTIVES": ("tasks/kg/config.py", "kg")}
+
+
+def test_the_objective_lists_are_defined_once_where_the_doc_says() -> None:
+    from spacl.losses.registry import objective_names
+
+    stated = doc_objective_lists(doc_text())
+    assert set(stated) == {"OOD_OBJECTIVES", "FINETUNE_OBJECTIVES", "KG_OBJECTIVES"}
+    defined = objective_list_definitions()
+    assert {name: paths for name, paths in defined.items()} == {
+        name: [path] for name, (path, _) in stated.items()
+    }, defined
+    for name, (path, task) in stated.items():
+        module = __import__("spacl." + path[:-3].replace("/", "."), fromlist=[name])
+        assert getattr(module, name) == objective_names(task), name
+
+
+def test_the_registries_the_doc_lists_are_the_codes() -> None:
+    from spacl.cli import COMMANDS
+    from spacl.engine.config import ViewsConfig
+    from spacl.engine.loop import LoopBody
+    from spacl.losses.registry import OBJECTIVE_TASKS
+    from spacl.mining.cut import CUT_FORMS
+    from spacl.schema import task_names
+    from spacl.tasks.text.config import OODViewsConfig
+
+    text = doc_text()
+    tasks = _ticked(_after(text, r"the tasks that offer it under that name \(([^)]*)\)"))
+    assert tuple(tasks) == OBJECTIVE_TASKS
+    assert _ticked(_after(text, r"the registered tasks are (.*?)\)")) == task_names()
+    forms = re.findall(
+        r'"(\w+)"', _after(text, r'select\(scores, mask=None, form=((?:\s*\|?\s*"\w+")+)')
+    )
+    assert tuple(forms) == CUT_FORMS
+    methods = [m.strip() for m in _after(text, r"LoopBody \(its methods: ([^)]*)\)").split(",")]
+    assert methods == [n for n in vars(LoopBody) if not n.startswith("_")]
+    bodies = re.findall(r"\.(\w+Steps)|and (\w+Steps)", _after(text, r"a body \(([^)]*)\)"))
+    assert sorted(a or b for a, b in bodies) == sorted(task_bodies())
+    commands = _after(text, r"`register\(subparsers\)`\): (.*?) trained\.py")
+    assert re.split(r"\s*[,/]\s*", commands.strip()) == [name for name, _, _ in COMMANDS]
+    extras = _ticked(_after(text, r"\*\*Extras\*\* \(([^)]*)\)"))
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert extras == list(pyproject["project"]["optional-dependencies"])
+    for pattern, schema in (
+        (
+            r"the image task's (`views\.num_views`[^(]*) \(`engine\.config\.ViewsConfig`\)",
+            ViewsConfig,
+        ),
+        (
+            r"the text task's (`views\.num_views`[^(]*) \(`tasks\.text\.config\.OODViewsConfig`\)",
+            OODViewsConfig,
+        ),
+    ):
+        keys = [k.removeprefix("views.") for k in _ticked(_after(text, pattern))]
+        assert keys == [f.name for f in dataclasses.fields(schema)], schema.__name__
+
+
+def task_bodies(root: Path = SRC / "tasks") -> list[str]:
+    """Every class under ``tasks/`` that subclasses the engine's ``LoopBody`` or
+    ``StageBody`` (by name)."""
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                getattr(b, "id", "") in ("LoopBody", "StageBody") for b in node.bases
+            ):
+                found.append(node.name)
+    return found
+
+
+@pytest.mark.parametrize("claim", ["KNOWN_CIRCLES", "top_share_cut", "top_share_mask"])
+def test_the_doc_names_no_removed_thing(claim: str) -> None:
+    """Names issue 40 removed are not described as present."""
+    assert claim not in doc_text()

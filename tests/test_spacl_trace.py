@@ -1,0 +1,138 @@
+"""Following ``pool`` from ``SPACLLoss.forward`` at run time (issue 40).
+
+:func:`sys.setprofile` records every Python call made during one ``SPACLLoss`` call, with
+the spacl files of the calling frames.  Over a few configurations (one anchor on the
+dense and the compact path, every view an anchor, labels with class positives):
+
+- once the call has left ``losses/spacl/loss.py`` for another spacl module it never comes
+  back into ``loss.py`` (no helper calls the loss object);
+- it visits only ``losses/spacl/``, ``mining/`` and the shared kernel they build on by
+  design (:data:`SHARED_LEAVES`, stated in docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+import torch
+
+from spacl.losses.spacl import SPACLLoss
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "spacl"
+CLASS_FILE = "losses/spacl/loss.py"
+#: what SPACL shares with the other losses, by design: the kernel, the normalisation, the
+#: symmetric matmul of the every-view logits and the argument checks (docs/architecture.md)
+SHARED_LEAVES = frozenset(
+    {"losses/kernel.py", "losses/normalize.py", "losses/_mirror.py", "_validation.py"}
+)
+ALLOWED_FOLDERS = ("losses/spacl/", "mining/")
+
+
+def _spacl_file(frame: FrameType) -> str | None:
+    """The file of ``frame`` relative to ``src/spacl`` (``None`` outside it)."""
+    path = Path(frame.f_code.co_filename)
+    try:
+        return path.resolve().relative_to(SRC).as_posix()
+    except ValueError:
+        return None
+
+
+@dataclass
+class Trace:
+    """The spacl files called during one call, and the calls back into the class file."""
+
+    visited: set[str] = field(default_factory=set)
+    returns: list[str] = field(default_factory=list)
+
+
+def trace(call: Callable[[], Any], class_file: str = CLASS_FILE) -> Trace:
+    """Run ``call`` under :func:`sys.setprofile`; a call into ``class_file`` whose stack
+    holds (between it and ``call``) a frame of another spacl file is a return."""
+    found = Trace()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        here = _spacl_file(frame)
+        if here is None:
+            return
+        found.visited.add(here)
+        if here != class_file:
+            return
+        caller = frame.f_back
+        while caller is not None:
+            name = _spacl_file(caller)
+            if name is not None and name != class_file:
+                found.returns.append(f"{frame.f_code.co_name} called under {name}")
+                return
+            caller = caller.f_back
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(previous)
+    return found
+
+
+def outside(visited: set[str]) -> list[str]:
+    """The visited files outside ``losses/spacl/``, ``mining/`` and the shared leaves."""
+    return sorted(
+        f for f in visited if not f.startswith(ALLOWED_FOLDERS) and f not in SHARED_LEAVES
+    )
+
+
+def test_the_tracer_sees_a_return_and_a_stray_module(tmp_path: Path) -> None:
+    """Counter-example: a helper module calling back into the "class" file is a return,
+    a file outside the allowed folders is reported."""
+    owner = SRC / "losses" / "spacl" / "loss.py"
+    helper = SRC / "losses" / "spacl" / "mining.py"
+    back = {"__file__": str(owner)}
+    exec(compile("def method():\n    return 1\n", str(owner), "exec"), back)
+    out = {"__file__": str(helper), "method": back["method"]}
+    exec(compile("def helper():\n    return method()\n", str(helper), "exec"), out)
+    entry = {"__file__": str(owner), "helper": out["helper"], "method": back["method"]}
+    exec(compile("def forward():\n    method()\n    return helper()\n", str(owner), "exec"), entry)
+    found = trace(entry["forward"])
+    assert found.returns == ["method called under losses/spacl/mining.py"]
+    assert found.visited == {CLASS_FILE, "losses/spacl/mining.py"}
+    assert outside({"losses/base.py", "mining/pool.py", "losses/kernel.py"}) == ["losses/base.py"]
+
+
+def _batch(seed: int, b: int = 6, v: int = 3, d: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    pool = torch.nn.functional.normalize(torch.randn(b, v, d, generator=g), dim=-1)
+    labels = torch.tensor([0, 1, 0, 1, 2, 2])[:b]
+    return pool.requires_grad_(), labels
+
+
+#: name -> (loss keyword arguments, whether labels are passed, a file the path must visit)
+CONFIGURATIONS: dict[str, tuple[dict[str, Any], bool, str]] = {
+    "one_anchor_dense": ({"share": 1.0}, False, "losses/spacl/dense.py"),
+    "compact": ({"share": 0.5}, False, "losses/spacl/compact.py"),
+    "every_view": ({"anchor_set": "every_view", "share": 0.5}, False, "losses/spacl/every_view.py"),
+    "supervised": (
+        {"positive_pool": "instance_class", "share": 0.5},
+        True,
+        "losses/spacl/class_pool.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
+def test_following_pool_never_returns_to_the_class(name: str) -> None:
+    kwargs, with_labels, must_visit = CONFIGURATIONS[name]
+    loss = SPACLLoss(0.2, 2, embedding_dim=8, generator=torch.Generator().manual_seed(0), **kwargs)
+    pool, labels = _batch(1)
+    loss(None, pool, labels if with_labels else None)  # the game built before the trace
+    found = trace(lambda: loss(None, pool, labels if with_labels else None))
+    assert found.returns == [], found.returns
+    assert must_visit in found.visited and CLASS_FILE in found.visited, sorted(found.visited)
+    assert outside(found.visited) == []
