@@ -49,3 +49,19 @@ def test_readme_python_block_runs(index: int) -> None:
         torch.arange(200) % 5 if "geometry_report" in python_blocks()[index] else ns["labels"]
     )
     exec(compile(python_blocks()[index], f"README block {index}", "exec"), ns)
+
+
+def test_readmes_detector_time_and_answers_are_the_measured_ones() -> None:
+    """README's time to train the shipped detector and its predict lines are those of
+    docs/results/open_intent/recipe_time.md (written by benchmarks/recipe_time.py)."""
+    readme = README.read_text()
+    measured = (README.parent / "docs" / "results" / "open_intent" / "recipe_time.md").read_text()
+    wall = float(re.search(r"\*\*([\d.]+) s\*\*", measured).group(1))  # type: ignore[union-attr]
+    stated = re.search(r"text/stackoverflow .*?(\d+) s on 2 cores", readme)
+    assert stated is not None, "README does not state the time to train the detector"
+    assert int(stated.group(1)) == round(wall)
+    answers = re.findall(r"^# (\w[\w-]*)\s+([\d.]+)\s+(.+?)\s{2,}\(", readme, flags=re.M)
+    assert {a[0] for a in answers} == {"open", "apache"}, answers
+    for answer in answers:
+        label, score, text = answer
+        assert f"{label}\t{score}\t{text}" in measured, answer

@@ -1,0 +1,88 @@
+"""The committed open-intent run store keeps what issue 37 asks of every run: the names of its
+known classes (TEXTOIR's draw), the pre-registration commits it ran under, and, for every
+trained run, a per-example score file from which its test numbers are recomputed.
+
+Reads ``docs/results/open_intent/runs.jsonl`` and ``scores/*.npz`` (committed files; no data
+set needed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from spacl.data.textoir import textoir_known_classes
+from spacl.evaluate.ood import open_intent_metrics
+
+OPEN_INTENT = Path(__file__).resolve().parents[1] / "docs" / "results" / "open_intent"
+#: the pre-registration file each run records the commit of, by the run's key in runs.jsonl
+PREREGISTRATIONS = {
+    "prereg_commit": "PREREGISTRATION.md",
+    "prereg_top_commit": "PREREGISTRATION_top_layer.md",
+    "prereg_top_all_commit": "PREREGISTRATION_top_layer_all.md",
+}
+
+
+def _runs() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (OPEN_INTENT / "runs.jsonl").read_text().splitlines()]
+
+
+def test_every_run_carries_textoirs_draw_of_its_known_classes() -> None:
+    runs = _runs()
+    assert len(runs) >= 9 * 5 * 2  # 9 settings x 5 seeds x (detector, ADB) at least
+    draws: dict[tuple[str, float, int], list[str]] = {}
+    for run in runs:
+        key = (run["dataset"], run["ratio"], run["seed"])
+        if key not in draws:
+            draws[key] = textoir_known_classes(*key)
+        assert run["known_classes"] == draws[key], key
+        assert run["num_known"] == len(run["known_classes"])
+
+
+def test_every_run_records_the_pre_registration_it_ran_under() -> None:
+    """All runs carry the first pre-registration's commit; the top-layer (addendum) runs also
+    carry their addendum's.  The results file names the same commit as the runs."""
+    runs = _runs()
+    results = (OPEN_INTENT / "results.md").read_text()
+    first = {run["prereg_commit"] for run in runs}
+    assert len(first) == 1
+    (commit,) = first
+    assert re.fullmatch(r"[0-9a-f]{40}", commit)
+    assert f"commit {commit[:10]}" in results
+    top = [run for run in runs if run["method"].endswith("_top1")]
+    assert top and all(run.get("prereg_top_commit") for run in top)
+    assert not any(
+        run.get(key) for run in runs if run not in top for key in list(PREREGISTRATIONS)[1:]
+    )
+    for key, name in PREREGISTRATIONS.items():
+        assert (OPEN_INTENT / name).is_file(), f"{name} (recorded as {key}) is missing"
+
+
+@pytest.mark.parametrize("method", ["da_adb", "adb", "da_adb_top1", "spacl"])
+def test_every_trained_run_has_scores_that_give_its_test_numbers(method: str) -> None:
+    """The boundary rule on the stored per-example scores (nearest centre, its distance, the
+    radii) gives back the run's stored test metrics (rounded to 4 decimals when stored)."""
+    runs = [run for run in _runs() if run["method"] == method]
+    assert runs
+    for run in runs:
+        name = f"{run['dataset']}_{run['ratio']}_{run['seed']}_{method}.npz"
+        with np.load(OPEN_INTENT / "scores" / name) as scores:
+            arrays = {key: torch.from_numpy(scores[key]) for key in scores.files}
+        k = run["num_known"]
+        nearest, dist = arrays["test_nearest"].long(), arrays["test_dist"]
+        radius = arrays["radii"][nearest]
+        predicted = torch.where(dist < radius, nearest, torch.full_like(nearest, k))
+        labels = arrays["test_label"].long()
+        assert len(labels) == run["sizes"]["test"]
+        got = open_intent_metrics(labels, predicted, k, ood_scores=dist - radius)
+        for metric in ("accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"):
+            assert got[metric] == pytest.approx(run["test"]["boundary"][metric], abs=6e-4), (
+                name,
+                metric,
+            )
