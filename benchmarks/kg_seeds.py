@@ -14,8 +14,10 @@ rerun of this command resumes an unfinished run where its last checkpoint left i
 skips the finished ones.  A finished run appends one JSON line to the store
 (``docs/results/spacl/kg_seeds.jsonl``, committed): method, seed, budget, threads,
 epochs, best epoch, training seconds, the test and valid metrics, the code's commit as
-this process started (``+dirty`` when the code differed from it), the host's core count
-and load at the end.
+this process started (``commit``; ``+dirty`` when the code differed from it), the commits
+of every process that trained the run (``commits``: a resumed run spans several;
+``commits_complete`` false when it resumed a checkpoint written before they were
+recorded, as the first stored runs did), the host's core count and load at the end.
 The SPACL report's FB15k-237 claim reads that store.
 
     python benchmarks/kg_seeds.py --seeds 0 1 2 --methods spacl infonce --minutes 60
@@ -59,6 +61,20 @@ def _done(store: list[dict[str, Any]], method: str, seed: int, minutes: float) -
     )
 
 
+def record_commit(run_dir: Path, commit: str, resume: bool) -> tuple[list[str], bool]:
+    """Add this process's ``commit`` to the run's list (``run_dir/commits.json``: the code
+    of every process that trained the run, in order; a resumed run spans them all) and
+    return the list, and whether it is complete: ``False`` when the run resumes a
+    checkpoint written before its processes' commits were recorded."""
+    path = run_dir / "commits.json"
+    known = path.is_file()
+    commits: list[str] = json.loads(path.read_text()) if known else []
+    commits.append(commit)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(commits))
+    return commits, known or not resume
+
+
 def run_one(
     method: str,
     seed: int,
@@ -83,6 +99,7 @@ def run_one(
     ]
     run_dir = RUNS / f"{method}-s{seed}-m{minutes:g}"
     resume = (run_dir / "checkpoints" / "last.pt").is_file()
+    commits, complete = record_commit(run_dir, commit, resume)
     kg = load_kg("fb15k-237", root, unseen="include")
     started = time.perf_counter()
     summary = train_kg(
@@ -106,6 +123,8 @@ def run_one(
         "test": summary["test"],
         "valid": summary["valid"],
         "commit": commit,
+        "commits": commits,
+        "commits_complete": complete,
         "cpus": os.cpu_count(),
         "load_1min_at_end": os.getloadavg()[0],
         "overrides": overrides,

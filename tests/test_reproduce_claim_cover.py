@@ -236,3 +236,57 @@ def test_kg_claim_shows_the_no_cut_ablation_without_voting_with_it(tmp_path: Pat
     assert "ablation, SPACL without the cut MRR 0.31" in spec.measured({"kg_seeds": ablated})
     for metrics in (plain, ablated):
         assert spec.rule({"kg_seeds": metrics}).verdict == REPRODUCED
+
+
+def test_kg_cut_claim_has_its_own_welch_verdict_that_can_fail(tmp_path: Path) -> None:
+    """The no-cut ablation on FB15k-237 by claim 26's rule: SPACL with the cut vs without."""
+    from spacl.studies.spacl_bench import kg_seed_metrics
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    spec = _spec(claim_specs(), "fb15k237_cut_helps")
+    spacl = [0.35, 0.352, 0.351]
+
+    def verdict(nocut: tuple[float, ...], name: str) -> str:
+        store = _kg_store(tmp_path / name, spacl, [0.34, 0.341, 0.339], nocut=nocut)
+        return spec.rule({"kg_seeds": kg_seed_metrics(store)}).verdict
+
+    assert verdict((0.34, 0.341, 0.342), "a") == REPRODUCED  # the cut helps
+    assert verdict((0.36, 0.361, 0.362), "b") == OPPOSITE
+    assert verdict((0.32, 0.38, 0.35), "c") == NOT_AT_SCALE
+    assert verdict((0.34, 0.341), "d") == NOT_RUN  # 2 seeds: no verdict
+
+
+def test_kg_provenance_counts_resumed_runs_and_the_commits_they_span(tmp_path: Path) -> None:
+    import json
+
+    from spacl.studies.spacl_bench import kg_seed_metrics
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    path = _kg_store(tmp_path, [0.35, 0.352, 0.351], [0.34, 0.341, 0.339])
+    rows = [json.loads(x) for x in (path / "kg_seeds.jsonl").read_text().splitlines()]
+    rows[1] |= {"resumed": True, "commit": "bbbbbbbbb"}  # an old record: final commit only
+    rows[2] |= {"resumed": True, "commits": ["ccccccc1", "ddddddd2"], "commits_complete": True}
+    (path / "kg_seeds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kg = kg_seed_metrics(path)
+    assert kg["runs"] == 6 and kg["resumed"] == ["spacl s1", "spacl s2"]
+    assert kg["resumed_unrecorded"] == ["spacl s1"]
+    assert kg["commits"] == ["abc", "bbbbbbb", "ccccccc", "ddddddd"]
+    text = _spec(claim_specs(), "fb15k237_mrr_beats_best_baseline").measured({"kg_seeds": kg})
+    assert "6 run(s) trained at 4 commit(s)" in text and "not one code version" in text
+    assert "2 resumed from a checkpoint (spacl s1, spacl s2), 1 of them recording only" in text
+
+
+def test_kg_seeds_records_the_commit_of_every_process_of_a_run(tmp_path: Path) -> None:
+    import importlib.util
+
+    where = Path(__file__).resolve().parents[1] / "benchmarks" / "kg_seeds.py"
+    module_spec = importlib.util.spec_from_file_location("kg_seeds_under_test", where)
+    assert module_spec is not None and module_spec.loader is not None
+    kg_seeds = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(kg_seeds)
+    run = tmp_path / "spacl-s0-m60"
+    assert kg_seeds.record_commit(run, "aaa", resume=False) == (["aaa"], True)
+    assert kg_seeds.record_commit(run, "bbb", resume=True) == (["aaa", "bbb"], True)
+    # a checkpoint written before commits were recorded: the list is incomplete
+    old = tmp_path / "infonce-s2-m60"
+    assert kg_seeds.record_commit(old, "ccc", resume=True) == (["ccc"], False)

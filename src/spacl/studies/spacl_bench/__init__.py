@@ -310,7 +310,31 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
     out["threads"] = sorted({int(r["threads"]) for r in rows})
     counted = provenance(rows)
     out["dirty_or_unknown"] = counted["modified_tree"] + counted["no_commit"]
+    out.update(kg_provenance(rows))
     return out
+
+
+def kg_provenance(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The commits the seed runs span: ``runs``; ``commits`` (short hashes, every process
+    of every run where recorded, else the run's final process's); ``resumed`` (the runs
+    resumed from a checkpoint, ``"method sSEED"``); ``resumed_unrecorded`` (of those, the
+    runs whose earlier processes' commits were not recorded: their record holds only the
+    final process's commit)."""
+    commits: set[str] = set()
+    resumed, unrecorded = [], []
+    for r in rows:
+        spans = r.get("commits") or ([r["commit"]] if r.get("commit") else [])
+        commits.update(str(c)[:7] + ("+dirty" if str(c).endswith("+dirty") else "") for c in spans)
+        if r.get("resumed"):
+            resumed.append(f"{r['method']} s{r['seed']}")
+            if not r.get("commits") or not r.get("commits_complete", False):
+                unrecorded.append(f"{r['method']} s{r['seed']}")
+    return {
+        "runs": len(rows),
+        "commits": sorted(commits),
+        "resumed": resumed,
+        "resumed_unrecorded": unrecorded,
+    }
 
 
 def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
