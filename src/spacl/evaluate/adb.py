@@ -186,24 +186,14 @@ def fit_adb(
     """
     check_tensor(features, "features", ndim=2)
     labels = check_labels(labels, int(features.shape[0])).to(features.device)
-    check_choice(solver, "solver", SOLVERS)
-    if not isinstance(open_label, int) or isinstance(open_label, bool):
-        raise TypeError(f"open_label must be an int, got {type(open_label).__name__}")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    check_positive(lr, "lr")
-    if solver == "quantile":
-        check_in_range(quantile, "quantile", 0.0, 1.0)
+    _check_solver(solver, open_label, lr, epochs, batch_size, quantile)
     z = features.detach()
     z = F.normalize(z, dim=1) if normalize else z
     classes, idx = torch.unique(labels, return_inverse=True)
     if bool((classes == open_label).any()):
         raise ValueError(f"open_label={open_label} is also a known class label")
     k = int(classes.numel())
-    counts = torch.bincount(idx, minlength=k).to(z.dtype)
-    centroids = torch.zeros(k, z.shape[1], dtype=z.dtype, device=z.device).index_add(0, idx, z)
-    centroids = centroids / counts.unsqueeze(1)
+    centroids = _class_means(z, idx, k)
     dist = (z - centroids[idx]).norm(dim=1)
     if solver == "median":
         return ADBModel(centroids, _class_medians(dist, idx, k), classes, open_label, normalize)
@@ -216,18 +206,50 @@ def fit_adb(
             )
         model.radii = _dev_quantile_radii(model, dev, quantile, min_class_count)
         return model
-    score = None
-    if dev is not None:
-        dev_z, dev_y = dev
-        check_tensor(dev_z, "dev features", ndim=2)
-        dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels")
-
-        def score(radii: Tensor) -> float:
-            model.radii = radii
-            return _macro_f1(dev_y.to(z.device), model.predict(dev_z), classes, open_label)
-
+    score = None if dev is None else _dev_score(model, dev)
     model.radii = _gradient_radii(dist, idx, k, lr, epochs, batch_size, seed, score, patience)
     return model
+
+
+def _check_solver(
+    solver: str,
+    open_label: int,
+    lr: float,
+    epochs: int,
+    batch_size: int | None,
+    quantile: float,
+) -> None:
+    """The checks of :func:`fit_adb`'s solver arguments (errors name the argument)."""
+    check_choice(solver, "solver", SOLVERS)
+    if not isinstance(open_label, int) or isinstance(open_label, bool):
+        raise TypeError(f"open_label must be an int, got {type(open_label).__name__}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    check_positive(lr, "lr")
+    if solver == "quantile":
+        check_in_range(quantile, "quantile", 0.0, 1.0)
+
+
+def _class_means(z: Tensor, idx: Tensor, k: int) -> Tensor:
+    """``[k, d]``: the mean of the rows of ``z`` of each class index ``0..k-1``."""
+    counts = torch.bincount(idx, minlength=k).to(z.dtype)
+    sums = torch.zeros(k, z.shape[1], dtype=z.dtype, device=z.device).index_add(0, idx, z)
+    return sums / counts.unsqueeze(1)
+
+
+def _dev_score(model: ADBModel, dev: tuple[Tensor, Tensor]) -> Callable[[Tensor], float]:
+    """The gradient solver's early-stopping score: the macro-F1 of ``model`` with the
+    given radii on the known-class ``dev = (features, labels)``."""
+    dev_z, dev_y = dev
+    check_tensor(dev_z, "dev features", ndim=2)
+    dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels").to(model.centroids.device)
+
+    def score(radii: Tensor) -> float:
+        model.radii = radii
+        return _macro_f1(dev_y, model.predict(dev_z), model.classes, model.open_label)
+
+    return score
 
 
 def _dev_quantile_radii(

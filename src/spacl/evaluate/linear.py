@@ -52,6 +52,16 @@ class LinearProbeResult:
         return self.logits(features).argmax(dim=1)
 
 
+def _standardizer(x: Tensor, standardize: bool) -> tuple[Tensor, Tensor]:
+    """``(mean, scale)`` of the training features ``x[N, d]`` (a constant column keeps
+    scale 1); the identity ``(0, 1)`` without ``standardize``."""
+    if not standardize:
+        return torch.zeros_like(x[0]), torch.ones_like(x[0])
+    scale = x.std(0, unbiased=False)
+    scale = torch.where(scale > 1e-12 * scale.max().clamp_min(1.0), scale, torch.ones_like(scale))
+    return x.mean(0), scale
+
+
 def linear_probe(
     train_features: Tensor,
     train_labels: Tensor,
@@ -87,15 +97,7 @@ def linear_probe(
         dtype = torch.float64 if tr_f.device.type == "cpu" else torch.float32
     x = tr_f.detach().to(dtype)
     d = int(x.shape[1])
-    if standardize:
-        mean = x.mean(0)
-        scale = x.std(0, unbiased=False)
-        scale = torch.where(
-            scale > 1e-12 * scale.max().clamp_min(1.0), scale, torch.ones_like(scale)
-        )
-    else:
-        mean = torch.zeros(d, dtype=dtype, device=x.device)
-        scale = torch.ones(d, dtype=dtype, device=x.device)
+    mean, scale = _standardizer(x, standardize)
     xs = (x - mean) / scale
     weight = torch.zeros(c, d, dtype=dtype, device=x.device, requires_grad=True)
     bias = torch.zeros(c, dtype=dtype, device=x.device, requires_grad=True)

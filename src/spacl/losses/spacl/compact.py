@@ -139,20 +139,7 @@ def compact_loss(
         entries = _kept_entries(joint, cols, kept[:, :width], n, rows.gen_logits)
     table = rows.target.reshape(n, -1)
     full_table = table if queue is None else torch.cat((table, queue), 0)
-    anchor, neg_rows, neg_values, kept_count, gen_kept = entries
-    p = flat_pos.shape[1]
-    pos_anchor = torch.arange(a, device=online.device).repeat_interleave(p)
-    pos = _KeptLogits.apply(
-        online, full_table, pos_anchor, flat_pos.reshape(-1), pos_values.reshape(-1)
-    ).view(a, p)
-    neg = _KeptLogits.apply(online, full_table, anchor, neg_rows, neg_values)
-    gen = None
-    kept_gen = torch.zeros(a, dtype=torch.long, device=online.device)
-    if rows.gen_logits is not None:
-        assert gen_kept is not None
-        gen = rows.gen_logits.masked_fill(~gen_kept, -torch.inf)
-        kept_gen = gen_kept.sum(1)
-    neg_lse = segment_logsumexp(neg, anchor, a, gen)  # -inf where nothing is kept
+    pos, neg_lse, kept_count, kept_gen = _kept_terms(rows, full_table, pos_values, entries)
     if blocks is not None:  # positive_pool="instance_class" with labels
         # every view an anchor on one encoder, no queue: online = table / tau, one bmm
         tied = rows.mirrored and queue is None and not options.detach_candidates and a == n
@@ -173,6 +160,32 @@ def compact_loss(
         den = torch.logaddexp(pos_lse, neg_lse)
         per_anchor = den - (pos_lse if options.positive_mode == "log_sum_exp" else pos.mean(1))
     return per_anchor, count, kept_count, kept_gen
+
+
+def _kept_terms(
+    rows: Rows,
+    full_table: Tensor,
+    pos_values: Tensor,
+    entries: tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None],
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """With gradient, from the kept entries: the ``[A, P]`` positive logits, the ``[A]``
+    log-sum-exp of the kept negatives (``-inf`` where nothing is kept), the kept in-batch
+    and the kept generated negatives per row."""
+    online, flat_pos = rows.online, rows.flat_positives
+    a, p = flat_pos.shape
+    anchor, neg_rows, neg_values, kept_count, gen_kept = entries
+    pos_anchor = torch.arange(a, device=online.device).repeat_interleave(p)
+    pos = _KeptLogits.apply(
+        online, full_table, pos_anchor, flat_pos.reshape(-1), pos_values.reshape(-1)
+    ).view(a, p)
+    neg = _KeptLogits.apply(online, full_table, anchor, neg_rows, neg_values)
+    gen = None
+    kept_gen = torch.zeros(a, dtype=torch.long, device=online.device)
+    if rows.gen_logits is not None:
+        assert gen_kept is not None
+        gen = rows.gen_logits.masked_fill(~gen_kept, -torch.inf)
+        kept_gen = gen_kept.sum(1)
+    return pos, segment_logsumexp(neg, anchor, a, gen), kept_count, kept_gen
 
 
 def _joint_logits(options: SPACLOptions, rows: Rows) -> tuple[Tensor, Tensor | None]:

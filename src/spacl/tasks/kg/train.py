@@ -368,6 +368,39 @@ class KGSteps(LoopBody):
             restore_rng_state(rng)
 
 
+def _run_loop(
+    cfg: DictConfig,
+    body: KGSteps,
+    store: RunDirectory | None,
+    saved: dict[str, Any] | None,
+    say: Callable[[str], None],
+) -> TrainLoop:
+    """The engine's loop over ``body``, resumed from ``saved``, with the epoch bar; with a
+    run directory, SIGINT / SIGTERM checkpoint at the step and raise ``StopRequested``."""
+    with StopOnSignal() as stop:  # with a run directory: Ctrl-C checkpoints at the step
+        loop = TrainLoop(
+            body, kg_plan(cfg), stop_requested=None if store is None else stop.requested
+        )
+        if saved is not None:
+            body.restore(saved, loop)
+            p = loop.progress
+            say(f"resuming at epoch {p.epoch + 1} step {p.step_in_epoch} (step {p.global_step})")
+        body.epoch_bar = progress(
+            total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
+        )
+        body.epoch_bar.update(loop.progress.epoch)
+        try:
+            loop.run()
+        except StopRequested as stopped:
+            stopped.run_dir = None if store is None else str(store.path)
+            raise
+        finally:
+            for bar in (body.step_bar, body.epoch_bar):
+                if bar is not None:
+                    bar.close()
+    return loop
+
+
 def train_kg(
     config: Any,
     *,
@@ -419,27 +452,7 @@ def train_kg(
         write_graph_vocabulary(kg, store.path / GRAPH_FILE)
     setup, train_index, filter_index = kg_setup(cfg, kg, say)
     body = KGSteps(setup, train_index, filter_index, store, say)
-    with StopOnSignal() as stop:  # with a run directory: Ctrl-C checkpoints at the step
-        loop = TrainLoop(
-            body, kg_plan(cfg), stop_requested=None if store is None else stop.requested
-        )
-        if saved is not None:
-            body.restore(saved, loop)
-            p = loop.progress
-            say(f"resuming at epoch {p.epoch + 1} step {p.step_in_epoch} (step {p.global_step})")
-        body.epoch_bar = progress(
-            total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
-        )
-        body.epoch_bar.update(loop.progress.epoch)
-        try:
-            loop.run()
-        except StopRequested as stopped:
-            stopped.run_dir = None if store is None else str(store.path)
-            raise
-        finally:
-            for bar in (body.step_bar, body.epoch_bar):
-                if bar is not None:
-                    bar.close()
+    loop = _run_loop(cfg, body, store, saved, say)
     assert loop.best is not None
     summary = _kg_summary(setup, loop, body, filter_index)
     if store is not None:
