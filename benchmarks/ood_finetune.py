@@ -260,7 +260,7 @@ def _tests(sel: list[dict[str, Any]], name: str, ratio: float) -> list[str]:
     word = {
         REPRODUCED: "**higher** (Welch, 5%)",
         OPPOSITE: "**lower** (Welch, 5%)",
-        NOT_AT_SCALE: "no difference beyond the noise",
+        NOT_AT_SCALE: "difference not significant (Welch, 5%; not evidence of equivalence)",
     }
     out = []
     a = [r for r in sel if r["method"] == "spacl"]
@@ -270,7 +270,7 @@ def _tests(sel: list[dict[str, Any]], name: str, ratio: float) -> list[str]:
             out.append(f"- SPACL vs SupCon, {label}: fewer than 2 seeds on a side, no test yet.")
             continue
         v = compare(_values(a, key), _values(b, key), names=("spacl", "supcon"))
-        out.append(f"- SPACL vs SupCon, {label}: SPACL {word[v.verdict]} ({v.rule}).")
+        out.append(f"- SPACL vs SupCon, {label}: SPACL: {word[v.verdict]} ({v.rule}).")
     seeds = TEXTOIR_ADB_SEEDS.get((name, ratio))
     for idx, key, label in ((0, "macro_f1", "macro-F1"), (1, "f1_ood", "F1-OOD")):
         if seeds is None:
@@ -284,7 +284,7 @@ def _tests(sel: list[dict[str, Any]], name: str, ratio: float) -> list[str]:
             out.append(
                 f"- {m} vs ADB as re-run by TEXTOIR, {label} "
                 f"{statistics.mean(ref):.2f} ± {statistics.stdev(ref):.2f} over its 10 seeds: "
-                f"{m} {word[v.verdict]} ({v.rule})."
+                f"{m}: {word[v.verdict]} ({v.rule})."
             )
     published = PUBLISHED.get((name, ratio), {})
     for source, row in published.items():
