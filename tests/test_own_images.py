@@ -224,3 +224,40 @@ def test_own_folder_chain_train_embed_geometry_predict(
     assert main(["predict", str(run), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "broken.png" in err and "\n" not in err
+
+
+def test_an_image_run_moved_without_its_folder_predicts_exports_and_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: the run directory alone loads, predicts (class names) and exports, after
+    the run is moved and its image folder deleted; only ``embed --split`` needs the data."""
+    import shutil
+
+    root = tmp_path / "folder"
+    files = write_folder(root / "train")
+    keep = tmp_path / "keep.png"
+    shutil.copy(files[9], keep)  # a class1 image, kept outside the folder
+    trained = tmp_path / "run"
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(trained), "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["predict", str(trained), str(keep), "--json"]) == 0
+    expected = capsys.readouterr().out
+    run = tmp_path / "elsewhere" / "moved"
+    run.parent.mkdir()
+    shutil.move(str(trained), str(run))
+    shutil.rmtree(root)
+    assert main(["predict", str(run), str(keep), "--json"]) == 0
+    assert capsys.readouterr().out == expected
+    assert main(["predict", str(run), str(keep)]) == 0
+    assert capsys.readouterr().out.split("\t")[1] in {"class0", "class1", "class2"}
+    program = tmp_path / "p.pt2"
+    assert main(["export", str(run), "--out", str(program)]) == 0
+    assert "wrote" in capsys.readouterr().err
+    model = spacl.load(run)
+    exported = torch.export.load(str(program)).module()
+    x = model._as_tensor([keep])
+    torch.testing.assert_close(exported(model.transform(x)), model.embed([keep]))
+    assert main(["embed", str(run), "--split", "test", "--out", str(tmp_path / "e.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "data.root" in err and str(root) in err and "\n" not in err

@@ -99,10 +99,13 @@ def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
     import spacl
 
     root = cycle_graph(tmp_path / "toy")
-    run = tmp_path / "run"
-    train_kg(kg_recipe(root, epochs=2), log=None, run_dir=run)
-    with_data = load_link_model(run, load_kg("toy", root, unseen="error"))
+    trained = tmp_path / "run"
+    train_kg(kg_recipe(root, epochs=2), log=None, run_dir=trained)
+    with_data = load_link_model(trained, load_kg("toy", root, unseen="error"))
     expected = with_data.predict("r0", head="e1", top=5, filtered=True)
+    run = tmp_path / "elsewhere" / "moved"  # the run directory carried to another place
+    run.parent.mkdir()
+    shutil.move(str(trained), str(run))
     shutil.rmtree(root)
     capsys.readouterr()
     args = ["predict", str(run), "--head", "e1", "--relation", "r0", "--top", "5"]
@@ -119,9 +122,34 @@ def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
     assert filtered == set(link.kg.entities.names) - known
     assert spacl.load(run).predict("r0", head="e1", top=5, filtered=True) == expected
     assert main(["export", str(run), "--out", str(tmp_path / "folder")]) == 0
+    assert (tmp_path / "folder" / "README.md").is_file()
     capsys.readouterr()
     assert main(["eval", str(run), "--no-write"]) != 0
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_text_run_moved_without_its_data_loads_and_predicts(tmp_path: Path) -> None:
+    """A text run carried to another directory, its TSVs deleted, predicts as before."""
+    import shutil
+
+    data = write_topic_dataset(tmp_path / "t")
+    split = open_intent_split(load_intent_dataset("topics", data), 0.5, 0)
+    cfg = {
+        "objective": {"name": "supcon"},
+        "encoder": {"cache_dir": str(tmp_path / "cache")},
+        "model": {"hidden_dim": 16, "proj_dim": 8},
+        "train": {"epochs": 1, "batch_size": 32, "progress": False},
+    }
+    encoder = FakeEncoder(dim=256)
+    trained = tmp_path / "run"
+    train_ood(cfg, encoder=encoder, split=split, log=None, run_dir=trained)
+    texts = list(split.test_texts[:5])
+    expected = load_intent_detector(trained, encoder).predict(texts)
+    run = tmp_path / "elsewhere" / "moved"
+    run.parent.mkdir()
+    shutil.move(str(trained), str(run))
+    shutil.rmtree(data)
+    assert load_intent_detector(run, encoder).predict(texts) == expected
 
 
 def test_kg_predict_errors_name_the_input(kg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,9 @@ paths, relative to the recipe): bases are merged first, in order, then the recip
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ __all__ = [
     "SyntheticConfig",
     "TrainConfig",
     "config_to_dict",
+    "data_dir_unchecked",
     "image_config",
     "load_config",
     "validate_config",
@@ -60,6 +63,21 @@ AUGMENTS = ("auto", "image", "noise", "same_class", "identity")
 #: in-memory data)
 FOLDER_AUGMENTS = ("auto", "image", "identity")
 PRECISIONS = ("auto", "fp32", "fp64", "bf16", "fp16")
+
+#: whether :func:`validate_config` checks that an on-disk dataset's directory exists
+_CHECK_DATA_DIR: ContextVar[bool] = ContextVar("spacl_check_data_dir", default=True)
+
+
+@contextmanager
+def data_dir_unchecked() -> Iterator[None]:
+    """Within this block, :func:`validate_config` does not check that an on-disk dataset's
+    directory exists: a run directory's config is read to load, predict, embed given files
+    or export, none of which needs the dataset (every other check still runs)."""
+    token = _CHECK_DATA_DIR.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_DATA_DIR.reset(token)
 
 
 @dataclass
@@ -384,7 +402,7 @@ def _validate_data(cfg: DictConfig) -> None:
         positive("data.synthetic.center_scale", s.center_scale)
         if s.num_superclasses is not None:
             int_at_least("data.synthetic.num_superclasses", s.num_superclasses, 1)
-    if d.name in ON_DISK_DATASETS:
+    if d.name in ON_DISK_DATASETS and _CHECK_DATA_DIR.get():
         _validate_data_dir(cfg)
     if d.label_kind == "coarse":
         has_coarse = d.name == "cifar100" or (
