@@ -253,7 +253,10 @@ def test_coarse_labels_feed_the_objective(tmp_path):
     trainer = Trainer(cfg, tmp_path / "run", quiet=True)
     assert trainer.arms[0].model.head.out_features == 2
     batch = trainer.data.stream.batch(0, 0)
-    assert torch.equal(trainer._labels(batch), batch.coarse_labels)
+    from spacl.engine.trainer import batch_labels
+
+    coarse = trainer.cfg.data.label_kind == "coarse"
+    assert torch.equal(batch_labels(batch, coarse, trainer.ctx.device), batch.coarse_labels)
 
 
 def test_image_folder_path_trains_with_a_dataloader(tmp_path):

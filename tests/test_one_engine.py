@@ -2,9 +2,10 @@
 
 - no module under ``src/spacl/tasks`` defines a training loop (a ``for`` / ``while``
   whose body steps an optimiser or back-propagates), builds an optimiser or a schedule
-  (``torch.optim.*(...)``) or resolves a device (``torch.device(...)``,
-  ``cuda.is_available``): those are the engine's (:mod:`spacl.engine.loop`,
-  :mod:`spacl.engine.optim`, :mod:`spacl.engine.device`);
+  (``torch.optim.*(...)``, or a name imported from ``torch.optim``) or resolves a device
+  (``torch.device(...)``, ``cuda.is_available`` / ``device_count`` / ..., the schema's
+  ``resolve_device`` rather than :mod:`spacl.engine.device`'s): those are the engine's
+  (:mod:`spacl.engine.loop`, :mod:`spacl.engine.optim`, :mod:`spacl.engine.device`);
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
   (counted by a wrapper around it), and the engine's loop keeps its promises: early
   stopping with patience keeps the best epoch, a step-based checkpoint interval, a
@@ -38,19 +39,45 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
+#: what a task may not ask CUDA itself (``torch.cuda.<name>``, ``cuda.<name>``)
+CUDA_QUERIES = ("is_available", "device_count", "current_device", "set_device")
+#: the modules whose callables build optimisers and schedules
+OPTIM_MODULES = ("torch.optim", "torch.optim.lr_scheduler")
+
+
+def _optim_names(tree: ast.AST) -> set[str]:
+    """Local names bound to ``torch.optim`` (``import torch.optim as o``) or to one of its
+    callables (``from torch.optim import AdamW``, ``from torch import optim``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in OPTIM_MODULES:
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch":
+            names.update(a.asname or a.name for a in node.names if a.name == "optim")
+        elif isinstance(node, ast.Import):
+            names.update(a.asname for a in node.names if a.name in OPTIM_MODULES and a.asname)
+    return names
+
+
 def engine_work_in(source: str) -> list[str]:
     """What in ``source`` belongs to the engine: ``line: what``."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    optim_names = _optim_names(tree) | {"optim"}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _dotted(node.func)
-            if name.startswith("torch.optim.") or name.startswith("optim."):
+            if name.startswith("torch.optim.") or name.split(".")[0] in optim_names:
                 found.append(f"{node.lineno}: optimiser or schedule {name}(...)")
             if name == "torch.device":
                 found.append(f"{node.lineno}: device resolution torch.device(...)")
-        if isinstance(node, ast.Attribute) and node.attr == "is_available":
-            if _dotted(node).endswith("cuda.is_available"):
-                found.append(f"{node.lineno}: device resolution cuda.is_available")
+        if isinstance(node, ast.Attribute) and node.attr in CUDA_QUERIES:
+            if _dotted(node).endswith(f"cuda.{node.attr}"):
+                found.append(f"{node.lineno}: device resolution cuda.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and node.module in ("torch.cuda", "spacl.schema"):
+            for alias in node.names:
+                if alias.name in (*CUDA_QUERIES, "resolve_device"):
+                    found.append(f"{node.lineno}: device resolution {node.module}.{alias.name}")
         if isinstance(node, (ast.For, ast.While)):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
@@ -76,6 +103,24 @@ def test_the_reader_sees_each_kind_of_engine_work() -> None:
     assert any("optimiser" in f for f in found) and any("training loop" in f for f in found)
     assert sum("device resolution" in f for f in found) == 2
     assert engine_work_in("def step(loss):\n    loss.backward()\n") == []
+    # the spellings the first reader missed (issue 40): an optimiser imported by name, a
+    # schedule module under an alias, a device count, the schema's device reading
+    hidden = (
+        "from torch.optim import AdamW\n"
+        "import torch.optim.lr_scheduler as sched\n"
+        "from spacl.schema import resolve_device\n"
+        "def f(model):\n"
+        "    opt = AdamW(model.parameters())\n"
+        "    sched.StepLR(opt, 1)\n"
+        "    return torch.cuda.device_count() > 1\n"
+    )
+    assert engine_work_in(hidden) == [
+        "3: device resolution spacl.schema.resolve_device",
+        "5: optimiser or schedule AdamW(...)",
+        "6: optimiser or schedule sched.StepLR(...)",
+        "7: device resolution cuda.device_count",
+    ]
+    assert engine_work_in("from torch.optim import Optimizer\nx: Optimizer\n") == []
 
 
 @pytest.mark.parametrize(
@@ -84,6 +129,68 @@ def test_the_reader_sees_each_kind_of_engine_work() -> None:
 def test_no_task_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> None:
     found = engine_work_in(path.read_text())
     assert not found, f"{path.name}: the engine's work in a task:\n" + "\n".join(found)
+
+
+# ---------------------------------------------------- the bodies are given data
+
+SRC = TASKS.parent
+BODY_BASES = ("LoopBody", "StageBody")
+
+
+def owner_reach(source: str) -> list[str]:
+    """In every loop body of ``source`` (a class deriving from ``LoopBody`` or
+    ``StageBody``): private names read off anything but ``self`` (``self.trainer._x``,
+    ``owner._say``), and ``__init__`` parameters annotated with the ``Trainer``."""
+    found = []
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        if not any(_dotted(b).split(".")[-1] in BODY_BASES for b in cls.bases):
+            continue
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+            ):
+                found.append(f"{cls.name} line {node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                args = [*node.args.args, *node.args.kwonlyargs]
+                for arg in args:
+                    if arg.annotation is not None and "Trainer" in ast.unparse(arg.annotation):
+                        found.append(f"{cls.name}: __init__ takes {arg.arg}: the trainer")
+    return found
+
+
+def test_the_owner_reach_check_sees_a_body_calling_back() -> None:
+    """Counter-example: the body issue 40 removed (``ImageSteps(self)`` calling the
+    trainer's private methods)."""
+    source = (
+        "class ImageSteps(LoopBody):\n"
+        "    def __init__(self, trainer: Trainer) -> None:\n"
+        "        self.trainer = trainer\n"
+        "    def batches(self, epoch, start):\n"
+        "        self.bar = self.trainer._progress_bar(epoch, start)\n"
+        "        return self._own(epoch)\n"
+        "class Other:\n"
+        "    def f(self, t):\n"
+        "        return t._x\n"
+    )
+    assert sorted(owner_reach(source)) == [
+        "ImageSteps line 5: self.trainer._progress_bar",
+        "ImageSteps: __init__ takes trainer: the trainer",
+    ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*TASKS.rglob("*.py"), *(SRC / "engine").rglob("*.py")]),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_no_loop_body_calls_back_into_its_owner(path: Path) -> None:
+    """A body is given data and public callables, never its owner (issue 40)."""
+    assert owner_reach(path.read_text()) == []
 
 
 # ------------------------------------------------------------------ the loop itself

@@ -197,7 +197,7 @@ class Trainer:
             self.data,
             self.ctx.device,
             self.logger.log,
-            self._say,
+            messages(self.ctx.is_main and not quiet),
             is_main=self.ctx.is_main,
             barrier=self.ctx.barrier,
         )
@@ -218,10 +218,6 @@ class Trainer:
                 )
             return int(coarse.max()) + 1
         return int(self.data.num_classes)
-
-    def _say(self, message: str) -> None:
-        if self.ctx.is_main and not self.quiet:
-            _logger.info(message)
 
     @property
     def total_steps(self) -> int:
@@ -296,24 +292,6 @@ class Trainer:
         self.last_checkpoint_step = self.progress.global_step
 
     # --------------------------------------------------------------------- loop
-    def _labels(self, batch: Any) -> torch.Tensor:
-        labels = batch.coarse_labels if self.cfg.data.label_kind == "coarse" else batch.labels
-        if labels is None:
-            raise ValueError("config key 'data.label_kind': the batch has no coarse labels")
-        return labels.to(self.ctx.device, non_blocking=True)
-
-    def _progress_bar(self, epoch: int, start: int) -> Any:
-        mode = self.cfg.train.progress
-        show = self.ctx.is_main and not self.quiet and progress_enabled(mode)
-        return tqdm(
-            total=self.steps_per_epoch,
-            initial=start,
-            desc=f"epoch {epoch + 1}/{self.cfg.train.epochs}",
-            disable=not show,
-            leave=False,
-            dynamic_ncols=True,
-        )
-
     def fit(self) -> TrainResult:
         """Train to the end (or ``train.max_steps``), evaluate, write the run directory."""
         try:
@@ -373,9 +351,27 @@ class Trainer:
         callbacks = [
             (lambda loop, cb=cb: cb(self, loop.progress.global_step)) for cb in self.callbacks
         ]
+        body = ImageSteps(
+            arms=self.arms,
+            stream=self.data.stream,
+            device=self.ctx.device,
+            dtype=self.precision.param_dtype,
+            coarse_labels=cfg.data.label_kind == "coarse",
+            log=self.logger.log,
+            started=self.started,
+            bar=EpochBar(
+                self.steps_per_epoch,
+                int(cfg.train.epochs),
+                self.ctx.is_main and not self.quiet and progress_enabled(cfg.train.progress),
+            ),
+            evaluate_every=int(cfg.eval.every_epochs),
+            epochs=int(cfg.train.epochs),
+            online_evaluation=self.online_evaluation,
+            save=self.save,
+        )
         with StopOnSignal() as stop:  # Ctrl-C / SIGTERM: a checkpoint at the next step
             TrainLoop(
-                ImageSteps(self),
+                body,
                 plan,
                 self.progress,
                 callbacks=callbacks,
@@ -384,41 +380,6 @@ class Trainer:
         p = self.progress
         if self.last_checkpoint_step != p.global_step or p.finished:
             self.save()
-
-    def _log_train(self, losses: dict[str, float], epoch: int) -> None:
-        for arm in self.arms:
-            self.logger.log(
-                {
-                    "kind": "train",
-                    "arm": arm.name,
-                    "step": self.progress.global_step,
-                    "epoch": epoch,
-                    "loss": losses[arm.name],
-                    "lr": arm.lr,
-                    "momentum": arm.momentum_at(self.progress.global_step),
-                    "elapsed": time.time() - self.started,
-                    **arm.objective_stats(),
-                }
-            )
-
-    def _end_epoch(self, epoch: int, seconds: float) -> None:
-        """Log the epoch's mean losses; online evaluation every ``eval.every_epochs``."""
-        p = self.progress
-        for arm in self.arms:
-            mean = p.loss_sums.get(arm.name, 0.0) / max(1, p.loss_count)
-            self.logger.log(
-                {
-                    "kind": "epoch",
-                    "arm": arm.name,
-                    "epoch": epoch,
-                    "step": p.global_step,
-                    "loss_mean": mean,
-                    "seconds": seconds,
-                }
-            )
-        every = int(self.cfg.eval.every_epochs)
-        if every and ((epoch + 1) % every == 0 or epoch + 1 == int(self.cfg.train.epochs)):
-            self.online_evaluation(epoch)
 
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
@@ -450,41 +411,141 @@ class Trainer:
         return save_checkpoint(state, self.run.centres)
 
 
+def batch_labels(batch: Any, coarse: bool, device: torch.device) -> torch.Tensor:
+    """The labels of ``batch`` the arms train on (``coarse``: ``data.label_kind=coarse``),
+    on ``device``."""
+    labels = batch.coarse_labels if coarse else batch.labels
+    if labels is None:
+        raise ValueError("config key 'data.label_kind': the batch has no coarse labels")
+    return labels.to(device, non_blocking=True)
+
+
+def messages(enabled: bool) -> Callable[[str], None]:
+    """A run's message sink: INFO on the engine's logger when ``enabled`` (the main
+    process of a run that is not quiet), else nothing."""
+
+    def say(message: str) -> None:
+        if enabled:
+            _logger.info(message)
+
+    return say
+
+
+@dataclass(frozen=True)
+class EpochBar:
+    """How the image task's per-epoch progress bar looks: ``steps`` per epoch of
+    ``epochs``, shown or not."""
+
+    steps: int
+    epochs: int
+    show: bool
+
+    def open(self, epoch: int, start: int) -> Any:
+        """A tqdm bar over epoch ``epoch``'s steps, at step ``start``."""
+        return tqdm(
+            total=self.steps,
+            initial=start,
+            desc=f"epoch {epoch + 1}/{self.epochs}",
+            disable=not self.show,
+            leave=False,
+            dynamic_ncols=True,
+        )
+
+
 class ImageSteps(LoopBody):
     """The image task's body in the engine's loop: the stream's batches of an epoch (from
-    the saved step on), every arm's step on the same views, the trainer's logging,
-    epoch records, online evaluation and checkpoints."""
+    the saved step on), every arm's step on the same views, the train and epoch records,
+    online evaluation every ``evaluate_every`` epochs and checkpoints.
 
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
+    Given data and public callables (the trainer's ``online_evaluation`` and ``save``),
+    never the trainer itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        arms: Sequence[Arm],
+        stream: Any,
+        device: torch.device,
+        dtype: torch.dtype,
+        coarse_labels: bool,
+        log: Callable[[dict[str, Any]], None],
+        started: float,
+        bar: EpochBar,
+        evaluate_every: int,
+        epochs: int,
+        online_evaluation: Callable[[int], None],
+        save: Callable[[], Any],
+    ) -> None:
+        self.arms = list(arms)
+        self.stream = stream
+        self.device, self.dtype = device, dtype
+        self.coarse_labels = coarse_labels
+        self.log = log
+        self.started = started
+        self.epoch_bar = bar
+        self.evaluate_every, self.epochs = evaluate_every, epochs
+        self.online_evaluation = online_evaluation
+        self.save_run = save
         self.bar: Any = None
 
     def batches(self, epoch: int, start: int) -> Iterator[Any]:
-        self.bar = self.trainer._progress_bar(epoch, start)
+        self.bar = self.epoch_bar.open(epoch, start)
         try:
-            yield from self.trainer.data.stream.epoch_batches(epoch, start)
+            yield from self.stream.epoch_batches(epoch, start)
         finally:
             self.bar.close()
 
     def step(self, batch: Any, loop: TrainLoop) -> dict[str, float]:
-        t = self.trainer
-        views = batch.views.to(t.ctx.device, dtype=t.precision.param_dtype, non_blocking=True)
-        labels = t._labels(batch)
+        views = batch.views.to(self.device, dtype=self.dtype, non_blocking=True)
+        labels = batch_labels(batch, self.coarse_labels, self.device)
         step = loop.progress.global_step
-        losses = {arm.name: arm.train_step(views, labels, step) for arm in t.arms}
+        losses = {arm.name: arm.train_step(views, labels, step) for arm in self.arms}
         self.bar.update(1)
         self.bar.set_postfix({k: f"{v:.4f}" for k, v in losses.items()}, refresh=False)
         return losses
 
     def log_step(self, losses: Mapping[str, float], loop: TrainLoop) -> None:
-        self.trainer._log_train(dict(losses), loop.progress.epoch)
+        """One ``train`` record per arm: loss, learning rate, momentum, its statistics."""
+        step = loop.progress.global_step
+        for arm in self.arms:
+            self.log(
+                {
+                    "kind": "train",
+                    "arm": arm.name,
+                    "step": step,
+                    "epoch": loop.progress.epoch,
+                    "loss": losses[arm.name],
+                    "lr": arm.lr,
+                    "momentum": arm.momentum_at(step),
+                    "elapsed": time.time() - self.started,
+                    **arm.objective_stats(),
+                }
+            )
 
     def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
-        self.trainer._end_epoch(epoch, seconds)
+        """Log the epoch's mean losses; online evaluation every ``evaluate_every`` epochs
+        and after the last."""
+        p = loop.progress
+        for arm in self.arms:
+            mean = p.loss_sums.get(arm.name, 0.0) / max(1, p.loss_count)
+            self.log(
+                {
+                    "kind": "epoch",
+                    "arm": arm.name,
+                    "epoch": epoch,
+                    "step": p.global_step,
+                    "loss_mean": mean,
+                    "seconds": seconds,
+                }
+            )
+        every = self.evaluate_every
+        if every and ((epoch + 1) % every == 0 or epoch + 1 == self.epochs):
+            self.online_evaluation(epoch)
         return {}
 
     def save(self, loop: TrainLoop) -> None:
-        self.trainer.save()
+        self.save_run()
 
 
 def _seed_everything(seed: int) -> None:

@@ -16,6 +16,11 @@
   the embedding itself.
 - :class:`TopLayersMiniLM` (GPU option): the same model with its top transformer
   layers trainable, for fine-tuning instead of a frozen encoder.
+- The device: ``device="auto"`` is read by :func:`spacl.schema_checks.resolve_device`,
+  the one reading of ``train.device`` that :func:`spacl.engine.device.resolve_device`
+  wraps.  **Decision**: not through :mod:`spacl.engine` itself, which imports the models
+  (its trainer builds them): models importing the engine would tie the two packages in
+  a circle.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from torch import Tensor, nn
 
 from spacl._extras import MissingExtraError
 from spacl._progress import progress_enabled
+from spacl.schema_checks import resolve_device
 
 __all__ = [
     "EmbeddingCache",
@@ -142,8 +148,8 @@ class MiniLMEncoder:
     def __init__(
         self, device: str = "auto", normalize: bool = True, progress: bool | None = None
     ) -> None:
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "auto":  # the one reading of "auto" (module docstring: device)
+            device = str(resolve_device(device))
         self.device = device
         self.normalize = bool(normalize)
         self.progress = progress
@@ -353,8 +359,8 @@ class TopLayersMiniLM(nn.Module):
 
     def __init__(self, trainable_layers: int = 2, device: str = "auto", normalize: bool = True):
         super().__init__()
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "auto":  # the one reading of "auto" (module docstring: device)
+            device = str(resolve_device(device))
         st = load_sentence_transformer(device)
         self.st = st
         self.normalize = bool(normalize)

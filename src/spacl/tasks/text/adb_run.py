@@ -37,10 +37,10 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit
+from spacl.engine.device import resolve_device
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
 from spacl.models.text import EmbeddingCache
-from spacl.schema import resolve_device
 from spacl.tasks.text.adb import ADBSchedule, Detector, OpenIntentNet, train_detector
 from spacl.tasks.text.detector import checkpointed_stages, open_text_run, run_name, split_of
 from spacl.tasks.text.finetune import TopLayers

@@ -69,10 +69,10 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit
+from spacl.engine.device import resolve_device
 from spacl.engine.stages import RunStages
 from spacl.evaluate.ood import OpenClassifier, reject_all_metrics
 from spacl.models.text import EmbeddingCache, MiniLMEncoder, TextEncoder
-from spacl.schema import resolve_device
 from spacl.tasks.text.adb_run import train_adb_run
 from spacl.tasks.text.config import OOD_OBJECTIVES, OODConfig, ood_config
 from spacl.tasks.text.decision import run_metrics
