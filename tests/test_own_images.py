@@ -75,24 +75,45 @@ def test_a_folder_without_test_is_split_by_test_fraction(tmp_path: Path, layout:
     assert model.embed([test_files[0], test_files[1]]).shape == (2, 8)
 
 
+def corrupt(path: Path, kind: str) -> Path:
+    """Spoil an image file: ``header`` (not an image at all) or ``truncated`` (a sound PNG
+    header, half its bytes: PIL opens it and fails only when decoding the pixels)."""
+    if kind == "header":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n this is not a png")
+    else:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize(("kind", "workers"), [("header", 0), ("truncated", 0), ("truncated", 1)])
 def test_an_unreadable_image_is_named_in_one_line_or_skipped(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, workers: int
 ) -> None:
+    """Train on a folder with a corrupt file: one line naming it, exit 2, also when a
+    ``DataLoader`` worker decodes it; ``data.bad_images=skip`` trains without it."""
     root = tmp_path / "folder"
     write_folder(root / "train")
-    bad = root / "train" / "class1" / "broken.png"
-    bad.write_bytes(b"\x89PNG\r\n\x1a\n this is not a png")
+    bad = corrupt(root / "train" / "class1" / "3.png", kind)
     capsys.readouterr()
     out = tmp_path / "run"
-    code = main(["train", "digits/simclr", *overrides(root), "--out", str(out)])
+    code = main(["train", "digits/simclr", *overrides(root, f"data.num_workers={workers}"),
+                 "--out", str(out)])  # fmt: skip
     assert code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and str(bad) in err and "data.bad_images=skip" in err
-    assert "run directory" not in err  # not named before the error: nothing was trained
+    notes, _, err = capsys.readouterr().err.strip().rpartition("\n")
+    assert str(bad) in err and "data.bad_images=skip" in err
+    assert err.startswith("spacl train: error: unreadable image")
+    if kind == "truncated":  # found when decoded: after the split note and the run's name
+        assert "truncated" in err and "Traceback" not in notes and len(notes.splitlines()) <= 2
+    else:
+        assert notes == ""
+        assert "run directory" not in notes  # not named before the error: nothing written
     assert not (out / "checkpoints" / "last.pt").exists()
     skip = [*overrides(root), "data.bad_images=skip"]
-    assert main(["train", "digits/simclr", *skip, "--out", str(out), "--quiet"]) == 0
-    assert (out / "checkpoints" / "last.pt").is_file()
+    again = tmp_path / "skipped"
+    assert main(["train", "digits/simclr", *skip, "--out", str(again)]) == 0
+    assert "data.bad_images=skip: left out 1 unreadable image(s)" in capsys.readouterr().err
+    assert (again / "checkpoints" / "last.pt").is_file()
     with pytest.raises(ValueError, match=r"data\.bad_images"):
         load_config(None, [*overrides(root), "data.bad_images=ignore"])
 
@@ -154,6 +175,17 @@ def test_predict_names_the_class_folders(
     assert main(["embed", str(run), "--data", str(other), "--out", str(tmp_path / "f.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "broken.png" in err and "\n" not in err and not (tmp_path / "f.npz").exists()
+    # a truncated file (sound header, half the pixels) to embed --data and predict: one line
+    (other / "class1" / "broken.png").unlink()
+    cut = corrupt(other / "class2" / "1.png", "truncated")
+    assert main(["embed", str(run), "--data", str(other), "--out", str(tmp_path / "f.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spacl embed: error: --data: unreadable image") and str(cut) in err
+    assert "truncated" in err and "\n" not in err and not (tmp_path / "f.npz").exists()
+    assert main(["predict", str(run), str(cut)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spacl predict: error: cannot read image") and str(cut) in err
+    assert "\n" not in err
 
 
 def test_a_relative_data_root_is_stored_absolute(

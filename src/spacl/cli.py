@@ -96,6 +96,18 @@ def plain_text(text: str | None) -> str | None:
     return _RST_ROLE.sub(r"\1", text).replace("``", "").replace("**", "")
 
 
+def one_line(err: BaseException) -> str:
+    """The message of ``err``; for an error re-raised from a ``DataLoader`` worker (``Caught
+    ValueError in DataLoader worker process 0.`` and the worker's traceback), the worker's
+    own one-line message."""
+    text = str(err)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("Caught ") and "Original Traceback" in text:
+        last = lines[-1]  # "module.ErrorType: message"
+        return last.split(": ", 1)[1] if ": " in last else last
+    return text
+
+
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """Parse ``argv``; a command with ``key=value`` overrides takes them anywhere after its
     positional arguments, flags included (``spacl train R.yaml --out X train.epochs=1``).
@@ -139,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
-        print(f"spacl {args.command}: error: {err}", file=sys.stderr)
+        print(f"spacl {args.command}: error: {one_line(err)}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # torchvision built for another torch: say how to fix it
         fix = torch_build_mismatch(err)

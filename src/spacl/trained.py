@@ -130,7 +130,7 @@ def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = 
     otherwise resize to ``H x W``.  Raises ``ValueError`` naming the file when it cannot
     be read as an image.
     """
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
     from torchvision.transforms.v2 import functional as TF
 
     from spacl.data.transforms import eval_transform
@@ -143,7 +143,7 @@ def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = 
                 tensor = eval_transform(height, mean=None, std=None)(img)
             else:
                 tensor = TF.to_dtype(TF.to_image(img), torch.float32, scale=True)
-    except (UnidentifiedImageError, OSError) as err:
+    except (OSError, ValueError, SyntaxError) as err:  # unidentified, truncated, corrupt
         raise ValueError(f"cannot read image {str(path)!r}: {err}") from None
     if tuple(tensor.shape[1:]) != (height, width):
         tensor = TF.resize(tensor, [height, width], antialias=True)

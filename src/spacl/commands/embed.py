@@ -187,8 +187,8 @@ def embed_batches(
             part = folder_splits(cfg)[0 if split == "train" else 1]
             dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
-        rows = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
-        return len(dataset), rows
+        batches = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
+        return len(dataset), batches if folder is None else _named_data_errors(batches)
     from spacl.engine.data import build_run_data
 
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
@@ -200,6 +200,19 @@ def embed_batches(
             yield model.embed(x, features=features), labelled.labels[start : start + batch_size]
 
     return len(labelled), rows_of()
+
+
+def _named_data_errors(
+    batches: Iterator[tuple[Tensor, Tensor]],
+) -> Iterator[tuple[Tensor, Tensor]]:
+    """``batches``, an image of ``--data`` that fails to decode (a truncated file) named in
+    one line as ``--data``'s (``data.bad_images`` is a training key, not embed's)."""
+    from spacl.data.imagefolder import UnreadableImageError
+
+    try:
+        yield from batches
+    except UnreadableImageError as err:
+        raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
 
 
 def write_features(

@@ -21,7 +21,14 @@ from spacl._validation import check_choice
 
 from .labeled import LabeledData
 
-__all__ = ["check_images", "load_imagefolder", "materialize", "subset"]
+__all__ = [
+    "UnreadableImageError",
+    "check_images",
+    "load_imagefolder",
+    "materialize",
+    "read_rgb",
+    "subset",
+]
 
 #: what to do with a file that does not open as an image (config key ``data.bad_images``)
 BAD_IMAGE_POLICIES = ("error", "skip")
@@ -45,27 +52,58 @@ def load_imagefolder(
             f"downloads ImageNet - get it from https://image-net.org and point root at it "
             f"(`spacl data` lists every dataset's source and layout)"
         )
-    return ImageFolder(str(path), transform=transform)
+    return ImageFolder(str(path), transform=transform, loader=read_rgb)
+
+
+class UnreadableImageError(ValueError):
+    """A file of an image folder that PIL cannot open or decode (a ``ValueError`` whose one
+    line names the file; raised where the image is decoded, in training or in ``embed``)."""
+
+
+#: what PIL raises on a file it cannot identify (``UnidentifiedImageError`` is an
+#: ``OSError``) or decode (``OSError: image file is truncated``, ``ValueError``,
+#: ``SyntaxError`` from some plugins)
+DECODE_ERRORS = (OSError, ValueError, SyntaxError)
+
+
+def read_rgb(path: str) -> Any:
+    """The RGB PIL image of ``path``, fully decoded (the loader of :func:`load_imagefolder`).
+
+    A file that cannot be opened or decoded (e.g. a PNG cut short: its header is sound,
+    its pixels are not) raises :class:`UnreadableImageError` naming it, in one line.
+    """
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return img.convert("RGB")
+    except DECODE_ERRORS as err:
+        raise UnreadableImageError(
+            f"unreadable image {path} ({type(err).__name__}: {err}); remove it or set "
+            "data.bad_images=skip"
+        ) from None
 
 
 def check_images(dataset: ImageFolder, policy: str = "error") -> int:
-    """Open every file's header once; an unreadable file stops or is left out.
+    """Check every file once; an unreadable file stops or is left out.
 
-    ``policy="error"``: ``ValueError`` naming the first file that PIL cannot identify;
-    ``"skip"``: such files are removed from ``dataset`` (``samples``, ``imgs``,
-    ``targets``) and their count is returned.  Only headers are read (cheap on large
-    folders); a file whose header is sound but whose pixel data is truncated still fails
-    when it is decoded.
+    ``policy="error"``: ``ValueError`` naming the first file that PIL cannot identify.
+    Only headers are read (cheap on large folders); a file whose header is sound but whose
+    pixels are not (a truncated PNG or JPEG) raises :class:`UnreadableImageError`, one line
+    naming it, when it is decoded.  ``"skip"``: every file is decoded once, and those that
+    fail (header or pixels) are removed from ``dataset`` (``samples``, ``imgs``,
+    ``targets``); their count is returned.
     """
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     check_choice(policy, "bad_images", list(BAD_IMAGE_POLICIES))
     keep = []
     for path, label in dataset.samples:
         try:
-            with Image.open(path):
-                pass
-        except (UnidentifiedImageError, OSError) as err:
+            with Image.open(path) as img:
+                if policy == "skip":
+                    img.load()
+        except DECODE_ERRORS as err:
             if policy == "error":
                 raise ValueError(
                     f"unreadable image {path} ({type(err).__name__}); remove it or set "
