@@ -24,7 +24,7 @@ from torch import Tensor
 from spacl.losses.normalize import normalize
 from spacl.losses.spacl.inputs import Batch, target_embeddings
 from spacl.losses.spacl.mining import Mined
-from spacl.losses.spacl.objective import row_objective
+from spacl.losses.spacl.objective import objective_and_step
 from spacl.losses.spacl.options import SPACLOptions
 from spacl.losses.spacl.rows import Rows, candidate_masks
 from spacl.losses.spacl.step import SPACLStep
@@ -76,22 +76,15 @@ def every_view_loss(
         batch.extra_labels,
         mirrored=anchors is None,  # online row r: target row r / tau
     )
-    per_anchor, n_candidates, n_kept, kept_gen = row_objective(
+    return objective_and_step(
         options,
         cut,
         bundle,
         lambda: in_batch_every(options.negatives, options.positive_pool, bundle),
+        torch.arange(v, device=pool.device).repeat(b),
+        mined.positives,
+        (d_loss, g_loss),
     )
-    step = SPACLStep(
-        anchor=torch.arange(v, device=pool.device).repeat(b),
-        positives=mined.positives.detach(),
-        candidate_negatives=n_candidates,
-        kept_negatives=n_kept,
-        kept_generated=kept_gen,
-        d_loss=d_loss,
-        g_loss=g_loss,
-    )
-    return per_anchor, step
 
 
 def in_batch_every(

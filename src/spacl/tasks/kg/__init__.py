@@ -16,8 +16,9 @@ registry does, for the schema) loads no training code.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spacl.tasks.exports import lazy_attributes
 
 if TYPE_CHECKING:
     from spacl.tasks.kg.config import KG_OBJECTIVES, KGConfig, build_kg_objective, kg_config
@@ -54,10 +55,5 @@ __all__ = [
     "train_kg",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported from their module on first use (module docstring)."""
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+#: the public names, imported from their module on first use (module docstring)
+__getattr__ = lazy_attributes(__name__, _PUBLIC)

@@ -23,8 +23,9 @@ train_ood``); each is imported from its module on first use, so importing the pa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spacl.tasks.exports import lazy_attributes
 
 if TYPE_CHECKING:
     from spacl.tasks.text.config import OOD_OBJECTIVES, OODConfig, ood_config
@@ -49,10 +50,5 @@ __all__ = [
     "train_ood",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported from their module on first use (module docstring)."""
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+#: the public names, imported from their module on first use (module docstring)
+__getattr__ = lazy_attributes(__name__, _PUBLIC)

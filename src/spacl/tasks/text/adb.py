@@ -90,6 +90,7 @@ __all__ = [
     "PretrainResult",
     "PretrainSteps",
     "distance_aware_logits",
+    "epoch_order",
     "fit_boundaries",
     "pretrain",
     "train_detector",
@@ -317,6 +318,19 @@ class PretrainResult:
         return len(self.dev_scores)
 
 
+def epoch_order(
+    order: list[Tensor],
+    train: CachedTexts,
+    batch_size: int,
+    gen: torch.Generator,
+    start: int,
+) -> list[Tensor]:
+    """The running epoch's length-grouped batches of ``train``: a fresh epoch
+    (``start == 0``) draws a new order from ``gen``; a resumed one keeps ``order``, the
+    checkpoint's."""
+    return length_batches(train.lengths, batch_size, gen) if start == 0 else order
+
+
 class PretrainSteps(StageBody):
     """Stage 1 in the engine's loop: DA-ADB's centroids at the start of every epoch,
     length-grouped batches in a seeded order, one AdamW step (and the schedule's); the
@@ -351,8 +365,7 @@ class PretrainSteps(StageBody):
         self.net.train()  # the centroids and the sums are the checkpoint's
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        if start == 0:  # a fresh epoch draws its order; a resumed one has it
-            self.order = length_batches(self.train.lengths, self.schedule.batch_size, self.gen)
+        self.order = epoch_order(self.order, self.train, self.schedule.batch_size, self.gen, start)
         return iter(self.order[start:])
 
     def _parts(self) -> dict[str, Any]:
@@ -453,8 +466,7 @@ class BoundarySteps(StageBody):
         self.order: list[Tensor] = []  # the running epoch's batches
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
-        if start == 0:  # a fresh epoch draws its order; a resumed one has it
-            self.order = length_batches(self.train.lengths, self.schedule.batch_size, self.gen)
+        self.order = epoch_order(self.order, self.train, self.schedule.batch_size, self.gen, start)
         return iter(self.order[start:])
 
     def state_dict(self) -> dict[str, Any]:
