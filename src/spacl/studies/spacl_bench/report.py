@@ -293,11 +293,14 @@ def _family_cells(m: dict[str, Any]) -> dict[tuple[str, str, str], str]:
         a, b = _test_values(hi, crit), _test_values(lo, crit)
         rules.append(partial(compare, a, b, min_gap=MIN_GAP, names=(row, "arm")))
     verdicts, size = holm_family(ABLATIONS, rules)
-    cells = {}
+    cells: dict[tuple[str, str, str], str] = {}
     for (key, (hi, lo)), v in zip(pairs.items(), verdicts, strict=True):
         crit = m["benches"][key[1]][key[2]]["criterion"]
         a, b = _test_values(hi, crit), _test_values(lo, crit)
         diff = sum(a) / len(a) - sum(b) / len(b)
+        if "Holm-adjusted p = " not in v.rule:  # fewer than 2 values a side: no test
+            cells[key] = f"{diff:+.1f} (n = {len(a)}, {len(b)}: no test possible)"
+            continue
         raw = v.rule.split(", p = ")[1].split(",")[0]
         adjusted = v.rule.split("Holm-adjusted p = ")[1].split(" ")[0]
         cells[key] = (
