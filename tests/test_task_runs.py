@@ -284,3 +284,32 @@ def test_the_printed_result_shows_reject_all_and_the_run_directory(
         lines[1].startswith("reject-all baseline: ") and f"f1_ood {floor['f1_ood']:.2f}" in lines[1]
     )
     assert lines[2] == f"run directory: {run}"
+
+
+def test_export_of_a_kg_or_text_run_refuses_an_out_with_a_file_suffix(
+    kg_run: Path,
+    text_run: tuple[Path, object, FakeEncoder],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """KG and text runs are exported as folders: ``--out link.pt2`` / ``det.onnx`` is one
+    line naming what is written and the folder name to give, exit 2, nothing written."""
+    from spacl.tasks.kg.export import export_link_model
+
+    capsys.readouterr()
+    for run, name, what in [
+        (kg_run, "link.pt2", "a KG run is exported as a folder"),
+        (text_run[0], "det.pt2", "a text run is exported as a folder"),
+        (text_run[0], "det.onnx", "a text run is exported as a folder"),
+    ]:
+        out = tmp_path / name
+        assert main(["export", str(run), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"spacl export: error: --out names a file ({out.suffix}), but {what}")
+        assert repr(str(out.with_suffix(""))) in err and "\n" not in err
+        assert not out.exists()
+    with pytest.raises(ValueError, match=r"--out names a file \(\.zip\)"):
+        export_link_model(load_link_model(kg_run), tmp_path / "link.zip")
+    assert main(["export", str(kg_run), "--out", str(tmp_path / "link.v2")]) == 2  # a suffix
+    assert main(["export", str(kg_run), "--out", str(tmp_path / "link-1.5")]) == 0  # a version
+    assert (tmp_path / "link-1.5" / "README.md").is_file()
