@@ -72,6 +72,52 @@ def test_load_gives_the_trained_encoder_in_eval_mode(run_dir: Path) -> None:
         model.embed((x * 255).to(torch.uint8))
 
 
+def test_embed_takes_lists_of_tensors_arrays_and_pil_images_and_refuses_bad_input(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 38: a list of tensors, arrays or PIL images is stacked (the same features as
+    the batch); NaN / inf input is refused; an empty batch is ``[0, d]``, not ``[0, 0]``."""
+    from PIL import Image
+
+    model = spacl.load(run_dir)
+    _, data = run_data(run_dir)
+    x = data.test_eval.inputs[:4]
+    expected = model.embed(x)
+    torch.testing.assert_close(model.embed(list(x)), expected)
+    torch.testing.assert_close(model.embed([row.numpy() for row in x]), expected)
+    torch.testing.assert_close(model.embed((x[0], x[1].numpy())), expected[:2])
+    pixels = [(row[0].numpy() * 255).round().astype(np.uint8) for row in x]
+    images = [Image.fromarray(p) for p in pixels]
+    as_read = torch.stack([torch.from_numpy(p.astype(np.float32) / 255)[None] for p in pixels])
+    torch.testing.assert_close(model.embed(images), model.embed(as_read))
+    images[0].save(tmp_path / "0.png")
+    torch.testing.assert_close(
+        model.embed([tmp_path / "0.png", images[1]]), model.embed(as_read[:2])
+    )
+    torch.testing.assert_close(model.embed(images[2]), model.embed(as_read[2:3]))
+    with pytest.raises(
+        TypeError, match=r"inputs\[1\] must be an image path, a PIL image, a tensor"
+    ):
+        model.embed([x[0], 3.5])
+    with pytest.raises(TypeError, match="inputs must be a tensor, a numpy array or a list"):
+        model.embed(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"inputs\[0\] must have shape \[1, 8, 8\], got \[8, 8\]"):
+        model.embed([x[0, 0]])
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"inputs must be finite, got 64 NaN or infinite"):
+            model.embed(torch.full((1, 1, 8, 8), bad))
+    spoiled = x.clone()
+    spoiled[2, 0, 3, 3] = float("nan")
+    with pytest.raises(ValueError, match="got 1 NaN or infinite value"):
+        model.embed(list(spoiled))
+    d = expected.shape[1]
+    assert model.embed(torch.zeros(0, 1, 8, 8)).shape == (0, d)
+    assert model.embed(np.zeros((0, 1, 8, 8), np.float32)).shape == (0, d)
+    assert model.embed([]).shape == (0, d)
+    proj = model.embed(x[:1], features="projections").shape[1]
+    assert model.embed([], features="projections").shape == (0, proj)
+
+
 def test_embed_writes_what_geometry_reads_and_reproduces_the_probe(
     run_dir: Path, tmp_path: Path
 ) -> None:

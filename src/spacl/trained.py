@@ -62,64 +62,128 @@ class TrainedModel:
     @torch.no_grad()
     def embed(
         self,
-        inputs: Tensor | np.ndarray | Sequence[str | Path],
+        inputs: Tensor | np.ndarray | Sequence[Any],
         *,
         features: str = "backbone",
         batch_size: int = 256,
     ) -> Tensor:
-        """Embeddings ``[N, d]`` (float32, CPU) of a tensor batch or of image files.
+        """Embeddings ``[N, d]`` (float32, CPU) of a tensor batch, of images or of image files.
 
         ``inputs``: a float tensor or numpy array ``[N, *input_shape]`` with values as the
         training data had them (images in ``[0, 1]``: values outside raise a
-        ``ValueError``, 0-255 images must be divided by 255) or a list of image paths
-        (read with PIL, converted to the run's channel count and size).  ``features``:
-        ``"backbone"`` (``f(x)``, what ``spacl eval`` probes by default) or
-        ``"projections"`` (``g(f(x))``).
+        ``ValueError``, 0-255 images must be divided by 255; NaN or infinite values raise
+        a ``ValueError``), or a list whose items are each an image path (read with PIL), a
+        PIL image (both converted to the run's channel count and size), or one input
+        (tensor or array ``input_shape``); any other item raises a ``TypeError``.  An empty
+        batch gives ``[0, d]``.  ``features``: ``"backbone"`` (``f(x)``, what ``spacl
+        eval`` probes by default) or ``"projections"`` (``g(f(x))``).
+
+        Example:
+            >>> model = spacl.load("runs/photos")              # doctest: +SKIP
+            >>> model.embed(["cat.png", Image.open("dog.png")]).shape  # doctest: +SKIP
+            torch.Size([2, 512])
         """
         check_choice(features, "features", ("backbone", "projections"))
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
         x = self._as_tensor(inputs)
-        device = next(iter(self.encoder.parameters())).device
-        dtype = next(iter(self.encoder.parameters())).dtype
+        param = next(iter(self.encoder.parameters()))
+        if not x.shape[0]:  # the width of the features, from one all-zero input
+            x = torch.zeros(1, *self.input_shape)
+            return self._forward(x.to(param.device, param.dtype), features)[:0]
         out = []
         for start in range(0, x.shape[0], batch_size):
-            chunk = self.transform(x[start : start + batch_size].to(device, dtype))
-            f = self.encoder(chunk)
-            out.append((self.head(f) if features == "projections" else f).float().cpu())
-        return torch.cat(out) if out else torch.zeros(0, 0)
+            chunk = x[start : start + batch_size].to(param.device, param.dtype)
+            out.append(self._forward(chunk, features))
+        return torch.cat(out)
 
-    def _as_tensor(self, inputs: Tensor | np.ndarray | Sequence[str | Path]) -> Tensor:
+    def _forward(self, x: Tensor, features: str) -> Tensor:
+        f = self.encoder(self.transform(x))
+        return (self.head(f) if features == "projections" else f).float().cpu()
+
+    def _as_tensor(self, inputs: Tensor | np.ndarray | Sequence[Any]) -> Tensor:
         if isinstance(inputs, np.ndarray):
             inputs = torch.from_numpy(np.ascontiguousarray(inputs))
         if isinstance(inputs, Tensor):
-            if tuple(inputs.shape[1:]) != self.input_shape:
-                raise ValueError(
-                    f"inputs must have shape [N, {', '.join(map(str, self.input_shape))}], "
-                    f"got {tuple(inputs.shape)}"
-                )
-            if not inputs.is_floating_point():
-                raise TypeError(
-                    f"inputs must be a float tensor or array, got {inputs.dtype} (images: "
-                    "divide 0-255 values by 255)"
-                )
-            if len(self.input_shape) == 3 and inputs.numel():
-                low, high = float(inputs.min()), float(inputs.max())
-                if low < -1e-6 or high > 1 + 1e-6:
-                    raise ValueError(
-                        f"inputs must be images in [0, 1] as the run was trained on, got values "
-                        f"in [{low:g}, {high:g}] (0-255 images: divide by 255)"
-                    )
-            return inputs
-        if isinstance(inputs, (str, Path)):
+            return self._checked(inputs)
+        if isinstance(inputs, (str, Path)) or _is_pil(inputs):
             inputs = [inputs]
-        if len(self.input_shape) != 3:
+        if not isinstance(inputs, Sequence):
             raise TypeError(
-                f"this encoder takes vectors of shape {self.input_shape}: pass a tensor, "
-                "not image paths"
+                f"inputs must be a tensor, a numpy array or a list of image paths, PIL images, "
+                f"tensors or arrays, got {type(inputs).__name__}"
             )
+        if not len(inputs):
+            return torch.zeros(0, *self.input_shape)
         crop = self.config.data.name == "imagefolder"
-        return torch.stack([read_image(p, self.input_shape, centre_crop=crop) for p in inputs])
+        rows = [self._one(item, i, crop) for i, item in enumerate(inputs)]
+        return self._checked(torch.stack(rows))
+
+    def _one(self, item: Any, index: int, crop: bool) -> Tensor:
+        """One input of a list: an image path or PIL image read, a tensor or array as is."""
+        if isinstance(item, np.ndarray):
+            item = torch.from_numpy(np.ascontiguousarray(item))
+        if isinstance(item, Tensor):
+            if tuple(item.shape) != self.input_shape:
+                raise ValueError(
+                    f"inputs[{index}] must have shape {list(self.input_shape)}, got "
+                    f"{list(item.shape)}"
+                )
+            return item
+        if isinstance(item, (str, Path)) or _is_pil(item):
+            if len(self.input_shape) != 3:
+                raise TypeError(
+                    f"this encoder takes vectors of shape {self.input_shape}: pass a tensor, "
+                    "not images"
+                )
+            if isinstance(item, (str, Path)):
+                return read_image(item, self.input_shape, centre_crop=crop)
+            try:
+                return image_tensor(item, self.input_shape, centre_crop=crop)
+            except (OSError, ValueError, SyntaxError) as err:  # a truncated image, say
+                raise ValueError(f"inputs[{index}]: cannot read the image: {err}") from None
+        raise TypeError(
+            f"inputs[{index}] must be an image path, a PIL image, a tensor or a numpy array, "
+            f"got {type(item).__name__}"
+        )
+
+    def _checked(self, inputs: Tensor) -> Tensor:
+        """``inputs`` if a float batch of ``input_shape`` with finite values (images: in
+        ``[0, 1]``); otherwise a ``ValueError`` / ``TypeError`` saying what is wrong."""
+        if tuple(inputs.shape[1:]) != self.input_shape:
+            raise ValueError(
+                f"inputs must have shape [N, {', '.join(map(str, self.input_shape))}], "
+                f"got {tuple(inputs.shape)}"
+            )
+        if not inputs.is_floating_point():
+            raise TypeError(
+                f"inputs must be a float tensor or array, got {inputs.dtype} (images: "
+                "divide 0-255 values by 255)"
+            )
+        if not inputs.numel():
+            return inputs
+        finite = torch.isfinite(inputs)
+        if not bool(finite.all()):
+            bad = int((~finite).sum())
+            raise ValueError(
+                f"inputs must be finite, got {bad} NaN or infinite value(s) of {inputs.numel()}"
+            )
+        if len(self.input_shape) == 3:
+            low, high = float(inputs.min()), float(inputs.max())
+            if low < -1e-6 or high > 1 + 1e-6:
+                raise ValueError(
+                    f"inputs must be images in [0, 1] as the run was trained on, got values "
+                    f"in [{low:g}, {high:g}] (0-255 images: divide by 255)"
+                )
+        return inputs
+
+
+def _is_pil(item: Any) -> bool:
+    """Whether ``item`` is a PIL image (without importing PIL when it is not loaded)."""
+    import sys
+
+    pil = sys.modules.get("PIL.Image")
+    return pil is not None and isinstance(item, pil.Image)
 
 
 def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = False) -> Tensor:
@@ -131,20 +195,27 @@ def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = 
     be read as an image.
     """
     from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return image_tensor(img, shape, centre_crop=centre_crop)
+    except (OSError, ValueError, SyntaxError) as err:  # unidentified, truncated, corrupt
+        raise ValueError(f"cannot read image {str(path)!r}: {err}") from None
+
+
+def image_tensor(img: Any, shape: tuple[int, ...], *, centre_crop: bool = False) -> Tensor:
+    """A PIL image as a float tensor ``[C, H, W]`` in ``[0, 1]`` of the given shape
+    (:func:`read_image` without the file)."""
     from torchvision.transforms.v2 import functional as TF
 
     from spacl.data.transforms import eval_transform
 
     channels, height, width = shape
-    try:
-        with Image.open(path) as img:
-            img = img.convert("L" if channels == 1 else "RGB")
-            if centre_crop:
-                tensor = eval_transform(height, mean=None, std=None)(img)
-            else:
-                tensor = TF.to_dtype(TF.to_image(img), torch.float32, scale=True)
-    except (OSError, ValueError, SyntaxError) as err:  # unidentified, truncated, corrupt
-        raise ValueError(f"cannot read image {str(path)!r}: {err}") from None
+    img = img.convert("L" if channels == 1 else "RGB")
+    if centre_crop:
+        tensor = eval_transform(height, mean=None, std=None)(img)
+    else:
+        tensor = TF.to_dtype(TF.to_image(img), torch.float32, scale=True)
     if tuple(tensor.shape[1:]) != (height, width):
         tensor = TF.resize(tensor, [height, width], antialias=True)
     return torch.as_tensor(tensor)
