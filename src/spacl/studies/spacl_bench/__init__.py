@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -476,8 +475,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             report_only(args.out, args.source)
         except (FileNotFoundError, ValueError) as err:
-            print(f"spacl_bench --report-only: {err}", file=sys.stderr)
-            raise SystemExit(2) from None
+            parser.exit(2, f"spacl_bench --report-only: {err}\n")
         return
     if args.bench == "diagnostics":
         run_diagnostics_only(args.out)
