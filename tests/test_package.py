@@ -296,6 +296,7 @@ def test_help_of_the_package_shows_its_functions_without_importing_torch() -> No
         "text = pydoc.plain(pydoc.render_doc(spacl))\n"
         "assert 'load(run_dir' in text and 'load_recipe(source' in text, text\n"
         "assert 'run_recipe(source' in text and '__getattr__' not in text\n"
+        "assert dir(spacl) == ['__version__', 'load', 'load_recipe', 'run_recipe'], dir(spacl)\n"
         "assert 'torch' not in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

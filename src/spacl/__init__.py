@@ -30,6 +30,11 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load", "load_recipe", "run_recipe"]
 
 
+def __dir__() -> list[str]:
+    """The public names (``__all__``), not the helpers this module imports."""
+    return sorted(__all__)
+
+
 def load(
     run_dir: str | Path,
     arm: str | None = None,

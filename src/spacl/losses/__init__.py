@@ -15,7 +15,21 @@
 ``BarlowTwinsLoss``            Zbontar et al.: redundancy reduction (not a contrastive kernel)
 ``VarConLoss``                 Wang et al. 2025: posterior-weighted ELBO over class centroids
 ``MaskConLoss``                Feng & Patras 2023: coarse labels, masked soft instance targets
+``PairwiseContrastiveLoss``    the base class of the view-pair losses (``sim`` / ``mask`` hooks)
+``contrastive_kernel``         the shared kernel: ``-log(sum_pos e^l / sum_pos+neg e^l)``
+``masked_logsumexp``           a row's log-sum-exp over masked entries (empty rows: ``-inf``)
 ``normalize``                  ``sphere | ball | none``
+============================  ==============================================================
+
+Link prediction (:mod:`spacl.losses.kg`: ``loss(query[B, d], entities[E, d],
+positives[B, E])``):
+
+============================  ==============================================================
+``LinkInfoNCELoss``            filtered InfoNCE over all (or ``k`` sampled) entities
+``LinkSPACLLoss``              SPACL on triples: hard tails, adversarial negatives, the cut
+``LinkSPACLStep``              diagnostics of the last ``LinkSPACLLoss`` call (``.last``)
+``KG_SPACL_VARIANTS``          ``LinkSPACLLoss``'s ablations (``variant=``)
+``WEIGHTINGS``                 ``"query"`` or ``"triple"``: how the mean weights queries
 ============================  ==============================================================
 
 Example:

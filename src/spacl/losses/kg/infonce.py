@@ -31,6 +31,14 @@ class LinkInfoNCELoss(nn.Module):
             entities (shared by the batch, drawn from ``generator``) plus the positives.
         weighting: ``"triple"`` (default: the mean over training triples) or ``"query"``.
         generator: source of the sampled negatives.
+
+    Example:
+        >>> query, entities = torch.randn(4, 16), torch.randn(10, 16)
+        >>> positives = torch.zeros(4, 10, dtype=torch.bool)
+        >>> positives[torch.arange(4), torch.tensor([1, 3, 5, 7])] = True  # one known tail each
+        >>> loss = LinkInfoNCELoss(temperature=0.5)(query, entities, positives)
+        >>> loss.shape, bool(loss > 0)
+        (torch.Size([]), True)
     """
 
     def __init__(

@@ -88,6 +88,16 @@ class LinkSPACLLoss(LazyGameModule):
             (:class:`~spacl.mining.RelativeThresholdNegatives` ``compiled=True``): the
             same negatives, a faster step on CPU after a one-off compilation.
         generator: source of random positives and of the game's seed.
+
+    Example:
+        >>> query, entities = torch.randn(4, 16, requires_grad=True), torch.randn(10, 16)
+        >>> positives = torch.zeros(4, 10, dtype=torch.bool)
+        >>> positives[:, :3] = True                    # three known tails per query
+        >>> link_spacl = LinkSPACLLoss(temperature=0.5, num_positives=2)
+        >>> loss = link_spacl(query, entities, positives)  # builds and plays its own G/D game
+        >>> loss.backward()
+        >>> link_spacl.last.hard_positives             # lambda_P hard tails of each query
+        2.0
     """
 
     def __init__(
