@@ -54,12 +54,14 @@ PREREG = OUT / "PREREGISTRATION.md"
 SETTINGS = tuple(f"{d}:{r}" for r in (0.25, 0.75, 0.5) for d in ("stackoverflow", "banking", "oos"))
 METHODS = ("adb", "da_adb")
 #: detectors with trainable top transformer layers: name -> (method, layers)
-TOP_METHODS = {"da_adb_top1": ("da_adb", 1)}
+TOP_METHODS = {"da_adb_top1": ("da_adb", 1), "adb_top1": ("adb", 1)}
 #: TEXTOIR's max_seq_length per dataset (token states are cut there)
 MAX_TOKENS = {"stackoverflow": 45, "banking": 55, "oos": 30}
 PREREG_TOP = ROOT / "docs" / "results" / "open_intent" / "PREREGISTRATION_top_layer.md"
 #: the second addendum: the top-layer row in every setting
 PREREG_TOP_ALL = PREREG_TOP.with_name("PREREGISTRATION_top_layer_all.md")
+#: the third addendum: ADB with the top layer trained, the like-for-like baseline
+PREREG_ADB_TOP = PREREG_TOP.with_name("PREREGISTRATION_adb_top_layer.md")
 SELECT_SEEDS = (1000, 1001)
 
 
@@ -80,6 +82,9 @@ def provenance() -> dict[str, Any]:
         ),
         "prereg_top_all_commit": _git(
             "log", "-1", "--format=%H", "--", str(PREREG_TOP_ALL.relative_to(ROOT))
+        ),
+        "prereg_adb_top_commit": _git(
+            "log", "-1", "--format=%H", "--", str(PREREG_ADB_TOP.relative_to(ROOT))
         ),
     }
 
@@ -246,11 +251,13 @@ PUBLISHED: dict[str, dict[tuple[str, float], tuple[float, float, float, float]]]
 }
 
 
-def _check_preregistered(top: bool = False) -> dict[str, Any]:
+def _check_preregistered(top: bool = False, adb_top: bool = False) -> dict[str, Any]:
     """Refuse test scoring unless the pre-registration (and, for the top-layer rows,
-    its addendum) is committed and unchanged."""
+    its addenda) is committed and unchanged."""
     prov = provenance()
     tops = [(PREREG_TOP, "prereg_top_commit"), (PREREG_TOP_ALL, "prereg_top_all_commit")]
+    if adb_top:
+        tops.append((PREREG_ADB_TOP, "prereg_adb_top_commit"))
     for path, key in ((PREREG, "prereg_commit"), *(tops if top else [])):
         rel = str(path.relative_to(ROOT))
         if not prov[key]:
@@ -385,6 +392,7 @@ ROWS = (
     ("adb", "conformal", "cross-entropy features, conformal 0.95 rule (reference)"),
     ("spacl", "boundary", "SPACL (paper's form) on MiniLM, boundary rule"),
     ("da_adb_top1", "boundary", "DA-ADB, MiniLM's top layer trained too (addendum)"),
+    ("adb_top1", "boundary", "ADB, MiniLM's top layer trained too (addendum 3, baseline)"),
     ("frozen", "boundary", "frozen MiniLM, ADB's closed-form boundary (untrained)"),
 )
 COLUMNS = (
@@ -709,6 +717,9 @@ def results_report(rows: list[dict]) -> str:
         "[PREREGISTRATION_top_layer.md](PREREGISTRATION_top_layer.md) (StackOverflow 25%) "
         "and [PREREGISTRATION_top_layer_all.md](PREREGISTRATION_top_layer_all.md) (the "
         "other settings), each committed before its runs; every run records both commits.  "
+        "[PREREGISTRATION_adb_top_layer.md](PREREGISTRATION_adb_top_layer.md) adds ADB with "
+        "the top layer trained, the like-for-like baseline (the row `ADB, MiniLM's top layer "
+        "trained too` of each setting's table; no target).  "
         "Mean ± std over the seeds run, the boundary rule; beside it the pre-registered "
         "head-only detector on the same seeds and DA-ADB's published means.  A setting "
         f"with fewer than {MIN_SEEDS} seeds is `incomplete`, not judged.  `seconds`: one "
@@ -853,7 +864,9 @@ def main(argv: list[str] | None = None) -> int:
                 encoded = {name: Encoded(name, backbone)}
             select_runs(encoded[name], float(ratio), seeds, options, done, store)
         return 0
-    prov = _check_preregistered(top=any(m in TOP_METHODS for m in args.methods))
+    prov = _check_preregistered(
+        top=any(m in TOP_METHODS for m in args.methods), adb_top="adb_top1" in args.methods
+    )
     store = args.store or OUT / "runs.jsonl"
     seeds = args.seeds or [0, 1, 2, 3, 4]
     done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}

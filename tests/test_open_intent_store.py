@@ -26,6 +26,7 @@ PREREGISTRATIONS = {
     "prereg_commit": "PREREGISTRATION.md",
     "prereg_top_commit": "PREREGISTRATION_top_layer.md",
     "prereg_top_all_commit": "PREREGISTRATION_top_layer_all.md",
+    "prereg_adb_top_commit": "PREREGISTRATION_adb_top_layer.md",
 }
 
 
@@ -57,6 +58,8 @@ def test_every_run_records_the_pre_registration_it_ran_under() -> None:
     assert f"commit {commit[:10]}" in results
     top = [run for run in runs if run["method"].endswith("_top1")]
     assert top and all(run.get("prereg_top_commit") for run in top)
+    adb_top = [run for run in top if run["method"] == "adb_top1"]
+    assert all(run.get("prereg_adb_top_commit") for run in adb_top)
     assert not any(
         run.get(key) for run in runs if run not in top for key in list(PREREGISTRATIONS)[1:]
     )
