@@ -175,6 +175,15 @@ def test_predict_names_the_class_folders(
     assert main(["embed", str(run), "--data", str(other), "--out", str(tmp_path / "f.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "broken.png" in err and "\n" not in err and not (tmp_path / "f.npz").exists()
+    # --data naming a file, or nothing: one line saying so (not ImageNet's layout)
+    assert main(["embed", str(run), "--data", str(files[0]), "--out", str(tmp_path / "f.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"spacl embed: error: --data {str(files[0])!r} is a file, not a folder")
+    assert "spacl predict RUN FILE" in err and "ImageNet" not in err and "\n" not in err
+    assert main(["embed", str(run), "--data", str(tmp_path / "nope"), "--out", "f.npz"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="is a file, not an image folder"):
+        spacl.data.load_imagefolder(files[0])
     # a truncated file (sound header, half the pixels) to embed --data and predict: one line
     (other / "class1" / "broken.png").unlink()
     cut = corrupt(other / "class2" / "1.png", "truncated")

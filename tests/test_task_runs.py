@@ -128,6 +128,30 @@ def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
     assert "not found" in capsys.readouterr().err
 
 
+def test_eval_of_a_run_on_own_triples_names_their_missing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/using.md trains an own graph with an FB15k-237 recipe: with the triples gone,
+    ``spacl eval`` names the run's ``data.root``, not FB15k-237's published source."""
+    import shutil
+
+    root = cycle_graph(tmp_path / "mygraph")
+    recipe = kg_recipe(root, epochs=2)
+    recipe["data"] = {"name": "fb15k-237", "root": str(root), "unseen": "error"}
+    run = tmp_path / "run"
+    train_kg(recipe, log=None, run_dir=run)
+    shutil.rmtree(root)
+    capsys.readouterr()
+    assert main(["eval", str(run), "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"knowledge graph not found at {root}: it does not exist" in err
+    assert "train.txt, valid.txt and test.txt" in err and "Toutanova" not in err
+    assert "\n" not in err
+    root.mkdir()  # there, but empty
+    assert main(["eval", str(run), "--no-write"]) == 2
+    assert f"not found at {root}: it holds no train.txt" in capsys.readouterr().err
+
+
 def test_a_text_run_moved_without_its_data_loads_and_predicts(tmp_path: Path) -> None:
     """A text run carried to another directory, its TSVs deleted, predicts as before."""
     import shutil

@@ -176,6 +176,17 @@ def embed_batches(
         size = int(model.input_shape[-1])
         plain = eval_transform(size, mean=None, std=None)  # embed() normalises
         if folder is not None:
+            if folder.is_file():
+                raise ValueError(
+                    f"--data {str(folder)!r} is a file, not a folder: --data takes an image "
+                    f"folder (one sub-folder per class); for single images use `spacl predict "
+                    f"RUN FILE...` or spacl.load(RUN).embed([FILE, ...])"
+                )
+            if not folder.is_dir():
+                raise FileNotFoundError(
+                    f"--data {str(folder)!r} does not exist (an image folder: one sub-folder "
+                    f"per class)"
+                )
             dataset = load_imagefolder(folder, None, transform=plain)
             try:  # every header read once: an unreadable file is one line, before any work
                 check_images(dataset, "error")

@@ -40,17 +40,23 @@ def load_imagefolder(
     """``torchvision.datasets.ImageFolder`` over ``root`` (or ``root/split`` if given).
 
     ``transform`` is applied to each PIL image (``None``: PIL images are returned).
-    A missing directory raises ``FileNotFoundError`` naming it.
+    A missing directory raises ``FileNotFoundError`` naming it; a file in its place a
+    ``ValueError`` saying so.
     """
     path = Path(root).expanduser()
     if split is not None:
         path = path / split
+    if path.is_file():
+        raise ValueError(
+            f"{path} is a file, not an image folder (a folder with one sub-folder of images "
+            f"per class); single image files go to `spacl predict RUN FILE...` or "
+            f"spacl.load(RUN).embed([FILE, ...])"
+        )
     if not path.is_dir():
         raise FileNotFoundError(
-            f"image folder {path} does not exist. Expected one sub-directory per class "
-            f"holding its images (e.g. ImageNet's train/<wnid>/*.JPEG); spacl never "
-            f"downloads ImageNet - get it from https://image-net.org and point root at it "
-            f"(`spacl data` lists every dataset's source and layout)"
+            f"image folder {path} does not exist. Expected one sub-folder per class holding "
+            f"its images (ImageNet: train/<wnid>/*.JPEG, from https://image-net.org; spacl "
+            f"never downloads it; `spacl data` lists every dataset's source and layout)"
         )
     return ImageFolder(str(path), transform=transform, loader=read_rgb)
 

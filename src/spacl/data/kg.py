@@ -371,9 +371,15 @@ def load_kg(
             an entity or relation absent from train (module docstring, **Decision**).
     """
     check_choice(unseen, "unseen", UNSEEN_POLICIES)
-    directory = (
-        Path(root).expanduser() if root is not None and _is_graph_dir(root) else kg_path(name, root)
-    )
+    if root is not None and _is_graph_dir(root):
+        directory = Path(root).expanduser()
+    else:
+        try:
+            directory = kg_path(name, root)
+        except FileNotFoundError:
+            if root is None:
+                raise
+            raise FileNotFoundError(_no_graph_at(Path(root).expanduser(), name)) from None
     entities, relations = Vocabulary(), Vocabulary()
     tensors: dict[str, Tensor] = {}
     dropped: dict[str, int] = {}
@@ -396,6 +402,17 @@ def load_kg(
         valid=tensors["valid"],
         test=tensors["test"],
         dropped={k: v for k, v in dropped.items() if v},
+    )
+
+
+def _no_graph_at(root: Path, name: str) -> str:
+    """The error of a given ``root`` holding no graph: it names ``root`` (the user's own
+    triples, most often), not the public dataset's source."""
+    state = "does not exist" if not root.exists() else "holds no train.txt (or .txt.gz)"
+    return (
+        f"knowledge graph not found at {root}: it {state}. Your own graph's directory holds "
+        f"train.txt, valid.txt and test.txt (head<TAB>relation<TAB>tail per line); a data "
+        f"root holds kg/{name}/ (`spacl data` lists the public graphs' sources)"
     )
 
 
