@@ -100,3 +100,56 @@ def test_readme_cpu_line_takes_torch_and_torchvision_from_the_cpu_index() -> Non
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert CPU_INSTALL in readme
     assert "benchmarks/results/install_size.md" in readme
+
+
+def _bench() -> object:
+    """benchmarks/cli_startup.py as a module (the measurement the results file records)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "cli_startup.py"
+    spec = importlib.util.spec_from_file_location("cli_startup_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_fast_command_answers_in_under_a_second() -> None:
+    """Issue 38: ``spacl --help``, ``recipes``, ``data`` and every sub-command's ``--help``
+    answer in under 1 s (median of 3 fresh processes, on the project's 2 shared cores),
+    and none of them imports torch."""
+    bench = _bench()
+    argvs = bench.commands()  # type: ignore[attr-defined]
+    assert ["data"] in argvs and ["predict", "--help"] in argvs and ["align", "--help"] in argvs
+    slow = {}
+    for argv in argvs:
+        median, walls = bench.median_time(argv, 3)  # type: ignore[attr-defined]
+        if median >= bench.LIMIT_S:  # type: ignore[attr-defined]
+            slow[" ".join(argv)] = walls
+    assert not slow, f"slower than 1 s (median of 3): {slow}"
+    code = (
+        "import sys\n"
+        "from spacl.cli import main\n"
+        f"for argv in {argvs!r}:\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_startup_results_file_holds_every_command_under_the_bound() -> None:
+    """benchmarks/results/cli_startup.md (written by benchmarks/cli_startup.py) lists every
+    command the test times, each median under the bound."""
+    import re
+    from pathlib import Path
+
+    bench = _bench()
+    text = (Path(__file__).resolve().parents[1] / "benchmarks/results/cli_startup.md").read_text()
+    rows = dict(re.findall(r"^\| `spacl ([^`]+)` \| ([\d.]+) \|", text, flags=re.M))
+    assert set(rows) == {" ".join(a) for a in bench.commands()}  # type: ignore[attr-defined]
+    assert all(float(v) < bench.LIMIT_S for v in rows.values()), rows  # type: ignore[attr-defined]

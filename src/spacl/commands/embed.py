@@ -23,11 +23,10 @@ import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl embed --help` is quick
+    from torch import Tensor
 
 __all__ = ["embed_batches", "register", "write_features"]
 
@@ -132,6 +131,8 @@ def _task_batches(
     run_dir: Path, task: str, split: str
 ) -> tuple[int, Iterator[tuple[Tensor, Tensor]], str]:
     """Text runs: head outputs of a split's texts (test OOD label = K); KG: every entity."""
+    import torch
+
     if task == "kg":
         from spacl.tasks.kg.run import load_link_model
 
@@ -163,6 +164,8 @@ def embed_batches(
     model: Any, split: str, folder: Path | None, features: str, batch_size: int
 ) -> tuple[int, Iterator[tuple[Tensor, Tensor]]]:
     """``(row count, iterator of (features, labels) batches)`` of the chosen data."""
+    import torch
+
     if batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
     cfg = model.config
@@ -230,6 +233,9 @@ def write_features(
     path: Path, total: int, batches: Iterator[tuple[Tensor, Tensor]], on_rows: Any = None
 ) -> int:
     """Write ``features`` / ``labels`` to ``path`` (.npz or .pt) through an on-disk memory map."""
+    import numpy as np
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(path.name + ".features.npy")
     labels = np.zeros(total, dtype=np.int64)

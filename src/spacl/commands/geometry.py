@@ -10,11 +10,10 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl geometry --help` is quick
+    from torch import Tensor
 
 __all__ = ["load_features", "register"]
 
@@ -91,6 +90,10 @@ def load_features(path: Path, labels_path: Path | None = None) -> tuple[Tensor, 
 
 def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
     """Return (main array, labels) from a file; ``role`` names what a bare array is."""
+    import numpy as np
+    import torch
+    from torch import Tensor
+
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
     suffix = path.suffix.lower()
@@ -117,6 +120,10 @@ def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
 
 
 def _tensor(value: Any, path: Path) -> Tensor | None:
+    import numpy as np
+    import torch
+    from torch import Tensor
+
     if value is None or isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -154,6 +161,8 @@ def run_geometry(args: argparse.Namespace) -> int:
 
 def run_align(args: argparse.Namespace) -> int:
     """Entry point of ``spacl align``."""
+    import torch
+
     from spacl.alignment import debiased_cka, linear_cka, minibatch_cka, rsa
     from spacl.geometry.spectrum import spectrum
 
@@ -203,6 +212,7 @@ def _table(values: dict[str, Any]) -> str:
 
 def _plot_spectra(curves: dict[str, Any], path: Path, title: str) -> None:
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from spacl._validation import check_choice
+
+if TYPE_CHECKING:  # torch is imported where used: `spacl predict --help` is quick
+    import torch
 
 __all__ = ["nearest_centres", "register"]
 
@@ -126,6 +127,8 @@ def _predict_text(args: argparse.Namespace) -> int:
 
 
 def _predict_images(args: argparse.Namespace) -> int:
+    import torch
+
     from spacl.trained import load_image_run
 
     if not args.inputs:

@@ -36,33 +36,94 @@ Knowledge graphs (:mod:`spacl.data.kg`): ``load_kg(name, root, unseen)`` ->
 ``TripleIndex``), ``read_triples``, ``add_reciprocals``.
 Intent detection (:mod:`spacl.data.text`): ``load_intent_dataset``, ``read_intent_tsv``,
 ``open_intent_split(data, known_ratio, seed)`` -> ``OpenIntentSplit``.
+
+The names above are imported from their module on first use (``spacl.data.X``, ``from
+spacl.data import X``), so ``import spacl.data.sources`` (``spacl data``) loads no torch.
 """
 
-from .builtin import load_digits, load_mnist5k, mnist5k_path
-from .cifar import load_cifar
-from .image_augment import ImageAugment, augment_images
-from .imagefolder import load_imagefolder, materialize
-from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
-from .labeled import LabeledData, stratified_indices, stratified_split
-from .multiview import MultiViewDataset, PlanBatchSampler, collate_views, default_num_workers
-from .registry import DATASET_NAMES, default_data_root, get_dataset
-from .sampling import BatchPlan
-from .seeding import derive_seed, generator_for
-from .sources import data_root
-from .stream import Batch, ViewStream
-from .synthetic import make_synthetic, synthetic_centers
-from .text import OpenIntentSplit, load_intent_dataset, open_intent_split, read_intent_tsv
-from .transforms import (
-    CIFAR10_MEAN,
-    CIFAR10_STD,
-    CIFAR100_MEAN,
-    CIFAR100_STD,
-    IMAGENET_MEAN,
-    IMAGENET_STD,
-    eval_transform,
-    simclr_transform,
-)
-from .views import IdentityViews, NoiseViews, SameClassViews, ViewMaker
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .builtin import load_digits, load_mnist5k, mnist5k_path
+    from .cifar import load_cifar
+    from .image_augment import ImageAugment, augment_images
+    from .imagefolder import load_imagefolder, materialize
+    from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
+    from .labeled import LabeledData, stratified_indices, stratified_split
+    from .multiview import MultiViewDataset, PlanBatchSampler, collate_views, default_num_workers
+    from .registry import DATASET_NAMES, default_data_root, get_dataset
+    from .sampling import BatchPlan
+    from .seeding import derive_seed, generator_for
+    from .sources import data_root
+    from .stream import Batch, ViewStream
+    from .synthetic import make_synthetic, synthetic_centers
+    from .text import OpenIntentSplit, load_intent_dataset, open_intent_split, read_intent_tsv
+    from .transforms import (
+        CIFAR10_MEAN,
+        CIFAR10_STD,
+        CIFAR100_MEAN,
+        CIFAR100_STD,
+        IMAGENET_MEAN,
+        IMAGENET_STD,
+        eval_transform,
+        simclr_transform,
+    )
+    from .views import IdentityViews, NoiseViews, SameClassViews, ViewMaker
+
+#: each public name -> the module of this package that defines it
+_PUBLIC: dict[str, str] = {
+    "Batch": "stream",
+    "BatchPlan": "sampling",
+    "CIFAR100_MEAN": "transforms",
+    "CIFAR100_STD": "transforms",
+    "CIFAR10_MEAN": "transforms",
+    "CIFAR10_STD": "transforms",
+    "DATASET_NAMES": "registry",
+    "IMAGENET_MEAN": "transforms",
+    "IMAGENET_STD": "transforms",
+    "IdentityViews": "views",
+    "ImageAugment": "image_augment",
+    "KnowledgeGraph": "kg",
+    "LabeledData": "labeled",
+    "MultiViewDataset": "multiview",
+    "NoiseViews": "views",
+    "OpenIntentSplit": "text",
+    "PlanBatchSampler": "multiview",
+    "SameClassViews": "views",
+    "TripleIndex": "kg",
+    "ViewMaker": "views",
+    "ViewStream": "stream",
+    "add_reciprocals": "kg",
+    "augment_images": "image_augment",
+    "collate_views": "multiview",
+    "data_root": "sources",
+    "default_data_root": "registry",
+    "default_num_workers": "multiview",
+    "derive_seed": "seeding",
+    "eval_transform": "transforms",
+    "generator_for": "seeding",
+    "get_dataset": "registry",
+    "load_cifar": "cifar",
+    "load_digits": "builtin",
+    "load_imagefolder": "imagefolder",
+    "load_intent_dataset": "text",
+    "load_kg": "kg",
+    "load_mnist5k": "builtin",
+    "make_synthetic": "synthetic",
+    "materialize": "imagefolder",
+    "mnist5k_path": "builtin",
+    "open_intent_split": "text",
+    "read_intent_tsv": "text",
+    "read_triples": "kg",
+    "simclr_transform": "transforms",
+    "stratified_indices": "labeled",
+    "stratified_split": "labeled",
+    "synthetic_centers": "synthetic",
+}
 
 __all__ = [
     "CIFAR10_MEAN",
@@ -113,3 +174,16 @@ __all__ = [
     "stratified_split",
     "synthetic_centers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (or a submodule), imported from its module on first use."""
+    module = _PUBLIC.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    elif importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -10,16 +10,17 @@ full-scale training. :func:`materialize` turns a small folder into an in-memory
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils.data import Dataset
-from torchvision.datasets import ImageFolder
-from torchvision.transforms import v2
 
 from spacl._validation import check_choice
 
 from .labeled import LabeledData
+
+if TYPE_CHECKING:  # torchvision is imported where it is used (a slow import)
+    from torch.utils.data import Dataset
+    from torchvision.datasets import ImageFolder
 
 __all__ = [
     "UnreadableImageError",
@@ -58,6 +59,8 @@ def load_imagefolder(
             f"its images (ImageNet: train/<wnid>/*.JPEG, from https://image-net.org; spacl "
             f"never downloads it; `spacl data` lists every dataset's source and layout)"
         )
+    from torchvision.datasets import ImageFolder
+
     return ImageFolder(str(path), transform=transform, loader=read_rgb)
 
 
@@ -147,6 +150,8 @@ def materialize(
     centre-crops to ``size x size`` so that they stack. Meant for small folders (tests,
     ImageNet subsets on CPU); the loop over files is IO, not maths.
     """
+    from torchvision.transforms import v2
+
     steps: list[Any] = [v2.ToImage(), v2.RGB()]
     if size is not None:
         steps += [v2.Resize(size, antialias=True), v2.CenterCrop(size)]
