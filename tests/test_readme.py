@@ -53,7 +53,8 @@ def test_readme_python_block_runs(index: int) -> None:
 
 def test_readmes_detector_time_and_answers_are_the_measured_ones() -> None:
     """README's time to train the shipped detector and its predict lines are those of
-    docs/results/open_intent/recipe_time.md (written by benchmarks/recipe_time.py)."""
+    docs/results/open_intent/recipe_time.md (the measured run; benchmarks/recipe_time.py
+    measures it again)."""
     readme = README.read_text()
     measured = (README.parent / "docs" / "results" / "open_intent" / "recipe_time.md").read_text()
     wall = float(re.search(r"\*\*([\d.]+) s\*\*", measured).group(1))  # type: ignore[union-attr]

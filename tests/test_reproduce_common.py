@@ -37,6 +37,7 @@ from spacl.studies.common import (
     trend,
     welch,
 )
+from spacl.studies.verdicts import MIXED
 
 samples = st.lists(
     st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False),
@@ -206,7 +207,8 @@ def test_bounds_levels_and_combine() -> None:
     r, o, n = Verdict(REPRODUCED, "x"), Verdict(OPPOSITE, "y"), Verdict(NOT_AT_SCALE, "z")
     assert combine({"a": r, "b": r}).verdict == REPRODUCED
     assert combine({"a": o, "b": o}).verdict == OPPOSITE
-    assert combine({"a": r, "b": o}).verdict == NOT_AT_SCALE
+    assert combine({"a": r, "b": o}).verdict == MIXED  # the parts disagree outright
+    assert combine({"a": r, "b": o}).rule.startswith("parts disagree: a reproduced, b opposite")
     assert combine({"a": r, "b": n}).verdict == NOT_AT_SCALE
     assert "[a] reproduced: x" in combine({"a": r, "b": n}).rule
     with pytest.raises(ValueError, match="verdict must be"):
