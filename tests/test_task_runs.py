@@ -152,6 +152,40 @@ def test_eval_of_a_run_on_own_triples_names_their_missing_directory(
     assert f"not found at {root}: it holds no train.txt" in capsys.readouterr().err
 
 
+def test_a_kg_train_that_fails_on_missing_data_leaves_nothing_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: no config.yaml, empty checkpoints/ or metrics.jsonl after a failed start:
+    the run directory it made is removed (an empty one given is left empty, a used one and
+    an earlier run beside it untouched)."""
+    import yaml
+
+    recipe = tmp_path / "kg.yaml"
+    missing = tmp_path / "no_graph"
+    recipe.write_text(yaml.safe_dump({"task": "kg", **kg_recipe(missing, epochs=1)}))
+    run = tmp_path / "runs" / "new"
+    assert main(["train", str(recipe), "--out", str(run)]) == 2
+    assert f"knowledge graph not found at {missing}" in capsys.readouterr().err
+    assert not run.exists() and (tmp_path / "runs").is_dir()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["train", str(recipe), "--out", str(empty)]) == 2
+    assert empty.is_dir() and not any(empty.iterdir())
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "notes.txt").write_text("mine")
+    assert main(["train", str(recipe), "--out", str(used)]) == 2
+    assert [p.name for p in used.iterdir()] == ["notes.txt"]
+    parent = tmp_path / "out"
+    (parent / "earlier").mkdir(parents=True)
+    (parent / "earlier" / "config.yaml").write_text("task: kg\n")
+    assert main(["train", str(recipe), f"out_dir={parent}"]) == 2
+    assert [p.name for p in parent.iterdir()] == ["earlier"]  # nothing new, the old one kept
+    assert main(["train", str(recipe), f"out_dir={tmp_path / 'made'}"]) == 2
+    assert not (tmp_path / "made").exists()
+    capsys.readouterr()
+
+
 def test_a_text_run_moved_without_its_data_loads_and_predicts(tmp_path: Path) -> None:
     """A text run carried to another directory, its TSVs deleted, predicts as before."""
     import shutil

@@ -18,10 +18,20 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["format_task_summary", "interrupted_line", "register", "resolve_run", "run"]
+__all__ = [
+    "format_task_summary",
+    "interrupted_line",
+    "register",
+    "removed_if_nothing_saved",
+    "resolve_run",
+    "run",
+]
 
 
 def register(subparsers: Any) -> None:
@@ -109,6 +119,69 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
     )
 
 
+def _skeleton_only(path: Path) -> bool:
+    """Whether the run directory ``path`` holds nothing but what a run writes before its
+    first step: ``config.yaml``, an empty ``metrics.jsonl``, an empty ``checkpoints/``."""
+    for entry in path.iterdir():
+        if entry.name == "config.yaml" and entry.is_file():
+            continue
+        if entry.name == "metrics.jsonl" and entry.is_file() and not entry.stat().st_size:
+            continue
+        if entry.name == "checkpoints" and entry.is_dir() and not any(entry.iterdir()):
+            continue
+        return False
+    return True
+
+
+def _remove_skeleton(path: Path, created: bool) -> None:
+    """Remove the skeleton of :func:`_skeleton_only`, and ``path`` itself if ``created``
+    (best effort: another process of a distributed run may be removing it too)."""
+    try:
+        for name in ("config.yaml", "metrics.jsonl"):
+            (path / name).unlink(missing_ok=True)
+        if (path / "checkpoints").is_dir():
+            (path / "checkpoints").rmdir()
+        if created:
+            path.rmdir()
+    except OSError:
+        pass
+
+
+@contextmanager
+def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Iterator[None]:
+    """On an error in the block (missing data, say), remove the run directory this command
+    created when it holds only the skeleton a run writes first (``config.yaml``, empty
+    ``metrics.jsonl`` and ``checkpoints/``): a failed start leaves nothing behind.
+
+    ``run_dir``: the run directory, if known (an existing, non-empty one is never touched);
+    otherwise ``out_dir``, the parent a timestamped run directory is made in: the new
+    entries there, written during the block, are the candidates.
+    """
+    start = time.time()
+    known = run_dir is not None
+    created = known and not run_dir.exists()  # type: ignore[union-attr]
+    empty = known and run_dir.is_dir() and not any(run_dir.iterdir())  # type: ignore[union-attr]
+    parent = Path(str(out_dir)).expanduser() if not known and out_dir else None
+    parent_made = parent is not None and not parent.exists()
+    before = set(parent.iterdir()) if parent is not None and parent.is_dir() else set()
+    try:
+        yield
+    except Exception:
+        candidates: list[tuple[Path, bool]] = []
+        if run_dir is not None and (created or empty):
+            candidates.append((run_dir, created))
+        elif parent is not None and parent.is_dir():
+            candidates += [(p, True) for p in set(parent.iterdir()) - before]
+        for path, made in candidates:
+            config = path / "config.yaml"
+            fresh = config.is_file() and config.stat().st_mtime >= start - 1
+            if path.is_dir() and fresh and _skeleton_only(path):
+                _remove_skeleton(path, made)
+        if parent_made and parent is not None and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()  # the out_dir this run made for itself
+        raise
+
+
 def run(args: argparse.Namespace) -> int:
     from spacl.engine import NonFiniteLossError, StopRequested, Trainer, init_from_env
     from spacl.engine.interrupt import EXIT_INTERRUPTED, InterruptOnTerm
@@ -119,8 +192,9 @@ def run(args: argparse.Namespace) -> int:
     if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
         from spacl.tasks import run_loaded
 
+        out_dir = loaded.config.get("out_dir")
         try:
-            with InterruptOnTerm():  # kill as Ctrl-C where no loop checks a stop request yet
+            with InterruptOnTerm(), removed_if_nothing_saved(run_dir, out_dir):
                 summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
         except StopRequested as stop:  # a KG run: checkpointed at the step
             print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
@@ -146,22 +220,23 @@ def run(args: argparse.Namespace) -> int:
             dist.broadcast_object_list(holder, src=0)
             run_dir = Path(holder[0])
         command = "spacl train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        trainer = Trainer(
-            cfg, run_dir, resume=args.resume, ctx=ctx, quiet=args.quiet, command=command
-        )
-        if ctx.is_main and not args.quiet:  # named once it exists: not before an error
-            print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
-        if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
-            print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
-        try:
-            result = trainer.fit()
-        except NonFiniteLossError as err:
-            print(f"spacl train: stopped: {err}", file=sys.stderr)
-            return 3
-        except StopRequested as stop:
-            if ctx.is_main:
-                print(interrupted_line(stop, run_dir), file=sys.stderr)
-            return EXIT_INTERRUPTED
+        with removed_if_nothing_saved(run_dir):  # a failed start (an unreadable image)
+            trainer = Trainer(
+                cfg, run_dir, resume=args.resume, ctx=ctx, quiet=args.quiet, command=command
+            )
+            if ctx.is_main and not args.quiet:  # named once it exists: not before an error
+                print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
+            if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
+                print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
+            try:
+                result = trainer.fit()
+            except NonFiniteLossError as err:
+                print(f"spacl train: stopped: {err}", file=sys.stderr)
+                return 3
+            except StopRequested as stop:
+                if ctx.is_main:
+                    print(interrupted_line(stop, run_dir), file=sys.stderr)
+                return EXIT_INTERRUPTED
         if ctx.is_main:
             rows = [(name, m) for name, m in result.metrics.items()]
             print(format_results_table(rows, first_column="arm"))
