@@ -265,6 +265,13 @@ def test_own_folder_chain_train_embed_geometry_predict(
     assert main(["predict", str(run), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "broken.png" in err and "\n" not in err
+    # the run's own folder, its files truncated since: embed --split names one, in one line
+    for path in files:
+        corrupt(path, "truncated")
+    assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spacl embed: error: unreadable image") and "\n" not in err
+    assert "truncated" in err and err.endswith("; remove it")
 
 
 def test_an_image_run_moved_without_its_folder_predicts_exports_and_loads(

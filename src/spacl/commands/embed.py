@@ -202,7 +202,7 @@ def embed_batches(
             dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
         batches = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
-        return len(dataset), batches if folder is None else _named_data_errors(batches)
+        return len(dataset), _named_data_errors(batches, "--data: " if folder else "")
     from spacl.engine.data import build_run_data
 
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
@@ -217,16 +217,16 @@ def embed_batches(
 
 
 def _named_data_errors(
-    batches: Iterator[tuple[Tensor, Tensor]],
+    batches: Iterator[tuple[Tensor, Tensor]], prefix: str
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """``batches``, an image of ``--data`` that fails to decode (a truncated file) named in
-    one line as ``--data``'s (``data.bad_images`` is a training key, not embed's)."""
+    """``batches``, an image that fails to decode (a truncated file) named in one line,
+    after ``prefix`` (``--data: ``); ``data.bad_images`` is a training key, not embed's."""
     from spacl.data.imagefolder import UnreadableImageError
 
     try:
         yield from batches
     except UnreadableImageError as err:
-        raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
+        raise ValueError(f"{prefix}{str(err).split(';')[0]}; remove it") from None
 
 
 def write_features(
