@@ -166,7 +166,7 @@ def test_a_kg_train_that_fails_on_missing_data_leaves_nothing_behind(
     run = tmp_path / "runs" / "new"
     assert main(["train", str(recipe), "--out", str(run)]) == 2
     assert f"knowledge graph not found at {missing}" in capsys.readouterr().err
-    assert not run.exists() and (tmp_path / "runs").is_dir()
+    assert not run.exists()
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["train", str(recipe), "--out", str(empty)]) == 2
@@ -183,6 +183,11 @@ def test_a_kg_train_that_fails_on_missing_data_leaves_nothing_behind(
     assert [p.name for p in parent.iterdir()] == ["earlier"]  # nothing new, the old one kept
     assert main(["train", str(recipe), f"out_dir={tmp_path / 'made'}"]) == 2
     assert not (tmp_path / "made").exists()
+    from spacl.tasks.kg import train_kg  # the library call makes no run directory either
+
+    with pytest.raises(FileNotFoundError, match="knowledge graph not found"):
+        train_kg(str(recipe), run_dir=tmp_path / "api")
+    assert not (tmp_path / "api").exists()
     capsys.readouterr()
 
 

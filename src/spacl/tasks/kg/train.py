@@ -439,6 +439,8 @@ def train_kg(
         torch.set_num_threads(int(cfg.train.threads))
     torch.manual_seed(int(cfg.train.seed))
     name = str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
+    if kg is None and not resume:  # a new run reads its graph first: a missing one makes no run
+        kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
     store = RunDirectory.open_task_run(cfg, "kg", name, run_dir, resume)
     saved = store.checkpoint() if store is not None and resume else None
     if store is not None and saved is not None and saved.get("finished"):
@@ -446,7 +448,7 @@ def train_kg(
         return dict(json.loads((store.path / "summary.json").read_text()))
     if store is not None and saved is None:
         store.reset_metrics()
-    if kg is None:
+    if kg is None:  # a resumed run: its graph only now, since a finished one needs none
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
     if store is not None:  # names and training triples: predict/export/load need no dataset
         write_graph_vocabulary(kg, store.path / GRAPH_FILE)
