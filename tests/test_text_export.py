@@ -106,7 +106,7 @@ def test_a_head_on_the_frozen_encoder_runs_from_its_folder(
     before = sorted(p.name for p in folder.iterdir())
     capsys.readouterr()
     assert main(["export", str(run_dir), "--out", str(folder)]) == 2
-    assert "--out must be a new or empty directory" in capsys.readouterr().err
+    assert "--out must be a new or empty folder" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == before
     assert main(["export", str(run_dir), "--out", str(tmp_path / "b"), "--arm", "x"]) == 2
     assert "--arm applies to image runs" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -143,3 +144,31 @@ def check_in_range(
         hb = "]" if high_inclusive else ")"
         raise ValueError(f"{name} must be in {lb}{low}, {high}{hb}, got {value}")
     return float(value)
+
+
+def check_export_folder(out: str | Path, what: str, contents: str) -> Path:
+    """``out`` as a new or empty folder for an export of ``what`` holding ``contents``.
+
+    A name with a file suffix (``link.pt2``, ``det.onnx``) is refused with a
+    ``ValueError`` naming the folder that would be written instead, and a non-empty
+    folder or a file is refused too; names with a numeric suffix (``link-1.5``) are
+    folders.
+
+    Example:
+        >>> check_export_folder("exports/link", "a KG run", "tables").name
+        'link'
+        >>> check_export_folder("link.pt2", "a KG run", "tables")
+        Traceback (most recent call last):
+        ...
+        ValueError: --out names a file (.pt2), ... such as 'link', got 'link.pt2'
+    """
+    folder = Path(out)
+    suffix = folder.suffix
+    if suffix[1:2].isalpha():
+        raise ValueError(
+            f"--out names a file ({suffix}), but {what} is exported as a folder ({contents}): "
+            f"give a folder name such as {str(folder.with_suffix(''))!r}, got {str(folder)!r}"
+        )
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"--out must be a new or empty folder, got {str(folder)!r}")
+    return folder

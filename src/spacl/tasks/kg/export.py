@@ -31,7 +31,11 @@ from typing import Any
 
 import torch
 
+from spacl._validation import check_export_folder
 from spacl.tasks.kg.run import LinkModel, load_link_model
+
+#: what ``spacl export`` writes for a KG run, for the --out check
+_EXPORTED_AS = ("a KG run", "entity and relation tables, names, README.md")
 
 __all__ = ["USAGE", "export_kg_run", "export_link_model"]
 
@@ -75,27 +79,11 @@ def predict(relation, head=None, tail=None, top=10):
 
 def export_kg_run(run_dir: str | Path, out: str | Path) -> Path:
     """Export the link predictor of a KG run directory (its best epoch) into ``out``."""
-    _check_folder(out)
+    check_export_folder(out, "a KG run", "entity and relation tables, names, README.md")
     link = load_link_model(run_dir)
     summary_path = Path(run_dir) / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     return export_link_model(link, out, test=summary.get("test"))
-
-
-def _check_folder(out: str | Path) -> Path:
-    """``out`` as a new or empty folder; a name with a file suffix (``link.pt2``) is refused
-    (``ValueError``): a folder is written, not the file that name promises."""
-    folder = Path(out)
-    suffix = folder.suffix
-    if suffix[1:2].isalpha():
-        raise ValueError(
-            f"--out names a file ({suffix}), but a KG run is exported as a folder (entity "
-            f"and relation tables, names, README.md): give a folder name such as "
-            f"{str(folder.with_suffix(''))!r}, got {str(folder)!r}"
-        )
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ValueError(f"--out must be a new or empty folder, got {str(folder)!r}")
-    return folder
 
 
 def export_link_model(
@@ -105,7 +93,7 @@ def export_link_model(
 
     ``test``: the run's filtered test metrics, copied into ``link.json`` as they are.
     """
-    folder = _check_folder(out)
+    folder = check_export_folder(out, "a KG run", "entity and relation tables, names, README.md")
     folder.mkdir(parents=True, exist_ok=True)
     model = link.model
     tables = {

@@ -35,10 +35,17 @@ from typing import Any
 import torch
 from torch import nn
 
+from spacl._validation import check_export_folder
 from spacl.evaluate.adb import ADBModel
 from spacl.models.export import export_batch_program
 from spacl.tasks.text.finetune import TopLayers
 from spacl.tasks.text.run import OPEN, IntentDetector, load_intent_detector
+
+#: what ``spacl export`` writes for a text run, for the --out check
+_EXPORTED_AS = (
+    "a text run",
+    "the sentence-transformers encoder, head.pt2, detector.json, README.md",
+)
 
 __all__ = ["USAGE", "USAGE_ADB", "export_detector", "export_text_run"]
 
@@ -71,24 +78,10 @@ def predict(texts):
 
 def export_text_run(run_dir: str | Path, out: str | Path) -> Path:
     """:func:`export_detector` of the detector a text run directory saved."""
-    _check_folder(out)
+    check_export_folder(
+        out, "a text run", "the sentence-transformers encoder, head.pt2, detector.json, README.md"
+    )
     return export_detector(load_intent_detector(run_dir), out, source=str(run_dir))
-
-
-def _check_folder(out: str | Path) -> Path:
-    """``out`` as a new or empty folder; a name with a file suffix (``det.pt2``) is refused
-    (``ValueError``): a folder is written, not the file that name promises."""
-    folder = Path(out)
-    suffix = folder.suffix
-    if suffix[1:2].isalpha():
-        raise ValueError(
-            f"--out names a file ({suffix}), but a text run is exported as a folder (the "
-            f"sentence-transformers encoder, head.pt2, detector.json, README.md): give a "
-            f"folder name such as {str(folder.with_suffix(''))!r}, got {str(folder)!r}"
-        )
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ValueError(f"--out must be a new or empty directory, got {str(folder)!r}")
-    return folder
 
 
 def export_detector(det: IntentDetector, out: str | Path, *, source: str = "") -> Path:
@@ -98,7 +91,9 @@ def export_detector(det: IntentDetector, out: str | Path, *, source: str = "") -
     ``TypeError`` for a detector whose encoder is not all-MiniLM-L6-v2 (frozen, or
     fine-tuned on top of it): only a sentence-transformers model can be written.
     """
-    out = _check_folder(out)
+    out = check_export_folder(
+        out, "a text run", "the sentence-transformers encoder, head.pt2, detector.json, README.md"
+    )
     if isinstance(det.classifier, ADBModel):
         return _export_adb(det, det.classifier, out, source)
     model = _sentence_model(det)
