@@ -111,3 +111,67 @@ def test_resume_without_a_checkpoint_is_a_one_line_error(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no checkpoints/last.pt" in err
     assert not (empty / "metrics.jsonl").exists()  # nothing was started
+
+
+def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
+    tmp_path: Path,
+) -> None:
+    """The Must show of issue 38 as a user meets it: ``spacl train`` in its own process
+    group, SIGINT to the group (what a terminal's Ctrl-C sends) at a step reached, exit
+    130 and one line; ``--resume`` then writes the eval.json an uninterrupted run writes,
+    and metrics.jsonl holds each step once."""
+    import subprocess
+    import time
+
+    from omegaconf import OmegaConf
+
+    # 40 epochs of 4 steps: time to be interrupted
+    overrides = [
+        *(o for o in FEW_CHECKPOINTS if not o.startswith("train.epochs")),
+        "train.epochs=40",
+    ]
+    recipe = tmp_path / "recipe.yaml"
+    OmegaConf.save(load_config(None, overrides), recipe)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "spacl", "train", str(recipe), "--quiet"]
+    run = tmp_path / "stopped"
+    child = subprocess.Popen(
+        [*command, "--out", str(run)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        metrics = run / "metrics.jsonl"
+        if metrics.is_file() and len(train_rows(run)) >= 6:  # a few steps in
+            os.killpg(child.pid, signal.SIGINT)
+            break
+        time.sleep(0.05)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err[-2000:]
+    assert err.strip().count("\n") == 0 and f"spacl train {run} --resume" in err
+    stopped_at = max(step for _, step in train_rows(run))
+    assert 0 < stopped_at < 160
+    resumed = subprocess.run(
+        [sys.executable, "-m", "spacl", "train", str(run), "--resume", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    whole = subprocess.run(
+        [*command, "--out", str(tmp_path / "whole")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    rows = train_rows(run)
+    assert len(rows) == len(set(rows)) and rows == train_rows(tmp_path / "whole")
+    assert json.loads((run / "eval.json").read_text()) == json.loads(
+        (tmp_path / "whole" / "eval.json").read_text()
+    )
