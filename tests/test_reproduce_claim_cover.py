@@ -273,7 +273,19 @@ def test_kg_provenance_counts_resumed_runs_and_the_commits_they_span(tmp_path: P
     assert kg["commits"] == ["abc", "bbbbbbb", "ccccccc", "ddddddd"]
     text = _spec(claim_specs(), "fb15k237_mrr_beats_best_baseline").measured({"kg_seeds": kg})
     assert "6 run(s) trained at 4 commit(s)" in text and "not one code version" in text
-    assert "2 resumed from a checkpoint (spacl s1, spacl s2), 1 of them recording only" in text
+    assert "2 resumed from a checkpoint (spacl s1, spacl s2): the earlier processes of " in text
+    assert "spacl s1 (1 of the 2) have no recorded commit" in text
+    # every run's final process at a clean recorded commit, said without contradicting
+    # the resumed runs' unrecorded earlier processes
+    assert "0 whose final process was on a modified tree or recorded no commit" in text
+    assert "recording only" not in text
+    rows[1] |= {"resumed": True, "commit": "bbbbbbbbb"}
+    rows[2] |= {"commits_complete": False}
+    (path / "kg_seeds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = _spec(claim_specs(), "fb15k237_mrr_beats_best_baseline").measured(
+        {"kg_seeds": kg_seed_metrics(path)}
+    )
+    assert "the earlier processes of the 2 resumed runs have no recorded commit" in text
 
 
 def test_kg_seeds_records_the_commit_of_every_process_of_a_run(tmp_path: Path) -> None:

@@ -252,3 +252,35 @@ def test_best_chance_claim_rows_carry_the_grid_edge_caveat() -> None:
         in rows["best_chance_cut_helps"]
     )
     assert "Caveat" not in rows["best_chance_full_beats_best_baseline"]  # all inside
+
+
+def test_best_chance_caveat_names_every_compared_methods_edge_choice() -> None:
+    """Claim 23 compares SPACL full with the better of SupCon+queue and HSCL: the caveat
+    names the edge choice of every one of them, the baseline not picked too (a
+    counter-example: HSCL at its grid's top edge while SupCon+queue is the better)."""
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    def arm(tau: float, val: float) -> dict:
+        g = dict(_group([50.0, 51.0, 52.0, 50.5, 51.5], tau))
+        g["val"] = {"ncc": {"mean": val}}
+        return g
+
+    tune = {"0.05": 20.0, "0.1": 30.0, "0.2": 50.0, "0.5": 60.0}
+    names = ("SPACL IB+H", "SPACL IB", "SPACL full", "HSCL", "SupCon+queue")
+    temps = {"SPACL IB+H": 0.2, "SPACL IB": 0.2, "SPACL full": 0.2, "HSCL": 0.5}
+    m = {
+        "benches": {},
+        "best_chance": {
+            "seeds": list(range(5)),
+            "arms": {
+                n: arm(temps.get(n, 0.2), 60.0 if n == "SupCon+queue" else 50.0) for n in names
+            },
+            "tuning": {n: tune for n in names},
+            "temperatures": {**temps, "SupCon+queue": 0.2},
+        },
+    }
+    row = next(
+        s.measured(m) for s in claim_specs() if s.key == "best_chance_full_beats_best_baseline"
+    )
+    assert "vs SupCon+queue" in row  # the better baseline on validation
+    assert "Caveat (grid edge): best chance HSCL: 0.5 is the highest value of its grid" in row

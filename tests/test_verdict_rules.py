@@ -8,6 +8,7 @@ claim tables only use registered rules.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -258,8 +259,9 @@ def _lucky(shift: float) -> tuple[list[float], list[float]]:
 
 def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
     """Counter-example of the correction: one per-setting claim over five settings, one of
-    them at p = 0.048 and four null.  Uncorrected it is 'mixed'; in a family (Holm over
-    the five) it is 'not reproduced at this scale'.  A p far below 0.05/5 survives."""
+    them at p = 0.048 and four null.  Uncorrected (its rule alone) it is 'mixed'; in a
+    family (Holm over the five), or outside any family (Holm within the claim, a family of
+    its own) it is 'not reproduced at this scale'.  A p far below 0.05/5 survives."""
     from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 
     hi, lo = _lucky(0.7)
@@ -274,15 +276,110 @@ def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
         return ClaimSpec(key, "§", "c", "q", "none", lambda m: "m", rule, family)
 
     rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
-    alone, fam = evaluate_claims(
-        rep, [claim("alone", (hi, lo), None), claim("in_family", (hi, lo), "F")], {}
-    )
-    assert alone.verdict == MIXED
+    specs = [claim("alone", (hi, lo), None), claim("in_family", (hi, lo), "F")]
+    assert specs[0].rule({}).verdict == MIXED  # uncorrected
+    alone, fam = evaluate_claims(rep, specs, {})
+    assert alone.verdict == NOT_AT_SCALE
+    assert "Holm-adjusted p = 0.24 (family 'claim 1', 5 tests)" in alone.rule
     assert fam.verdict == NOT_AT_SCALE and "Holm-adjusted p = 0.24" in fam.rule
-    assert rep.families == ["'F': claims 2, 5 comparison test(s), Holm-corrected together"]
+    assert rep.families == [
+        "'F': claims 2, 5 comparison test(s), Holm-corrected together",
+        "'claim 1' (`alone`): 5 comparison tests, Holm-corrected within the claim",
+    ]
     strong = evaluate_claims(
         StudyReport("t", "T", tmp_path / "t", "cmd", {}, [0, 1, 2]),
         [claim("strong", (HIGH, LOW), "F")],
         {},
     )[0]
     assert strong.verdict == MIXED  # a real effect in one setting, none in four: they disagree
+
+
+def test_a_lucky_p_among_a_claims_own_tests_is_not_mixed(tmp_path: Path) -> None:
+    """Counter-example of the within-claim correction (alignment claim 8's shape): a
+    combined claim outside any family, one part a trend whose steps are all reproduced
+    (p far below 0.05/m), another part "opposite" at p = 0.04, a third null.  Its rule
+    alone says 'mixed'; decided with its tests Holm-corrected within the claim the lucky
+    test is not significant, so the claim is 'not reproduced at this scale', and the
+    report names the claim as a family with its size."""
+    from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+
+    hi, lo = _lucky(0.73)
+    assert 0.04 < V.welch(hi, lo)[1] < 0.045
+
+    def rule(m: object) -> Verdict:
+        return V.combine(
+            {
+                "rises": V.trend([LOW, HIGH, [x + 2 for x in HIGH]]),
+                "higher": V.compare(lo, hi),  # "opposite" at p = 0.04
+                "null": V.compare(NOISE, NOISE),
+            },
+            what="regimes",
+        )
+
+    spec = ClaimSpec("lucky", "§", "c", "q", "none", lambda m: "m", rule)
+    assert spec.rule({}).verdict == MIXED  # uncorrected: one part opposite at p = 0.04
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    (row,) = evaluate_claims(rep, [spec], {})
+    assert row.verdict == NOT_AT_SCALE
+    assert "family 'claim 1', 4 tests" in row.rule and "regimes disagree" not in row.rule
+    assert rep.families == [
+        "'claim 1' (`lucky`): 4 comparison tests, Holm-corrected within the claim"
+    ]
+    # a claim of one comparison test is no family: its raw p decides, nothing is named
+    single = ClaimSpec("one", "§", "c", "q", "none", lambda m: "m", lambda m: V.compare(hi, lo))
+    rep1 = StudyReport("u", "U", tmp_path / "u", "cmd", {}, [0, 1, 2])
+    (one,) = evaluate_claims(rep1, [single], {})
+    assert one.verdict == REPRODUCED and "Holm" not in one.rule and rep1.families == []
+
+
+def test_a_bound_row_states_how_many_runs_break_it(tmp_path: Path) -> None:
+    """Every bound row (at_most / at_least) states beside its measured numbers how many
+    runs break the bound, whatever its own measured text says (a counter-example: a
+    measured cell of the mean alone, 0.83 +- 0.01 against a bound of 0.5, all 5 above)."""
+    from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+
+    drift = [0.82, 0.83, 0.84, 0.83, 0.825]
+    mixed_runs = [0.3, 0.4, 0.6, 0.2, 0.45]
+    specs = [
+        ClaimSpec(
+            "drift",
+            "§",
+            "c",
+            "q",
+            "none",
+            lambda m: "ratio 0.83 ± 0.01",
+            lambda m: V.at_most(drift, 0.5),
+        ),
+        ClaimSpec(
+            "some", "§", "c", "q", "none", lambda m: "ratios", lambda m: V.at_most(mixed_runs, 0.5)
+        ),
+        ClaimSpec(
+            "level",
+            "§",
+            "c",
+            "q",
+            "none",
+            lambda m: "level",
+            lambda m: V.at_least(mixed_runs, 0.35),
+        ),
+        # a measured cell that already states the count keeps it once
+        ClaimSpec(
+            "said",
+            "§",
+            "c",
+            "q",
+            "none",
+            lambda m: "5 of 5 runs break the bound; ratio 0.83",
+            lambda m: V.at_most(drift, 0.5),
+        ),
+    ]
+    rows = evaluate_claims(StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2]), specs, {})
+    assert rows[0].verdict == OPPOSITE
+    assert rows[0].measured == "ratio 0.83 ± 0.01; 5 of 5 runs break the bound"
+    assert rows[1].measured == "ratios; 1 of 5 runs break the bound"
+    assert rows[2].measured == "level; 2 of 5 runs fall below the threshold"
+    assert rows[3].measured == "5 of 5 runs break the bound; ratio 0.83"
+    assert "5 of 5 runs break the bound" in rows[0].rule
+    # the count is sealed with the verdict: a changed count is refused
+    v = V.at_most(drift, 0.5)
+    assert v.from_rule and not dataclasses.replace(v, row="0 of 5 runs break the bound").from_rule

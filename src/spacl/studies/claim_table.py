@@ -67,11 +67,15 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     """Add every row of ``specs`` to ``report`` (a :class:`~spacl.studies.report.StudyReport`).
 
     Each row's ``measured`` and ``rule`` are evaluated on ``metrics``; the claims of a
-    family are decided together with Holm-adjusted p-values, and ``report.families``
-    names each family with its claims and size.  A missing metric raises ``ValueError``
-    naming the claim.  Returns the report's new claims.
+    family are decided together with Holm-adjusted p-values, a claim outside any family
+    that runs more than one comparison test is a family of its own (Holm within the
+    claim, :func:`~spacl.studies.verdicts.holm_within`), and ``report.families`` names
+    each family with its claims and size.  A bound verdict's row note (how many runs
+    break the bound, :attr:`~spacl.studies.verdicts.Verdict.row`) is added to the
+    measured cell unless that cell already says it.  A missing metric raises
+    ``ValueError`` naming the claim.  Returns the report's new claims.
     """
-    from spacl.studies.verdicts import holm_family
+    from spacl.studies.verdicts import holm_family, holm_within
 
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
@@ -81,18 +85,31 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     for i, spec in enumerate(specs):
         if spec.family is not None:
             families.setdefault(spec.family, []).append(i)
+    first = len(report.claims) + 1  # the report number of specs[0]
     for name, rows in families.items():
         rules = [_bound_rule(specs[i], metrics) for i in rows]
         verdicts, size = _named(specs[rows[0]].key, partial(holm_family, name, rules))
         decided.update((specs[i].key, v) for i, v in zip(rows, verdicts, strict=True))
-        numbers = ", ".join(str(i + 1) for i in rows)
+        numbers = ", ".join(str(first + i) for i in rows)
         report.families.append(
             f"'{name}': claims {numbers}, {size} comparison test(s), Holm-corrected together"
         )
+    for i, spec in enumerate(specs):
+        if spec.family is not None:
+            continue
+        own = f"claim {first + i}"
+        verdict, size = _named(spec.key, partial(holm_within, own, _bound_rule(spec, metrics)))
+        decided[spec.key] = verdict
+        if size > 1:
+            report.families.append(
+                f"'{own}' (`{spec.key}`): {size} comparison tests, Holm-corrected within the claim"
+            )
     added = []
     for spec in specs:
         measured = _named(spec.key, partial(spec.measured, metrics))
-        verdict = decided.get(spec.key) or _named(spec.key, _bound_rule(spec, metrics))
+        verdict = decided[spec.key]
+        if verdict.row and verdict.row not in measured:
+            measured = f"{measured}; {verdict.row}"
         added.append(
             report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
         )

@@ -10,9 +10,10 @@ hold several such tests (a per-setting claim one per setting, a trend one per st
 claims read together form a **family** (``ClaimSpec.family``, named in the report):
 within a family every :func:`compare` test's p-value is **Holm-adjusted** over all of
 the family's comparison tests (:func:`holm`, :func:`holm_family`) before the 5% rule,
-so one lucky p among many does not decide a verdict.  A claim outside any family is its
-own: its tests are read together by an intersection-union rule (best-option, trend,
-combined: every part must agree), which needs no correction.
+so one lucky p among many does not decide a verdict.  A claim outside any family that
+decides from more than one comparison test (best-option, trend, combined, per-setting)
+is a family of its own (:func:`holm_within`, named in the report too): its tests are
+Holm-adjusted within the claim, so **mixed** means that corrected tests disagree.
 
 * :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
   min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
@@ -31,6 +32,9 @@ combined: every part must agree), which needs no correction.
   opposite if ``min > bound``.
 * :func:`at_least` - "the value is high (``>= threshold``)": reproduced if ``mean - std
   >= threshold``, opposite if ``mean + std < threshold``.
+  Both bound rules count the values on the wrong side (:attr:`Verdict.row`: "k of n runs
+  break the bound" / "fall below the threshold"), and the claims row states that count
+  beside the measured numbers.
 * :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
   every part is opposite, **mixed** if one part is reproduced and another opposite
   (the rule says which parts disagree).
@@ -109,11 +113,15 @@ __all__ = [
     "at_least",
     "at_most",
     "best_of",
+    "broken_count",
     "combine",
     "compare",
     "discriminating",
     "equivalent",
     "fmt",
+    "holm",
+    "holm_family",
+    "holm_within",
     "mean_std",
     "not_run",
     "per_setting",
@@ -181,13 +189,15 @@ VERDICT_RULES = (
     "90% interval of the difference lies inside the margin, opposite when it lies wholly "
     "outside; *saturation claims* need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
-    "*families* of claims (named below the table when a study has any) are corrected "
+    "*families* of tests (named below the table: claims read together, and every claim "
+    "that decides from more than one comparison test, a family of its own) are corrected "
     "by Holm's step-down method: every Welch p-value of the family's comparisons is "
     "adjusted over all of them before the 5% rule, and **mixed** then means that "
     "corrected tests disagree; "
     "*bound claims* are reproduced when every measured value is within "
     "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
-    ">= threshold` (opposite: `mean + std < threshold`).  A verdict needs the full budget "
+    ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
+    "runs are on the wrong side.  A verdict needs the full budget "
     "and at least 3 seeds: `--quick` runs say *smoke run, no verdict*.  `min_gap` is "
     'stated with each claim; "paper\'s number" cells name their source (paper table, '
     "SPEC, authors' code)."
@@ -199,10 +209,10 @@ VERDICT_RULES = (
 _SEAL_KEY = secrets.token_bytes(32)
 
 
-def _digest(verdict: str, rule: str, by: str) -> str:
-    """The seal of a verdict with this content: an HMAC of its outcome, rule text and rule
-    function under :data:`_SEAL_KEY`, so a seal vouches for these fields and no others."""
-    content = json.dumps([verdict, rule, by]).encode()
+def _digest(verdict: str, rule: str, by: str, row: str = "") -> str:
+    """The seal of a verdict with this content: an HMAC of its outcome, rule text, rule
+    function and row note under :data:`_SEAL_KEY`, so a seal vouches for these fields."""
+    content = json.dumps([verdict, rule, by, row]).encode()
     return hmac.new(_SEAL_KEY, content, hashlib.sha256).hexdigest()
 
 
@@ -223,6 +233,9 @@ class Verdict:
     #: non-verdict of :data:`NON_VERDICTS`)
     by: str = ""
     _seal: str = field(default="", repr=False, compare=False)
+    #: what the claims row states beside the measured numbers (a bound rule: how many
+    #: runs break the bound); "" for none
+    row: str = ""
 
     def __post_init__(self) -> None:
         check_choice(self.verdict, "verdict", VERDICTS)
@@ -233,21 +246,22 @@ class Verdict:
         return (
             self.by in RULE_TESTS
             and isinstance(self._seal, str)
-            and hmac.compare_digest(self._seal, _digest(self.verdict, self.rule, self.by))
+            and isinstance(self.row, str)
+            and hmac.compare_digest(self._seal, _digest(self.verdict, self.rule, self.by, self.row))
         )
 
 
-def _ruled(verdict: str, rule: str, by: str) -> Verdict:
+def _ruled(verdict: str, rule: str, by: str, row: str = "") -> Verdict:
     """A verdict of rule function ``by`` of this module, sealed over its content."""
-    return Verdict(verdict, rule, by, _digest(verdict, rule, by))
+    return Verdict(verdict, rule, by, _digest(verdict, rule, by, row), row)
 
 
 def reworded(verdict: Verdict, rule: str) -> Verdict:
-    """``verdict`` with another rule text (its outcome and rule function kept), sealed
-    again only if it was sealed (a hand-built verdict stays unsealed)."""
+    """``verdict`` with another rule text (its outcome, rule function and row note kept),
+    sealed again only if it was sealed (a hand-built verdict stays unsealed)."""
     if verdict.from_rule:
-        return _ruled(verdict.verdict, rule, verdict.by)
-    return Verdict(verdict.verdict, rule, verdict.by)
+        return _ruled(verdict.verdict, rule, verdict.by, verdict.row)
+    return Verdict(verdict.verdict, rule, verdict.by, row=verdict.row)
 
 
 def not_run(what: str) -> Verdict:
@@ -367,6 +381,27 @@ def holm_family(name: str, rules: Sequence[Callable[[], Verdict]]) -> tuple[list
     return verdicts, size
 
 
+def holm_within(name: str, rule: Callable[[], Verdict]) -> tuple[Verdict, int]:
+    """Decide one claim, its comparison tests a family of their own when it has several.
+
+    ``rule`` (the claim's rule, without arguments) is run once recording the raw p-value
+    of every :func:`compare` it calls; with more than one, the claim is decided again by
+    :func:`holm_family` (family ``name``: Holm within the claim), so a verdict word reads
+    the adjusted p-values.  Returns the verdict and the number of comparison tests (0 or
+    1: the verdict of the plain run, nothing to correct).
+    """
+    recording = _RECORDED.set([])
+    try:
+        verdict = rule()
+        count = len(_RECORDED.get() or [])
+    finally:
+        _RECORDED.reset(recording)
+    if count <= 1:
+        return verdict, count
+    verdicts, size = holm_family(name, [rule])
+    return verdicts[0], size
+
+
 def best_of(
     samples: Mapping[Any, Sequence[float]], claimed: Any, *, min_gap: float = 0.0
 ) -> Verdict:
@@ -478,30 +513,43 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
     return _ruled(NOT_AT_SCALE, rule, by="combine")
 
 
-def at_most(values: Sequence[float], bound: float) -> Verdict:
-    """Claim: every value is ``<= bound`` (module docstring)."""
+def broken_count(broken: int, total: int, *, runs: str = "runs") -> str:
+    """The row note of a bound claim (:func:`at_most`): ``"k of n runs break the bound"``."""
+    return f"{broken} of {total} {runs} break the bound"
+
+
+def at_most(values: Sequence[float], bound: float, *, runs: str = "runs") -> Verdict:
+    """Claim: every value is ``<= bound`` (module docstring).
+
+    The verdict's :attr:`~Verdict.row` counts the values above ``bound`` (``runs``: what
+    a value is, e.g. ``"non-vacuous runs"``)."""
     v = checked_values(values)
     inside = sum(x <= bound for x in v)
+    row = broken_count(len(v) - inside, len(v), runs=runs)
     rule = (
         f"max = {max(v):.4g}, min = {min(v):.4g}, bound = {bound:.4g}; "
-        f"{inside}/{len(v)} within the bound"
+        f"{inside}/{len(v)} within the bound ({row})"
     )
     if max(v) <= bound:
-        return _ruled(REPRODUCED, rule, by="at_most")
+        return _ruled(REPRODUCED, rule, by="at_most", row=row)
     if min(v) > bound:
-        return _ruled(OPPOSITE, rule, by="at_most")
-    return _ruled(NOT_AT_SCALE, rule, by="at_most")
+        return _ruled(OPPOSITE, rule, by="at_most", row=row)
+    return _ruled(NOT_AT_SCALE, rule, by="at_most", row=row)
 
 
-def at_least(values: Sequence[float], threshold: float) -> Verdict:
-    """Claim: the expected value is ``>= threshold`` (module docstring)."""
-    m, s = mean_std(values)
-    rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g}"
+def at_least(values: Sequence[float], threshold: float, *, runs: str = "runs") -> Verdict:
+    """Claim: the expected value is ``>= threshold`` (module docstring).
+
+    The verdict's :attr:`~Verdict.row` counts the values below ``threshold``."""
+    v = checked_values(values)
+    m, s = mean_std(v)
+    row = f"{sum(x < threshold for x in v)} of {len(v)} {runs} fall below the threshold"
+    rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g} ({row})"
     if m - s >= threshold:
-        return _ruled(REPRODUCED, rule, by="at_least")
+        return _ruled(REPRODUCED, rule, by="at_least", row=row)
     if m + s < threshold:
-        return _ruled(OPPOSITE, rule, by="at_least")
-    return _ruled(NOT_AT_SCALE, rule, by="at_least")
+        return _ruled(OPPOSITE, rule, by="at_least", row=row)
+    return _ruled(NOT_AT_SCALE, rule, by="at_least", row=row)
 
 
 def per_setting(parts: Mapping[str, Verdict]) -> Verdict:

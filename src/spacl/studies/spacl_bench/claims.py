@@ -514,7 +514,7 @@ def _best_chance_claims() -> list[ClaimSpec]:
             "paper",
             lambda m: (
                 f"test NCC %: {cell(m, 'SPACL full')} vs {cell(m, best_baseline(m))}"
-                + caveat(m, "SPACL full", best_baseline(m))
+                + caveat(m, "SPACL full", "SupCon+queue", "HSCL")
             ),
             lambda m: pair(m, "SPACL full", best_baseline(m), BC_GAP),
         ),
@@ -650,13 +650,21 @@ def _kg_provenance_text(kg: Mapping[str, Any]) -> str:
         if len(commits) > 1
         else f"{kg.get('runs', 0)} run(s) at commit {', '.join(commits) or 'unrecorded'}"
     )
-    text += f"; {kg.get('dirty_or_unknown', 0)} recorded on a modified tree or with no commit"
+    text += (
+        f"; {kg.get('dirty_or_unknown', 0)} whose final process was on a modified tree or "
+        "recorded no commit"
+    )
     if resumed:
         text += f"; {len(resumed)} resumed from a checkpoint ({', '.join(resumed)})"
         if unrecorded:
+            which = (
+                f"the {len(unrecorded)} resumed runs"
+                if len(unrecorded) == len(resumed)
+                else f"{', '.join(unrecorded)} ({len(unrecorded)} of the {len(resumed)})"
+            )
             text += (
-                f", {len(unrecorded)} of them recording only the final process's commit (the "
-                "earlier processes' commits were not recorded)"
+                f": the earlier processes of {which} have no recorded commit (only each "
+                "run's final process recorded its commit)"
             )
     return text
 
