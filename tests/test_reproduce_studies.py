@@ -216,6 +216,11 @@ def test_a_committed_report_regenerates_from_its_committed_results(
     again = (tmp_path / "again" / "report.md").read_text()
     assert kept(again) == kept((committed / "report.md").read_text())
     assert "- Regenerated from the stored results.json" in again
+    # the committed results.json holds the claims as the code decides them now
+    import json
+
+    stored = json.loads((committed / "results.json").read_text())["claims"]
+    assert json.loads((tmp_path / "again" / "results.json").read_text())["claims"] == stored
     capsys.readouterr()
     assert main([*args[:3], "--from", str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
