@@ -4,7 +4,8 @@ Loads ``RUN_DIR/config.yaml`` and ``RUN_DIR/checkpoints/last.pt`` (or ``--checkp
 extracts features of the training and test sets, and reports the linear probe,
 weighted kNN (k=200, t=0.1 by default), nearest class centre and geometry of every
 arm.  Writes ``RUN_DIR/eval.json`` (``--no-write`` to skip).  Only ``eval.*`` keys may
-be overridden (e.g. ``eval.features=projections eval.knn_k=20``).
+be overridden (e.g. ``eval.features=projections eval.knn_k=20``), and ``data.root`` of an
+image run: where its data is now, for a run or a folder that moved.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", help="a run directory written by spacl train")
-    parser.add_argument("overrides", nargs="*", help="eval.* overrides key=value")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="eval.* overrides key=value, or data.root=DIR (a moved image folder)",
+    )
     parser.add_argument(
         "--checkpoint", default=None, help="checkpoint file (default: checkpoints/last.pt)"
     )
@@ -43,8 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
     rd = RunDirectory(args.run_dir)
     for item in args.overrides:
-        if not item.startswith("eval."):
-            raise ValueError(f"spacl eval accepts only eval.* overrides, got {item!r}")
+        if not item.startswith(("eval.", "data.root=")):
+            raise ValueError(
+                f"spacl eval accepts only eval.* overrides and data.root=DIR (where the "
+                f"run's data is now), got {item!r}"
+            )
     if not rd.config.is_file():
         raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
     task = str(rd.read_config_dict().get("task", "image"))

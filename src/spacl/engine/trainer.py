@@ -68,6 +68,7 @@ RESUMABLE_CHANGES = (
     "train.checkpoint_every",
     "train.device",
     "data.num_workers",
+    "data.root",  # where the data is, not what it is: a moved folder (spacl eval data.root=)
     "eval",
     "log",
 )
@@ -160,12 +161,17 @@ class Trainer:
             torch.use_deterministic_algorithms(True)
         elif self.ctx.device.type == "cuda":
             torch.backends.cudnn.benchmark = True
+        # an image folder's split: recorded by a fresh run, held to the record otherwise
+        fresh = not read_only and checkpoint is None
+        fresh = fresh and not (resume and self.run.last_checkpoint.is_file())
         self.data: RunData = build_run_data(
             cfg,
             device=self.ctx.device,
             dtype=self.precision.param_dtype,
             rank=self.ctx.rank,
             world_size=self.ctx.world_size,
+            run_dir=self.run.path if self.ctx.is_main or not fresh else None,
+            record_split=fresh and self.ctx.is_main,
         )
         self.steps_per_epoch = len(self.data.stream)
         if self.steps_per_epoch < 1:

@@ -8,7 +8,10 @@
   (:func:`~spacl.evaluate.linear_probe`), when requested;
 * ``geometry/<key>`` — every scalar of :func:`spacl.geometry.geometry_report` on the
   *test* features (neural collapse ``nc1``..., effective ranks, uniformity), with the
-  probe as the classifier for NC3/NC4, when ``spacl.geometry`` is importable.
+  probe as the classifier for NC3/NC4, when ``spacl.geometry`` is importable and the
+  test split has at least :data:`GEOMETRY_MIN_ROWS` samples and 2 of every class (a
+  smaller one, as a small own image folder gives, is evaluated without geometry: logged,
+  not an error).
 
 Accuracies are fractions in ``[0, 1]``.
 """
@@ -16,6 +19,7 @@ Accuracies are fractions in ``[0, 1]``.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 import torch
@@ -25,7 +29,16 @@ from spacl.evaluate.knn import knn_accuracy
 from spacl.evaluate.linear import LinearProbeResult, linear_probe
 from spacl.evaluate.ncc import nearest_centre_accuracy
 
-__all__ = ["evaluate_representation", "geometry_available", "geometry_summary"]
+__all__ = [
+    "GEOMETRY_MIN_ROWS",
+    "evaluate_representation",
+    "geometry_available",
+    "geometry_summary",
+]
+
+#: the fewest test samples :func:`spacl.geometry.geometry_report` takes
+GEOMETRY_MIN_ROWS = 4
+_log = logging.getLogger("spacl.evaluate")
 
 
 def geometry_available() -> bool:
@@ -104,10 +117,25 @@ def evaluate_representation(
             out["linear_accuracy"] = probe.test_accuracy
             out["linear_train_accuracy"] = probe.train_accuracy
             classifier = _raw_classifier(probe)
-        if geometry:
+        too_small = _too_small_for_geometry(test_labels) if geometry else None
+        if too_small:
+            _log.warning("geometry skipped: %s", too_small)
+        elif geometry:
             geo = _safe_geometry(test_features, test_labels, classifier)
             out.update({f"geometry/{k}": v for k, v in geo.items()})
     return out
+
+
+def _too_small_for_geometry(labels: Tensor) -> str | None:
+    """Why the test split is too small for the geometry report, or ``None``: it needs
+    :data:`GEOMETRY_MIN_ROWS` samples and at least 2 of every class present."""
+    if int(labels.shape[0]) < GEOMETRY_MIN_ROWS:
+        return f"{int(labels.shape[0])} test samples, at least {GEOMETRY_MIN_ROWS} needed"
+    counts = torch.bincount(labels.long().flatten())
+    single = (counts == 1).nonzero().flatten().tolist()
+    if single:
+        return f"class(es) {single[:10]} have a single test sample, every class needs 2"
+    return None
 
 
 def _safe_geometry(
