@@ -124,7 +124,7 @@ def linear_probe(
     with torch.enable_grad():
         optimizer.step(closure)
         final = float(closure().detach())
-    state = optimizer.state[optimizer._params[0]]
+    state = optimizer.state[optimizer.param_groups[0]["params"][0]]
     iterations = int(state.get("n_iter", 0))
     w, b = weight.detach(), bias.detach()
     if not (torch.isfinite(w).all() and torch.isfinite(b).all()):

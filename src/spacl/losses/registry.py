@@ -181,7 +181,7 @@ _L = "spacl.losses"
 _SPACL = f"{_L}.spacl:SPACLLoss"
 _CE = f"{_L}.classifier:CrossEntropyObjective"
 _TEXT = ("image", "text", "text_finetune")
-#: the fine-tuned SPACL forms (docs in :mod:`spacl.tasks.text_finetune`)
+#: the fine-tuned SPACL forms (docs in :mod:`spacl.tasks.text.finetune`)
 _FT_SPACL = {"positive_pool": "instance_class", "detach_candidates": False}
 _FT_SELECTED = {**_FT_SPACL, "positive_mode": "mean", "anchor_set": "every_view"}
 
