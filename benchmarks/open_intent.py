@@ -610,6 +610,40 @@ def _boundary_mean(runs: dict[int, dict], seeds: list[int], key: str) -> float:
     return _mean([runs[s]["test"]["boundary"][key] for s in seeds])
 
 
+def adb_top_lines(rows: list[dict]) -> list[str]:
+    """Addendum 3: ADB and DA-ADB, both with the top layer trained, on the seeds both ran,
+    beside their published means (a baseline: no target)."""
+    lines = [
+        "| setting | seeds | DA-ADB, top layer (macro-F1 / F1-open) | ADB, top layer "
+        "(macro-F1 / F1-open) | DA-ADB, published | ADB, published |",
+        "|" + "---|" * 6,
+    ]
+    for setting in SETTINGS:
+        name, ratio_text = setting.split(":")
+        ratio = float(ratio_text)
+        da, adb = (_runs_of(rows, m, name, ratio) for m in (TOP_ROW, "adb_top1"))
+        seeds = sorted(set(da) & set(adb))
+        if not seeds:
+            continue
+        pair = [
+            " / ".join(
+                _cell([runs[s]["test"]["boundary"][key] for s in seeds])
+                for key in ("macro_f1", "f1_ood")
+            )
+            for runs in (da, adb)
+        ]
+        published = [
+            f"{PUBLISHED[m][(name, ratio)][3]:.2f} / {PUBLISHED[m][(name, ratio)][2]:.2f}"
+            for m in ("DA-ADB", "ADB")
+        ]
+        lines.append(
+            f"| {LABELS[name]} {int(100 * ratio)}% | {len(seeds)} | "
+            + " | ".join(pair + published)
+            + " |"
+        )
+    return lines
+
+
 def top_layer_lines(rows: list[dict]) -> list[str]:
     """The addenda's row in every setting: against DA-ADB's published means (the target,
     judged from ``MIN_SEEDS`` seeds) and the head-only detector on the same seeds."""
@@ -727,6 +761,13 @@ def results_report(rows: list[dict]) -> str:
         "speed measurement).",
         "",
         *top_layer_lines(rows),
+        "",
+        "Addendum 3, the like-for-like baseline ([PREREGISTRATION_adb_top_layer.md]"
+        "(PREREGISTRATION_adb_top_layer.md)): ADB with the top layer trained, on the seeds "
+        "both rows ran (mean ± std, percent; settings not listed have no ADB top-layer run "
+        "yet):",
+        "",
+        *adb_top_lines(rows),
         "",
         "## Where a setting falls short: representation or operating point",
         "",
