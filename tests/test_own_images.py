@@ -309,3 +309,84 @@ def test_an_image_run_moved_without_its_folder_predicts_exports_and_loads(
     assert main(["embed", str(run), "--split", "test", "--out", str(tmp_path / "e.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "data.root" in err and str(root) in err and "\n" not in err
+
+
+def test_a_run_refuses_its_folder_once_files_are_added_or_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The split a run trained on is recorded (split.json); resume, eval and embed --split
+    hold the folder to it: unchanged works, added or removed files are one line, exit 2."""
+    import json
+
+    root = tmp_path / "photos"
+    write_folder(root, per_class=6)  # 18 images, no test/: the run carves its test split
+    run = tmp_path / "run"
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    record = json.loads((run / "split.json").read_text())
+    assert record["train"]["count"] + record["test"]["count"] == 18
+    assert not set(record["train"]["files"]) & set(record["test"]["files"])
+    assert all(f.startswith("class") for f in record["test"]["files"])  # relative paths
+    # unchanged folder: everything works as before
+    assert main(["train", str(run), "--resume", "--quiet"]) == 0
+    assert main(["eval", str(run), "--no-write"]) == 0
+    feats = tmp_path / "test.npz"
+    assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 0
+    capsys.readouterr()
+    write_folder(root, per_class=12)  # 18 more images (the first 18 rewritten the same)
+    commands = {
+        "train": ["train", str(run), "--resume", "--quiet"],
+        "eval": ["eval", str(run), "--no-write"],
+        "embed": ["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"],
+    }
+    for name, argv in commands.items():
+        assert main(argv) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"spacl {name}: error:") and "\n" not in err, err
+        assert "18 file(s) added (class0/10.png, class0/11.png, class0/6.png" in err
+        assert "train a new run" in err and "split.json" in err
+    for extra in (root / "class0").glob("*.png"):
+        if extra.stem not in {str(i) for i in range(6)}:
+            extra.unlink()
+    (root / "class2" / "7.png").unlink()
+    (root / "class1" / "0.png").unlink()  # one recorded file gone, 11 added ones left
+    assert main(commands["eval"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "11 file(s) added" in err and "1 file(s) removed (class1/0.png)" in err
+    assert "\n" not in err
+
+
+def test_a_run_without_a_split_record_reads_the_folder_as_it_is(tmp_path: Path) -> None:
+    """Runs from before split.json: the folder is split as it is now (today's behaviour)."""
+    root = tmp_path / "photos"
+    write_folder(root, per_class=6)
+    run = tmp_path / "run"
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    (run / "split.json").unlink()
+    write_folder(root, per_class=12)
+    assert main(["eval", str(run), "--no-write"]) == 0
+    assert main(["train", str(run), "--resume", "--quiet"]) == 0
+    assert not (run / "split.json").exists()  # a resume does not start a record
+
+
+def test_a_large_folders_record_keeps_counts_and_fingerprints_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from spacl.data import imagefolder
+    from spacl.data.imagefolder import check_split_record, load_imagefolder, write_split_record
+
+    monkeypatch.setattr(imagefolder, "RECORD_PATHS_UP_TO", 4)
+    root = tmp_path / "photos"
+    write_folder(root, per_class=2)
+    data = load_imagefolder(root)
+    record = write_split_record(tmp_path / "split.json", data, data, root)
+    assert "files" not in json.loads(record.read_text())["train"]
+    check_split_record(record, data, data, root)  # unchanged: passes
+    write_folder(root, per_class=3)
+    more = load_imagefolder(root)
+    with pytest.raises(ValueError, match=r"train: 6 file\(s\) recorded, 9 now") as err:
+        check_split_record(record, more, data, root)
+    assert "\n" not in str(err.value) and "train a new run" in str(err.value)

@@ -131,6 +131,19 @@ def test_split_arguments_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         intent_path("nope")
 
 
+def test_missing_own_intents_names_every_place_searched(tmp_path: Path) -> None:
+    # data.root given: <root>/text/<name>, <root>/<name> and <root> itself are all tried
+    with pytest.raises(FileNotFoundError) as err:
+        intent_path("intents", tmp_path)
+    msg = str(err.value)
+    assert "intent dataset 'intents' not found" in msg
+    for place in (tmp_path / "text" / "intents", tmp_path / "intents", tmp_path):
+        assert f"{place};" in msg or f"{place}." in msg
+    # the directory itself holding train.tsv is found
+    make_dataset(tmp_path)
+    assert intent_path("intents", tmp_path) == tmp_path
+
+
 DATA = Path(
     os.environ.get("SPACL_DATA_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
 )

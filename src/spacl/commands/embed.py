@@ -114,7 +114,9 @@ def run_embed(args: argparse.Namespace) -> int:
     task = str(run_config(args.run_dir).get("task", "image"))
     if task == "image":
         model = load_image_run(args.run_dir, args.arm)
-        total, batches = embed_batches(model, args.split, args.data, args.features, args.batch_size)
+        total, batches = embed_batches(
+            model, args.split, args.data, args.features, args.batch_size, run_dir=args.run_dir
+        )
         what = f"arm {model.arm}, {args.features}"
     else:
         if args.data is not None or args.arm is not None:
@@ -161,9 +163,17 @@ def _task_batches(
 
 
 def embed_batches(
-    model: Any, split: str, folder: Path | None, features: str, batch_size: int
+    model: Any,
+    split: str,
+    folder: Path | None,
+    features: str,
+    batch_size: int,
+    run_dir: str | Path | None = None,
 ) -> tuple[int, Iterator[tuple[Tensor, Tensor]]]:
-    """``(row count, iterator of (features, labels) batches)`` of the chosen data."""
+    """``(row count, iterator of (features, labels) batches)`` of the chosen data.
+
+    The run's own image-folder split is held to ``run_dir/split.json`` when it exists.
+    """
     import torch
 
     if batch_size < 1:
@@ -198,7 +208,7 @@ def embed_batches(
         else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
             from spacl.engine.data import folder_splits
 
-            part = folder_splits(cfg)[0 if split == "train" else 1]
+            part = folder_splits(cfg, run_dir)[0 if split == "train" else 1]
             dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
         batches = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)

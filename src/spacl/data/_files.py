@@ -34,5 +34,5 @@ def find_dataset_dir(
         for candidate in candidates:
             if split_file(candidate, "train", suffixes) is not None:
                 return candidate
-        searched.append(base / family / name)
+        searched.extend(candidates)
     raise FileNotFoundError(dataset_not_found(name, searched, what))

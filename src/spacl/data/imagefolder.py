@@ -9,6 +9,8 @@ full-scale training. :func:`materialize` turns a small folder into an in-memory
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +25,15 @@ if TYPE_CHECKING:  # torchvision is imported where it is used (a slow import)
     from torchvision.datasets import ImageFolder
 
 __all__ = [
+    "SPLIT_RECORD",
     "UnreadableImageError",
     "check_images",
+    "check_split_record",
     "load_imagefolder",
     "materialize",
     "read_rgb",
     "subset",
+    "write_split_record",
 ]
 
 #: what to do with a file that does not open as an image (config key ``data.bad_images``)
@@ -172,3 +177,86 @@ def materialize(
     names = getattr(dataset, "classes", None)
     class_names = tuple(names) if names is not None and len(names) == num_classes else None
     return LabeledData(torch.stack(images), label_t, None, num_classes, name, class_names)
+
+
+#: the file of a run directory that records an image folder's split (written at train time)
+SPLIT_RECORD = "split.json"
+#: above this many files a record holds only each split's count and fingerprint
+RECORD_PATHS_UP_TO = 100_000
+
+
+def _relative_files(dataset: Any, root: Path) -> list[str]:
+    out = []
+    for path, _ in dataset.samples:
+        p = Path(path)
+        try:
+            out.append(p.relative_to(root).as_posix())
+        except ValueError:
+            out.append(p.as_posix())
+    return sorted(out)
+
+
+def _fingerprint(files: list[str]) -> str:
+    return hashlib.sha256("\n".join(files).encode()).hexdigest()
+
+
+def _split_files(train: Any, test: Any, root: Path) -> dict[str, list[str]]:
+    return {"train": _relative_files(train, root), "test": _relative_files(test, root)}
+
+
+def write_split_record(path: str | Path, train: Any, test: Any, root: str | Path) -> Path:
+    """Write ``path`` (a run's ``split.json``): per split the sorted file paths relative to
+    ``root`` (only when the folder holds at most :data:`RECORD_PATHS_UP_TO` files), their
+    count and a sha256 fingerprint of them."""
+    files = _split_files(train, test, Path(root))
+    keep = sum(len(v) for v in files.values()) <= RECORD_PATHS_UP_TO
+    record: dict[str, Any] = {"version": 1}
+    for name, names in files.items():
+        record[name] = {"count": len(names), "sha256": _fingerprint(names)}
+        if keep:
+            record[name]["files"] = names
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _few(names: list[str], n: int = 3) -> str:
+    shown = ", ".join(names[:n])
+    return shown + (f", ... ({len(names) - n} more)" if len(names) > n else "")
+
+
+def check_split_record(path: str | Path, train: Any, test: Any, root: str | Path) -> None:
+    """Hold the current ``(train, test)`` split of ``root`` to the record at ``path``.
+
+    A missing record (a run from before records were kept) passes.  Any difference raises
+    a one-line ``ValueError`` naming what changed (files added / removed, the first few
+    names) and saying to train a new run.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return
+    record = json.loads(path.read_text())
+    files = _split_files(train, test, Path(root))
+    if all(record[k]["sha256"] == _fingerprint(v) for k, v in files.items()):
+        return
+    where = f"the image folder {root} is not the one run {path.parent} was trained on"
+    fix = "train a new run on the folder as it is now, or restore the recorded files"
+    if all("files" in record[k] for k in files):
+        was = {f for k in files for f in record[k]["files"]}
+        now = {f for v in files.values() for f in v}
+        added, removed = sorted(now - was), sorted(was - now)
+        parts = []
+        if added:
+            parts.append(f"{len(added)} file(s) added ({_few(added)})")
+        if removed:
+            parts.append(f"{len(removed)} file(s) removed ({_few(removed)})")
+        change = "; ".join(parts) or "the same files fall into other splits"
+    else:
+        change = "; ".join(
+            f"{k}: {record[k]['count']} file(s) recorded, {len(v)} now" for k, v in files.items()
+        )
+        change += " (the file lists differ)"
+    raise ValueError(f"{where} ({path.name}): {change}; {fix}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -196,9 +197,20 @@ def _check_labels(cfg: Any, train: LabeledData) -> LabeledData:
 
 
 def build_run_data(
-    cfg: Any, *, device: torch.device, dtype: torch.dtype, rank: int = 0, world_size: int = 1
+    cfg: Any,
+    *,
+    device: torch.device,
+    dtype: torch.dtype,
+    rank: int = 0,
+    world_size: int = 1,
+    run_dir: str | Path | None = None,
+    record_split: bool = False,
 ) -> RunData:
-    """Load the data of ``cfg`` and build this rank's stream (``ValueError`` naming keys)."""
+    """Load the data of ``cfg`` and build this rank's stream (``ValueError`` naming keys).
+
+    An image folder's split is recorded in ``run_dir`` (``record_split``: a fresh run) or
+    held to the record there (resume, eval); see :func:`folder_splits`.
+    """
     d, t = cfg.data, cfg.train
     if t.batch_size % world_size:
         raise ValueError(
@@ -207,7 +219,7 @@ def build_run_data(
         )
     per_rank = t.batch_size // world_size
     if d.name == "imagefolder":
-        return _build_folder_data(cfg, per_rank, rank, world_size, device)
+        return _build_folder_data(cfg, per_rank, rank, world_size, device, run_dir, record_split)
     train = _check_labels(cfg, _load(cfg, d.train_split))
     test = _load(cfg, d.test_split)
     train = LabeledData(
@@ -262,15 +274,27 @@ class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
         yield from self.loader
 
 
-def folder_splits(cfg: Any) -> tuple[Any, Any]:
+def folder_splits(
+    cfg: Any, run_dir: str | Path | None = None, record: bool = False
+) -> tuple[Any, Any]:
     """``(train, test)`` ImageFolders (PIL images) of ``data.root``, unreadable files handled.
 
     ``root/<train_split>`` and ``root/<test_split>`` when both exist; a folder without
     ``<test_split>`` (``root/<train_split>`` or, without it, ``root`` itself holding the
     class folders) is split by ``data.test_fraction`` (stratified, ``data.split_seed``).
+
+    With ``run_dir``: ``record`` writes the split to ``run_dir/split.json`` (a fresh run);
+    otherwise the split is held to that record when it exists (resume, eval, embed): a
+    folder whose files changed since training raises a one-line ``ValueError``.
     """
     from spacl.data import load_imagefolder, stratified_indices
-    from spacl.data.imagefolder import check_images, subset
+    from spacl.data.imagefolder import (
+        SPLIT_RECORD,
+        check_images,
+        check_split_record,
+        subset,
+        write_split_record,
+    )
 
     d = cfg.data
     root = data_root(cfg)
@@ -288,6 +312,17 @@ def folder_splits(cfg: Any) -> tuple[Any, Any]:
             torch.tensor(train.targets), d.test_fraction, d.split_seed, len(train.classes)
         )
         train, test = subset(train, tr.tolist()), subset(train, te.tolist())
+    if skipped:
+        _logger.warning("data.bad_images=skip: left out %d unreadable image(s)", skipped)
+    if not len(train) or not len(test):
+        raise ValueError(f"config key 'data.root': {root} gives an empty train or test split")
+    if run_dir is not None:  # checked before any note: a refused folder is one line
+        record_path = Path(run_dir) / SPLIT_RECORD
+        if record:
+            write_split_record(record_path, train, test, root)
+        else:
+            check_split_record(record_path, train, test, root)
+    if not has_test:
         _logger.info(
             "%s has no %r folder: %d images held out as the test split (data.test_fraction=%s)",
             root,
@@ -295,10 +330,6 @@ def folder_splits(cfg: Any) -> tuple[Any, Any]:
             len(test),
             d.test_fraction,
         )
-    if skipped:
-        _logger.warning("data.bad_images=skip: left out %d unreadable image(s)", skipped)
-    if not len(train) or not len(test):
-        raise ValueError(f"config key 'data.root': {root} gives an empty train or test split")
     return train, test
 
 
@@ -317,13 +348,19 @@ def _capped_batch(per_rank: int, num_images: int, world_size: int) -> int:
 
 
 def _build_folder_data(
-    cfg: Any, per_rank: int, rank: int, world_size: int, device: torch.device
+    cfg: Any,
+    per_rank: int,
+    rank: int,
+    world_size: int,
+    device: torch.device,
+    run_dir: str | Path | None = None,
+    record_split: bool = False,
 ) -> RunData:
     from spacl.data.imagefolder import subset
 
     d, t = cfg.data, cfg.train
     root = data_root(cfg)
-    base, test = folder_splits(cfg)
+    base, test = folder_splits(cfg, run_dir, record_split)
     size = int(d.image_size)
     v = cfg.views
     train_transform, evaluate, norm = _folder_transforms(d, v)
