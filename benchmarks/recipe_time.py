@@ -18,13 +18,14 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from cli_startup import cpu_model  # benchmarks/: the script's own folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = "text/stackoverflow"
@@ -44,16 +45,6 @@ def _commit() -> str:
         check=False,
     )
     return out.stdout.strip() or "unknown"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _spacl(*args: str, env: dict[str, str]) -> tuple[float, float, str]:
@@ -93,7 +84,7 @@ def main() -> None:
         f"{_commit()}): `spacl train {RECIPE}` in a fresh process with a fresh embedding "
         "cache, as on a user's first run, then `spacl predict` on four sentences.",
         "",
-        f"Machine: {os.cpu_count()} CPU cores ({_cpu_model()}), torch's default threads; load "
+        f"Machine: {os.cpu_count()} CPU cores ({cpu_model()}), torch's default threads; load "
         f"average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after the training "
         f"(above about 1 the cores were shared and the time is an overestimate).",
         "",
