@@ -1,5 +1,6 @@
 """Ctrl-C / SIGTERM during training: a checkpoint at the next step boundary, one line,
-exit 130, and a resume that ends where an uninterrupted run ends (issue 38)."""
+exit 130 / 143 (the shell's 128 + signal), and a resume that ends where an uninterrupted
+run ends (issue 38)."""
 
 from __future__ import annotations
 
@@ -71,8 +72,13 @@ def test_the_handlers_are_restored_and_a_second_signal_stops_at_once() -> None:
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def test_spacl_train_prints_one_line_and_exits_130_then_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_spacl_train_prints_one_line_and_exits_128_plus_the_signal_then_resumes(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    status: int,
 ) -> None:
     original = TrainLoop.__init__
 
@@ -81,7 +87,7 @@ def test_spacl_train_prints_one_line_and_exits_130_then_resumes(
 
         def kill(loop: TrainLoop) -> None:
             if loop.progress.global_step == STOP_AT:
-                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signum)
 
         self.callbacks.append(kill)
 
@@ -90,7 +96,7 @@ def test_spacl_train_prints_one_line_and_exits_130_then_resumes(
     recipe, run = tmp_path / "recipe.yaml", tmp_path / "run"
     OmegaConf.save(load_config(None, FEW_CHECKPOINTS), recipe)
     monkeypatch.setattr(TrainLoop, "__init__", with_signal)
-    assert main(["train", str(recipe), "--out", str(run), "--quiet"]) == 130
+    assert main(["train", str(recipe), "--out", str(run), "--quiet"]) == status
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"step {STOP_AT}" in err
     assert f"spacl train {run} --resume" in err
@@ -98,6 +104,19 @@ def test_spacl_train_prints_one_line_and_exits_130_then_resumes(
     assert main(["train", str(run), "--resume", "--quiet"]) == 0
     rows = train_rows(run)
     assert len(rows) == len(set(rows)) and max(step for _, step in rows) == TOTAL_STEPS
+
+
+def test_sigterm_before_any_loop_is_a_keyboard_interrupt_that_exits_143() -> None:
+    """``kill`` while a KG / text run loads its data: ``InterruptOnTerm`` raises a
+    ``KeyboardInterrupt`` carrying the signal, whose exit status is the shell's 143."""
+    from spacl.engine.interrupt import InterruptOnTerm, TerminatedBySignal, exit_status
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(TerminatedBySignal) as stopped, InterruptOnTerm():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert isinstance(stopped.value, KeyboardInterrupt)
+    assert exit_status(stopped.value.signum) == 143 and exit_status(None) == 130
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_resume_without_a_checkpoint_is_a_one_line_error(

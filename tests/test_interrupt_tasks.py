@@ -113,7 +113,8 @@ def stop_and_resume_by_cli(
     check_stopped: Any = None,
 ) -> tuple[Path, Path]:
     """``spacl train`` of ``recipe`` whole, then stopped by ``signum`` after the first
-    loop's step ``STOP_AT`` (one line naming the step and the resume command, exit 130,
+    loop's step ``STOP_AT`` (one line naming the step and the resume command, exit
+    128 + ``signum``,
     no ``eval.json``; ``check_stopped(run)`` then) and resumed with ``--resume``: the
     same ``eval.json``.  Returns ``(whole, run)``."""
     path = tmp_path / "recipe.yaml"
@@ -123,7 +124,8 @@ def stop_and_resume_by_cli(
     with pytest.MonkeyPatch.context() as patch:
         signal_in_loop(patch, 0, STOP_AT, signum)
         capsys.readouterr()
-        assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
+        # the shell's status for the signal: 130 for SIGINT, 143 for SIGTERM
+        assert main(["train", str(path), "--out", str(run), "--quiet"]) == 128 + signum
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0, err
     assert f"interrupted at step {STOP_AT}" in err and f"spacl train {run} --resume" in err

@@ -159,9 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"spacl {args.command}: error: {fix}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C outside a training loop's step boundary: one line
+    except KeyboardInterrupt as err:  # Ctrl-C outside a training loop's step: one line
         print(f"spacl {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + int(getattr(err, "signum", 2))  # the shell's 128 + signal (SIGINT: 2)
     except BrokenPipeError:  # `spacl recipes | head`: the reader left; not an error
         import os
 

@@ -184,7 +184,7 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
 
 def run(args: argparse.Namespace) -> int:
     from spacl.engine import NonFiniteLossError, StopRequested, Trainer, init_from_env
-    from spacl.engine.interrupt import EXIT_INTERRUPTED, InterruptOnTerm
+    from spacl.engine.interrupt import InterruptOnTerm, exit_status
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
@@ -198,14 +198,14 @@ def run(args: argparse.Namespace) -> int:
                 summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
         except StopRequested as stop:  # a KG run: checkpointed at the step
             print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except KeyboardInterrupt:  # before the first loop, or no run directory
+            return exit_status(stop.signum)
+        except KeyboardInterrupt as err:  # before the first loop, or no run directory
             print(
                 "spacl train: interrupted before a checkpoint was written (nothing to "
                 "resume): run the same command again",
                 file=sys.stderr,
             )
-            return EXIT_INTERRUPTED
+            return exit_status(getattr(err, "signum", None))
         print(format_task_summary(summary))
         return 0
     cfg = loaded.config
@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
             except StopRequested as stop:
                 if ctx.is_main:
                     print(interrupted_line(stop, run_dir), file=sys.stderr)
-                return EXIT_INTERRUPTED
+                return exit_status(stop.signum)
         if ctx.is_main:
             rows = [(name, m) for name, m in result.metrics.items()]
             print(format_results_table(rows, first_column="arm"))

@@ -4,8 +4,9 @@
 engine's loop (:class:`spacl.engine.loop.TrainLoop`) reads :meth:`StopOnSignal.requested`
 at every step boundary, has the task's body save a checkpoint there and raises
 :class:`~spacl.engine.loop.StopRequested`; ``spacl train`` turns that into one line saying
-how to resume and exit status 130.  A second signal while the first is being handled
-stops at once (``KeyboardInterrupt``), as a user pressing Ctrl-C twice expects.
+how to resume and the shell's exit status for the signal (:func:`exit_status`: 130 for
+SIGINT, 143 for SIGTERM).  A second signal while the first is being handled stops at once
+(``KeyboardInterrupt``), as a user pressing Ctrl-C twice expects.
 
 Example:
     >>> with StopOnSignal() as stop:
@@ -20,17 +21,47 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["EXIT_INTERRUPTED", "InterruptOnTerm", "StopOnSignal"]
+from spacl.engine.loop import StopRequested
 
-#: the exit status of a run stopped by a signal (128 + SIGINT, the shell's convention)
-EXIT_INTERRUPTED = 130
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "InterruptOnTerm",
+    "StopOnSignal",
+    "TerminatedBySignal",
+    "exit_status",
+]
+
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention)
+EXIT_INTERRUPTED = 128 + int(signal.SIGINT)
+
+
+def exit_status(signum: int | None) -> int:
+    """The shell's exit status of a process ended by signal ``signum``: ``128 + signum``
+    (130 for SIGINT, 143 for SIGTERM); :data:`EXIT_INTERRUPTED` when it is not known.
+
+    Example:
+        >>> exit_status(signal.SIGTERM), exit_status(None)
+        (143, 130)
+    """
+    return EXIT_INTERRUPTED if signum is None else 128 + int(signum)
+
+
+class TerminatedBySignal(KeyboardInterrupt):
+    """``KeyboardInterrupt`` raised for a signal other than SIGINT (by
+    :class:`InterruptOnTerm`), carrying its number for :func:`exit_status`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = int(signum)
 
 
 class StopOnSignal:
     """A context manager: while inside, SIGINT / SIGTERM request a stop instead of killing.
 
     Outside the main thread (where Python cannot install handlers) it installs nothing and
-    :meth:`requested` stays false.  The previous handlers are restored on exit.
+    :meth:`requested` stays false.  The previous handlers are restored on exit, and a
+    :class:`~spacl.engine.loop.StopRequested` leaving the block records the signal that
+    asked for it (``signum``).
     """
 
     SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
@@ -63,6 +94,8 @@ class StopOnSignal:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+        if isinstance(error, StopRequested) and self.received is not None:
+            error.signum = self.received
 
 
 class InterruptOnTerm(StopOnSignal):
@@ -77,4 +110,4 @@ class InterruptOnTerm(StopOnSignal):
     SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM,)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        raise TerminatedBySignal(signum)

@@ -116,6 +116,8 @@ class StopRequested(Exception):
         self.progress = progress
         #: the run directory holding the checkpoint, when the task names it
         self.run_dir = run_dir
+        #: the signal that asked for the stop, when known (set by ``StopOnSignal``)
+        self.signum: int | None = None
 
 
 class LoopBody:
