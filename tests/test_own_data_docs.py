@@ -94,3 +94,11 @@ def test_own_graph_section_runs(
     assert main(predict) == 0
     ranked = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
     assert len(ranked) == 3 and "city3" in ranked  # person3 lives in city3
+    # the run names the user's graph, not the recipe's public one, and prints in one line
+    run = tmp_path / predict[1]
+    assert json.loads((run / "summary.json").read_text())["graph"] == "mygraph"
+    import spacl
+
+    shown = repr(spacl.load(run))
+    assert shown.startswith("LinkModel(") and "graph='mygraph'" in shown
+    assert "entities=36, relations=3" in shown and len(shown) < 200 and "person0" not in shown

@@ -294,6 +294,9 @@ def test_text_run_keeps_the_detector_and_predict_reproduces_test_accuracy(
     detector = load_intent_detector(run, encoder)
     predicted = detector.predict(split.test_texts)  # type: ignore[attr-defined]
     names = [*split.known_classes, OPEN]  # type: ignore[attr-defined]
+    shown = repr(detector)  # one line naming what it is, not the config and the networks
+    assert shown.startswith("IntentDetector(") and "\n" not in shown and len(shown) < 250
+    assert f"known_classes={len(split.known_classes)} [{split.known_classes[0]!r}" in shown  # type: ignore[attr-defined]
     truth = [names[int(y)] for y in split.test_labels]  # type: ignore[attr-defined]
     accuracy = 100.0 * sum(p == t for (p, _), t in zip(predicted, truth, strict=True)) / len(truth)
     assert accuracy == pytest.approx(summary["test"]["accuracy"], abs=1e-9)

@@ -49,6 +49,10 @@ def test_load_gives_the_trained_encoder_in_eval_mode(run_dir: Path) -> None:
     model = spacl.load(run_dir)
     assert model.arm == "main" and model.task == "image"
     assert model.input_shape == (1, 8, 8)
+    parameters = sum(p.numel() for p in model.encoder.parameters())
+    shown = repr(model)  # one line naming what it is, not the config and the layers
+    assert shown.startswith("TrainedModel(task='image', recipe=") and "\n" not in shown
+    assert "arm='main', input_shape=(1, 8, 8)" in shown and f"{parameters:,} parameters" in shown
     assert not model.encoder.training and not model.head.training
     cfg, data = run_data(run_dir)
     x = data.test_eval.inputs[:5]

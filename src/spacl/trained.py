@@ -59,6 +59,14 @@ class TrainedModel:
     input_shape: tuple[int, ...]
     task: str = "image"
 
+    def __repr__(self) -> str:  # what it is, not the config and the layers
+        parameters = sum(p.numel() for p in self.encoder.parameters())
+        return (
+            f"TrainedModel(task={self.task!r}, recipe={self.config.get('name')!r}, "
+            f"arm={self.arm!r}, input_shape={self.input_shape}, "
+            f"encoder={type(self.encoder).__name__} ({parameters:,} parameters))"
+        )
+
     @torch.no_grad()
     def embed(
         self,

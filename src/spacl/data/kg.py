@@ -84,6 +84,11 @@ class Vocabulary:
     def __contains__(self, name: object) -> bool:
         return name in self.ids
 
+    def __repr__(self) -> str:  # the count and the first names, not 14,541 of them
+        shown = ", ".join(repr(n) for n in self.names[:3])
+        more = ", ..." if len(self.names) > 3 else ""
+        return f"Vocabulary({len(self.names)} names: [{shown}{more}])"
+
 
 def _open_text(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
@@ -262,6 +267,14 @@ class KnowledgeGraph:
     test: Tensor
     dropped: dict[str, int] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # sizes, not every name and triple
+        dropped = f", dropped={self.dropped}" if self.dropped else ""
+        return (
+            f"KnowledgeGraph(name={self.name!r}, entities={self.num_entities}, "
+            f"relations={self.num_relations}, train={len(self.train)}, "
+            f"valid={len(self.valid)}, test={len(self.test)}{dropped})"
+        )
+
     @property
     def num_entities(self) -> int:
         return len(self.entities)
@@ -365,6 +378,8 @@ def load_kg(
     Args:
         name: directory name under ``<root>/kg`` (``fb15k-237``, ``wn18rr``), or any
             directory holding ``train.txt``/``valid.txt``/``test.txt`` (``.gz`` too).
+            Where ``root`` is itself a graph's directory (the user's own triples), the
+            graph is named after that directory and ``name`` is not used.
         root: data root (default :func:`spacl.data.default_data_root`), or the
             graph's own directory.
         unseen: ``"error"`` | ``"include"`` | ``"drop"`` for valid/test triples naming
@@ -373,6 +388,7 @@ def load_kg(
     check_choice(unseen, "unseen", UNSEEN_POLICIES)
     if root is not None and _is_graph_dir(root):
         directory = Path(root).expanduser()
+        name = directory.resolve().name  # own triples: not the recipe's public graph
     else:
         try:
             directory = kg_path(name, root)

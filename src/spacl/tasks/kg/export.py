@@ -121,7 +121,7 @@ def _readme(link: LinkModel) -> str:
     run = f"Recipe `{cfg.name}`" if cfg.get("name") else "A run"
     return (
         f"# Link predictor exported by spacl\n\n"
-        f"{run} on `{cfg.data.name}`: {link.kg.num_entities} "
+        f"{run} on `{link.kg.name}`: {link.kg.num_entities} "
         f"entities, {link.kg.num_relations} relations, {link.model.kind} embeddings of "
         f"dimension {link.model.dim}.  Plain torch, no spacl needed:\n\n"
         f"```python\n{USAGE.format(folder='.')}```\n\n"

@@ -35,6 +35,13 @@ class LinkModel:
     kg: KnowledgeGraph
     model: LinkPredictor
 
+    def __repr__(self) -> str:  # what it is, not the config, names and weights
+        return (
+            f"LinkModel(recipe={self.config.get('name')!r}, graph={self.kg.name!r}, "
+            f"entities={self.kg.num_entities}, relations={self.kg.num_relations}, "
+            f"model={self.model.kind!r}, dim={self.model.dim})"
+        )
+
     def entity_id(self, name_or_id: str | int) -> int:
         """The id of an entity given by name, or by id (an int or a digit string)."""
         return _lookup(self.kg.entities.ids, self.kg.num_entities, name_or_id, "entity")

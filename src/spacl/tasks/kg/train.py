@@ -480,6 +480,7 @@ def _kg_summary(
     test = _evaluate(model, kg, "test", filter_index, cfg, setup.device)
     summary: dict[str, Any] = {
         "name": cfg.name or f"{kg.name}-{cfg.objective.name}",
+        "graph": kg.name,  # the triples' own directory name for a user's graph
         "objective": str(cfg.objective.name),
         "epochs": epochs_done,
         "best_epoch": best_epoch,

@@ -51,6 +51,15 @@ class IntentDetector:
     classifier: OpenClassifier | ADBModel
     class_names: list[str]
 
+    def __repr__(self) -> str:  # what it is, not the config and the networks
+        shown = ", ".join(repr(n) for n in self.class_names[:3])
+        more = ", ..." if len(self.class_names) > 3 else ""
+        return (
+            f"IntentDetector(recipe={self.config.get('name')!r}, "
+            f"known_classes={len(self.class_names)} [{shown}{more}], "
+            f"classifier={type(self.classifier).__name__}, open_label={OPEN!r})"
+        )
+
     @torch.no_grad()
     def embed(self, texts: Sequence[str], batch_size: int = 128) -> Tensor:
         """``[N, d]`` head outputs (float64) of the texts, the space the detector works in."""
