@@ -75,6 +75,13 @@ def test_combine_counter_examples() -> None:
     for parts in ({"x": r, "y": r}, {"x": o, "y": o}, {"x": r, "y": flat}, {"x": o, "y": flat}):
         assert "disagree" not in V.combine(parts).rule
     assert V.combine({"x": r, "y": flat}).verdict == NOT_AT_SCALE
+    # ... but parts that differ say so, in the rule and in the row; parts that agree do not
+    differ = V.combine({"equal epochs": r, "equal steps": flat}, what="regimes")
+    note = "regimes differ: equal epochs reproduced, equal steps not reproduced at this scale"
+    assert differ.verdict == NOT_AT_SCALE and differ.rule.startswith(note)
+    assert differ.row == note
+    both_flat = V.combine({"x": flat, "y": flat}, what="regimes")
+    assert "differ" not in both_flat.rule and not both_flat.row
     # a part that is itself mixed makes the whole mixed, named as such
     outer = V.combine({"lr rule a": split, "lr rule b": r}, what="rules")
     assert outer.verdict == MIXED and outer.rule.startswith("rules disagree: lr rule a mixed")

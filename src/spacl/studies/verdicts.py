@@ -494,7 +494,10 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
 
     Parts that disagree outright (one reproduced, another opposite, or a part itself
     :data:`MIXED`) give :data:`MIXED`, the rule opening with ``"<what> disagree: <part>
-    reproduced, <part> opposite"`` (``what``: what the parts are, e.g. ``"regimes"``)."""
+    reproduced, <part> opposite"`` (``what``: what the parts are, e.g. ``"regimes"``).
+    Parts that differ otherwise (one reproduced or opposite, another inside the noise)
+    give :data:`NOT_AT_SCALE`, and the rule and the row note say so: ``"<what> differ:
+    <part> reproduced, <part> not reproduced at this scale"``."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
@@ -510,6 +513,9 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
             if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
         )
         return _ruled(MIXED, f"{what} disagree: {split}; {rule}", by="combine")
+    if len(set(verdicts)) > 1:  # a clear part beside a part inside the noise: said
+        differ = f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
+        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=differ)
     return _ruled(NOT_AT_SCALE, rule, by="combine")
 
 
