@@ -82,6 +82,9 @@ def test_combine_counter_examples() -> None:
     assert differ.row == note
     both_flat = V.combine({"x": flat, "y": flat}, what="regimes")
     assert "differ" not in both_flat.rule and not both_flat.row
+    # a not-reproduced whole carries its parts' notes: the table row shows them
+    outer_flat = V.combine({"rule a": differ, "rule b": both_flat}, what="rules")
+    assert outer_flat.verdict == NOT_AT_SCALE and outer_flat.row == f"[rule a] {note}"
     # a part that is itself mixed makes the whole mixed, named as such
     outer = V.combine({"lr rule a": split, "lr rule b": r}, what="rules")
     assert outer.verdict == MIXED and outer.rule.startswith("rules disagree: lr rule a mixed")

@@ -497,7 +497,8 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
     reproduced, <part> opposite"`` (``what``: what the parts are, e.g. ``"regimes"``).
     Parts that differ otherwise (one reproduced or opposite, another inside the noise)
     give :data:`NOT_AT_SCALE`, and the rule and the row note say so: ``"<what> differ:
-    <part> reproduced, <part> not reproduced at this scale"``."""
+    <part> reproduced, <part> not reproduced at this scale"``; a not-reproduced whole
+    carries its parts' row notes (``"[<part>] <note>"``)."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
@@ -513,10 +514,13 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
             if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
         )
         return _ruled(MIXED, f"{what} disagree: {split}; {rule}", by="combine")
+    # the parts' own row notes (a bound's count, regimes that differ) reach the row
+    notes = [f"[{k}] {v.row}" for k, v in parts.items() if v.row]
     if len(set(verdicts)) > 1:  # a clear part beside a part inside the noise: said
         differ = f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
-        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=differ)
-    return _ruled(NOT_AT_SCALE, rule, by="combine")
+        row = "; ".join([differ, *notes])
+        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=row)
+    return _ruled(NOT_AT_SCALE, rule, by="combine", row="; ".join(notes))
 
 
 def broken_count(broken: int, total: int, *, runs: str = "runs") -> str:
