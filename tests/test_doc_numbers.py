@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS_INDEX = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
 #: the documents whose ``numbers from`` blocks this test checks, and the fewest blocks each has
-NUMBER_DOCS = {"README.md": 1, "docs/results.md": 5}
+NUMBER_DOCS = {"README.md": 4, "docs/results.md": 8}
 README_MAX_LINES = 150
 #: RESULTS.md rows whose numbers this test checks (the others are checked by their owners)
 CHECKED_ROWS = (
@@ -105,6 +105,27 @@ def test_number_blocks_come_from_their_files(doc: str) -> None:
             sources.append(path.read_text())
         bad = missing(decimals(block.group("body")), sources)
         assert not bad, f"{doc} block from {files} quotes {bad}, in none of those files"
+
+
+def unsourced_table_rows(text: str) -> list[str]:
+    """The table rows (lines opening with ``|``) of ``text`` that quote a decimal number
+    outside every ``numbers from`` block: numbers whose file no test checks."""
+    outside = BLOCK.sub("", text)
+    return [
+        line for line in outside.splitlines() if line.lstrip().startswith("|") and decimals(line)
+    ]
+
+
+def test_a_table_row_outside_a_block_is_found() -> None:
+    inside = "<!-- numbers from: x.md -->\n| a | 92.4 |\n<!-- /numbers -->\n"
+    assert unsourced_table_rows(inside) == []
+    assert unsourced_table_rows(inside + "| b | 88.1 |\n| c | 7 |\n") == ["| b | 88.1 |"]
+
+
+@pytest.mark.parametrize("doc", sorted(NUMBER_DOCS))
+def test_every_table_of_numbers_sits_in_a_numbers_block(doc: str) -> None:
+    bad = unsourced_table_rows((ROOT / doc).read_text())
+    assert not bad, f"{doc}: table rows quoting numbers outside a numbers block: {bad[:3]}"
 
 
 def test_readme_is_short() -> None:

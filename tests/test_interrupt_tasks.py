@@ -62,7 +62,7 @@ def test_a_step_interval_checkpoint_is_a_mid_epoch_resume_point(tmp_path: Path) 
     recipe["train"] = {**recipe["train"], "checkpoint_every": 3}  # type: ignore[dict-item]
     whole = train_kg(recipe, log=None, run_dir=tmp_path / "whole")
     saved = read_task_checkpoint(tmp_path / "whole", "kg")
-    assert saved["progress"]["global_step"] == 8 and saved["finished"]
+    assert saved["loop"]["progress"]["global_step"] == 8 and saved["finished"]
 
     class Killed(BaseException):
         pass
@@ -80,7 +80,7 @@ def test_a_step_interval_checkpoint_is_a_mid_epoch_resume_point(tmp_path: Path) 
         with pytest.raises(Killed):
             train_kg(recipe, log=None, run_dir=run)
     saved = read_task_checkpoint(run, "kg")
-    assert saved["progress"]["global_step"] == 4  # the epoch-1 end (step 3's came before)
+    assert saved["loop"]["progress"]["global_step"] == 4  # the epoch-1 end (step 3's came before)
     resumed = train_kg(recipe, log=None, run_dir=run, resume=True)
     assert resumed["test"] == whole["test"]
     assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in whole["history"]]

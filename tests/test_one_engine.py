@@ -135,12 +135,16 @@ def test_no_task_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> Non
 
 SRC = TASKS.parent
 BODY_BASES = ("LoopBody", "StageBody")
+#: the engine loop's own state, kept and restored by TrainLoop.state / load_state
+LOOP_STATE = ("progress", "train_seconds", "best")
 
 
 def owner_reach(source: str) -> list[str]:
     """In every loop body of ``source`` (a class deriving from ``LoopBody`` or
     ``StageBody``): private names read off anything but ``self`` (``self.trainer._x``,
-    ``owner._say``), and ``__init__`` parameters annotated with the ``Trainer``."""
+    ``owner._say``), ``__init__`` parameters annotated with the ``Trainer``, and writes
+    to the loop's own state (``loop.progress = ...``: :meth:`TrainLoop.load_state` does
+    that, one way for every task)."""
     found = []
     for cls in ast.walk(ast.parse(source)):
         if not isinstance(cls, ast.ClassDef):
@@ -155,6 +159,14 @@ def owner_reach(source: str) -> list[str]:
                 and not (isinstance(node.value, ast.Name) and node.value.id == "self")
             ):
                 found.append(f"{cls.name} line {node.lineno}: {ast.unparse(node)}")
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr in LOOP_STATE
+                    and not (isinstance(target.value, ast.Name) and target.value.id == "self")
+                ):
+                    found.append(f"{cls.name} line {node.lineno}: writes {ast.unparse(target)}")
             if isinstance(node, ast.FunctionDef) and node.name == "__init__":
                 args = [*node.args.args, *node.args.kwonlyargs]
                 for arg in args:
@@ -173,12 +185,16 @@ def test_the_owner_reach_check_sees_a_body_calling_back() -> None:
         "    def batches(self, epoch, start):\n"
         "        self.bar = self.trainer._progress_bar(epoch, start)\n"
         "        return self._own(epoch)\n"
+        "    def restore(self, saved, loop):\n"
+        "        loop.progress = Progress.from_dict(saved['progress'])\n"
+        "        self.best = None\n"
         "class Other:\n"
         "    def f(self, t):\n"
         "        return t._x\n"
     )
     assert sorted(owner_reach(source)) == [
         "ImageSteps line 5: self.trainer._progress_bar",
+        "ImageSteps line 8: writes loop.progress",
         "ImageSteps: __init__ takes trainer: the trainer",
     ]
 

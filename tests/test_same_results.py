@@ -1,7 +1,9 @@
 """Behaviour unchanged by issue 40 (one engine for every task): one tiny seeded run per task
 ends with the ``eval.json`` it had before the tasks moved onto the engine's loop.
 
-The numbers below were recorded on the commit before that change (029ec10).  Tolerance: a
+The numbers below were recorded at 029ec10, after the first two issue-40 commits; the same
+five runs at bbf3c33, the commit before issue 40's first change, give the same numbers
+(checked by hand on 2026-12-04 with that commit's import paths).  Tolerance: a
 relative 1e-6 (float32 sums of a few hundred terms; the rankings and accuracies are counts,
 equal exactly unless a score ties differently), not bitwise: a BLAS may sum in another
 order.

@@ -256,6 +256,49 @@ def test_kg_run_resumes_after_a_crash_to_the_uninterrupted_result(
     assert stored["test"] == whole["test"]  # a finished run: its stored summary
 
 
+def test_a_kg_checkpoint_in_the_layout_before_the_engines_loop_state_resumes_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KG checkpoint keeps the engine loop's own state (``loop``: progress, time, best
+    epoch); one written before (``progress``, ``train_seconds``, ``best`` as ``{mrr,
+    epoch, model}`` at the top) still resumes to the uninterrupted result and loads."""
+    from spacl.engine.checkpoint import load_checkpoint, save_checkpoint
+
+    root = cycle_graph(tmp_path / "toy")
+    whole = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "whole")
+    real_begin = kg_task.KGSteps.begin_epoch
+
+    def crash_at_epoch_6(self, epoch, loop):  # type: ignore[no-untyped-def]
+        if epoch + 1 == 6:
+            raise KeyboardInterrupt("simulated crash")
+        return real_begin(self, epoch, loop)
+
+    monkeypatch.setattr(kg_task.KGSteps, "begin_epoch", crash_at_epoch_6)
+    with pytest.raises(KeyboardInterrupt):
+        train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "old")
+    monkeypatch.setattr(kg_task.KGSteps, "begin_epoch", real_begin)
+    path = tmp_path / "old" / "checkpoints" / "last.pt"
+    saved = load_checkpoint(path)
+    loop = saved.pop("loop")
+    best = loop["best"]
+    assert best is not None and loop["progress"]["epoch"] == 5  # validated at epoch 4
+    old = {
+        **saved,
+        "epoch": loop["progress"]["epoch"],
+        "progress": loop["progress"],
+        "train_seconds": loop["train_seconds"],
+        "best": {"mrr": best["score"], "epoch": best["epoch"], "model": best["snapshot"]},
+    }
+    assert kg_task.loop_state(old) == loop
+    torch.testing.assert_close(kg_task.best_weights(old), best["snapshot"], rtol=0, atol=0)
+    save_checkpoint(old, path)
+    mid = load_link_model(tmp_path / "old")  # an unfinished run loads its best epoch
+    torch.testing.assert_close(mid.model.state_dict(), best["snapshot"], rtol=0, atol=0)
+    resumed = train_kg(kg_recipe(root), log=None, run_dir=tmp_path / "old", resume=True)
+    assert resumed["test"] == whole["test"] and resumed["best_epoch"] == whole["best_epoch"]
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in whole["history"]]
+
+
 def test_out_dir_is_the_parent_of_a_named_run(tmp_path: Path) -> None:
     root = cycle_graph(tmp_path / "toy")
     recipe = {**kg_recipe(root, epochs=2), "out_dir": str(tmp_path / "runs"), "name": "toy-run"}

@@ -125,10 +125,10 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     if kg is None:
         saved = Path(run_dir) / GRAPH_FILE
         kg = read_graph_vocabulary(saved) if saved.is_file() else _dataset_of(cfg)
-    from spacl.tasks.kg.train import build_link_predictor
+    from spacl.tasks.kg.train import best_weights, build_link_predictor
 
     model = build_link_predictor(cfg, kg)
-    weights = state["model"] if state.get("finished") else (state["best"] or {}).get("model")
+    weights = best_weights(state)
     if weights is None:
         raise ValueError(f"{run_dir}: the run has not validated an epoch yet (no best weights)")
     model.load_state_dict(weights)

@@ -42,7 +42,7 @@ from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocab
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
 from spacl.engine.device import resolve_device
 from spacl.engine.interrupt import StopOnSignal
-from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
+from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.rundir import RunDirectory
 from spacl.evaluate.ranking import evaluate_link_prediction
@@ -318,22 +318,18 @@ class KGSteps(LoopBody):
             self.store.save(self.state(loop))
 
     def state(self, loop: TrainLoop) -> dict[str, Any]:
-        """The checkpoint of the run so far: at an epoch end, or mid-epoch (a step
-        interval, Ctrl-C), then with the epoch's order, position and loss sums."""
-        best = loop.best
+        """The checkpoint of the run so far: the engine loop's own state
+        (:meth:`~spacl.engine.loop.TrainLoop.state`: where it is, the time used, the best
+        epoch's weights) and the body's: at an epoch end, or mid-epoch (a step interval,
+        Ctrl-C), then with the epoch's order and loss sums."""
         return {
-            "epoch": loop.progress.epoch,
-            "progress": loop.progress.as_dict(),
+            "loop": loop.state(),
             "perm": self.perm,
             "diagnostics": dict(self.diagnostics),
             "epochs_done": self.epochs_done,
-            "train_seconds": loop.seconds(),
             "model": self.setup.model.state_dict(),
             "optimizer": self.setup.optimizer.state_dict(),
             "objective": self.setup.objective.state_dict(),
-            "best": None
-            if best is None
-            else {"mrr": best.score, "epoch": best.epoch, "model": best.snapshot},
             "history": json.dumps(self.history),
             "order_gen": self.order_gen.get_state(),
             "rng": capture_rng_state(),
@@ -343,18 +339,11 @@ class KGSteps(LoopBody):
     def restore(self, saved: dict[str, Any], loop: TrainLoop) -> None:
         """Continue from :meth:`state`: at the saved step of the saved epoch (a checkpoint
         written before step positions were kept: at the next epoch)."""
-        if "progress" in saved:
-            loop.progress = Progress.from_dict(saved["progress"])
-        else:
-            loop.progress = Progress(epoch=int(saved["epoch"]))
+        loop.load_state(loop_state(saved))
         if loop.progress.step_in_epoch > 0:  # mid-epoch: the epoch's order and sums
             self.perm = saved["perm"]
             self.diagnostics = dict(saved["diagnostics"])
             self._open_epoch(loop.progress.epoch, loop.progress.step_in_epoch)
-        loop.train_seconds = float(saved["train_seconds"])
-        best = saved["best"]
-        if best is not None:
-            loop.best = Best(float(best["mrr"]), int(best["epoch"]), best["model"])
         self.epochs_done = float(saved["epochs_done"])
         self.setup.model.load_state_dict(saved["model"])
         self.setup.optimizer.load_state_dict(saved["optimizer"])
@@ -366,6 +355,33 @@ class KGSteps(LoopBody):
             torch.set_rng_state(rng)
         else:
             restore_rng_state(rng)
+
+
+def loop_state(saved: dict[str, Any]) -> dict[str, Any]:
+    """The engine loop's state in a KG checkpoint (:meth:`KGSteps.state`), or the same
+    read from a checkpoint written before the loop kept its own (``progress`` or
+    ``epoch``, ``train_seconds``, ``best`` as ``{mrr, epoch, model}``)."""
+    if "loop" in saved:
+        return dict(saved["loop"])
+    progress = saved.get("progress") or Progress(epoch=int(saved["epoch"])).as_dict()
+    best = saved["best"]
+    return {
+        "progress": progress,
+        "train_seconds": saved["train_seconds"],
+        "best": None
+        if best is None
+        else {"score": best["mrr"], "epoch": best["epoch"], "snapshot": best["model"]},
+    }
+
+
+def best_weights(saved: dict[str, Any]) -> dict[str, Tensor] | None:
+    """The weights a KG checkpoint's link predictor loads: the final (best epoch's)
+    weights of a finished run, the best validated epoch's so far otherwise, ``None``
+    before any validation."""
+    if saved.get("finished"):
+        return dict(saved["model"])
+    best = loop_state(saved)["best"]
+    return None if best is None else dict(best["snapshot"])
 
 
 def _run_loop(
