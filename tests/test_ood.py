@@ -457,6 +457,50 @@ def test_selection_scores_follow_the_simulated_open_split() -> None:
     assert low["quantile/class"] < 100.0
 
 
+@pytest.mark.parametrize("seed", [0, 5])
+def test_both_held_out_uses_train_without_the_classes_hidden_classes_gives(seed: int) -> None:
+    """``held_out_head`` and ``held_out_threshold`` hide exactly what ``hidden_classes``
+    gives for their minimum: their auxiliary head sees the kept classes' train rows only
+    (relabelled in kept order), and the selection's fit / eval halves are the hidden set."""
+    from spacl.tasks.text.decision import (
+        MIN_HIDDEN_SELECTION,
+        MIN_HIDDEN_THRESHOLD,
+        held_out_head,
+        held_out_threshold,
+        hidden_classes,
+    )
+
+    k, fraction = 9, 0.25
+    train_y = torch.arange(k).repeat(4)
+    train_x = torch.randn(len(train_y), 5, generator=torch.Generator().manual_seed(seed))
+    dev_y = torch.arange(k).repeat(2)
+    dev_x = torch.randn(len(dev_y), 5, generator=torch.Generator().manual_seed(seed + 1))
+    seen: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+
+    def train_head(x: torch.Tensor, y: torch.Tensor, n: int) -> torch.nn.Module:
+        seen.append((x, y, n))
+        return torch.nn.Identity()
+
+    def project(head: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return head(x)
+
+    def expect(minimum: int) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden, kept = hidden_classes(k, fraction, seed, minimum)
+        rows = torch.isin(train_y, kept)
+        relabel = torch.searchsorted(kept, train_y[rows])
+        x, y, n = seen.pop()
+        assert n == len(kept) and torch.equal(x, train_x[rows]) and torch.equal(y, relabel)
+        return hidden, kept
+
+    args = {"fraction": fraction, "seed": seed, "train_head": train_head, "project": project}
+    aux = held_out_head(train_x, train_y, dev_x, k, **args)
+    hidden, kept = expect(MIN_HIDDEN_SELECTION)
+    assert sorted([*aux.hidden_fit.tolist(), *aux.hidden_eval.tolist()]) == sorted(hidden.tolist())
+    assert aux.num_kept == len(kept)
+    held_out_threshold(train_x, train_y, dev_x, dev_y, k, **args)
+    expect(MIN_HIDDEN_THRESHOLD)
+
+
 def test_one_hidden_class_split_serves_both_held_out_uses() -> None:
     """``hidden_classes``: the selection (at least 2 hidden, cut into fit / eval halves)
     and the threshold alone (at least 1) draw from one seeded permutation, so the same
