@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,7 @@ from spacl.tasks.kg.config import KGConfig, kg_config
 from spacl.tasks.text.config import OODConfig, ood_config
 
 RECIPES = list_recipes()
+TEXT = "text/stackoverflow_frozen_spacl"
 SECTIONS = {"data": DataSection, "optim": OptimSection, "train": TrainSection, "eval": EvalSection}
 
 
@@ -188,3 +190,26 @@ def test_load_recipe_finds_the_builtin_tasks_without_importing_them():
         "assert load_recipe('text/stackoverflow_frozen_spacl').task == 'text'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_relative_path_keys_are_stored_absolute(tmp_path, monkeypatch):
+    """Every path-valued key (``data.root``, the text task's ``encoder.cache_dir``) is made
+    absolute when the recipe is read, so a run's config.yaml names the same directories
+    from anywhere; an absolute path is kept as written, ``~`` expanded, unset stays unset.
+    (``data.root`` through ``spacl train`` / ``spacl eval``: tests/test_own_images.py.)"""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    here = Path.cwd()
+    cfg = load_recipe(TEXT, ["encoder.cache_dir=emb", "data.root=texts"]).config
+    assert cfg.encoder.cache_dir == str(here / "emb") and cfg.data.root == str(here / "texts")
+    # counter-example: an absolute cache_dir is unchanged (not resolved, not moved)
+    absolute = tmp_path / "elsewhere" / ".." / "emb"
+    cfg = load_recipe(TEXT, [f"encoder.cache_dir={absolute}"]).config
+    assert cfg.encoder.cache_dir == str(absolute) and cfg.data.root is None
+    assert load_recipe(TEXT).config.encoder.cache_dir is None
+    tilde = load_recipe(TEXT, ["encoder.cache_dir=~/emb"]).config.encoder.cache_dir
+    assert tilde == str(tmp_path / "home" / "emb")
+    # a task without the key (kg, image) reads as before, its data.root made absolute
+    assert load_recipe("kg/fb15k237_spacl", ["data.root=kgdata"]).config.data.root == str(
+        here / "kgdata"
+    )

@@ -344,16 +344,28 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
     layer = _as_layer(source)
     task = recipe_task(recipe_layer([layer], overrides))
     config = task_loader(task)(layer, overrides)
-    _absolute_data_root(config)
+    _absolute_paths(config)
     return LoadedRecipe(task, config)
 
 
-def _absolute_data_root(cfg: Any) -> None:
-    """A relative ``data.root`` made absolute (from the working directory, ``~`` expanded)
-    once, when the recipe is read: the run directory's config then names the same data
-    from any directory (``spacl eval`` elsewhere)."""
-    data = cfg.get("data") if hasattr(cfg, "get") else None
-    root = data.get("root") if data is not None and hasattr(data, "get") else None
-    if data is not None and isinstance(root, str) and root:
-        if not Path(root).expanduser().is_absolute():
-            data.root = str(Path(root).expanduser().resolve())
+#: the config keys that name a file or directory the run reads again later (any task's
+#: schema; a key a task lacks is skipped).  ``out_dir`` is not one: it is only the parent
+#: of a new run directory, relative to where ``spacl train`` runs, and read at no later time.
+_PATH_KEYS = ("data.root", "encoder.cache_dir")
+
+
+def _absolute_paths(cfg: Any) -> None:
+    """Every relative path of :data:`_PATH_KEYS` made absolute (from the working directory,
+    ``~`` expanded) once, when the recipe is read: the run directory's config then names
+    the same data and embedding cache from any directory (``spacl eval`` elsewhere).  An
+    absolute path is kept as written; an unset (``None`` / empty) key stays unset."""
+    for key in _PATH_KEYS:
+        section_name, name = key.split(".")
+        section: Any = cfg.get(section_name) if hasattr(cfg, "get") else None
+        value = section.get(name) if hasattr(section, "get") else None
+        if not isinstance(value, str) or not value:
+            continue
+        if Path(value).is_absolute():
+            continue
+        path = Path(value).expanduser()
+        section[name] = str(path if path.is_absolute() else path.resolve())
