@@ -132,6 +132,39 @@ def test_resume_without_a_checkpoint_is_a_one_line_error(
     assert not (empty / "metrics.jsonl").exists()  # nothing was started
 
 
+def test_resume_of_a_started_run_without_a_checkpoint_is_refused_by_cli_and_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run directory holding only what a run writes first (config.yaml, an empty
+    metrics.jsonl and checkpoints/): ``spacl train RUN --resume`` and
+    ``spacl.run_recipe(..., resume=True)`` both refuse it in one line, and start nothing."""
+    from omegaconf import OmegaConf
+
+    import spacl
+
+    started = tmp_path / "started"
+    (started / "checkpoints").mkdir(parents=True)
+    OmegaConf.save(load_config(None, FEW_CHECKPOINTS), started / "config.yaml")
+    (started / "metrics.jsonl").write_text("")
+    assert main(["train", str(started), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no checkpoints/last.pt" in err
+    with pytest.raises(FileNotFoundError, match=r"no checkpoints/last\.pt"):
+        spacl.run_recipe(started / "config.yaml", out=started, resume=True)
+    with pytest.raises(FileNotFoundError, match="no --out"):
+        spacl.run_recipe(started / "config.yaml", resume=True)
+    assert not (started / "metrics.jsonl").read_text()  # nothing was started
+
+
+@pytest.mark.parametrize("recipe", ["digits/simclr", "kg/fb15k237_infonce", "text/stackoverflow"])
+def test_every_task_checkpoints_at_a_step_interval_by_default(recipe: str) -> None:
+    """An hour of training never depends on an epoch end: each task's default writes a
+    step checkpoint (``train.checkpoint_every`` > 0)."""
+    from spacl.schema import load_recipe
+
+    assert int(load_recipe(recipe).config.train.checkpoint_every) > 0
+
+
 def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
     tmp_path: Path,
 ) -> None:

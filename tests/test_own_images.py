@@ -94,21 +94,23 @@ def test_an_unreadable_image_is_named_in_one_line_or_skipped(
     ``DataLoader`` worker decodes it; ``data.bad_images=skip`` trains without it."""
     root = tmp_path / "folder"
     write_folder(root / "train")
+    write_folder(root / "test")  # the corrupt file is a training image
     bad = corrupt(root / "train" / "class1" / "3.png", kind)
     capsys.readouterr()
     out = tmp_path / "run"
-    code = main(["train", "digits/simclr", *overrides(root, f"data.num_workers={workers}"),
-                 "--out", str(out)])  # fmt: skip
+    # one batch of every training image: the corrupt one is met in the first step
+    first = [f"data.num_workers={workers}", "train.batch_size=64"]
+    code = main(["train", "digits/simclr", *overrides(root, *first), "--out", str(out)])
     assert code == 2
     notes, _, err = capsys.readouterr().err.strip().rpartition("\n")
     assert str(bad) in err and "data.bad_images=skip" in err
     assert err.startswith("spacl train: error: unreadable image")
-    if kind == "truncated":  # found when decoded: after the split note and the run's name
+    if kind == "truncated":  # found when decoded: after the notes on the data
         assert "truncated" in err and "Traceback" not in notes and len(notes.splitlines()) <= 2
     else:
         assert notes == ""
-        assert "run directory" not in notes  # not named before the error: nothing written
-    assert not (out / "checkpoints" / "last.pt").exists()
+    # the run is named only after its first step, and a failed start leaves nothing behind
+    assert "run directory" not in notes and not out.exists()
     skip = [*overrides(root), "data.bad_images=skip"]
     again = tmp_path / "skipped"
     assert main(["train", "digits/simclr", *skip, "--out", str(again)]) == 0

@@ -49,7 +49,12 @@ def register(subparsers: Any) -> None:
         "--out", default=None, help="run directory (default: <out_dir>/<name>-<time>)"
     )
     parser.add_argument("--resume", action="store_true", help="continue from checkpoints/last.pt")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar or progress messages; warnings (a held-out split, a capped "
+        "batch, skipped geometry) and errors still print",
+    )
     parser.set_defaults(func=run)
 
 
@@ -63,7 +68,7 @@ def resolve_run(
     output; an output directory that already holds a checkpoint needs ``--resume``.
     """
     from spacl import schema
-    from spacl.engine.rundir import RunDirectory
+    from spacl.engine.rundir import RunDirectory, require_checkpoint
 
     source = Path(config)
     run_dir: Path | None = Path(out) if out else None
@@ -77,12 +82,8 @@ def resolve_run(
         run_dir = run_dir or source
     else:
         loaded = schema.load_recipe(config, overrides)
-    if resume and (run_dir is None or not RunDirectory(run_dir).last_checkpoint.is_file()):
-        where = run_dir if run_dir is not None else "the new run (no --out, no run directory)"
-        raise FileNotFoundError(
-            f"--resume: {where} has no checkpoints/last.pt to continue from; "
-            "drop --resume to start a new run"
-        )
+    if resume:
+        require_checkpoint(run_dir)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
         raise ValueError(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
@@ -119,11 +120,17 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
     )
 
 
+#: what a run writes before its first step, besides an empty ``metrics.jsonl`` and
+#: ``checkpoints/``: its config and an image-folder run's split record
+SKELETON_FILES = ("config.yaml", "split.json")
+
+
 def _skeleton_only(path: Path) -> bool:
     """Whether the run directory ``path`` holds nothing but what a run writes before its
-    first step: ``config.yaml``, an empty ``metrics.jsonl``, an empty ``checkpoints/``."""
+    first step: :data:`SKELETON_FILES`, an empty ``metrics.jsonl``, an empty
+    ``checkpoints/``."""
     for entry in path.iterdir():
-        if entry.name == "config.yaml" and entry.is_file():
+        if entry.name in SKELETON_FILES and entry.is_file():
             continue
         if entry.name == "metrics.jsonl" and entry.is_file() and not entry.stat().st_size:
             continue
@@ -137,7 +144,7 @@ def _remove_skeleton(path: Path, created: bool) -> None:
     """Remove the skeleton of :func:`_skeleton_only`, and ``path`` itself if ``created``
     (best effort: another process of a distributed run may be removing it too)."""
     try:
-        for name in ("config.yaml", "metrics.jsonl"):
+        for name in (*SKELETON_FILES, "metrics.jsonl"):
             (path / name).unlink(missing_ok=True)
         if (path / "checkpoints").is_dir():
             (path / "checkpoints").rmdir()
@@ -150,8 +157,9 @@ def _remove_skeleton(path: Path, created: bool) -> None:
 @contextmanager
 def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Iterator[None]:
     """On an error in the block (missing data, say), remove the run directory this command
-    created when it holds only the skeleton a run writes first (``config.yaml``, empty
-    ``metrics.jsonl`` and ``checkpoints/``): a failed start leaves nothing behind.
+    created when it holds only the skeleton a run writes first (``config.yaml``,
+    ``split.json``, empty ``metrics.jsonl`` and ``checkpoints/``): a failed start leaves
+    nothing behind.
 
     ``run_dir``: the run directory, if known (an existing, non-empty one is never touched);
     otherwise ``out_dir``, the parent a timestamped run directory is made in: the new
@@ -220,12 +228,25 @@ def run(args: argparse.Namespace) -> int:
             dist.broadcast_object_list(holder, src=0)
             run_dir = Path(holder[0])
         command = "spacl train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        named = [False]
+
+        def name_the_run(trainer: Trainer, global_step: int) -> None:
+            """The run directory, named once its first step is done: a run that fails
+            before (an image that cannot be read) leaves nothing and names nothing."""
+            if not named[0] and ctx.is_main and not args.quiet:
+                print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
+            named[0] = True
+
         with removed_if_nothing_saved(run_dir):  # a failed start (an unreadable image)
             trainer = Trainer(
-                cfg, run_dir, resume=args.resume, ctx=ctx, quiet=args.quiet, command=command
+                cfg,
+                run_dir,
+                resume=args.resume,
+                ctx=ctx,
+                quiet=args.quiet,
+                command=command,
+                callbacks=[name_the_run],
             )
-            if ctx.is_main and not args.quiet:  # named once it exists: not before an error
-                print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
             if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
                 print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
             try:

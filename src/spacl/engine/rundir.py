@@ -41,6 +41,7 @@ __all__ = [
     "default_run_dir",
     "jsonable",
     "read_task_checkpoint",
+    "require_checkpoint",
     "run_config",
 ]
 
@@ -271,6 +272,22 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def require_checkpoint(run_dir: str | Path | None) -> Path:
+    """``run_dir``'s ``checkpoints/last.pt``, which a resume continues from: a resume
+    with none is an error, never a silent fresh start (``--resume`` / ``resume=True``).
+
+    Raises:
+        FileNotFoundError: no run directory given, or it holds no checkpoint.
+    """
+    if run_dir is None or not RunDirectory(run_dir).last_checkpoint.is_file():
+        where = run_dir if run_dir is not None else "the new run (no --out, no run directory)"
+        raise FileNotFoundError(
+            f"--resume: {where} has no checkpoints/last.pt to continue from; "
+            "drop --resume to start a new run"
+        )
+    return RunDirectory(run_dir).last_checkpoint
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from spacl import schema
 
 # the built-in tasks' schemas register themselves (spacl.schema.register_task)
 from spacl.engine import config as _image_schema
+from spacl.engine.rundir import require_checkpoint
 from spacl.schema import LoadedRecipe, task_entry
 from spacl.tasks.kg import config as _kg_schema
 from spacl.tasks.text import config as _text_schema
@@ -60,11 +61,14 @@ def run_loaded(
     """Run a validated recipe (:func:`spacl.schema.load_recipe`) with its task's runner.
 
     ``out``: the run directory (default: a new ``<out_dir>/<name>-<time>`` where the task
-    writes one); ``resume`` continues the run in ``out``; ``quiet``: no progress bars
+    writes one); ``resume`` continues the run in ``out`` (a ``FileNotFoundError`` when
+    ``out`` holds no checkpoint); ``quiet``: no progress bars
     (``train.progress=false``).  Returns the runner's result: the image engine's
     :class:`~spacl.engine.TrainResult`, the KG / text summary dict.
     """
     func = _runner(recipe.task)
+    if resume:  # a resume with nothing to continue is an error, not a fresh start
+        require_checkpoint(out)
     cfg = recipe.config
     if quiet:
         cfg.train.progress = False
