@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,30 @@ def test_command_help_is_plain_text() -> None:
     for name, command in sub.choices.items():
         text = command.format_help()
         assert "``" not in text and ":func:" not in text and "**" not in text, name
+        assert not rst_layout_lines(text), (name, rst_layout_lines(text))
+    # counter-examples: the table `spacl reproduce --help` printed, and a section title
+    table = "=====  =========\n``a``  the first\n=====  =========\n"
+    assert rst_layout_lines(table) == ["=====  =========", "=====  ========="]
+    assert rst_layout_lines("Intro.\n\nStudies\n-------\n\ntext\n") == ["-------"]
+    assert rst_layout_lines("  name  meaning\n  a ==  b\n\n-----\n") == []
+
+
+def rst_layout_lines(text: str) -> list[str]:
+    """The lines of ``text`` that only reStructuredText reads: table rules (``=`` and
+    spaces, at least two runs of ``===``) and section underlines (one punctuation mark
+    repeated, at least three, under a line of text no longer than it)."""
+    found, previous = [], ""
+    for line in text.splitlines():
+        bare = line.strip()
+        if set(bare) <= {"=", " "} and len(re.findall("={3,}", bare)) >= 2:
+            found.append(bare)
+        elif (
+            len(bare) >= 3
+            and len(set(bare)) == 1
+            and bare[0] in "=-~^*#+_`'\":.<>"
+            and previous
+            and len(previous) <= len(bare)
+        ):
+            found.append(bare)
+        previous = bare
+    return found

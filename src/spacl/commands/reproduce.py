@@ -1,12 +1,12 @@
 """``spacl reproduce NAME``: run one of the laptop-scale studies that check the papers' claims.
 
-=====================  ====================================================================
-``hard-negatives``     SCL vs HSCL, UCL vs HUCL: neural vs dimensional collapse (SPEC §2)
-``alignment``          CL vs NSCL / SupCon / CE under shared randomness, CKA, RSA (SPEC §3)
-``spacl``              SPACL under one fair protocol vs SimCLR / SupCon / HCL / VarCon /
-                       Barlow Twins / MaskCon on MNIST-5k and CLINC150 10-shot: every
-                       option, the ablations, collapse diagnostics (§1)
-=====================  ====================================================================
+NAME is one of:
+
+  hard-negatives  SCL vs HSCL, UCL vs HUCL: neural vs dimensional collapse (SPEC §2)
+  alignment       CL vs NSCL / SupCon / CE under shared randomness, CKA, RSA (SPEC §3)
+  spacl           SPACL under one fair protocol vs SimCLR / SupCon / HCL / VarCon /
+                  Barlow Twins / MaskCon on MNIST-5k and CLINC150 10-shot: every
+                  option, the ablations, collapse diagnostics (§1)
 
 Each study writes ``report.md`` (the paper's claim, the paper's number and the number
 measured here side by side, with a verdict computed by a stated rule), PNG plots and
