@@ -119,6 +119,39 @@ def test_sigterm_before_any_loop_is_a_keyboard_interrupt_that_exits_143() -> Non
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_an_image_run_loads_its_data_is_one_line_and_leaves_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    status: int,
+) -> None:
+    """Ctrl-C / ``kill`` before the first step (the data still loading): one line, the
+    shell's status for the signal, and no run directory left behind."""
+    from omegaconf import OmegaConf
+
+    from spacl.engine import trainer as trainer_module
+
+    real = trainer_module.build_run_data
+
+    def loading(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signum)
+        return real(*args, **kwargs)
+
+    recipe, run = tmp_path / "recipe.yaml", tmp_path / "run"
+    OmegaConf.save(load_config(None, FEW_CHECKPOINTS), recipe)
+    monkeypatch.setattr(trainer_module, "build_run_data", loading)
+    capsys.readouterr()
+    assert main(["train", str(recipe), "--out", str(run)]) == status
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "spacl train: interrupted before a checkpoint was written (nothing to resume): "
+        "run the same command again"
+    )
+    assert not run.exists()
+
+
 def test_resume_without_a_checkpoint_is_a_one_line_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -125,6 +125,20 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
 SKELETON_FILES = ("config.yaml", "split.json")
 
 
+def interrupted_early(err: BaseException) -> int:
+    """Ctrl-C / ``kill`` before a run's first checkpoint (its data loading, say): one
+    line, the shell's status for the signal; :func:`removed_if_nothing_saved` has
+    removed the skeleton the run wrote."""
+    from spacl.engine.interrupt import exit_status
+
+    print(
+        "spacl train: interrupted before a checkpoint was written (nothing to resume): "
+        "run the same command again",
+        file=sys.stderr,
+    )
+    return exit_status(getattr(err, "signum", None))
+
+
 def _skeleton_only(path: Path) -> bool:
     """Whether the run directory ``path`` holds nothing but what a run writes before its
     first step: :data:`SKELETON_FILES`, an empty ``metrics.jsonl``, an empty
@@ -174,7 +188,7 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
     before = set(parent.iterdir()) if parent is not None and parent.is_dir() else set()
     try:
         yield
-    except Exception:
+    except (Exception, KeyboardInterrupt):  # an error, or Ctrl-C / kill before a step
         candidates: list[tuple[Path, bool]] = []
         if run_dir is not None and (created or empty):
             candidates.append((run_dir, created))
@@ -208,12 +222,7 @@ def run(args: argparse.Namespace) -> int:
             print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
             return exit_status(stop.signum)
         except KeyboardInterrupt as err:  # before the first loop, or no run directory
-            print(
-                "spacl train: interrupted before a checkpoint was written (nothing to "
-                "resume): run the same command again",
-                file=sys.stderr,
-            )
-            return exit_status(getattr(err, "signum", None))
+            return interrupted_early(err)
         print(format_task_summary(summary))
         return 0
     cfg = loaded.config
@@ -237,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
             named[0] = True
 
-        with removed_if_nothing_saved(run_dir):  # a failed start (an unreadable image)
+        with InterruptOnTerm(), removed_if_nothing_saved(run_dir):  # a failed start
             trainer = Trainer(
                 cfg,
                 run_dir,
@@ -258,13 +267,15 @@ def run(args: argparse.Namespace) -> int:
                 if ctx.is_main:
                     print(interrupted_line(stop, run_dir), file=sys.stderr)
                 return exit_status(stop.signum)
-        if ctx.is_main:
-            rows = [(name, m) for name, m in result.metrics.items()]
-            print(format_results_table(rows, first_column="arm"))
-            print(
-                f"\nrun directory: {result.run_dir}  "
-                f"({result.global_step} steps, {result.seconds:.1f} s)"
-            )
-        return 0
+    except KeyboardInterrupt as err:  # Ctrl-C / kill while the data loads
+        return interrupted_early(err)
     finally:
         ctx.shutdown()
+    if ctx.is_main:
+        rows = [(name, m) for name, m in result.metrics.items()]
+        print(format_results_table(rows, first_column="arm"))
+        print(
+            f"\nrun directory: {result.run_dir}  "
+            f"({result.global_step} steps, {result.seconds:.1f} s)"
+        )
+    return 0
