@@ -10,7 +10,13 @@ import torch
 from spacl.data import LabeledData
 from spacl.losses import SPACLLoss
 from spacl.studies.spacl_bench.benches import FeatureDropoutViews, few_shot_index
-from spacl.studies.spacl_bench.methods import BASE, FACTORS, spacl_choices, spacl_method
+from spacl.studies.spacl_bench.methods import (
+    BASE,
+    FACTORS,
+    TEMPERATURES,
+    spacl_choices,
+    spacl_method,
+)
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.stages import option_choices, paper_ablations
 from spacl.studies.verdicts import NOT_AT_SCALE, OPPOSITE, REPRODUCED
@@ -278,7 +284,7 @@ def test_grid_edges_flag_a_choice_at_either_end_and_only_there() -> None:
 
 
 def test_grow_grid_extends_the_end_holding_the_choice_up_to_the_cap() -> None:
-    from spacl.studies.spacl_bench.methods import MAX_GROWTH, TEMPERATURES, grow_grid
+    from spacl.studies.spacl_bench.methods import MAX_GROWTH, grow_grid
 
     assert grow_grid(TEMPERATURES, TEMPERATURES, 0.5) == (0.05, 0.1, 0.2, 0.5, 1.25)
     assert grow_grid(TEMPERATURES, TEMPERATURES, 0.05) == (0.025, 0.05, 0.1, 0.2, 0.5)
@@ -290,6 +296,64 @@ def test_grow_grid_extends_the_end_holding_the_choice_up_to_the_cap() -> None:
     assert grid == (0.05, 0.1, 0.2, 0.5, 1.25, 3.12, 7.79)
     assert grow_grid(grid, TEMPERATURES, 7.79) is None  # the cap: flagged, not grown
     assert grow_grid(grid, TEMPERATURES, 0.05) == (0.025, *grid)  # the other end still can
+
+
+def test_grow_grid_grows_past_an_edge_whose_validation_score_the_choice_ties() -> None:
+    """The lower value wins a tie, so a tie with the top hides a curve still at its best
+    there: the grid grows past the tied end, within the same cap; a choice strictly
+    above both ends' scores grows nothing (the counter-example)."""
+    from spacl.studies.spacl_bench.methods import MAX_GROWTH, grow_grid
+
+    tied = {0.05: 0.80, 0.1: 0.85, 0.2: 0.90, 0.5: 0.90}
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.2, tied) == (0.05, 0.1, 0.2, 0.5, 1.25)
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.2) is None  # no scores: the old rule
+    inside = {**tied, 0.5: 0.89}  # 0.2 strictly above both ends
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.2, inside) is None
+    interior_tie = {**inside, 0.1: 0.90}  # ties an interior value only: no edge
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.1, interior_tie) is None
+    low = {0.05: 0.9, 0.1: 0.9, 0.2: 0.8, 0.5: 0.7}  # a tie with the bottom (another selector)
+    assert grow_grid(TEMPERATURES, TEMPERATURES, 0.1, low) == (0.025, 0.05, 0.1, 0.2, 0.5)
+    grid = (*TEMPERATURES, 1.25, 3.12, 7.79)  # MAX_GROWTH values past the top already
+    assert sum(v > max(TEMPERATURES) for v in grid) == MAX_GROWTH
+    flat = {t: 0.9 for t in grid} | {0.05: 0.8, 0.1: 0.85}
+    assert grow_grid(grid, TEMPERATURES, 0.2, flat) is None  # the cap holds for a tie too
+
+
+@pytest.mark.parametrize(
+    ("curve", "chosen", "grid"),
+    [
+        # 0.2 ties 0.5: one value past the top, which scores lower: inside, stop
+        ({0.05: 0.8, 0.1: 0.85, 0.2: 0.9, 0.5: 0.9, 1.25: 0.88}, 0.2, (*TEMPERATURES, 1.25)),
+        # the tie holds at every grown value: grown to the cap, still tied (flagged)
+        ({0.05: 0.8, 0.1: 0.85}, 0.2, (*TEMPERATURES, 1.25, 3.12, 7.79)),
+        # strictly inside: nothing grows (the counter-example)
+        ({0.05: 0.8, 0.1: 0.85, 0.2: 0.9, 0.5: 0.89}, 0.2, TEMPERATURES),
+    ],
+)
+def test_tuning_grows_the_grid_while_the_choice_ties_the_tops_score(
+    tmp_path: Path, curve: dict[float, float], chosen: float, grid: tuple[float, ...]
+) -> None:
+    """A fake trainer with a validation plateau from 0.2 up (``curve``, 0.9 elsewhere)."""
+    from spacl.studies.spacl_bench.edges import edge_of
+    from spacl.studies.spacl_bench.stages import tune_over_grid
+
+    store = RunStore(tmp_path / "runs.jsonl")
+    method = spacl_method(BASE, "supervised", 16)
+    trained: list[float] = []
+
+    def fit(jobs: list[tuple[object, float]], seed: int) -> None:
+        for m, tau in jobs:
+            key = RunKey("b", "s", m.name, tau, seed)  # type: ignore[attr-defined]
+            if key not in store:
+                trained.append(tau)
+                score = curve.get(tau, 0.9)
+                store.add(key, {"steps": 1, "val": {"linear": score}, "test": {"linear": 0.0}})
+
+    assert tune_over_grid(store, "b", "s", method, "linear", fit) == (chosen, grid)
+    assert sorted(trained) == sorted(grid)  # each value trained once
+    tune = {f"{t:g}": 100.0 * curve.get(t, 0.9) for t in grid}
+    flagged = edge_of(chosen, tune)
+    assert flagged == ("ties the highest (7.79)" if len(grid) == 7 else "")
 
 
 @pytest.mark.parametrize(

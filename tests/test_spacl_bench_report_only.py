@@ -135,6 +135,26 @@ def test_a_tie_with_a_grid_edge_is_flagged_and_an_interior_optimum_is_not() -> N
     assert edge_caveat(m, [("b s", "B")]) == ""
 
 
+def test_a_flagged_choice_says_why_its_grid_did_not_grow_further() -> None:
+    """The growth cap (3 values past the method's own grid at that end), a grown value
+    not in the store, or the best-chance bench's pre-registered grid."""
+    from spacl.studies.spacl_bench.edges import BEST_CHANCE, why_not_grown
+
+    capped = {f"{t:g}": 90.0 for t in (0.2, 0.5, 1.25, 3.12, 7.79)} | {"0.05": 80.0}
+    assert why_not_grown("b s", "A", "ties the highest (7.79)", capped).startswith("the growth cap")
+    short = {"0.05": 80.0, "0.1": 85.0, "0.2": 90.0, "0.5": 90.0}
+    assert why_not_grown("b s", "A", "ties the highest (0.5)", short).startswith(
+        "the grown value's run"
+    )
+    assert why_not_grown(BEST_CHANCE, "A", "highest", short).startswith("the pre-registered")
+    barlow = {f"{t:g}": 90.0 for t in (0.005, 0.01, 0.02, 0.05, 0.125, 0.312, 0.781)}
+    assert why_not_grown("b s", "Barlow Twins", "highest", barlow).startswith("the growth cap")
+    m = {"benches": {"b": {"s": {"tuning": {"A": capped}, "temperatures": {"A": 0.2}}}}}
+    caveat = edge_caveat(m, [("b s", "A")])
+    assert "b s A: 0.2 ties the validation score of the highest grid value (7.79) (the " in caveat
+    assert "growth cap" in caveat
+
+
 def test_regeneration_adds_the_selected_settings_tuning_from_the_run_rows() -> None:
     """Results written before the selected setting's grid was recorded: its grid search
     replayed on the stored seed-0 rows gives the recorded choice, and the committed

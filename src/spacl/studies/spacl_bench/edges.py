@@ -5,10 +5,13 @@ lowest or highest value of its grid may not be the method's optimum: a value bey
 grid might score higher.  The same holds for a choice that **ties** the score at an
 edge: :func:`~.protocol.select_temperature` breaks ties toward the lower value, so a
 tie with the top of the grid chooses an interior value and hides that the curve is
-still at its best at the edge.  :func:`grid_edges` lists both kinds over every choice
-of the study (every baseline, SPACL's base and validation-chosen setting, every
-ablation arm, the best-chance bench's arms); :func:`edge_caveat` is the caveat a claim
-row states for the choices it compares.
+still at its best at the edge.  The benches' grids grow past such an edge, either kind,
+up to :data:`~.methods.MAX_GROWTH` values per end (:func:`~.methods.grow_grid`); what
+is left at or tied with an edge is listed by :func:`grid_edges` over every choice of
+the study (every baseline, SPACL's base and validation-chosen setting, every ablation
+arm, the best-chance bench's arms, whose pre-registered grid does not grow), and
+:func:`edge_caveat` is the caveat a claim row states for the choices it compares, with
+why the grid did not grow further.
 """
 
 from __future__ import annotations
@@ -17,17 +20,25 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, TEMPERATURES
+from spacl.studies.spacl_bench.methods import (
+    BARLOW_LAMBDAS,
+    MAX_GROWTH,
+    TEMPERATURES,
+    same_score,
+)
 
-__all__ = ["BEST_CHANCE", "edge_caveat", "edge_of", "grid_edges", "grown_grids", "tuned_choices"]
+__all__ = [
+    "BEST_CHANCE",
+    "edge_caveat",
+    "edge_of",
+    "grid_edges",
+    "grown_grids",
+    "tuned_choices",
+    "why_not_grown",
+]
 
 #: the ``where`` of the best-chance bench's choices
 BEST_CHANCE = "best chance"
-
-
-def _same(a: float, b: float) -> bool:
-    """Equal validation scores (accuracies in %; the float noise of ``100 * k / n`` aside)."""
-    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-9)
 
 
 def edge_of(chosen: float, tune: dict[str, float]) -> str:
@@ -54,9 +65,9 @@ def edge_of(chosen: float, tune: dict[str, float]) -> str:
     own = next((v for t, v in values.items() if math.isclose(t, chosen)), None)
     if own is None:
         return ""
-    if _same(own, values[hi]):
+    if same_score(own, values[hi]):
         return f"ties the highest ({hi:g})"
-    if _same(own, values[lo]):
+    if same_score(own, values[lo]):
         return f"ties the lowest ({lo:g})"
     return ""
 
@@ -107,21 +118,22 @@ def grown_grids(m: dict[str, Any]) -> int:
 
 def edge_caveat(m: dict[str, Any], choices: Iterable[tuple[str, str]]) -> str:
     """The caveat of a claim row comparing ``choices`` (``(where, method)`` pairs): one
-    clause per choice at or tied with an edge of its grid (:func:`edge_of`), or ``""``."""
+    clause per choice at or tied with an edge of its grid (:func:`edge_of`), with why
+    its grid did not grow past that edge (:func:`why_not_grown`), or ``""``."""
     flagged = {(where, name): row for where, name, *_, row in _flag_rows(m)}
     seen: list[str] = []
     for where, name in choices:
         row = flagged.get((where, name))
         if row is None:
             continue
-        chosen, edge = row
+        chosen, edge, why = row
         if edge in ("lowest", "highest"):
-            text = f"{where} {name}: {chosen} is the {edge} value of its grid"
+            text = f"{where} {name}: {chosen} is the {edge} value of its grid ({why})"
         else:
             _, _, end, value = edge.split()
             text = (
                 f"{where} {name}: {chosen} ties the validation score of the {end} grid "
-                f"value {value}"
+                f"value {value} ({why})"
             )
         if text not in seen:
             seen.append(text)
@@ -130,10 +142,34 @@ def edge_caveat(m: dict[str, Any], choices: Iterable[tuple[str, str]]) -> str:
     return (
         " Caveat (grid edge): "
         + "; ".join(seen)
-        + ": a value beyond the grid might score higher on validation (no rerun made)."
+        + ": a value beyond the grid might score higher on validation."
     )
 
 
-def _flag_rows(m: dict[str, Any]) -> list[tuple[str, str, tuple[str, str]]]:
-    rows, _ = grid_edges(m)
-    return [(r[0], r[1], (r[2], r[3])) for r in rows]
+def why_not_grown(where: str, name: str, edge: str, tune: dict[str, float]) -> str:
+    """Why a choice flagged at ``edge`` (:func:`edge_of`) of its grid ``tune`` was not
+    given room beyond it: the best-chance bench's pre-registered grid, the growth cap
+    (:data:`~.methods.MAX_GROWTH` values beyond the method's own grid at that end), or
+    the grown value's run not in the store."""
+    if where == BEST_CHANCE:
+        return "the pre-registered grid, not grown"
+    own = BARLOW_LAMBDAS if name.startswith("Barlow") else TEMPERATURES
+    grid = [float(t) for t in tune]
+    if "lowest" in edge:
+        beyond = sum(1 for t in grid if t < min(own) and not math.isclose(t, min(own)))
+    else:
+        beyond = sum(1 for t in grid if t > max(own) and not math.isclose(t, max(own)))
+    if beyond >= MAX_GROWTH:
+        return f"the growth cap, {MAX_GROWTH} values past the method's own grid"
+    return "the grown value's run not in the store"
+
+
+def _flag_rows(m: dict[str, Any]) -> list[tuple[str, str, tuple[str, str, str]]]:
+    flagged = []
+    for where, name, chosen, tune in tuned_choices(m):
+        edge = edge_of(float(chosen), tune)
+        if edge:
+            flagged.append(
+                (where, name, (f"{chosen:g}", edge, why_not_grown(where, name, edge, tune)))
+            )
+    return flagged

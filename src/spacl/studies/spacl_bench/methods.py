@@ -28,6 +28,7 @@ anchors        ``dynamic`` (one anchor per instance, the paper) or ``every_view`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "SpaclChoice",
     "baselines",
     "grow_grid",
+    "same_score",
     "spacl_choices",
     "spacl_method",
 ]
@@ -58,33 +60,64 @@ BARLOW_LAMBDAS: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05)
 MAX_GROWTH = 3
 
 
+def same_score(a: float, b: float) -> bool:
+    """Equal validation scores (the float noise of ``k / n`` aside): a tie."""
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-9)
+
+
 def grow_grid(
-    grid: tuple[float, ...], base: tuple[float, ...], chosen: float
+    grid: tuple[float, ...],
+    base: tuple[float, ...],
+    chosen: float,
+    scores: Mapping[float, float] | None = None,
 ) -> tuple[float, ...] | None:
     """``grid`` with one value more beyond the end where the validation choice ``chosen``
-    sits, or ``None``: ``chosen`` is inside, or that end already lies :data:`MAX_GROWTH`
-    values beyond ``base`` (the method's own grid), or the grid has one value.
+    sits, or beyond the end whose validation score it ties (``scores``: value ->
+    validation score; :func:`~.protocol.select_temperature` breaks ties toward the lower
+    value, so a tie with the top hides a curve still at its best there), or ``None``:
+    ``chosen`` is inside and ties neither end, or that end already lies
+    :data:`MAX_GROWTH` values beyond ``base`` (the method's own grid), or the grid has
+    one value.
 
     The new value continues the grid's own ratio at that end (``0.05 < 0.1`` gives
     ``0.025``; ``0.2 < 0.5`` gives ``1.25``), to three significant digits: a choice at
-    an edge may not be the method's optimum, so the grid grows until it is inside.
+    (or tied with) an edge may not be the method's optimum, so the grid grows until it is
+    inside, strictly above both ends' scores.
 
     Example:
         >>> grow_grid((0.05, 0.1, 0.2, 0.5), (0.05, 0.1, 0.2, 0.5), 0.5)
         (0.05, 0.1, 0.2, 0.5, 1.25)
         >>> grow_grid((0.05, 0.1, 0.2, 0.5), (0.05, 0.1, 0.2, 0.5), 0.2) is None
         True
+        >>> scores = {0.05: 0.80, 0.1: 0.85, 0.2: 0.90, 0.5: 0.90}  # 0.2 ties the top
+        >>> grow_grid((0.05, 0.1, 0.2, 0.5), (0.05, 0.1, 0.2, 0.5), 0.2, scores)
+        (0.05, 0.1, 0.2, 0.5, 1.25)
     """
     g = sorted(grid)
     if len(g) < 2:
         return None
-    if chosen == g[0] and sum(v < min(base) for v in g) < MAX_GROWTH:
+    low, high = chosen == g[0], chosen == g[-1]  # at an edge: that end
+    own = _score_of(scores, chosen)
+    if not (low or high) and own is not None:  # inside: the end whose score it ties
+        low, high = _ties(scores, g[0], own), _ties(scores, g[-1], own)
+    if low and sum(v < min(base) for v in g) < MAX_GROWTH:
         new = g[0] * g[0] / g[1]
-    elif chosen == g[-1] and sum(v > max(base) for v in g) < MAX_GROWTH:
+    elif high and sum(v > max(base) for v in g) < MAX_GROWTH:
         new = g[-1] * g[-1] / g[-2]
     else:
         return None
     return tuple(sorted({*g, float(f"{new:.3g}")}))
+
+
+def _score_of(scores: Mapping[float, float] | None, value: float) -> float | None:
+    if not scores:
+        return None
+    return next((float(v) for t, v in scores.items() if math.isclose(t, value)), None)
+
+
+def _ties(scores: Mapping[float, float] | None, edge: float, own: float) -> bool:
+    score = _score_of(scores, edge)
+    return score is not None and same_score(score, own)
 
 
 @dataclass(frozen=True)

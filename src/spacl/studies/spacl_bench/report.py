@@ -15,7 +15,7 @@ from spacl.studies.spacl_bench.claims import (
     PAPER_ABLATION,
     describe,
 )
-from spacl.studies.spacl_bench.edges import grid_edges, grown_grids
+from spacl.studies.spacl_bench.edges import grid_edges, grown_grids, tuned_choices, why_not_grown
 from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, MAX_GROWTH, TEMPERATURES
 from spacl.studies.verdicts import compare, fmt, holm_family, welch
 
@@ -208,13 +208,7 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
     at_edge = sum(1 for r in rows if r[3] in ("lowest", "highest"))
     tied = len(rows) - at_edge
     grew = grown_grids(m)
-    why = (
-        "these results were trained before that rule (a rerun of the study grows them, "
-        "reusing every stored run)"
-        if grew == 0
-        else f"the growth cap ({MAX_GROWTH} values per end), runs not in the store, or a "
-        "tie (the grid grows only when the choice itself is at an edge)"
-    )
+    tunes = {(where, name): tune for where, name, _, tune in tuned_choices(m)}
     report.section(
         "Choices at a grid edge (flagged)",
         f"{at_edge} of the {total} validation-chosen values (temperatures; Barlow Twins' "
@@ -222,12 +216,13 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
         "arm, the best-chance arms) lie at the lowest or the highest value of their grid, "
         f"and {tied} more tie the validation score of an edge value (the choice breaks ties "
         "toward the lower value, which hides a tie with the top of the grid).  The study "
-        "grows a grid by one value beyond the end that holds the choice and chooses again, "
-        f"up to {MAX_GROWTH} values per end (`grow_grid`); {grew} grids grew in these "
-        f"results.  A choice still at or tied with an edge was not given room beyond it "
-        f"({why}); no rerun was made for them, so each such comparison is read with that "
-        "caveat, stated in the claim rows that compare it.  The best-chance bench keeps the "
-        "grid of its pre-registration.",
+        "grows a grid by one value beyond the end that holds the choice, or beyond the end "
+        "whose validation score the choice ties, and chooses again, up to "
+        f"{MAX_GROWTH} values per end (`grow_grid`); {grew} grids grew in these results.  "
+        "A choice still at or tied with an edge was not given room beyond it, for the "
+        "reason in the table (the growth cap, the grown value's run not in the store, or "
+        "the best-chance bench's pre-registered grid, which does not grow); each such "
+        "comparison is read with that caveat, stated in the claim rows that compare it.",
     )
     if rows:
         report.table(
@@ -237,8 +232,9 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
                 "chosen (tau; Barlow Twins: lambda)",
                 "edge",
                 "validation per value",
+                "not grown further: why",
             ],
-            rows,
+            [[*r, why_not_grown(r[0], r[1], r[3], tunes[(r[0], r[1])])] for r in rows],
         )
     stamp = (
         f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "

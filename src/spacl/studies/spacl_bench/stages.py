@@ -3,7 +3,8 @@
 1. **tune**: every baseline and SPACL's base choice (:data:`~.methods.BASE`) on seed 0 at
    every temperature of :data:`~.methods.TEMPERATURES`; each keeps its best validation
    temperature (the same grid rule for every method).  Where the choice
-   sits at an edge of the grid, the grid grows by one value beyond it and the choice is
+   sits at an edge of the grid, or ties the validation score of an edge value (ties go
+   to the lower value), the grid grows by one value beyond that edge and the choice is
    made again, up to :data:`~.methods.MAX_GROWTH` values per end
    (:func:`~.methods.grow_grid`, issue 39); every tuning below does the same.
 2. **options**: every one-factor change of the base (:func:`~.methods.spacl_choices`)
@@ -90,7 +91,7 @@ class SettingResult:
     ablations: dict[str, str] = field(default_factory=dict)  # short name -> method name
     run_seconds: float | None = None  # median measured compute time of one run
     #: method name -> the values it was tuned over (its grid, grown where the choice
-    #: sat at an edge: :func:`~.methods.grow_grid`)
+    #: sat at or tied an edge: :func:`~.methods.grow_grid`)
     grids: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -215,10 +216,11 @@ def tune_over_grid(
     fit: Callable[[list[tuple[Method, float]], int], None],
 ) -> tuple[float | None, tuple[float, ...]]:
     """``(chosen value, grid)``: the validation choice over ``method``'s grid (seed 0,
-    :func:`select_temperature`), the grid grown while the choice sits at an edge
-    (:func:`~.methods.grow_grid`).  ``fit(jobs, seed)`` trains what the store lacks (a
-    no-op when the study trains nothing: the grid then grows as far as the store holds
-    the grown values' runs).  ``None`` when the method's own grid has not all run."""
+    :func:`select_temperature`), the grid grown while the choice sits at an edge or ties
+    an edge's validation score (:func:`~.methods.grow_grid`).  ``fit(jobs, seed)``
+    trains what the store lacks (a no-op when the study trains nothing: the grid then
+    grows as far as the store holds the grown values' runs).  ``None`` when the method's
+    own grid has not all run."""
 
     def ran(m: Method) -> bool:
         return all(RunKey(bench, setting, m.name, t, 0) in store for t in m.temperatures)
@@ -227,8 +229,15 @@ def tune_over_grid(
     if not ran(method):
         return None, method.temperatures
     own = method.temperatures
+
+    def scores(m: Method) -> dict[float, float]:
+        return {
+            t: _score(store, RunKey(bench, setting, m.name, t, 0), criterion)
+            for t in m.temperatures
+        }
+
     chosen = select_temperature(store, bench, setting, method, criterion)
-    while (grown := grow_grid(method.temperatures, own, chosen)) is not None:
+    while (grown := grow_grid(method.temperatures, own, chosen, scores(method))) is not None:
         wider = replace(method, temperatures=grown)
         fit([(wider, t) for t in grown], 0)
         if not ran(wider):
