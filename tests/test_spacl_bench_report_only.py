@@ -304,3 +304,61 @@ def test_best_chance_caveat_names_every_compared_methods_edge_choice() -> None:
     )
     assert "vs SupCon+queue" in row  # the better baseline on validation
     assert "Caveat (grid edge): best chance HSCL: 0.5 is the highest value of its grid" in row
+
+
+def test_the_best_chance_addendum_grows_its_own_grids_and_leaves_the_preregistered_alone(
+    tmp_path: Path,
+) -> None:
+    """The addendum (not pre-registered) grows each arm's grid by the benches' rule on
+    the runs the store holds (nothing trained here): an arm at the top grows past it,
+    a tie with the top grows too, an interior arm does not; the pre-registered choices
+    (the four-value grid) stay as they were, and the report states both, labelled."""
+    from spacl.studies.report import StudyReport
+    from spacl.studies.spacl_bench.best_chance import (
+        ARMS,
+        CRITERION,
+        NAME,
+        SETTING,
+        collect,
+        collect_grown,
+        run_best_chance,
+        run_grown,
+    )
+    from spacl.studies.spacl_bench.report import _grown_best_chance_section
+
+    curves = {
+        "SupCon+queue": {0.05: 0.60, 0.1: 0.62, 0.2: 0.58, 0.5: 0.5},  # inside
+        "HSCL": {0.05: 0.3, 0.1: 0.4, 0.2: 0.5, 0.5: 0.6, 1.25: 0.65, 3.12: 0.61},  # top
+        "SPACL IB": {0.05: 0.2, 0.1: 0.4, 0.2: 0.6, 0.5: 0.6, 1.25: 0.55},  # ties the top
+        "SPACL IB+H": {0.05: 0.2, 0.1: 0.4, 0.2: 0.5, 0.5: 0.6},  # top, 1.25 not stored
+        "SPACL full": {0.05: 0.2, 0.1: 0.4, 0.2: 0.5, 0.5: 0.6, 1.25: 0.7, 3.12: 0.8, 7.79: 0.9},
+    }
+    store = RunStore(tmp_path / "bc.jsonl")
+    for name, curve in curves.items():
+        for tau, score in curve.items():
+            for seed in range(5):
+                rec = {"val": {"ncc": score, "knn": score}, "test": {"ncc": score, "knn": score}}
+                store.add(RunKey(NAME, SETTING, name, tau, seed), {"steps": 1, **rec})
+    tuned = run_best_chance(store, train=False)
+    assert tuned == {
+        "SupCon+queue": 0.1, "HSCL": 0.5, "SPACL IB": 0.2, "SPACL IB+H": 0.5, "SPACL full": 0.5
+    }  # fmt: skip
+    grown = run_grown(store, train=False)
+    assert set(grown) == set(ARMS) and CRITERION == "ncc"
+    assert grown["SupCon+queue"] == (0.1, [0.05, 0.1, 0.2, 0.5])
+    assert grown["HSCL"] == (1.25, [0.05, 0.1, 0.2, 0.5, 1.25, 3.12])
+    assert grown["SPACL IB"] == (0.2, [0.05, 0.1, 0.2, 0.5, 1.25])
+    assert grown["SPACL IB+H"] == (0.5, [0.05, 0.1, 0.2, 0.5])
+    assert grown["SPACL full"] == (7.79, [0.05, 0.1, 0.2, 0.5, 1.25, 3.12, 7.79])
+    bc = collect(store, tuned)
+    bc["grown"] = collect_grown(store, grown)
+    assert bc["temperatures"] == tuned  # the pre-registered choices, unchanged
+    assert set(bc["tuning"]["HSCL"]) == {"0.05", "0.1", "0.2", "0.5"}
+    report = StudyReport("t", "T", tmp_path / "t", "cmd", {}, list(range(5)))
+    _grown_best_chance_section(report, bc)
+    text = "\n".join(report.blocks)
+    assert "grown grid, not pre-registered" in text.lower()
+    assert "highest (the growth cap" in text  # SPACL full, still rising at the cap
+    assert "highest (the grown value's run not in the store)" in text  # SPACL IB+H
+    assert "| 0.5 -> 1.25 |" in text  # HSCL
+    assert "22: **" in text and "23: **" in text

@@ -8,6 +8,9 @@ most negatives are easy (other groups) and a few are hard (the siblings in the g
 Every arm sees the same queue size, views, initial encoder and steps, and gets its own
 validation-tuned temperature from the same four values.  The decision rule below
 (:data:`PREREGISTRATION`) was committed before the first run and is printed in the report.
+An addendum, **not pre-registered** (:func:`run_grown`, issue 39), grows each arm's grid by
+the benches' rule and reports the same comparisons there, beside the pre-registered ones;
+no verdict reads it.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ __all__ = [
     "BestChance",
     "arms",
     "collect",
+    "collect_grown",
     "load_best_chance",
     "run_best_chance",
+    "run_grown",
 ]
 
 NAME = "best_chance"
@@ -208,6 +213,64 @@ def run_best_chance(
     return tuned
 
 
+def run_grown(
+    store: RunStore, cfg: BestChance = FULL, *, train: bool = True
+) -> dict[str, tuple[float, list[float]]]:
+    """The addendum (issue 39), **not pre-registered**: every arm's grid grown from the
+    pre-registered four values by the benches' rule (:func:`~.stages.tune_over_grid`:
+    past an end that holds the validation choice or whose score it ties, at most
+    :data:`~.methods.MAX_GROWTH` values per end; seed 0), then the pre-registered seeds
+    at each grown choice.  The pre-registered choices, runs and verdicts are untouched
+    (the grown values are runs of their own).  Resumable through ``store``
+    (``train=False``: only what it holds).  Returns arm name -> (choice, grid as run)."""
+    from spacl.studies.spacl_bench.stages import tune_over_grid
+
+    bench = load_best_chance(cfg)
+
+    def fit(jobs: list[tuple[Method, float]], seed: int) -> None:
+        if train:
+            train_runs(bench, SETTING, jobs, seed, store)
+
+    grown: dict[str, tuple[float, list[float]]] = {}
+    for m in arms(cfg):
+        chosen, grid = tune_over_grid(store, NAME, SETTING, m, CRITERION, fit)
+        if chosen is not None:
+            grown[m.name] = (chosen, list(grid))
+    for seed in range(1, cfg.seeds):
+        fit([(m, grown[m.name][0]) for m in arms(cfg) if m.name in grown], seed)
+    return grown
+
+
+def collect_grown(
+    store: RunStore, grown: dict[str, tuple[float, list[float]]], cfg: BestChance = FULL
+) -> dict[str, Any]:
+    """The addendum's metrics (:func:`run_grown`; accuracies in %): per arm its grown
+    grid's validation curve (seed 0) and its numbers at the grown choice over the seeds."""
+    seeds = list(range(cfg.seeds))
+    out: dict[str, Any] = {"seeds": seeds, "temperatures": {}, "tuning": {}, "arms": {}}
+    for name, (tau, grid) in grown.items():
+        out["temperatures"][name] = tau
+        out["tuning"][name] = {
+            f"{t:g}": 100 * float(store.get(RunKey(NAME, SETTING, name, t, 0))["val"][CRITERION])
+            for t in grid
+        }
+        out["arms"][name] = _arm(_values(store, name, tau, seeds), tau)
+    return out
+
+
+def _arm(recs: list[dict[str, Any]], tau: float) -> dict[str, Any]:
+    return {
+        "tau": tau,
+        "seeds": [r["seed"] for r in recs],
+        "val": summarize([{k: 100 * r["val"][k] for k in ("ncc", "knn")} for r in recs]),
+        "test": summarize([{k: 100 * r["test"][k] for k in ("ncc", "knn")} for r in recs]),
+        "seconds": [float(r.get("seconds") or math.nan) for r in recs],
+        "kept_fraction_end": [
+            float(r["kept_fraction"][-1]) for r in recs if r.get("kept_fraction")
+        ],
+    }
+
+
 def _values(store: RunStore, name: str, tau: float, seeds: Sequence[int]) -> list[dict[str, Any]]:
     return [store.get(k) for s in seeds if (k := RunKey(NAME, SETTING, name, tau, s)) in store]
 
@@ -216,20 +279,7 @@ def collect(store: RunStore, tuned: dict[str, float], cfg: BestChance = FULL) ->
     """The bench's metrics (accuracies in %), with the cut x tau table and run times."""
     seeds = list(range(cfg.seeds))
     out: dict[str, Any] = {"criterion": CRITERION, "seeds": seeds, "temperatures": tuned}
-    main = {}
-    for name, tau in tuned.items():
-        recs = _values(store, name, tau, seeds)
-        main[name] = {
-            "tau": tau,
-            "seeds": [r["seed"] for r in recs],
-            "val": summarize([{k: 100 * r["val"][k] for k in ("ncc", "knn")} for r in recs]),
-            "test": summarize([{k: 100 * r["test"][k] for k in ("ncc", "knn")} for r in recs]),
-            "seconds": [float(r.get("seconds") or math.nan) for r in recs],
-            "kept_fraction_end": [
-                float(r["kept_fraction"][-1]) for r in recs if r.get("kept_fraction")
-            ],
-        }
-    out["arms"] = main
+    out["arms"] = {name: _arm(_values(store, name, tau, seeds), tau) for name, tau in tuned.items()}
     out["tuning"] = {
         name: {
             f"{t:g}": 100 * float(store.get(k)["val"][CRITERION])
