@@ -157,8 +157,9 @@ def test_a_flagged_choice_says_why_its_grid_did_not_grow_further() -> None:
 
 def test_regeneration_adds_the_selected_settings_tuning_from_the_run_rows() -> None:
     """Results written before the selected setting's grid was recorded: its grid search
-    replayed on the stored seed-0 rows gives the recorded choice, and the committed
-    numbers: 61 choices (not 58), 22 grids grown (not 20), the seed-0 ties flagged."""
+    replayed on the stored seed-0 rows (the tie rule included) gives the recorded choice,
+    and the committed numbers: 61 choices, 24 grids grown (22 before the tie rule), no
+    bench choice at or tied with an edge, the best-chance bench's 5 edge choices flagged."""
     stored = json.loads((COMMITTED / "results.json").read_text())
     metrics = stored["metrics"]
     for sets in metrics["benches"].values():
@@ -167,17 +168,24 @@ def test_regeneration_adds_the_selected_settings_tuning_from_the_run_rows() -> N
                 g["tuning"].pop(g["selected_name"], None)
     selected_tuning(metrics, stored["runs"])
     ema = metrics["benches"]["clinc150"]["self-supervised"]
-    assert ema["tuning"][ema["selected_name"]]["0.2"] == pytest.approx(87.9111, abs=1e-3)
+    name = ema["selected_name"]
+    assert ema["temperatures"][name] == 1.25  # 0.2 tied 0.5: grown to 1.25, then 3.12
+    assert list(ema["tuning"][name]) == ["0.05", "0.1", "0.2", "0.5", "1.25", "3.12"]
+    assert ema["tuning"][name]["0.2"] == pytest.approx(87.9111, abs=1e-3)
     again = json.loads((COMMITTED / "results.json").read_text())["metrics"]
     rows, total = grid_edges(again)
     assert total == 61
-    from spacl.studies.spacl_bench.edges import grown_grids
+    from spacl.studies.spacl_bench.edges import BEST_CHANCE, grown_grids
 
-    assert grown_grids(again) == 22
-    ties = {(r[0], r[1].split(", ")[-1], r[2], r[3]) for r in rows if r[3].startswith("ties")}
-    assert ("clinc150 self-supervised", "gen=1]", "0.2", "ties the highest (0.5)") in ties
-    assert ("clinc150 supervised", "no_anchor]", "0.5", "ties the highest (1.25)") in ties
-    assert ("clinc150 supervised", "oaa]", "1.25", "ties the highest (3.12)") in ties
+    assert grown_grids(again) == 24
+    assert [r[0] for r in rows] == [BEST_CHANCE] * 5  # every bench choice is inside
+    assert not [r for r in rows if r[3].startswith("ties")]
+    oaa = next(
+        (t, again["benches"]["clinc150"]["supervised"]["temperatures"][n])
+        for n, t in again["benches"]["clinc150"]["supervised"]["tuning"].items()
+        if n.endswith("oaa]")
+    )
+    assert list(oaa[0])[-1] == "7.79" and oaa[1] == 1.25  # grown to the cap, inside
 
 
 def _group(values: list[float], tau: float = 0.1) -> dict:
