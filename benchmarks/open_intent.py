@@ -641,6 +641,25 @@ def adb_top_lines(rows: list[dict]) -> list[str]:
             + " | ".join(pair + published)
             + " |"
         )
+    lines += ["", *still_to_run(rows, "adb_top1")]
+    return lines
+
+
+def still_to_run(rows: list[dict], method: str) -> list[str]:
+    """One line per setting where ``method`` lacks a seed of ``0..MIN_SEEDS-1``, with the
+    command that adds exactly those runs (the store keeps what ran; a rerun adds only
+    what is missing); nothing when every setting has them."""
+    lines = []
+    for setting in SETTINGS:
+        name, ratio_text = setting.split(":")
+        have = _runs_of(rows, method, name, float(ratio_text))
+        lost = [s for s in range(MIN_SEEDS) if s not in have]
+        if lost:
+            seeds = " ".join(map(str, lost))
+            lines.append(
+                f"- still to run: {setting} seeds {seeds}: `python benchmarks/open_intent.py "
+                f"--phase table --methods {method} --settings {setting} --seeds {seeds}`"
+            )
     return lines
 
 
