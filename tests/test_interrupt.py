@@ -143,7 +143,12 @@ def test_a_signal_while_an_image_run_loads_its_data_is_one_line_and_leaves_nothi
     OmegaConf.save(load_config(None, FEW_CHECKPOINTS), recipe)
     monkeypatch.setattr(trainer_module, "build_run_data", loading)
     capsys.readouterr()
-    assert main(["train", str(recipe), "--out", str(run)]) == status
+    # Python's own SIGINT handler, as in a terminal (a pytest-xdist worker ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["train", str(recipe), "--out", str(run)]) == status
+    finally:
+        signal.signal(signal.SIGINT, previous)
     err = capsys.readouterr().err.strip()
     assert err == (
         "spacl train: interrupted before a checkpoint was written (nothing to resume): "
