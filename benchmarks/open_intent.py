@@ -72,10 +72,12 @@ def _git(*args: str) -> str:
 
 
 def provenance() -> dict[str, Any]:
-    """The commit, whether the tree differs from it, and the pre-registration's commit."""
+    """The commit, whether the code differs from it (the stores this benchmark appends to,
+    under ``OUT``, do not count), and the pre-registration's commit."""
+    stores = f":(exclude){OUT.relative_to(ROOT)}"
     return {
         "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", stores)),
         "prereg_commit": _git("log", "-1", "--format=%H", "--", str(PREREG.relative_to(ROOT))),
         "prereg_top_commit": _git(
             "log", "-1", "--format=%H", "--", str(PREREG_TOP.relative_to(ROOT))
