@@ -139,6 +139,40 @@ def stop_and_resume_by_cli(
     return whole, run
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_a_kg_run_sets_up_is_one_line_and_leaves_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    status: int,
+) -> None:
+    """Ctrl-C / ``kill`` after the run directory holds its config and graph.pt but before
+    the first step: one line, the shell's status for the signal, no directory left."""
+    from spacl.tasks.kg import train as kg_train
+
+    real = kg_train.kg_setup
+
+    def setting_up(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signum)
+        return real(*args, **kwargs)
+
+    recipe = {**kg_recipe(cycle_graph(tmp_path / "toy")), "task": "kg"}
+    path, run = tmp_path / "recipe.yaml", tmp_path / "run"
+    OmegaConf.save(OmegaConf.create(recipe), path)
+    monkeypatch.setattr(kg_train, "kg_setup", setting_up)
+    capsys.readouterr()
+    # Python's own SIGINT handler, as in a terminal (a pytest-xdist worker ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["train", str(path), "--out", str(run), "--quiet"]) == status
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spacl train: interrupted before a checkpoint was written")
+    assert "\n" not in err and not run.exists()
+
+
 def metric_rows(run: Path) -> list[str]:
     return (run / "metrics.jsonl").read_text().splitlines()
 

@@ -121,8 +121,8 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
 
 
 #: what a run writes before its first step, besides an empty ``metrics.jsonl`` and
-#: ``checkpoints/``: its config and an image-folder run's split record
-SKELETON_FILES = ("config.yaml", "split.json")
+#: ``checkpoints/``: its config, an image-folder run's split record, a KG run's names
+SKELETON_FILES = ("config.yaml", "split.json", "graph.pt")
 
 
 def interrupted_early(err: BaseException) -> int:
@@ -171,9 +171,8 @@ def _remove_skeleton(path: Path, created: bool) -> None:
 @contextmanager
 def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Iterator[None]:
     """On an error in the block (missing data, say), remove the run directory this command
-    created when it holds only the skeleton a run writes first (``config.yaml``,
-    ``split.json``, empty ``metrics.jsonl`` and ``checkpoints/``): a failed start leaves
-    nothing behind.
+    created when it holds only the skeleton a run writes first (:data:`SKELETON_FILES`,
+    empty ``metrics.jsonl`` and ``checkpoints/``): a failed start leaves nothing behind.
 
     ``run_dir``: the run directory, if known (an existing, non-empty one is never touched);
     otherwise ``out_dir``, the parent a timestamped run directory is made in: the new
