@@ -1,4 +1,4 @@
-"""Ctrl-C / SIGTERM in a KG or a text run: a checkpoint at the step, one line, exit 130,
+"""Ctrl-C / SIGTERM in a KG or a text run: a checkpoint at the step, one line, exit 130 / 143,
 and a resume at that step that ends as the uninterrupted run (issue 38).  A text run is
 several loops (a head, fine-tuned layers, ADB's two stages, a rule's held-out heads):
 the stop lands in each kind, and the resume skips the loops that had completed."""
