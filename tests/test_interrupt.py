@@ -120,6 +120,7 @@ def test_sigterm_before_any_loop_is_a_keyboard_interrupt_that_exits_143() -> Non
 
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.usefixtures("python_sigint")  # SIGINT as in a terminal
 def test_a_signal_while_an_image_run_loads_its_data_is_one_line_and_leaves_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -143,12 +144,7 @@ def test_a_signal_while_an_image_run_loads_its_data_is_one_line_and_leaves_nothi
     OmegaConf.save(load_config(None, FEW_CHECKPOINTS), recipe)
     monkeypatch.setattr(trainer_module, "build_run_data", loading)
     capsys.readouterr()
-    # Python's own SIGINT handler, as in a terminal (a pytest-xdist worker ignores SIGINT)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        assert main(["train", str(recipe), "--out", str(run)]) == status
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert main(["train", str(recipe), "--out", str(run)]) == status
     err = capsys.readouterr().err.strip()
     assert err == (
         "spacl train: interrupted before a checkpoint was written (nothing to resume): "

@@ -140,6 +140,7 @@ def stop_and_resume_by_cli(
 
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.usefixtures("python_sigint")  # SIGINT as in a terminal
 def test_a_signal_while_a_kg_run_sets_up_is_one_line_and_leaves_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -162,12 +163,7 @@ def test_a_signal_while_a_kg_run_sets_up_is_one_line_and_leaves_nothing(
     OmegaConf.save(OmegaConf.create(recipe), path)
     monkeypatch.setattr(kg_train, "kg_setup", setting_up)
     capsys.readouterr()
-    # Python's own SIGINT handler, as in a terminal (a pytest-xdist worker ignores SIGINT)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        assert main(["train", str(path), "--out", str(run), "--quiet"]) == status
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert main(["train", str(path), "--out", str(run), "--quiet"]) == status
     err = capsys.readouterr().err.strip()
     assert err.startswith("spacl train: interrupted before a checkpoint was written")
     assert "\n" not in err and not run.exists()
