@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,46 @@ def test_a_stop_request_is_honoured_at_the_next_step_boundary_after_a_checkpoint
     with pytest.raises(StopRequested, match="step 3"):
         loop.run()
     assert body.saves == [3] and loop.progress.global_step == 3
+
+
+class FailsClosing(Counting):
+    """A :class:`Counting` whose closing of epoch ``fail_at`` raises (an unreadable test
+    image in its evaluation); every save keeps a copy of the loop's state."""
+
+    def __init__(self, n: int, fail_at: int) -> None:
+        super().__init__(n=n)
+        self.fail_at = fail_at
+        self.states: list[dict[str, Any]] = []
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        if epoch == self.fail_at:
+            raise ValueError("unreadable image test/3.png")
+        return {}
+
+    def save(self, loop: TrainLoop) -> None:
+        super().save(loop)
+        self.states.append(copy.deepcopy(loop.state()))
+
+
+def test_an_error_closing_an_epoch_loses_none_of_its_steps() -> None:
+    """The epoch's steps are saved before it is closed (no step checkpoints here): a
+    resume from that checkpoint trains no step again and closes the epoch."""
+    body = FailsClosing(n=4, fail_at=1)
+    with pytest.raises(ValueError, match="unreadable"):
+        TrainLoop(body, LoopPlan(epochs=3)).run()
+    assert body.saves == [4, 4, 8]  # epoch 0: its steps, then closed; epoch 1: its steps
+    last = body.states[-1]["progress"]
+    assert (last["epoch"], last["step_in_epoch"], last["global_step"]) == (1, 4, 8)
+    fixed = Counting(n=4)
+    resumed = TrainLoop(fixed, LoopPlan(epochs=3))
+    resumed.load_state(body.states[-1])
+    resumed.run()
+    assert fixed.steps == [(2, b) for b in range(4)]  # epoch 1 closed, no step repeated
+    assert resumed.progress.global_step == 12 and resumed.progress.finished
+    # a step checkpoint at the epoch's last step is not written twice
+    steps = Counting(n=4)
+    TrainLoop(steps, LoopPlan(epochs=2, checkpoint_every=2)).run()
+    assert steps.saves == [2, 4, 4, 6, 8, 8]
 
 
 # ------------------------------------------------------- every task through the engine

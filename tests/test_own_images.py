@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,40 @@ def test_an_unreadable_image_is_named_in_one_line_or_skipped(
     assert (again / "checkpoints" / "last.pt").is_file()
     with pytest.raises(ValueError, match=r"data\.bad_images"):
         load_config(None, [*overrides(root), "data.bad_images=ignore"])
+
+
+def test_an_unreadable_test_image_met_after_training_loses_no_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated *test* image is met at the first online evaluation, after the epoch's
+    steps: one line saying the run is saved and how to resume; once the file is fixed,
+    ``--resume`` trains no step again and ends as an uninterrupted run does."""
+    root = tmp_path / "folder"
+    write_folder(root / "train")
+    write_folder(root / "test")
+    image = root / "test" / "class1" / "3.png"
+    good = image.read_bytes()
+    args = overrides(root, "train.epochs=2", "eval.every_epochs=1")
+    whole = tmp_path / "whole"
+    assert main(["train", "digits/simclr", *args, "--out", str(whole), "--quiet"]) == 0
+    corrupt(image, "truncated")
+    run = tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", "digits/simclr", *args, "--out", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"spacl train: error: unreadable image {image}")
+    assert err.endswith(
+        f"the run is saved at step 4; once fixed, resume with: spacl train {run} --resume"
+    )
+    image.write_bytes(good)
+    assert main(["train", str(run), "--resume"]) == 0
+    assert "resuming at step 4" in capsys.readouterr().err
+    assert json.loads((run / "eval.json").read_text()) == json.loads(
+        (whole / "eval.json").read_text()
+    )
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    keys = [(r["kind"], r.get("arm"), r.get("step"), r.get("epoch")) for r in records]
+    assert len(keys) == len(set(keys)) and ("epoch", "main", 4, 0) in keys
 
 
 def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Path) -> None:

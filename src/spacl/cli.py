@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from spacl import __version__
+from spacl.commands import one_line
 
 #: sub-command modules under ``spacl.commands``, in the order ``--help`` lists them
 COMMAND_MODULES: tuple[str, ...] = (
@@ -94,18 +95,6 @@ def plain_text(text: str | None) -> str | None:
     if text is None:
         return None
     return _RST_ROLE.sub(r"\1", text).replace("``", "").replace("**", "")
-
-
-def one_line(err: BaseException) -> str:
-    """The message of ``err``; for an error re-raised from a ``DataLoader`` worker (``Caught
-    ValueError in DataLoader worker process 0.`` and the worker's traceback), the worker's
-    own one-line message."""
-    text = str(err)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Caught ") and "Original Traceback" in text:
-        last = lines[-1]  # "module.ErrorType: message"
-        return last.split(": ", 1)[1] if ": " in last else last
-    return text
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

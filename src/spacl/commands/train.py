@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from spacl.commands import one_line
+
 __all__ = [
     "format_task_summary",
     "interrupted_line",
@@ -117,6 +119,15 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
     return (
         f"spacl train: interrupted at step {stop.progress.global_step}; checkpoint "
         f"saved, resume with: spacl train {shlex.quote(str(run_dir))} --resume"
+    )
+
+
+def resume_hint(step: int, run_dir: str | Path | None) -> str:
+    """What an error after a checkpoint adds: the work is saved, how to go on once the
+    cause is fixed."""
+    return (
+        f"the run is saved at step {step}; once fixed, resume with: "
+        f"spacl train {shlex.quote(str(run_dir))} --resume"
     )
 
 
@@ -262,6 +273,13 @@ def run(args: argparse.Namespace) -> int:
             except NonFiniteLossError as err:
                 print(f"spacl train: stopped: {err}", file=sys.stderr)
                 return 3
+            except (ValueError, FileNotFoundError) as err:  # an unreadable test image, say
+                saved = trainer.last_checkpoint_step
+                if saved is None or not trainer.run.last_checkpoint.is_file() or not ctx.is_main:
+                    raise
+                hint = resume_hint(saved, run_dir)
+                print(f"spacl train: error: {one_line(err)}; {hint}", file=sys.stderr)
+                return 2
             except StopRequested as stop:
                 if ctx.is_main:
                     print(interrupted_line(stop, run_dir), file=sys.stderr)

@@ -12,6 +12,8 @@ one optimiser step, what closes an epoch, a validation score, what a checkpoint 
             callbacks; stop at plan.max_steps, at plan.budget_seconds of training,
             or when a stop is requested (the step boundary: the one place to check)
         a whole epoch (or, with plan.close_partial_epoch, one cut short):
+            save, unless this step was just saved: an error while closing the epoch
+            (an unreadable test image in its evaluation, say) loses none of its steps
             end_epoch -> the epoch's record
             validate when due (every plan.validate_every epochs, the last epoch and an
             epoch cut short) -> score: the best score's snapshot is kept (the earliest
@@ -164,8 +166,8 @@ class LoopBody:
         """After the epoch is closed, validated and the position moved to the next one."""
 
     def save(self, loop: TrainLoop) -> None:
-        """Write a checkpoint (every ``plan.checkpoint_every`` steps, after every epoch and
-        when a stop is requested)."""
+        """Write a checkpoint (every ``plan.checkpoint_every`` steps, when an epoch's steps
+        are done and again once it is closed, and when a stop is requested)."""
 
 
 StepCallback = Callable[["TrainLoop"], None]
@@ -203,6 +205,7 @@ class TrainLoop:
         self.train_seconds = 0.0
         self.stopped_early = False
         self._epoch_started: float | None = None  # the running epoch's start (clock)
+        self._saved_step: int | None = None  # the global step of the last checkpoint
         #: called after every ``body.save`` (a run's checkpoint of several loops:
         #: :class:`spacl.engine.stages.RunStages`)
         self.on_save: Callable[[TrainLoop], None] | None = None
@@ -278,6 +281,8 @@ class TrainLoop:
             )
             if not whole and not plan.close_partial_epoch:
                 break
+            if self._saved_step != p.global_step:  # closing the epoch may fail: keep its steps
+                self._save()
             stop = self._close_epoch(epoch, seconds, cut) or stop
         p.finished = p.epoch >= plan.epochs
         self.stopped_early = stop and not p.finished
@@ -304,6 +309,7 @@ class TrainLoop:
 
     def _save(self) -> None:
         self.body.save(self)
+        self._saved_step = self.progress.global_step
         if self.on_save is not None:
             self.on_save(self)
 
