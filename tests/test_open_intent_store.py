@@ -67,10 +67,11 @@ def test_every_run_records_the_pre_registration_it_ran_under() -> None:
         assert (OPEN_INTENT / name).is_file(), f"{name} (recorded as {key}) is missing"
 
 
-@pytest.mark.parametrize("method", ["da_adb", "adb", "da_adb_top1", "adb_top1", "spacl"])
-def test_every_trained_run_has_scores_that_give_its_test_numbers(method: str) -> None:
+@pytest.mark.parametrize("method", ["da_adb", "adb", "da_adb_top1", "adb_top1", "spacl", "frozen"])
+def test_every_run_has_scores_that_give_its_test_numbers(method: str) -> None:
     """The boundary rule on the stored per-example scores (nearest centre, its distance, the
-    radii) gives back the run's stored test metrics (rounded to 4 decimals when stored)."""
+    radii) gives back the run's stored test metrics (rounded to 4 decimals when stored),
+    the untrained ``frozen`` baseline's runs included."""
     runs = [run for run in _runs() if run["method"] == method]
     assert runs
     for run in runs:
