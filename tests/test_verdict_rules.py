@@ -111,7 +111,11 @@ def test_per_setting_counter_examples() -> None:
     mixed = V.per_setting({"clinc150 sup": up, "mnist5k weak": down})
     assert mixed.verdict == MIXED and mixed.by == "per_setting"
     assert "+4.1" in mixed.rule and "-0.8" in mixed.rule  # the signs are in the rule
-    assert V.per_setting({"a": up, "b": flat}).verdict == MIXED
+    # a clear setting beside one inside the noise: not reproduced, the row says they differ
+    differ = V.per_setting({"a": up, "b": flat, "c": flat})
+    assert differ.verdict == NOT_AT_SCALE and differ.by == "per_setting"
+    assert differ.row == "settings differ: a reproduced; 2 other(s) not reproduced at this scale"
+    assert V.per_setting({"a": down, "b": flat}).verdict == NOT_AT_SCALE
     assert V.per_setting({"a": down, "b": down}).verdict == OPPOSITE
     assert V.per_setting({"a": flat, "b": flat}).verdict == NOT_AT_SCALE
     assert V.per_setting({"a": up, "b": up}).verdict == REPRODUCED
@@ -269,9 +273,10 @@ def _lucky(shift: float) -> tuple[list[float], list[float]]:
 
 def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
     """Counter-example of the correction: one per-setting claim over five settings, one of
-    them at p = 0.048 and four null.  Uncorrected (its rule alone) it is 'mixed'; in a
-    family (Holm over the five), or outside any family (Holm within the claim, a family of
-    its own) it is 'not reproduced at this scale'.  A p far below 0.05/5 survives."""
+    them at p = 0.048 and four null.  Uncorrected (its rule alone) the lucky setting is
+    reproduced; in a family (Holm over the five), or outside any family (Holm within the
+    claim, a family of its own) no setting is, and nothing says they differ.  A p far
+    below 0.05/5 survives, and the row names its setting."""
     from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 
     hi, lo = _lucky(0.7)
@@ -287,9 +292,11 @@ def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
 
     rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
     specs = [claim("alone", (hi, lo), None), claim("in_family", (hi, lo), "F")]
-    assert specs[0].rule({}).verdict == MIXED  # uncorrected
+    uncorrected = specs[0].rule({})  # its rule alone: the lucky setting counts as clear
+    assert uncorrected.row.startswith("settings differ: s0 reproduced")
     alone, fam = evaluate_claims(rep, specs, {})
-    assert alone.verdict == NOT_AT_SCALE
+    assert alone.verdict == NOT_AT_SCALE and "differ" not in alone.measured
+    assert "differ" not in fam.measured
     assert "Holm-adjusted p = 0.24 (family 'claim 1', 5 tests)" in alone.rule
     assert fam.verdict == NOT_AT_SCALE and "Holm-adjusted p = 0.24" in fam.rule
     assert rep.families == [
@@ -301,7 +308,9 @@ def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
         [claim("strong", (HIGH, LOW), "F")],
         {},
     )[0]
-    assert strong.verdict == MIXED  # a real effect in one setting, none in four: they disagree
+    # a real effect in one setting, none in four: not "mixed" (nothing contradicts it),
+    # not reproduced "in every setting" either; the row says which setting differs
+    assert strong.verdict == NOT_AT_SCALE and "settings differ: s0 reproduced" in strong.measured
 
 
 def test_a_lucky_p_among_a_claims_own_tests_is_not_mixed(tmp_path: Path) -> None:

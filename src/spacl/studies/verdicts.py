@@ -40,8 +40,10 @@ Holm-adjusted within the claim, so **mixed** means that corrected tests disagree
   (the rule says which parts disagree).
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
-  that ran says so; **mixed** when the settings disagree; a setting that did not run
-  makes an otherwise agreeing claim **no verdict (runs missing)**.
+  that ran says so; **mixed** when the settings disagree (one reproduced, another
+  opposite); a clear setting beside settings inside the noise is not reproduced, and
+  its row says which settings differ; a setting that did not run makes an otherwise
+  agreeing claim **no verdict (runs missing)**.
 * :func:`equivalent` - "``a`` is as good as ``b``" as an equivalence test (TOST, two
   one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the 90%
   interval of ``mean_a - mean_b`` lies inside ``(-margin, +margin)``, opposite when it
@@ -184,7 +186,9 @@ VERDICT_RULES = (
     "that test (a non-monotone sweep is not reproduced); *combined claims* need every "
     "part to agree and say **mixed** when one part is reproduced and another opposite; "
     "*per-setting claims* give each setting its own verdict with its sign "
-    "and say **mixed** when the settings disagree; *equivalence claims* use TOST (two "
+    "and say **mixed** when one setting is reproduced and another opposite (settings "
+    "that differ otherwise are not reproduced, the row naming them); *equivalence "
+    "claims* use TOST (two "
     "one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the "
     "90% interval of the difference lies inside the margin, opposite when it lies wholly "
     "outside; *saturation claims* need the relative gain over the last step of a curve "
@@ -513,7 +517,8 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
             for k, v in parts.items()
             if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
         )
-        return _ruled(MIXED, f"{what} disagree: {split}; {rule}", by="combine")
+        disagree = f"{what} disagree: {split}"
+        return _ruled(MIXED, f"{disagree}; {rule}", by="combine", row=disagree)
     # the parts' own row notes (a bound's count, regimes that differ) reach the row
     notes = [f"[{k}] {v.row}" for k, v in parts.items() if v.row]
     if len(set(verdicts)) > 1:  # a clear part beside a part inside the noise: said
@@ -565,9 +570,14 @@ def at_least(values: Sequence[float], threshold: float, *, runs: str = "runs") -
 def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     """One claim in several settings, each part its own verdict (module docstring).
 
-    Parts that did not run (:data:`NOT_RUN`) are listed and left out of the agreement;
-    they turn an otherwise agreeing outcome into :data:`NOT_RUN` (a claim "in every
-    setting" cannot be decided on some of them), never a disagreement into agreement.
+    As :func:`combine`: settings that disagree outright (one reproduced, another
+    opposite, or a setting itself :data:`MIXED`) give :data:`MIXED`, the rule opening with
+    ``"settings disagree: ..."``; a clear setting beside settings inside the noise gives
+    :data:`NOT_AT_SCALE`, its rule and row opening with ``"settings differ: <setting>
+    reproduced; k other(s) not reproduced at this scale"``.  Parts that did not run
+    (:data:`NOT_RUN`) are listed and left out of the agreement; they turn an otherwise
+    agreeing outcome into :data:`NOT_RUN` (a claim "in every setting" cannot be decided on
+    some of them), never a disagreement into agreement.
     """
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
@@ -575,10 +585,18 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     missing = [k for k in parts if k not in ran]
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     outcomes = {v.verdict for v in ran.values()}
-    if len(outcomes) > 1:
-        return _ruled(MIXED, f"settings disagree: {rule}", by="per_setting")
+    clear = {k: v for k, v in ran.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
+    if (REPRODUCED in outcomes and OPPOSITE in outcomes) or MIXED in outcomes:
+        split = ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
+        disagree = f"settings disagree: {split}"
+        return _ruled(MIXED, f"{disagree}; {rule}", by="per_setting", row=disagree)
     if missing:
         return Verdict(NOT_RUN, f"{len(missing)} setting(s) not run ({missing}): {rule}")
+    if len(outcomes) > 1:  # a clear setting beside settings inside the noise: said
+        others = len(ran) - len(clear)
+        differ = "settings differ: " + ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
+        differ += f"; {others} other(s) {NOT_AT_SCALE}"
+        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="per_setting", row=differ)
     outcome = outcomes.pop()
     if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
         outcome = NOT_AT_SCALE
