@@ -254,8 +254,9 @@ class StudyReport:
             f"# {self.title}",
             "",
             f"- Command: `{self.command}`",
-            f"- Commit: `{self.commit or git_commit()}`",
-            f"- Wall time: {wall:.0f} s ({mode}); seeds {self.seeds}; "
+            f"- Commit: `{self.commit or git_commit()}` (of the invocation that wrote these "
+            "results)",
+            f"- Wall time: {wall:.0f} s ({mode}; that invocation's); seeds {self.seeds}; "
             f"torch {torch.__version__}, {self.threads or torch.get_num_threads()} thread(s), "
             f"{platform.machine()} CPU x{os.cpu_count()}",
             f"- Date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(self.started))}",
