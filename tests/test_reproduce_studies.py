@@ -199,6 +199,38 @@ def test_spacl_certificate_failure_is_undecided(monkeypatch: pytest.MonkeyPatch)
     assert diagnostics.certified(p, negatives) is None
 
 
+#: files opened while recording (:func:`_record_opens`; an audit hook stays installed)
+_OPENED: list[list[str]] = []
+
+
+def _record_opens(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED and isinstance(args[0], (str, Path)):
+        _OPENED[-1].append(str(args[0]))
+
+
+def _untracked_reads(opened: list[str], root: Path) -> list[str]:
+    """The data files under ``root`` among ``opened`` that git does not track (sources,
+    byte code, the virtual environment and the test's own temporaries left out)."""
+    import subprocess
+
+    tracked = set(
+        subprocess.run(
+            ["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    )
+    untracked = set()
+    for name in opened:
+        path = Path(name).resolve()
+        if not path.is_relative_to(root) or path.is_dir():
+            continue
+        relative = path.relative_to(root)
+        if relative.parts[0] in (".venv", ".git") or path.suffix in (".py", ".pyc"):
+            continue
+        if relative.as_posix() not in tracked:
+            untracked.add(relative.as_posix())
+    return sorted(untracked)
+
+
 @pytest.mark.parametrize("name", ["alignment", "hard-negatives", "spacl"])
 def test_a_committed_report_regenerates_from_its_committed_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
@@ -206,9 +238,24 @@ def test_a_committed_report_regenerates_from_its_committed_results(
     """``spacl reproduce NAME --report-only``: the committed report again, from the
     committed results.json alone (no run store, no data), identical but for the stamp
     lines (the date, which code regenerated it)."""
-    committed = Path(__file__).resolve().parents[1] / "docs" / "results" / name
+    root = Path(__file__).resolve().parents[1]
+    committed = root / "docs" / "results" / name
     args = ["reproduce", name, "--report-only", "--from", str(committed)]
-    assert main([*args, "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    import sys
+
+    if _record_opens not in getattr(sys, "_spacl_audit_hooks", ()):
+        sys.addaudithook(_record_opens)
+        sys._spacl_audit_hooks = (_record_opens,)  # type: ignore[attr-defined]
+    _OPENED.append([])
+    try:
+        assert main([*args, "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    finally:
+        opened = _OPENED.pop()
+    # it reads committed files only (a fresh clone has nothing else): every file it opened
+    # in the checkout is tracked by git
+    assert any(Path(x).name == "results.json" for x in opened)
+    if (root / ".git").exists():
+        assert _untracked_reads(opened, root) == []
 
     def kept(text: str) -> list[str]:
         return [x for x in text.splitlines() if not x.startswith(("- Date:", "- Regenerated"))]
@@ -244,3 +291,17 @@ def test_alignment_points_are_counted_once_by_content() -> None:
     }
     assert len(_points(live)) == 2
     assert len(_points(json.loads(json.dumps(live)))) == 2
+
+
+def test_the_tracked_files_check_names_an_untracked_read(tmp_path: Path) -> None:
+    """Counter-example of the regeneration test's guard: in a git checkout, a read of a
+    file git does not track is named; tracked files, sources and directories are not."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "results.json").write_text("{}")
+    (tmp_path / "store.jsonl").write_text("")
+    (tmp_path / "code.py").write_text("")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "results.json"], check=True)
+    opened = [str(tmp_path / n) for n in ("results.json", "store.jsonl", "code.py", ".")]
+    assert _untracked_reads(opened, tmp_path.resolve()) == ["store.jsonl"]
