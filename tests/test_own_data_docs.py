@@ -96,7 +96,9 @@ def test_own_graph_section_runs(
     assert len(ranked) == 3 and "city3" in ranked  # person3 lives in city3
     # the run names the user's graph, not the recipe's public one, and prints in one line
     run = tmp_path / predict[1]
-    assert json.loads((run / "summary.json").read_text())["graph"] == "mygraph"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["graph"] == "mygraph" and summary["name"] == "mygraph-infonce"
+    assert summary["run_dir"] == str(run.resolve())  # absolute, never the cwd's relative path
     import spacl
 
     shown = repr(spacl.load(run))

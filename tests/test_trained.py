@@ -241,6 +241,35 @@ def test_bad_runs_and_inputs_get_one_line_errors(
     assert main(["embed", str(run_dir), "--out", str(tmp_path / "f.csv")]) == 2
 
 
+def test_what_a_path_is_instead_is_said_in_one_line(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run's config.yaml, a missing directory, a run directory to ``geometry``, a
+    features file that is not one, a file as ``data.root``: one line saying what to give."""
+    capsys.readouterr()
+
+    def one_line(argv: list[str]) -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "Traceback" not in err, err
+        return err
+
+    err = one_line(["eval", str(run_dir / "config.yaml")])
+    assert "is a file, not a run directory" in err and f"its run directory is {run_dir}" in err
+    assert "does not exist" in one_line(["eval", str(tmp_path / "nowhere")])
+    with pytest.raises(FileNotFoundError, match="is a file, not a run directory"):
+        spacl.load(run_dir / "config.yaml")
+    err = one_line(["geometry", str(run_dir)])
+    assert "is a run directory" in err and f"spacl embed {run_dir} --split test" in err
+    fake = tmp_path / "features.npz"
+    fake.write_text("x,y\n1,2\n")
+    assert f"{fake} is not a readable .npz file" in one_line(["geometry", str(fake)])
+    image = tmp_path / "one.png"
+    image.write_bytes(b"\x89PNG")
+    err = one_line(["train", "mnist5k/simclr", "data.name=imagefolder", f"data.root={image}"])
+    assert "is a file, not a directory" in err
+
+
 def _as_written_before_the_views_rename(run: Path, old: Path) -> None:
     """A copy of ``run`` whose config.yaml and checkpoint hold the image view keys under
     ``data`` (as runs made before issue 21 did)."""

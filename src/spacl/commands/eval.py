@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spacl.engine import Trainer
-    from spacl.engine.rundir import RunDirectory
+    from spacl.engine.rundir import RunDirectory, not_a_run_directory
     from spacl.engine.summary import format_results_table
     from spacl.schema import load_recipe, read_run_config
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 f"run's data is now), got {item!r}"
             )
     if not rd.config.is_file():
-        raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
+        raise not_a_run_directory(rd.path)
     task = str(rd.read_config_dict().get("task", "image"))
     if task in ("kg", "text"):
         return run_task_eval(args, task)

@@ -90,15 +90,43 @@ def load_features(path: Path, labels_path: Path | None = None) -> tuple[Tensor, 
 
 def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
     """Return (main array, labels) from a file; ``role`` names what a bare array is."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    if path.is_dir():
+        made = (path / "config.yaml").is_file()
+        raise ValueError(
+            f"{path} is a {'run ' if made else ''}directory: spacl geometry reads a features "
+            f"file ({', '.join(_SUFFIXES)})"
+            + (f"; write one with: spacl embed {path} --split test --out test.npz" if made else "")
+        )
+    suffix = path.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {_SUFFIXES}")
+    import pickle
+    import zipfile
+
+    try:
+        return _read(path, suffix, role)
+    except (
+        ValueError,
+        OSError,
+        EOFError,
+        RuntimeError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+    ) as err:
+        if str(err).startswith(f"{path}:"):  # our own check of what the file holds
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path} is not a readable {suffix} file ({first})") from None
+
+
+def _read(path: Path, suffix: str, role: str) -> tuple[Tensor | None, Tensor | None]:
+    """:func:`_load` of a file of a known suffix (errors as the readers raise them)."""
     import numpy as np
     import torch
     from torch import Tensor
 
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix not in _SUFFIXES:
-        raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {_SUFFIXES}")
     if suffix in (".pt", ".pth"):
         obj = torch.load(path, map_location="cpu", weights_only=True)
         if isinstance(obj, Tensor):

@@ -215,26 +215,38 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.engine import NonFiniteLossError, StopRequested, Trainer, init_from_env
+    loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
+    if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
+        return run_task(args, loaded, run_dir)
+    return run_image(args, loaded, run_dir)
+
+
+def run_task(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int:
+    """``spacl train`` of a KG or text recipe: its runner, its summary printed."""
+    from spacl.engine import StopRequested
     from spacl.engine.interrupt import InterruptOnTerm, exit_status
+    from spacl.tasks import run_loaded
+
+    out_dir = loaded.config.get("out_dir")
+    try:
+        with InterruptOnTerm(), removed_if_nothing_saved(run_dir, out_dir):
+            summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
+    except StopRequested as stop:  # a KG run: checkpointed at the step
+        print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
+        return exit_status(stop.signum)
+    except KeyboardInterrupt as err:  # before the first loop, or no run directory
+        return interrupted_early(err)
+    print(format_task_summary(summary))
+    return 0
+
+
+def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int:
+    """``spacl train`` of an image recipe (any number of processes under torchrun)."""
+    from spacl.engine import Trainer, init_from_env
+    from spacl.engine.interrupt import InterruptOnTerm
     from spacl.engine.rundir import default_run_dir
     from spacl.engine.summary import format_results_table
 
-    loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
-    if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
-        from spacl.tasks import run_loaded
-
-        out_dir = loaded.config.get("out_dir")
-        try:
-            with InterruptOnTerm(), removed_if_nothing_saved(run_dir, out_dir):
-                summary = run_loaded(loaded, out=run_dir, resume=args.resume, quiet=args.quiet)
-        except StopRequested as stop:  # a KG run: checkpointed at the step
-            print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
-            return exit_status(stop.signum)
-        except KeyboardInterrupt as err:  # before the first loop, or no run directory
-            return interrupted_early(err)
-        print(format_task_summary(summary))
-        return 0
     cfg = loaded.config
     ctx = init_from_env(cfg.train.device)
     try:
@@ -268,26 +280,13 @@ def run(args: argparse.Namespace) -> int:
             )
             if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
                 print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
-            try:
-                result = trainer.fit()
-            except NonFiniteLossError as err:
-                print(f"spacl train: stopped: {err}", file=sys.stderr)
-                return 3
-            except (ValueError, FileNotFoundError) as err:  # an unreadable test image, say
-                saved = trainer.last_checkpoint_step
-                if saved is None or not trainer.run.last_checkpoint.is_file() or not ctx.is_main:
-                    raise
-                hint = resume_hint(saved, run_dir)
-                print(f"spacl train: error: {one_line(err)}; {hint}", file=sys.stderr)
-                return 2
-            except StopRequested as stop:
-                if ctx.is_main:
-                    print(interrupted_line(stop, run_dir), file=sys.stderr)
-                return exit_status(stop.signum)
+            result = fit_or_status(trainer, run_dir, ctx.is_main)
     except KeyboardInterrupt as err:  # Ctrl-C / kill while the data loads
         return interrupted_early(err)
     finally:
         ctx.shutdown()
+    if isinstance(result, int):
+        return result
     if ctx.is_main:
         rows = [(name, m) for name, m in result.metrics.items()]
         print(format_results_table(rows, first_column="arm"))
@@ -296,3 +295,29 @@ def run(args: argparse.Namespace) -> int:
             f"({result.global_step} steps, {result.seconds:.1f} s)"
         )
     return 0
+
+
+def fit_or_status(trainer: Any, run_dir: Path, is_main: bool) -> Any:
+    """``trainer.fit()``'s result; or, for a run that stopped, its one line and the exit
+    status (an ``int``): 3 for a non-finite loss, the signal's for Ctrl-C / SIGTERM, 2 for
+    an error met after a checkpoint (the run is saved; how to resume once fixed)."""
+    from spacl.engine import NonFiniteLossError, StopRequested
+    from spacl.engine.interrupt import exit_status
+
+    try:
+        return trainer.fit()
+    except NonFiniteLossError as err:
+        print(f"spacl train: stopped: {err}", file=sys.stderr)
+        return 3
+    except (ValueError, FileNotFoundError) as err:  # an unreadable test image, say
+        saved = trainer.last_checkpoint_step
+        if saved is None or not trainer.run.last_checkpoint.is_file() or not is_main:
+            raise
+        print(
+            f"spacl train: error: {one_line(err)}; {resume_hint(saved, run_dir)}", file=sys.stderr
+        )
+        return 2
+    except StopRequested as stop:
+        if is_main:
+            print(interrupted_line(stop, run_dir), file=sys.stderr)
+        return exit_status(stop.signum)

@@ -426,6 +426,11 @@ def _validate_data_dir(cfg: DictConfig) -> None:
         root = data_root(cfg)
     except FileNotFoundError as err:
         raise ValueError(f"config key 'data.root' is null and {err}") from None
+    if root.is_file():
+        raise ValueError(
+            f"config key 'data.root': {str(root)!r} is a file, not a directory (for dataset "
+            f"{d.name!r}: the folder that holds it; single images go to `spacl predict`)"
+        )
     if not root.is_dir():
         raise ValueError(
             f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "

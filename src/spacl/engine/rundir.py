@@ -40,6 +40,7 @@ __all__ = [
     "RunDirectory",
     "default_run_dir",
     "jsonable",
+    "not_a_run_directory",
     "read_task_checkpoint",
     "require_checkpoint",
     "run_config",
@@ -142,7 +143,7 @@ class RunDirectory:
 
     def read_config_dict(self) -> dict[str, Any]:
         if not self.config.is_file():
-            raise FileNotFoundError(f"{self.path} is not a run directory: {self.config} is missing")
+            raise not_a_run_directory(self.path)
         data = OmegaConf.to_container(OmegaConf.load(self.config), resolve=True)
         assert isinstance(data, dict)
         return data  # type: ignore[return-value]
@@ -274,6 +275,22 @@ class MetricsLogger:
             self._tb = None
 
 
+def not_a_run_directory(path: str | Path) -> FileNotFoundError:
+    """The one-line error for ``path`` given as a run directory without a ``config.yaml``:
+    what it is instead (a file, e.g. the run's own ``config.yaml``; nothing; another
+    directory)."""
+    path = Path(path)
+    if path.is_file():
+        where = f"; its run directory is {path.parent}" if path.name == "config.yaml" else ""
+        return FileNotFoundError(
+            f"{path} is a file, not a run directory (the directory spacl train wrote, "
+            f"holding config.yaml){where}"
+        )
+    if not path.exists():
+        return FileNotFoundError(f"run directory {path} does not exist")
+    return FileNotFoundError(f"{path} is not a run directory: {path / 'config.yaml'} is missing")
+
+
 def require_checkpoint(run_dir: str | Path | None) -> Path:
     """``run_dir``'s ``checkpoints/last.pt``, which a resume continues from: a resume
     with none is an error, never a silent fresh start (``--resume`` / ``resume=True``).
@@ -316,7 +333,7 @@ def run_config(run_dir: str | Path) -> DictConfig:
     """The ``config.yaml`` of a run directory (``FileNotFoundError`` if it has none)."""
     rd = RunDirectory(run_dir)
     if not rd.config.is_file():
-        raise FileNotFoundError(f"{rd.path} is not a run directory: {rd.config} is missing")
+        raise not_a_run_directory(rd.path)
     cfg = OmegaConf.load(rd.config)
     assert isinstance(cfg, DictConfig)
     return cfg

@@ -96,7 +96,8 @@ def write_summary(
         "- `checkpoints/last.pt`: the final checkpoint (load with `weights_only=True`)",
         "- `eval.json`: every final metric",
         "",
-        f"Re-evaluate: `spacl eval {facts.path}`.  Resume: `spacl train {facts.path} --resume`.",
+        f"Re-evaluate: `spacl eval {facts.path.resolve()}`.  Resume: "
+        f"`spacl train {facts.path.resolve()} --resume`.",
         "",
     ]
     out.write_text("\n".join(lines))

@@ -454,9 +454,11 @@ def train_kg(
     if cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
     torch.manual_seed(int(cfg.train.seed))
-    name = str(cfg.name or f"{cfg.data.name}-{cfg.objective.name}")
     if kg is None and not resume:  # a new run reads its graph first: a missing one makes no run
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
+    # named after the graph it trains on (a user's own: its directory), unless given
+    graph = kg.name if kg is not None else str(cfg.data.name)
+    name = str(cfg.name or f"{graph}-{cfg.objective.name}")
     store = RunDirectory.open_task_run(cfg, "kg", name, run_dir, resume)
     saved = store.checkpoint() if store is not None and resume else None
     if store is not None and saved is not None and saved.get("finished"):
@@ -474,7 +476,7 @@ def train_kg(
     assert loop.best is not None
     summary = _kg_summary(setup, loop, body, filter_index)
     if store is not None:
-        summary["run_dir"] = str(store.path)
+        summary["run_dir"] = str(store.path.resolve())  # never relative to the cwd
         store.save({**body.state(loop), "model": loop.best.snapshot, "finished": True})
         evaluation = {"test": summary["test"], "valid": summary["valid"]}
         store.log({"kind": "final", **evaluation})

@@ -194,7 +194,7 @@ def train_adb_run(
         f"{summary['seconds']:.0f} s"
     )
     if run is not None:
-        summary["run_dir"] = str(run.path)
+        summary["run_dir"] = str(run.path.resolve())  # never relative to the cwd
         _write_run(run, det, split, int(det.net.dense.in_features), summary)
     return summary
 

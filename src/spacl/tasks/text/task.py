@@ -206,7 +206,7 @@ def train_ood(
     extra["reject_all"] = reject_all_metrics(split.test_labels, k)
     summary = ood_summary(cfg, split, test, 100.0 * float(dev_closed), extra, cache.encoded, say)
     if run is not None:
-        summary["run_dir"] = str(run.path)
+        summary["run_dir"] = str(run.path.resolve())  # never relative to the cwd
         state = {"head": {k: v.cpu() for k, v in head.state_dict().items()}}
         write_detector_run(run, {**state, "in_dim": int(train_x.shape[1])}, clf, split, summary)
     return summary
@@ -268,7 +268,7 @@ def train_finetuned(
     dev_acc = 100.0 * float(dev_closed)
     summary = ood_summary(cfg, split, test, dev_acc, extra, 0, say)  # no text cached
     if run is not None:
-        summary["run_dir"] = str(run.path)
+        summary["run_dir"] = str(run.path.resolve())  # never relative to the cwd
         write_detector_run(run, _model_state(top, clf), clf, split, summary)
     return summary
 
