@@ -44,7 +44,14 @@ def _commit() -> str:
         text=True,
         check=False,
     )
-    return out.stdout.strip() or "unknown"
+    commit = out.stdout.strip() or "unknown"
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "diff", "--name-only", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    return commit + (f"; uncommitted changes to {', '.join(changed)}" if changed else "")
 
 
 def _spacl(*args: str, env: dict[str, str]) -> tuple[float, float, str]:
@@ -85,8 +92,9 @@ def main() -> None:
         "cache, as on a user's first run, then `spacl predict` on four sentences.",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_model()}), torch's default threads; load "
-        f"average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after the training "
-        f"(above about 1 the cores were shared and the time is an overestimate).",
+        f"average (1 min) {load_before[0]:.2f} before the training (above about 0.5 "
+        "something else was running and the time is an overestimate), "
+        f"{load_after[0]:.2f} after it (its own threads included).",
         "",
         f"- Wall time of `spacl train`: **{wall:.2f} s** ({cpu:.2f} s of CPU time); the run's "
         f"own `seconds` (data, token states, both stages, test): {summary['seconds']:.2f} s.",

@@ -344,3 +344,23 @@ def test_options_record_builds_the_same_loss() -> None:
         loss.reduction = "median"
     loss.share = 0.5
     assert loss.cut.share == 0.5  # the cut follows the options
+
+
+def test_the_constructor_the_record_and_the_attributes_name_the_same_options() -> None:
+    """SPACLLoss keeps its options in a keyword signature (typed, as torch losses take
+    theirs), in :class:`SPACLOptions` and as attributes: the three lists are one, with the
+    same defaults, so none can drift (``embedding_dim`` and ``generator`` are state)."""
+    import dataclasses
+    import inspect
+
+    fields = {f.name: f.default for f in dataclasses.fields(SPACLOptions)}
+    params = {
+        name: p.default
+        for name, p in inspect.signature(SPACLLoss.__init__).parameters.items()
+        if name not in ("self", "embedding_dim", "generator")
+    }
+    assert params == fields
+    assert all(name in vars(SPACLLoss) for name in fields)  # an attribute of each
+    loss = SPACLLoss()
+    assert {name: getattr(loss, name) for name in fields} == fields
+    assert SPACLLoss.from_options(SPACLOptions()).options == loss.options
