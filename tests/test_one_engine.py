@@ -132,6 +132,19 @@ def test_no_task_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> Non
     assert not found, f"{path.name}: the engine's work in a task:\n" + "\n".join(found)
 
 
+STUDIES = TASKS.parent / "studies"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(STUDIES.rglob("*.py")), ids=lambda p: str(p.relative_to(STUDIES))
+)
+def test_no_study_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> None:
+    """The studies train through the engine too: their bodies (SharedBatchSteps,
+    ModelSteps) run in TrainLoop, their optimisers come from engine/optim."""
+    found = engine_work_in(path.read_text())
+    assert not found, f"{path.name}: the engine's work in a study:\n" + "\n".join(found)
+
+
 # ---------------------------------------------------- the bodies are given data
 
 SRC = TASKS.parent

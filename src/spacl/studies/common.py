@@ -8,7 +8,7 @@ loops share: seeds, threads, the engine arm of a study and the same-batch loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
 from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 from spacl.studies.report import Claim, StudyReport, git_commit, new_figure
 from spacl.studies.verdicts import (
@@ -135,17 +136,16 @@ def make_arm(
     engine pushes every view of every instance, with labels when the arm uses them).
     """
     from spacl.engine import OBJECTIVES, Arm, Precision
+    from spacl.engine.optim import build_optimizer, build_scheduler
     from spacl.models import EMATarget
 
     check_choice(objective, "objective", sorted(OBJECTIVES))
     check_choice(optimizer, "optimizer", ("adam", "sgd"))
     params = [p for p in model.parameters() if p.requires_grad]
-    opt: torch.optim.Optimizer
-    if optimizer == "adam":
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda or (lambda step: 1.0))
+    opt = build_optimizer(
+        params, optimizer, lr, weight_decay=weight_decay, momentum=momentum, nesterov=False
+    )
+    schedule = build_scheduler(opt, lr_lambda or _constant)
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     queue = None
     if queue_size > 0:
@@ -168,6 +168,96 @@ def make_arm(
     )
 
 
+def _constant(step: int) -> float:
+    """The constant learning-rate multiplier (a study arm's default schedule)."""
+    return 1.0
+
+
+class SharedBatchSteps(LoopBody):
+    """The studies' body in the engine's loop: every arm's step on the same batch.
+
+    Shared randomness (SPEC §3): each batch of ``epoch_batches(epoch)`` is drawn once and
+    handed, as the same tensor, to every arm's ``train_step(views, labels, step)``;
+    ``labels`` is ``label_fn(batch)``.  ``arm_step(key, arm, views, labels, step)``
+    replaces the plain ``arm.train_step`` call (a study that times or traces each arm);
+    ``on_epoch(e)`` is called after every epoch, ``e`` counting from 1.
+    """
+
+    def __init__(
+        self,
+        arms: Mapping[Any, Any],
+        epoch_batches: Callable[[int], Iterable[Any]],
+        label_fn: Callable[[Any], Tensor],
+        *,
+        on_epoch: Callable[[int], None] | None = None,
+        arm_step: Callable[[Any, Any, Tensor, Tensor, int], None] | None = None,
+    ) -> None:
+        self.arms = dict(arms)
+        self.epoch_batches = epoch_batches
+        self.label_fn = label_fn
+        self.on_epoch = on_epoch
+        self.arm_step = arm_step
+
+    def batches(self, epoch: int, start: int) -> Iterable[Any]:
+        return self.epoch_batches(epoch)  # studies do not resume: start is 0
+
+    def step(self, batch: Any, loop: TrainLoop) -> dict[str, float]:
+        labels, step = self.label_fn(batch), loop.progress.global_step
+        for key, arm in self.arms.items():
+            if self.arm_step is None:
+                arm.train_step(batch.views, labels, step)
+            else:
+                self.arm_step(key, arm, batch.views, labels, step)
+        return {}
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        if self.on_epoch is not None:
+            self.on_epoch(epoch + 1)
+        return {}
+
+
+class ModelSteps(LoopBody):
+    """One model, one optimiser, one loss per batch (``loss_of(batch)``), in the engine's
+    loop: a study's single encoder; ``on_epoch(e)`` after every epoch, from 1."""
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        epoch_batches: Callable[[int], Iterable[Any]],
+        loss_of: Callable[[Any], Tensor],
+        on_epoch: Callable[[int], None] | None = None,
+    ) -> None:
+        self.optimizer = optimizer
+        self.epoch_batches = epoch_batches
+        self.loss_of = loss_of
+        self.on_epoch = on_epoch
+
+    def batches(self, epoch: int, start: int) -> Iterable[Any]:
+        return self.epoch_batches(epoch)
+
+    def step(self, batch: Any, loop: TrainLoop) -> dict[str, float]:
+        loss = self.loss_of(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return {}
+
+    def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
+        if self.on_epoch is not None:
+            self.on_epoch(epoch + 1)
+        return {}
+
+
+def run_steps(body: LoopBody, epochs: int, max_steps: int | None = None) -> int:
+    """Run ``body`` for ``epochs`` in the engine's loop (:class:`TrainLoop`), stopping
+    after ``max_steps`` steps if given (the last, partial epoch still closed); return the
+    step count."""
+    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
+        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+    plan = LoopPlan(epochs=epochs, max_steps=max_steps, close_partial_epoch=True)
+    return TrainLoop(body, plan).run().progress.global_step
+
+
 def train_shared(
     arms: Mapping[str, Any],
     stream: Any,
@@ -181,7 +271,7 @@ def train_shared(
     Shared randomness (SPEC §3): each batch of ``stream`` (a :class:`spacl.data.ViewStream`:
     instances and augmentation tensors) is drawn once and handed, as the same tensor, to
     every arm's ``train_step(views, labels, step)``; ``labels`` is ``label_fn(batch)``
-    (default: the fine labels).
+    (default: the fine labels).  The engine's loop runs it (:class:`SharedBatchSteps`).
 
     ``on_epoch(e)`` is called before training (``e = 0``) and after every epoch.
     ``max_steps`` stops after that many steps (``epochs`` is then an upper bound; the
@@ -191,20 +281,12 @@ def train_shared(
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if on_epoch is not None:
         on_epoch(0)
-    step = 0
-    for epoch in range(epochs):
-        if max_steps is not None and step >= max_steps:
-            break
-        for batch in stream.epoch_batches(epoch):
-            if max_steps is not None and step >= max_steps:
-                break
-            labels = batch.labels if label_fn is None else label_fn(batch)
-            for arm in arms.values():
-                arm.train_step(batch.views, labels, step)
-            step += 1
-        if on_epoch is not None:
-            on_epoch(epoch + 1)
-    return step
+    body = SharedBatchSteps(arms, stream.epoch_batches, label_fn or _fine_labels, on_epoch=on_epoch)
+    return run_steps(body, epochs, max_steps)
+
+
+def _fine_labels(batch: Any) -> Tensor:
+    return batch.labels
 
 
 def probe_metrics(

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
 from spacl.data import NoiseViews, SameClassViews, ViewStream, derive_seed, generator_for
+from spacl.engine.optim import build_optimizer
 from spacl.evaluate import nearest_centre_accuracy
 from spacl.geometry import geometry_report
 from spacl.losses import normalize
 from spacl.losses.registry import objective_spec
 from spacl.models import MLP
+from spacl.studies.common import ModelSteps, run_steps
 from spacl.studies.hard_negatives.config import SPECTRUM_FLOOR, HardNegativesConfig
 from spacl.studies.hard_negatives.data import StudyData, simplex_etf
 
@@ -136,7 +139,7 @@ def train_encoder(
     model = _encoder(int(math.prod(data.train.input_shape)), cfg.hidden, data.num_classes - 1, seed)
     if init is not None:
         model.load_state_dict(init.state_dict())
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = build_optimizer(model, "adam", cfg.lr)
     loss_fn = _loss(cfg, estimator, beta=beta, mode=mode, seed=seed, supervised=supervised)
     stream, views = _stream(data, cfg, seed, supervised, positives, batch_size)
     n_epochs = epochs if epochs is not None else (cfg.epochs if supervised else cfg.unsup_epochs)
@@ -144,21 +147,18 @@ def train_encoder(
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         n_epochs = epochs if epochs is not None else -(-max_steps // max(1, len(stream)))
-    steps = 0
     history = [measure(model, data, mode)[0]] if track else []
-    for epoch in range(n_epochs):
-        for batch in stream.epoch_batches(epoch):
-            if max_steps is not None and steps >= max_steps:
-                break
-            steps += 1
-            bsz = batch.views.shape[0]
-            z = model(batch.views.reshape(bsz * views, -1)).reshape(bsz, views, -1)
-            loss = loss_fn(z, labels=batch.labels if supervised else None)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        if track:
-            history.append(measure(model, data, mode)[0])
+
+    def loss_of(batch: Any) -> Tensor:
+        bsz = batch.views.shape[0]
+        z = model(batch.views.reshape(bsz * views, -1)).reshape(bsz, views, -1)
+        return loss_fn(z, labels=batch.labels if supervised else None)
+
+    def measured(epoch: int) -> None:
+        history.append(measure(model, data, mode)[0])
+
+    body = ModelSteps(opt, stream.epoch_batches, loss_of, measured if track else None)
+    run_steps(body, n_epochs, max_steps)
     return model, history
 
 
@@ -168,13 +168,12 @@ def pretrain_near_nc(data: StudyData, cfg: HardNegativesConfig, seed: int) -> nn
     in_dim = int(math.prod(data.train.input_shape))
     model = _encoder(in_dim, cfg.hidden, c - 1, seed)
     targets = simplex_etf(c, c - 1)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = build_optimizer(model, "adam", cfg.lr)
     stream = ViewStream(data.train, min(cfg.batch_size, len(data.train)), 1, seed=seed + 7919)
-    for epoch in range(cfg.near_nc_pretrain_epochs):
-        for batch in stream.epoch_batches(epoch):
-            z = normalize(model(batch.views[:, 0]), "ball")
-            loss = ((z - targets[batch.labels]) ** 2).sum(1).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+
+    def loss_of(batch: Any) -> Tensor:
+        z = normalize(model(batch.views[:, 0]), "ball")
+        return ((z - targets[batch.labels]) ** 2).sum(1).mean()
+
+    run_steps(ModelSteps(opt, stream.epoch_batches, loss_of), cfg.near_nc_pretrain_epochs)
     return model

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from spacl.engine import Arm
-from spacl.studies.common import git_commit, make_arm, probe_metrics
+from spacl.studies.common import SharedBatchSteps, git_commit, make_arm, probe_metrics, run_steps
 from spacl.studies.spacl_bench.benches import Bench
 from spacl.studies.spacl_bench.methods import Method
 
@@ -153,20 +153,25 @@ def train_models(
     for key in arms:
         clock[key] = [0.0, 0.0]
     coarse = setting == "weak"
-    step = 0
-    for epoch in range(bench.epochs):
-        for batch in bench.stream(seed).epoch_batches(epoch):
-            labels = batch.coarse_labels if coarse else batch.labels
-            for key, arm in arms.items():
-                start, cpu = time.perf_counter(), time.process_time()
-                arm.train_step(batch.views, labels, step)
-                clock[key][0] += time.perf_counter() - start
-                clock[key][1] += time.process_time() - cpu
-                if step % TRACE_EVERY == 0:
-                    kept = arm.objective_stats().get("spacl/kept_fraction")
-                    if kept is not None:
-                        traces[key].append(kept)
-            step += 1
+
+    def timed_step(key: Any, arm: Arm, views: Tensor, labels: Tensor, step: int) -> None:
+        """The arm's step on its own clock; its kept fraction every TRACE_EVERY steps."""
+        start, cpu = time.perf_counter(), time.process_time()
+        arm.train_step(views, labels, step)
+        clock[key][0] += time.perf_counter() - start
+        clock[key][1] += time.process_time() - cpu
+        if step % TRACE_EVERY == 0:
+            kept = arm.objective_stats().get("spacl/kept_fraction")
+            if kept is not None:
+                traces[key].append(kept)
+
+    body = SharedBatchSteps(
+        arms,
+        lambda epoch: bench.stream(seed).epoch_batches(epoch),
+        (lambda batch: batch.coarse_labels) if coarse else (lambda batch: batch.labels),
+        arm_step=timed_step,
+    )
+    step = run_steps(body, bench.epochs)
     return arms, traces, step
 
 
