@@ -529,3 +529,7 @@ def test_one_hidden_class_split_serves_both_held_out_uses() -> None:
                 two, _ = hidden_classes(k, fraction, seed, 2)
                 shorter, longer = sorted((one.tolist(), two.tolist()), key=len)
                 assert longer[: len(shorter)] == shorter
+    # a fraction outside (0, 1) is refused by the split itself, so by both of its uses
+    for bad in (0.0, 1.0, -0.2, 1.5, True):
+        with pytest.raises(ValueError, match="fraction must be in"):
+            hidden_classes(8, bad, 0, 1)  # type: ignore[arg-type]

@@ -137,7 +137,12 @@ def hidden_classes(
     stay trained); the classes come first in one seeded permutation of ``0..K-1``
     (seed ``seed + HIDDEN_CLASSES_SEED``), so the same seed hides the same classes
     first whatever the minimum.  ``kept`` is sorted.
+
+    Raises:
+        ValueError: ``fraction`` outside ``(0, 1)`` (both callers' check).
     """
+    if isinstance(fraction, bool) or not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
     gen = torch.Generator().manual_seed(int(seed) + HIDDEN_CLASSES_SEED)
     order = torch.randperm(num_known, generator=gen)
     n_out = max(min_hidden, min(num_known - 2, round(float(fraction) * num_known)))
@@ -180,8 +185,6 @@ def held_out_head(
     """
     if num_known < 4:
         raise ValueError(f"the held-out-class split needs >= 4 known classes, got {num_known}")
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
     split = hidden_classes(num_known, fraction, seed, MIN_HIDDEN_SELECTION)
     head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
     hidden, half = split[0], len(split[0]) // 2
@@ -216,6 +219,9 @@ def held_out_threshold(
     training, as test OOD inputs).  The threshold maximises the balanced accuracy
     between the two (:func:`spacl.evaluate.ood.balanced_threshold`) and is then used
     with the head trained on every known class.
+
+    Raises:
+        ValueError: fewer than 3 known classes, or ``fraction`` outside ``(0, 1)``.
     """
     if num_known < 3:
         raise ValueError(
