@@ -153,6 +153,12 @@ def test_an_unreadable_test_image_met_after_training_loses_no_step(
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     keys = [(r["kind"], r.get("arm"), r.get("step"), r.get("epoch")) for r in records]
     assert len(keys) == len(set(keys)) and ("epoch", "main", 4, 0) in keys
+    # resuming the finished run trains and evaluates nothing: it says so and shows its results
+    written = (run / "eval.json").stat().st_mtime_ns
+    assert main(["train", str(run), "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert f"{run}: finished at step 8" in captured.err and "linear probe" in captured.out
+    assert (run / "eval.json").stat().st_mtime_ns == written
 
 
 def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Path) -> None:

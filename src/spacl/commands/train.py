@@ -16,6 +16,7 @@ for GPUs.  ``--quiet`` turns off the progress bars and messages (the result stil
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -278,6 +279,16 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
                 command=command,
                 callbacks=[name_the_run],
             )
+            if args.resume and trainer.progress.finished and trainer.run.eval_json.is_file():
+                finished = json.loads(trainer.run.eval_json.read_text())  # nothing to train
+                if ctx.is_main:
+                    print(
+                        f"{run_dir}: finished at step {trainer.progress.global_step}; its "
+                        f"results (spacl eval {shlex.quote(str(run_dir))} evaluates again):",
+                        file=sys.stderr,
+                    )
+                    print(format_results_table(list(finished.items()), first_column="arm"))
+                return 0
             if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
                 print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
             result = fit_or_status(trainer, run_dir, ctx.is_main)
