@@ -13,7 +13,12 @@ from typing import Any
 
 from spacl.alignment import rsa_lower_bound
 from spacl.studies.alignment_study.config import AlignmentConfig
-from spacl.studies.alignment_study.report import bound_runs, bound_values, sandwich_runs
+from spacl.studies.alignment_study.report import (
+    bound_runs,
+    bound_values,
+    sandwich_runs,
+    sandwich_runs_at_tau,
+)
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.study import values as v
 from spacl.studies.verdicts import (
@@ -332,7 +337,21 @@ def _sandwich_text(m: M) -> str:
         f"at {below}, right side at {above}; L_DCL - L_NSCL from "
         f"{min(r['gap_min'] for r in runs):.3g} to {max(r['gap_max'] for r in runs):.3g}, "
         f"at most {max(r['gap_max'] / r['bound'] for r in runs):.3g} of the bound "
-        f"e^(2/tau)/(C-1) ({min(bounds):.3g} .. {max(bounds):.3g})"
+        f"e^(2/tau)/(C-1) ({min(bounds):.3g} .. {max(bounds):.3g}; the larger ones, at small "
+        f"tau, far above any gap){_literal_text(m)}"
+    )
+
+
+def _literal_text(m: M) -> str:
+    """The networks at tau = 1, where the bound is the paper's literal e^2/(C-1)."""
+    literal = sandwich_runs_at_tau(m, "1")
+    if not literal:
+        return "; no network at tau = 1 (the paper's literal e^2/(C-1))"
+    broken = sum(r["gap_max"] > r["bound"] for r in literal)
+    return (
+        f"; at tau = 1, the paper's literal e^2/(C-1) = {literal[0]['bound']:.3g}: "
+        f"{len(literal)} networks, {broken} above it, largest gap "
+        f"{max(r['gap_max'] for r in literal):.3g}"
     )
 
 

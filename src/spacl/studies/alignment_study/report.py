@@ -13,7 +13,14 @@ from spacl.studies.report import StudyReport, new_figure
 from spacl.studies.study import values as _v
 from spacl.studies.verdicts import fmt
 
-__all__ = ["bound_runs", "bound_values", "plots", "sandwich_runs", "sections"]
+__all__ = [
+    "bound_runs",
+    "bound_values",
+    "plots",
+    "sandwich_runs",
+    "sandwich_runs_at_tau",
+    "sections",
+]
 
 
 def _points(m: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -51,9 +58,28 @@ def sandwich_runs(m: Mapping[str, Any]) -> list[dict[str, float]] | None:
         return None
     runs: list[Mapping[str, float]] = list(m["main"]["losses"])
     for g in _points(m):
-        losses = g["losses"]
-        count = len(losses["sandwich_bound"]["values"])
-        runs += [{k: s["values"][i] for k, s in losses.items()} for i in range(count)]
+        runs += _point_losses(g)
+    return _per_network(runs)
+
+
+def sandwich_runs_at_tau(m: Mapping[str, Any], tau: str) -> list[dict[str, float]]:
+    """:func:`sandwich_runs` of the temperature sweep's point ``tau`` alone (``"1"``: the
+    networks the paper's literal ``e^2 / (C - 1)`` applies to); ``[]`` if not run."""
+    point = m.get("tau", {}).get(tau)
+    if point is None or "losses" not in point:
+        return []
+    return _per_network(_point_losses(point))
+
+
+def _point_losses(point: Mapping[str, Any]) -> list[dict[str, float]]:
+    """A sweep point's loss records, one per run (its seeds)."""
+    losses = point["losses"]
+    count = len(losses["sandwich_bound"]["values"])
+    return [{k: s["values"][i] for k, s in losses.items()} for i in range(count)]
+
+
+def _per_network(runs: list[Mapping[str, float]]) -> list[dict[str, float]]:
+    """One record per contrastive network of each run record (its ``gap_min_<arm>``...)."""
     out = []
     for run in runs:
         arms = [k.removeprefix("gap_min_") for k in run if k.startswith("gap_min_")]

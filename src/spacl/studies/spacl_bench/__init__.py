@@ -319,6 +319,8 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
     out["epochs"] = {m: [float(r["epochs"]) for r in rows if r["method"] == m] for m in
                      KG_METHODS}  # fmt: skip
     out["threads"] = sorted({int(r["threads"]) for r in rows})
+    loads = [float(r["load_1min_at_end"]) for r in rows if r.get("load_1min_at_end") is not None]
+    out["load_at_end"] = [min(loads), max(loads)] if loads else []
     counted = provenance(rows)
     out["dirty_or_unknown"] = counted["modified_tree"] + counted["no_commit"]
     out.update(kg_provenance(rows))

@@ -610,9 +610,17 @@ def _kg_claim() -> ClaimSpec:
                 f"{kg.get('seeds', {}).get(method, [])}, "
                 f"{min(epochs, default=0):.1f}-{max(epochs, default=0):.1f} epochs"
             )
+        load = kg.get("load_at_end") or []
+        host = (
+            f"shared 2-core host, 1-min load {load[0]:.1f}-{load[1]:.1f} at the runs' ends: "
+            "the budget is wall time, so the epochs a run reached follow its step cost and "
+            "the host's load; a comparison at equal wall time, not equal epochs"
+            if load
+            else "shared 2-core host"
+        )
         return (
             f"{'; '.join(parts)} (filtered test, {kg.get('minutes', 0):g} min of training "
-            f"each, torch threads {kg.get('threads')}, shared 2-core host; "
+            f"each, torch threads {kg.get('threads')}, {host}; "
             f"benchmarks/kg_seeds.py; {_kg_provenance_text(kg)})"
         )
 
