@@ -456,3 +456,68 @@ def task_bodies(root: Path = SRC / "tasks") -> list[str]:
 def test_the_doc_names_no_removed_thing(claim: str) -> None:
     """Names issue 40 removed are not described as present."""
     assert claim not in doc_text()
+
+
+# ------------------------------------------------------------- the path of one recipe
+
+
+def _defined_anywhere(root: Path = SRC) -> set[str]:
+    """Every function and class name defined under ``root``."""
+    names: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+    return names
+
+
+def missing_in_recipe_path(text: str, root: Path = SRC, repo: Path = REPO) -> list[str]:
+    """The names the code block under "The path of one recipe" uses that name nothing:
+    ``file.py:name`` and ``dir/module.name`` paths, dotted ``module.name`` chains of a
+    spacl module, and bare function or class names (``snake_case``, ``CamelCase``)."""
+    _, found, section = text.partition("## The path of one recipe")
+    assert found, "the doc no longer has 'The path of one recipe'"
+    block = code_blocks(section)[0]
+    missing: list[str] = []
+    paths = re.findall(r"\b[\w/]+\.py:\w+|\b(?:\w+/)+\w+\.\w+\b", block)
+    for token in paths:
+        if resolve_path(token, root, repo) is False:
+            missing.append(token)
+    rest = re.sub(r"\b[\w/]+\.py:\w+|\b(?:\w+/)+[\w.]+", " ", block)
+    tops = _top_names(root) - set(CONFIG_SECTIONS)
+    for token in re.findall(r"\b[a-z_]\w*(?:\.[A-Za-z_]\w*)+", rest):
+        if token.split(".")[0] in tops and not resolve_dotted(token, root):
+            missing.append(token)
+    rest = re.sub(r"\b[a-z_]\w*(?:\.[A-Za-z_]\w*)+|\.\w+", " ", rest)
+    defined = _defined_anywhere(root)
+    for token in re.findall(r"\b(?:[a-z]+_[a-z_]+|[A-Z][a-z]+(?:[A-Z][a-z]+)*)\b", rest):
+        if token[0].isupper() and token.lower() in ("image", "task", "one"):
+            continue
+        if token not in defined:
+            missing.append(token)
+    return missing
+
+
+def test_the_recipe_path_reader_sees_a_renamed_function() -> None:
+    good = (
+        "## The path of one recipe\n\n```\ncli.main -> cli.parse_args\n"
+        "  commands/train.run -> resolve_run\n  Trainer(cfg).fit()   build_arms\n"
+        "  tasks.run_loaded -> (tasks/kg/train.py:train_kg)\n```\n"
+    )
+    assert missing_in_recipe_path(good) == []
+    bad = good.replace("resolve_run", "resolve_the_run").replace("cli.main", "cli.mane")
+    bad = bad.replace("commands/train.run", "commands/train.go").replace("Trainer", "Trainerr")
+    bad = bad.replace("train.py:train_kg", "train.py:train_graph")
+    assert sorted(missing_in_recipe_path(bad)) == sorted(
+        [
+            "commands/train.go",
+            "tasks/kg/train.py:train_graph",
+            "cli.mane",
+            "resolve_the_run",
+            "Trainerr",
+        ]
+    )
+
+
+def test_every_name_on_the_path_of_one_recipe_exists() -> None:
+    assert missing_in_recipe_path(doc_text()) == []
