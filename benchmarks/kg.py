@@ -154,7 +154,8 @@ def _time_cut(objective: Any) -> list[float]:
     return seconds
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="training budget per method")
     parser.add_argument("--methods", nargs="+", default=list(RECIPES), choices=list(RECIPES))
@@ -186,43 +187,60 @@ def main() -> int:
         metavar="N",
         help="only time N interleaved training steps of each method and print the ratio",
     )
-    args = parser.parse_args()
-    if args.step_cost:
-        print(step_cost(args.step_cost, args.root, args.set))
-        return 0
-    torch.set_num_threads(args.threads)
-    threads = max(1, args.threads // len(args.methods)) if args.parallel else args.threads
-    jobs = [
-        (
-            method,
-            [
-                f"train.minutes={args.minutes}",
-                f"train.threads={threads}",
-                f"eval.valid_subset={args.valid_subset if args.valid_subset else 'null'}",
-                *args.set,
-            ],
-            args.root,
-        )
-        for method in args.methods
-    ]
+    return parser
+
+
+def train_methods(
+    methods: list[str],
+    overrides: list[str],
+    root: str | None,
+    parallel: bool,
+) -> dict[str, dict[str, Any]]:
+    """Each method's summary, trained with ``overrides`` one after the other, or
+    concurrently (one spawned process per method) when ``parallel``."""
+    jobs = [(method, list(overrides), root) for method in methods]
     summaries: dict[str, dict[str, Any]] = {}
-    if args.parallel:  # one process per method, the cores split between them
+    if parallel:  # one process per method, the cores split between them
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(len(jobs), mp_context=context) as pool:
-            for method, summary in zip(args.methods, pool.map(_run, jobs), strict=True):
+            for method, summary in zip(methods, pool.map(_run, jobs), strict=True):
                 summaries[method] = summary
     else:
         for job in jobs:
             summaries[job[0]] = _run(job)
+    return summaries
 
+
+def _targets_line(summaries: dict[str, dict[str, Any]]) -> str:
+    """Issue 7's targets, met or not per method, and the paper's numbers."""
+    return (
+        f"\nTargets (issue 7): test MRR >= {TARGET_MRR}, Hits@10 >= {TARGET_H10}; "
+        + "; ".join(
+            f"{m}: {'met' if s['test']['mrr'] >= TARGET_MRR and s['test']['hits@10'] >= TARGET_H10 else 'NOT met'}"  # noqa: E501
+            for m, s in summaries.items()
+        )
+        + f".  The SPACL paper reports MRR {PAPER['mrr']} / Hits@10 {PAPER['hits@10']} "
+        "(GPU, full training).\n"
+    )
+
+
+def report(
+    summaries: dict[str, dict[str, Any]],
+    minutes: float,
+    threads: int,
+    total_threads: int,
+    parallel: bool,
+) -> str:
+    """The results file: the budget, one table row per method, the SPACL / InfoNCE
+    comparison (both trained), the targets and the validation curves."""
     lines = [header("FB15k-237 link prediction: SPACL vs InfoNCE, same training budget")]
-    if args.parallel:
+    if parallel:
         lines.append(
             f"The methods trained concurrently, one process each with {threads} torch "
-            f"thread(s) (of {args.threads}).\n"
+            f"thread(s) (of {total_threads}).\n"
         )
     lines.append(
-        f"Budget: {args.minutes:g} min of training per method (validation excluded), "
+        f"Budget: {minutes:g} min of training per method (validation excluded), "
         f"{threads} torch thread(s) each.  Filtered ranking over both directions, ties counted as "
         "half (mean rank), 20,466 test triples (40,932 queries).  Best epoch by filtered "
         "validation MRR.\n"
@@ -245,15 +263,7 @@ def main() -> int:
             f"{a['seconds_per_epoch'] / b['seconds_per_epoch']:.2f}x; test MRR difference "
             f"{a['test']['mrr'] - b['test']['mrr']:+.4f}."
         )
-    lines.append(
-        f"\nTargets (issue 7): test MRR >= {TARGET_MRR}, Hits@10 >= {TARGET_H10}; "
-        + "; ".join(
-            f"{m}: {'met' if s['test']['mrr'] >= TARGET_MRR and s['test']['hits@10'] >= TARGET_H10 else 'NOT met'}"  # noqa: E501
-            for m, s in summaries.items()
-        )
-        + f".  The SPACL paper reports MRR {PAPER['mrr']} / Hits@10 {PAPER['hits@10']} "
-        "(GPU, full training).\n"
-    )
+    lines.append(_targets_line(summaries))
     lines.append("Validation curve (filtered valid MRR after each evaluated epoch):\n")
     for method, s in summaries.items():
         curve = ", ".join(
@@ -262,7 +272,25 @@ def main() -> int:
         lines.append(f"- {method}: {curve}")
     lines.append("")
     lines.append("Recipes: " + ", ".join(f"`{p.relative_to(REPO)}`" for p in RECIPES.values()))
-    path = write_result(args.name, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    if args.step_cost:
+        print(step_cost(args.step_cost, args.root, args.set))
+        return 0
+    torch.set_num_threads(args.threads)
+    threads = max(1, args.threads // len(args.methods)) if args.parallel else args.threads
+    overrides = [
+        f"train.minutes={args.minutes}",
+        f"train.threads={threads}",
+        f"eval.valid_subset={args.valid_subset if args.valid_subset else 'null'}",
+        *args.set,
+    ]
+    summaries = train_methods(args.methods, overrides, args.root, args.parallel)
+    text = report(summaries, args.minutes, threads, args.threads, args.parallel)
+    path = write_result(args.name, text)
     print(f"wrote {path}")
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2, default=str))

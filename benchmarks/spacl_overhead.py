@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
@@ -48,71 +49,103 @@ def met(ratio: float, bar: float) -> str:
     return "met" if ratio <= bar else "**NOT met**"
 
 
-def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]]:
-    """One interleaved measurement at the current thread count: a markdown section and
-    the target ratios (``"dynamic"``, ``"ema"`` vs NT-Xent; ``"every"``, ``"every_sup"``
-    vs SupCon)."""
+#: the dynamic form's parts, timed on their own
+PARTS = ("mining", "game", "cut")
+#: the every-view form's parts
+EVERY_PARTS = ("every-view mining", "every-view game", "every-view cut")
+#: the supervised every-view form's parts
+SUP_PARTS = ("every-view mining", "every-view game", "supervised cut", "class positives")
+
+
+class Losses(NamedTuple):
+    """The timed losses, one object each (built in this order)."""
+
+    ntxent: NTXentLoss
+    spacl: SPACLLoss
+    ema: SPACLLoss
+    every: SPACLLoss
+    exp: SPACLLoss
+    supcon: SupConLoss
+    every_sup: SPACLLoss
+
+
+def pool(b: int, v: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seeded inputs: a mildly structured pool ``z[B, V, d]`` (views of an instance
+    near its centre, as after some training) and 10-class labels ``[B]``."""
     g = torch.Generator().manual_seed(0)
-    # a mildly structured pool: views of an instance near its centre, as after some training
     z = torch.randn(b, 1, d, generator=g) + 0.7 * torch.randn(b, v, d, generator=g)
-    ntxent = NTXentLoss(0.1)
-    spacl = SPACLLoss(0.1, embedding_dim=d)
-    spacl_ema = SPACLLoss(0.1, embedding_dim=d)
-    spacl_every = SPACLLoss(0.1, embedding_dim=d, anchor_set="every_view")
-    spacl_exp = SPACLLoss(0.1, embedding_dim=d, mass="exp")
     labels = torch.randint(0, 10, (b,), generator=g)
-    supcon = SupConLoss(0.1)
-    spacl_every_sup = SPACLLoss(
-        0.1,
-        embedding_dim=d,
-        anchor_set="every_view",
-        positive_pool="instance_class",
-        positive_mode="mean",
-        detach_candidates=False,
+    return z, labels
+
+
+def build_losses(d: int) -> Losses:
+    """NT-Xent, SupCon and the SPACL forms the section times (see the module docstring)."""
+    return Losses(
+        ntxent=NTXentLoss(0.1),
+        spacl=SPACLLoss(0.1, embedding_dim=d),
+        ema=SPACLLoss(0.1, embedding_dim=d),
+        every=SPACLLoss(0.1, embedding_dim=d, anchor_set="every_view"),
+        exp=SPACLLoss(0.1, embedding_dim=d, mass="exp"),
+        supcon=SupConLoss(0.1),
+        every_sup=SPACLLoss(
+            0.1,
+            embedding_dim=d,
+            anchor_set="every_view",
+            positive_pool="instance_class",
+            positive_mode="mean",
+            detach_candidates=False,
+        ),
     )
-    adversarial = spacl.adversarial
-    assert adversarial is not None
 
-    def run_ntxent() -> None:
-        ntxent(z.detach().requires_grad_(True)).backward()
 
-    def run_spacl() -> None:
-        spacl(None, z.detach().requires_grad_(True)).backward()
+def objective_runs(
+    z: torch.Tensor, labels: torch.Tensor, losses: Losses
+) -> dict[str, Callable[[], object]]:
+    """The whole objectives, forward + backward, each on a fresh leaf copy of ``z``; the
+    EMA form with its anchor choice included."""
 
-    def run_spacl_every() -> None:
-        spacl_every(None, z.detach().requires_grad_(True)).backward()
-
-    def on_tensor_path(fn: Callable[[], object]) -> Callable[[], None]:
-        """``fn`` with the cut's tensor path (as with ``SPACL_CUT_KERNEL=0``)."""
-
-        def run() -> None:
-            cut_kernel.ENABLED = False
-            try:
-                fn()
-            finally:
-                cut_kernel.ENABLED = kernel_on
-
-        return run
-
-    kernel_on = cut_kernel.ENABLED
-
-    def run_spacl_exp() -> None:
-        spacl_exp(None, z.detach().requires_grad_(True)).backward()
-
-    def run_supcon() -> None:
-        supcon(z.detach().requires_grad_(True), labels).backward()
-
-    def run_spacl_every_sup() -> None:
-        spacl_every_sup(None, z.detach().requires_grad_(True), labels).backward()
+    def leaf() -> torch.Tensor:
+        return z.detach().requires_grad_(True)
 
     def run_spacl_ema() -> None:
         target = z.detach()
-        a = spacl_ema.choose_anchor(target)
-        online = z[torch.arange(b), a].detach().requires_grad_(True)
-        spacl_ema(online, target, anchor_index=a).backward()
+        a = losses.ema.choose_anchor(target)
+        online = z[torch.arange(z.shape[0]), a].detach().requires_grad_(True)
+        losses.ema(online, target, anchor_index=a).backward()
 
-    # the parts, on the same inputs and code paths as inside the loss
-    unit_pool = unit(z)
+    return {
+        "NT-Xent": lambda: losses.ntxent(leaf()).backward(),
+        "SPACL (shared)": lambda: losses.spacl(None, leaf()).backward(),
+        "SPACL (EMA)": run_spacl_ema,
+        "SPACL (every view an anchor)": lambda: losses.every(None, leaf()).backward(),
+        "SPACL (exp cut)": lambda: losses.exp(None, leaf()).backward(),
+        "SupCon": lambda: losses.supcon(leaf(), labels).backward(),
+        "SPACL every view, supervised": lambda: losses.every_sup(None, leaf(), labels).backward(),
+    }
+
+
+def on_tensor_path(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` with the cut's tensor path (as with ``SPACL_CUT_KERNEL=0``)."""
+    kernel_on = cut_kernel.ENABLED
+
+    def run() -> None:
+        cut_kernel.ENABLED = False
+        try:
+            fn()
+        finally:
+            cut_kernel.ENABLED = kernel_on
+
+    return run
+
+
+def shared_part_runs(
+    z: torch.Tensor, spacl: SPACLLoss, unit_pool: torch.Tensor
+) -> dict[str, Callable[[], object]]:
+    """The dynamic form's parts on their own (mining, one game round, the cut) and a full
+    sort of the same candidate logits, on the same inputs and code paths as inside the loss."""
+    b, v, d = z.shape
+    adversarial = spacl.adversarial
+    assert adversarial is not None
     rows = torch.arange(b)
     anchor = spacl.choose_anchor(z)
     _, flat_pos = positives_of(
@@ -121,26 +154,72 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
     real = unit_pool.reshape(b * v, d)[flat_pos]
     logits = (unit_pool[rows, anchor] / 0.1) @ unit_pool.reshape(b * v, d).T
     candidates = rows.repeat_interleave(v).unsqueeze(0) != rows.unsqueeze(1)
+    return {
+        "mining": lambda: mine(spacl.options, spacl.rng, z, None, None),
+        "game": lambda: adversarial.play(unit_pool[rows, anchor], real),
+        "cut": lambda: spacl.cut.select(logits, candidates),
+        "sort (reference)": lambda: torch.sort(
+            logits.masked_fill(~candidates, -torch.inf), dim=1, descending=True
+        ),
+    }
 
-    # the every-view parts: B V anchor rows against the B V pool views (+ K_adv)
+
+def every_view_cut_input(unit_pool: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The compact path's cut input for the ``B V`` anchor rows: in-batch + one generated
+    column, -inf at the own instance's views (``keys[B V, B V + 1]``), and the signed total
+    from sums of the candidate embeddings (``[B V]``)."""
+    b, v, d = unit_pool.shape
+    rows = torch.arange(b)
+    flat_unit = unit_pool.reshape(b * v, d)
+    keys = (flat_unit / 0.1) @ torch.cat((flat_unit, torch.zeros(1, d))).T
+    own = (rows.repeat_interleave(v) * v).unsqueeze(1) + torch.arange(v)
+    keys[:, : b * v].scatter_(1, own, -torch.inf)
+    excluded = unit_pool.sum(1).repeat_interleave(v, 0)
+    total = ((flat_unit / 0.1) * (flat_unit.sum(0) - excluded)).sum(1)
+    return keys, total
+
+
+def every_view_part_runs(
+    z: torch.Tensor,
+    spacl_every: SPACLLoss,
+    unit_pool: torch.Tensor,
+    keys: torch.Tensor,
+    total: torch.Tensor,
+) -> dict[str, Callable[[], object]]:
+    """The every-view form's parts on their own: ``B V`` anchor rows against the ``B V``
+    pool views (+ ``K_adv``): mining, the game round then one draw for the rows, the cut."""
+    b, v, d = z.shape
     every_adv = spacl_every.adversarial
     assert every_adv is not None
     flat_unit = unit_pool.reshape(b * v, d)
     every_mined = mine_every(spacl_every.options, spacl_every.rng, z, None)
     every_pos, game_anchor = every_mined.flat_positives, every_mined.anchor
-    game_rows = rows * v + game_anchor
-    # the compact path's cut input: in-batch + one generated column, -inf at the own
-    # instance's views, and the signed total from sums of the candidate embeddings
-    every_keys = (flat_unit / 0.1) @ torch.cat((flat_unit, torch.zeros(1, d))).T
-    own = (rows.repeat_interleave(v) * v).unsqueeze(1) + torch.arange(v)
-    every_keys[:, : b * v].scatter_(1, own, -torch.inf)
-    excluded = unit_pool.sum(1).repeat_interleave(v, 0)
-    every_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - excluded)).sum(1)
+    game_rows = torch.arange(b) * v + game_anchor
 
-    # the supervised every-view form's own parts: the cut on its keys (-inf at the
-    # anchor's class) and the class positives (every view of the other same-class
-    # instances: their logits read per class block, the log-sum-exp forward + backward)
-    row_inst = rows.repeat_interleave(v)
+    def run_every_game() -> None:
+        every_adv.step(flat_unit[game_rows], flat_unit[every_pos[game_rows]])
+        every_adv.sample(flat_unit)
+
+    return {
+        "every-view mining": lambda: mine_every(spacl_every.options, spacl_every.rng, z, None),
+        "every-view game": run_every_game,
+        "every-view cut": lambda: spacl_every.cut.select(keys, total=total, form="index"),
+    }
+
+
+def supervised_part_runs(
+    z: torch.Tensor,
+    labels: torch.Tensor,
+    spacl_every_sup: SPACLLoss,
+    unit_pool: torch.Tensor,
+    every_keys: torch.Tensor,
+) -> dict[str, Callable[[], object]]:
+    """The supervised every-view form's own parts: the cut on its keys (-inf at the
+    anchor's class) and the class positives (every view of the other same-class instances:
+    their logits read per class block, the log-sum-exp forward + backward)."""
+    b, v, d = z.shape
+    flat_unit = unit_pool.reshape(b * v, d)
+    row_inst = torch.arange(b).repeat_interleave(v)
     row_labels = labels.repeat_interleave(v)
     sup_keys = every_keys.clone()
     sup_keys[:, : b * v].masked_fill_(
@@ -148,10 +227,6 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
     )
     class_sums = torch.zeros(10, d).index_add_(0, row_labels, flat_unit)
     sup_sum = ((flat_unit / 0.1) * (flat_unit.sum(0) - class_sums[row_labels])).sum(1)
-
-    def run_sup_cut() -> None:
-        spacl_every_sup.cut.select(sup_keys, total=sup_sum, form="index")
-
     sup_logits = every_keys[:, : b * v].contiguous()  # before the class columns are cut
     columns = torch.arange(b * v)
 
@@ -162,27 +237,16 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         blocks = class_blocks(sup_logits, row_labels, row_inst, row_labels, row_inst, 10, columns)
         class_logsumexp(flat / 0.1, flat, blocks, tied=1 / 0.1).sum().backward()
 
-    def run_every_mining() -> None:
-        mine_every(spacl_every.options, spacl_every.rng, z, None)
+    return {
+        "supervised cut": lambda: spacl_every_sup.cut.select(sup_keys, total=sup_sum, form="index"),
+        "class positives": run_class_positives,
+    }
 
-    def run_every_game() -> None:
-        every_adv.step(flat_unit[game_rows], flat_unit[every_pos[game_rows]])
-        every_adv.sample(flat_unit)
 
-    def run_every_cut() -> None:
-        spacl_every.cut.select(every_keys, total=every_sum, form="index")
-
-    def run_mining() -> None:
-        mine(spacl.options, spacl.rng, z, None, None)
-
-    def run_game() -> None:
-        adversarial.play(unit_pool[rows, anchor], real)
-
-    def run_cut() -> None:
-        spacl.cut.select(logits, candidates)
-
-    def run_sort() -> None:
-        torch.sort(logits.masked_fill(~candidates, -torch.inf), dim=1, descending=True)
+def matmul_runs(z: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The bare similarity matmuls, forward + backward: NT-Xent's ``[B V, B V]`` and
+    SPACL's ``[B, B V]`` (one anchor per instance)."""
+    b, v, d = z.shape
 
     def run_matmul_spacl() -> None:
         x = z.detach().requires_grad_(True)
@@ -192,69 +256,55 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         x = z.detach().requires_grad_(True).reshape(b * v, d)
         (x @ x.T).sum().backward()
 
-    fns: dict[str, Callable[[], object]] = {
-        "NT-Xent": run_ntxent,
-        "SPACL (shared)": run_spacl,
-        "SPACL (EMA)": run_spacl_ema,
-        "SPACL (every view an anchor)": run_spacl_every,
-        "SPACL (exp cut)": run_spacl_exp,
-        "SupCon": run_supcon,
-        "SPACL every view, supervised": run_spacl_every_sup,
-        "every-view mining": run_every_mining,
-        "every-view game": run_every_game,
-        "every-view cut": run_every_cut,
-        "every-view cut, tensor path": on_tensor_path(run_every_cut),
-        "SPACL every view, tensor-path cut": on_tensor_path(run_spacl_every),
-        "supervised cut": run_sup_cut,
-        "class positives": run_class_positives,
-        "mining": run_mining,
-        "game": run_game,
-        "cut": run_cut,
-        "sort (reference)": run_sort,
-        "matmul NT-Xent": run_matmul_ntxent,
-        "matmul SPACL": run_matmul_spacl,
+    return {"matmul NT-Xent": run_matmul_ntxent, "matmul SPACL": run_matmul_spacl}
+
+
+def timed_callables(b: int, v: int, d: int) -> tuple[dict[str, Callable[[], object]], Losses]:
+    """Every callable the section times, in the order they are interleaved, and the
+    losses (whose last logs the section reads after the timing)."""
+    z, labels = pool(b, v, d)
+    losses = build_losses(d)
+    objectives = objective_runs(z, labels, losses)
+    unit_pool = unit(z)
+    shared = shared_part_runs(z, losses.spacl, unit_pool)
+    every_keys, every_total = every_view_cut_input(unit_pool)
+    every = every_view_part_runs(z, losses.every, unit_pool, every_keys, every_total)
+    supervised = supervised_part_runs(z, labels, losses.every_sup, unit_pool, every_keys)
+    fns = {
+        **objectives,
+        **every,
+        "every-view cut, tensor path": on_tensor_path(every["every-view cut"]),
+        "SPACL every view, tensor-path cut": on_tensor_path(
+            objectives["SPACL (every view an anchor)"]
+        ),
+        **supervised,
+        **shared,
+        **matmul_runs(z),
     }
-    times = time_interleaved(fns, repeats, warmup=3)
-    base = times["NT-Xent"]
-    total = times["SPACL (shared)"]
-    parts = ("mining", "game", "cut")
-    rest = total - sum(times[p] for p in parts)
-    logs = spacl.last.log_dict() if spacl.last is not None else {}
-    every_logs = spacl_every.last.log_dict() if spacl_every.last is not None else {}
-    every_total = times["SPACL (every view an anchor)"]
-    every_parts = ("every-view mining", "every-view game", "every-view cut")
-    every_rest = every_total - sum(times[p] for p in every_parts)
-    sup_base = times["SupCon"]
-    sup_total = times["SPACL every view, supervised"]
-    sup_parts = ("every-view mining", "every-view game", "supervised cut", "class positives")
-    sup_rest = sup_total - sum(times[p] for p in sup_parts)
+    return fns, losses
 
-    def sup_row(name: str, seconds: float) -> str:
-        return (
-            f"| {name} | {seconds * 1e3:.2f} | {seconds / sup_total:.0%} | "
-            f"{seconds / sup_base:.2f}x |"
-        )
 
-    def every_row(name: str, seconds: float) -> str:
-        return (
-            f"| {name} | {seconds * 1e3:.2f} | {seconds / every_total:.0%} | "
-            f"{seconds / sup_base:.2f}x |"
-        )
+def row(name: str, seconds: float, base: float, share_of: float | None = None) -> str:
+    """A table row: the time in ms, its share of ``share_of`` when given, and its ratio
+    to ``base``."""
+    cells = [name, f"{seconds * 1e3:.2f}"]
+    if share_of is not None:
+        cells.append(f"{seconds / share_of:.0%}")
+    cells.append(f"{seconds / base:.2f}x")
+    return "| " + " | ".join(cells) + " |"
 
-    def row(name: str, seconds: float, share: bool = False) -> str:
-        cells = [name, f"{seconds * 1e3:.2f}"]
-        if share:
-            cells.append(f"{seconds / total:.0%}")
-        cells.append(f"{seconds / base:.2f}x")
-        return "| " + " | ".join(cells) + " |"
 
-    lines = [
-        f"## {torch.get_num_threads()} thread(s)",
+def objective_tables(times: dict[str, float], anchor_rows: int, threads: int) -> list[str]:
+    """The section's head: the objectives against NT-Xent, then the every-view ones
+    against SupCon (and NT-Xent)."""
+    base, sup_base = times["NT-Xent"], times["SupCon"]
+    return [
+        f"## {threads} thread(s)",
         "",
         "| objective | time (ms) | vs NT-Xent |",
         "|---|---|---|",
         *(
-            row(n, times[n])
+            row(n, times[n], base)
             for n in (
                 "NT-Xent",
                 "SPACL (shared)",
@@ -265,7 +315,7 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         ),
         "",
         "Every view an anchor (`B V` = "
-        f"{b * v} anchor rows), side by side with SupCon in the same run:",
+        f"{anchor_rows} anchor rows), side by side with SupCon in the same run:",
         "",
         "| objective | time (ms) | vs SupCon | vs NT-Xent |",
         "|---|---|---|---|",
@@ -283,13 +333,31 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         "`tensor-path cut`: the same loss with the cut's CPU kernel off "
         "(`SPACL_CUT_KERNEL=0`: group maxima and `topk`, the path GPUs take).",
         "",
+    ]
+
+
+def every_view_breakdowns(times: dict[str, float], every_logs: dict[str, float]) -> list[str]:
+    """The every-view forms' breakdowns against SupCon (self-supervised, then supervised),
+    and the every-view cut's kept negatives."""
+    sup_base = times["SupCon"]
+    every_total = times["SPACL (every view an anchor)"]
+    every_rest = every_total - sum(times[p] for p in EVERY_PARTS)
+    sup_total = times["SPACL every view, supervised"]
+    sup_rest = sup_total - sum(times[p] for p in SUP_PARTS)
+    remainder = "loss: logits, kernel, backward (the remainder)"
+    return [
         "Breakdown of SPACL (every view an anchor), each part timed on its own:",
         "",
         "| part | time (ms) | share of SPACL every view | vs SupCon |",
         "|---|---|---|---|",
-        *(every_row(n, times[n]) for n in every_parts),
-        every_row("loss: logits, kernel, backward (the remainder)", every_rest),
-        every_row("(reference) every-view cut, tensor path", times["every-view cut, tensor path"]),
+        *(row(n, times[n], sup_base, every_total) for n in EVERY_PARTS),
+        row(remainder, every_rest, sup_base, every_total),
+        row(
+            "(reference) every-view cut, tensor path",
+            times["every-view cut, tensor path"],
+            sup_base,
+            every_total,
+        ),
         "",
         'Breakdown of SPACL every view, supervised (`positive_pool="instance_class"`, '
         '`positive_mode="mean"`, labels), each part timed on its own (mining and game '
@@ -298,32 +366,63 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         "",
         "| part | time (ms) | share of the supervised form | vs SupCon |",
         "|---|---|---|---|",
-        *(sup_row(n, times[n]) for n in sup_parts),
-        sup_row("loss: logits, kernel, backward (the remainder)", sup_rest),
+        *(row(n, times[n], sup_base, sup_total) for n in SUP_PARTS),
+        row(remainder, sup_rest, sup_base, sup_total),
         "",
         f"Every view: the cut kept {every_logs.get('spacl/kept_negatives', float('nan')):.1f} "
         f"of {every_logs.get('spacl/candidate_negatives', float('nan')):.0f} candidate "
         "negatives per anchor row on average.",
         "",
+    ]
+
+
+def shared_breakdown(times: dict[str, float], logs: dict[str, float]) -> list[str]:
+    """The dynamic form's breakdown against NT-Xent, the reference points and its cut's
+    kept negatives."""
+    base, total = times["NT-Xent"], times["SPACL (shared)"]
+    rest = total - sum(times[p] for p in PARTS)
+    return [
         "Breakdown of SPACL (shared), each part timed on its own:",
         "",
         "| part | time (ms) | share of SPACL | vs NT-Xent |",
         "|---|---|---|---|",
-        *(row(n, times[n], share=True) for n in parts),
-        row("loss: logits, kernel, backward (the remainder)", rest, share=True),
+        *(row(n, times[n], base, total) for n in PARTS),
+        row("loss: logits, kernel, backward (the remainder)", rest, base, total),
         "",
         "| reference point | time (ms) | vs NT-Xent |",
         "|---|---|---|",
-        *(row(n, times[n]) for n in ("sort (reference)", "matmul NT-Xent", "matmul SPACL")),
+        *(row(n, times[n], base) for n in ("sort (reference)", "matmul NT-Xent", "matmul SPACL")),
         "",
         f"The cut kept {logs.get('spacl/kept_negatives', float('nan')):.1f} of "
         f"{logs.get('spacl/candidate_negatives', float('nan')):.0f} candidate negatives per "
         "anchor on average.",
         "",
+    ]
+
+
+def target_ratios(times: dict[str, float]) -> dict[str, float]:
+    """The target ratios: ``"dynamic"``, ``"ema"`` vs NT-Xent; ``"every"``,
+    ``"every_sup"`` vs SupCon."""
+    base, sup_base = times["NT-Xent"], times["SupCon"]
+    return {
+        "dynamic": times["SPACL (shared)"] / base,
+        "ema": times["SPACL (EMA)"] / base,
+        "every": times["SPACL (every view an anchor)"] / sup_base,
+        "every_sup": times["SPACL every view, supervised"] / sup_base,
+    }
+
+
+def targets(times: dict[str, float]) -> list[str]:
+    """The issue 3 and issue 19 targets, each with its measured ratios and met or not."""
+    base, total, ema = times["NT-Xent"], times["SPACL (shared)"], times["SPACL (EMA)"]
+    sup_base = times["SupCon"]
+    every_total = times["SPACL (every view an anchor)"]
+    sup_total = times["SPACL every view, supervised"]
+    return [
         f"Target (issue 3): SPACL <= 2.0x NT-Xent (dynamic anchor: <= 1.2x, issue 19). "
         f"Measured: **{total / base:.2f}x** (shared encoder), "
-        f"**{times['SPACL (EMA)'] / base:.2f}x** (EMA form): "
-        f"{met(max(total, times['SPACL (EMA)']) / base, 1.2)}.",
+        f"**{ema / base:.2f}x** (EMA form): "
+        f"{met(max(total, ema) / base, 1.2)}.",
         "",
         "Target (issue 19): SPACL every view <= 2.0x SupCon (1.5x the aim). Measured: "
         f"**{every_total / sup_base:.2f}x** (self-supervised form): "
@@ -331,13 +430,40 @@ def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]
         f"**{sup_total / sup_base:.2f}x** (supervised form): {met(sup_total / sup_base, 2.0)}.",
         "",
     ]
-    ratios = {
-        "dynamic": total / base,
-        "ema": times["SPACL (EMA)"] / base,
-        "every": every_total / sup_base,
-        "every_sup": sup_total / sup_base,
-    }
-    return "\n".join(lines), ratios
+
+
+def render_section(
+    times: dict[str, float],
+    anchor_rows: int,
+    threads: int,
+    logs: dict[str, float],
+    every_logs: dict[str, float],
+) -> tuple[str, dict[str, float]]:
+    """The markdown section of one measurement and its target ratios, from the measured
+    times and the last logs of SPACL (shared) and SPACL every view."""
+    lines = [
+        *objective_tables(times, anchor_rows, threads),
+        *every_view_breakdowns(times, every_logs),
+        *shared_breakdown(times, logs),
+        *targets(times),
+    ]
+    return "\n".join(lines), target_ratios(times)
+
+
+def last_logs(loss: SPACLLoss) -> dict[str, float]:
+    """The loss's last call's logs (empty before any call)."""
+    return loss.last.log_dict() if loss.last is not None else {}
+
+
+def measure(b: int, v: int, d: int, repeats: int) -> tuple[str, dict[str, float]]:
+    """One interleaved measurement at the current thread count: a markdown section and
+    the target ratios (``"dynamic"``, ``"ema"`` vs NT-Xent; ``"every"``, ``"every_sup"``
+    vs SupCon)."""
+    fns, losses = timed_callables(b, v, d)
+    times = time_interleaved(fns, repeats, warmup=3)
+    return render_section(
+        times, b * v, torch.get_num_threads(), last_logs(losses.spacl), last_logs(losses.every)
+    )
 
 
 def sessions_table(threads: int, ratios: list[dict[str, float]]) -> str:

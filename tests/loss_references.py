@@ -277,6 +277,74 @@ def _spacl_embed(z: Tensor, mode: str) -> Tensor:
     return unit(z, mode)
 
 
+def _every_view_positive_rows(
+    loss: Any, pool: Tensor, flat_pool: Tensor, labels: Tensor | None, r: int
+) -> list[int]:
+    """The default positives of anchor row ``r = i V + u`` (flat pool rows): farthest-point
+    selection from the anchor view among its instance's views, or among every view of its
+    class (``positive_pool="class"``)."""
+    b, v, _ = pool.shape
+    i, u = divmod(r, v)
+    if loss.positive_pool == "class":
+        assert labels is not None
+        same = [c for c in range(b * v) if int(labels[c // v]) == int(labels[i])]
+        return farthest_loop(flat_pool, same, r, loss.num_positives)
+    return [i * v + p for p in farthest_loop(pool[i], list(range(v)), u, loss.num_positives)]
+
+
+def _every_view_in_batch(
+    loss: Any, f: Tensor, t: Tensor, v: int, r: int, labels: Tensor | None
+) -> tuple[list[Tensor], list[Tensor]]:
+    """The in-batch logits of anchor row ``r = i V + u`` (``f``: its scaled embedding,
+    ``t[B V, d]``: the candidates): the extra positives (the other same-class views, for
+    ``positive_pool="instance_class"``; dropped otherwise) and the candidate negatives
+    (every view, or view ``u`` only; never instance ``i``'s own)."""
+    i, u = divmod(r, v)
+    b = t.shape[0] // v
+    cols = range(b * v) if loss.negatives == "all_views" else [j * v + u for j in range(b)]
+    pos: list[Tensor] = []
+    cand: list[Tensor] = []
+    for c in cols:
+        if c // v == i:
+            continue
+        if labels is not None and int(labels[c // v]) == int(labels[i]):
+            if loss.positive_pool == "instance_class":
+                pos.append(f @ t[c])
+            continue
+        cand.append(f @ t[c])
+    return pos, cand
+
+
+def _every_view_queue(
+    loss: Any, f: Tensor, queue: Tensor | None, label: int | None, extra_labels: Tensor | None
+) -> tuple[list[Tensor], list[Tensor]]:
+    """The queue's logits for an anchor of class ``label`` (``None``: unlabelled): its
+    same-class entries as extra positives (``positive_pool="instance_class"``; dropped
+    otherwise), the others as candidate negatives."""
+    pos: list[Tensor] = []
+    cand: list[Tensor] = []
+    if queue is None:
+        return pos, cand
+    for k in range(queue.shape[0]):
+        same_class = (
+            label is not None and extra_labels is not None and int(extra_labels[k]) == label
+        )
+        if not same_class:
+            cand.append(f @ queue[k])
+        elif loss.positive_pool == "instance_class":
+            pos.append(f @ queue[k])
+    return pos, cand
+
+
+def _anchor_loss(pos: list[Tensor], kept: list[Tensor], positive_mode: str) -> Tensor:
+    """One anchor's loss from its positive and kept negative logits: the log-sum-exp of
+    the positives against the whole denominator, or the mean over the positives."""
+    den = torch.logsumexp(torch.stack(pos + kept), 0)
+    if positive_mode == "log_sum_exp":
+        return den - torch.logsumexp(torch.stack(pos), 0)
+    return torch.stack([den - x for x in pos]).mean()
+
+
 def spacl_every_view_ref(
     loss: Any,
     anchors: Tensor | None,
@@ -310,57 +378,32 @@ def spacl_every_view_ref(
     per_anchor: dict[int, Tensor] = {}
     kept_count: dict[int, int] = {}
     used: dict[int, list[int]] = {}
-
-    def label(r: int) -> int:
-        assert labels is not None
-        return int(labels[r // v])
-
     for u in range(v):
         for i in range(b):
             r = i * v + u
             if positives is not None:
                 pos_rows = positives[r]
-            elif loss.positive_pool == "class":
-                same = [c for c in range(b * v) if label(c) == int(labels[i])]  # type: ignore[index]
-                pos_rows = farthest_loop(flat_pool, same, r, loss.num_positives)
             else:
-                pos_rows = [
-                    i * v + p for p in farthest_loop(pool[i], list(range(v)), u, loss.num_positives)
-                ]
+                pos_rows = _every_view_positive_rows(loss, pool, flat_pool, labels, r)
             used[r] = pos_rows
             f = _spacl_embed(online_src[i, u], mode) / tau
+            # the terms built in this order (positives, in-batch, generated, queue): the
+            # backward accumulates the gradients in the same order, bit for bit
             pos = [f @ t[c] for c in pos_rows]
-            cols = range(b * v) if loss.negatives == "all_views" else [j * v + u for j in range(b)]
-            cand = []
-            for c in cols:
-                if c // v == i:
-                    continue
-                if labels is not None and label(c) == int(labels[i]):
-                    if loss.positive_pool == "instance_class":
-                        pos.append(f @ t[c])
-                    continue
-                cand.append(f @ t[c])
-            if generated is not None:
-                cand += [f @ generated[r, k].double() for k in range(generated.shape[1])]
-            if queue is not None:
-                for k in range(queue.shape[0]):
-                    same_class = (
-                        labels is not None
-                        and extra_labels is not None
-                        and int(extra_labels[k]) == int(labels[i])
-                    )
-                    if not same_class:
-                        cand.append(f @ queue[k])
-                    elif loss.positive_pool == "instance_class":
-                        pos.append(f @ queue[k])
+            batch_pos, batch_cand = _every_view_in_batch(loss, f, t, v, r, labels)
+            generated_cand = (
+                []
+                if generated is None
+                else [f @ generated[r, k].double() for k in range(generated.shape[1])]
+            )
+            label = None if labels is None else int(labels[i])
+            queue_pos, queue_cand = _every_view_queue(loss, f, queue, label, extra_labels)
+            pos += batch_pos + queue_pos
+            cand = batch_cand + generated_cand + queue_cand
             keep = cut_loop([float(x.detach()) for x in cand], share, tau, loss.mass)
             kept = [x for x, k in zip(cand, keep, strict=True) if k]
             kept_count[r] = len(kept)
-            den = torch.logsumexp(torch.stack(pos + kept), 0)
-            if loss.positive_mode == "log_sum_exp":
-                per_anchor[r] = den - torch.logsumexp(torch.stack(pos), 0)
-            else:
-                per_anchor[r] = torch.stack([den - x for x in pos]).mean()
+            per_anchor[r] = _anchor_loss(pos, kept, loss.positive_mode)
     rows = range(b * v)
     return (
         torch.stack([per_anchor[r] for r in rows]),
