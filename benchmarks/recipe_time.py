@@ -37,7 +37,8 @@ SENTENCES = (
 )
 
 
-def _commit() -> str:
+def tree_state() -> str:
+    """The checkout's commit, and the tracked files changed since (if any)."""
     out = subprocess.run(
         ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
         capture_output=True,
@@ -54,8 +55,9 @@ def _commit() -> str:
     return commit + (f"; uncommitted changes to {', '.join(changed)}" if changed else "")
 
 
-def _spacl(*args: str, env: dict[str, str]) -> tuple[float, float, str]:
-    """Run ``spacl ARGS`` in a fresh process: (wall s, CPU s of the child, stdout)."""
+def run_spacl(*args: str, env: dict[str, str], stderr: bool = False) -> tuple[float, float, str]:
+    """Run ``spacl ARGS`` in a fresh process: (wall s, CPU s of the child, stdout; with
+    ``stderr``, stdout then stderr)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
@@ -66,7 +68,7 @@ def _spacl(*args: str, env: dict[str, str]) -> tuple[float, float, str]:
     if done.returncode != 0:
         raise SystemExit(f"spacl {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    return wall, cpu, done.stdout + (done.stderr if stderr else "")
 
 
 def main() -> None:
@@ -79,16 +81,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="spacl-recipe-") as tmp:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "SPACL_CACHE_DIR": str(Path(tmp) / "cache")}
         run = Path(tmp) / "so"
-        wall, cpu, _ = _spacl("train", RECIPE, "--out", str(run), "--quiet", env=env)
+        wall, cpu, _ = run_spacl("train", RECIPE, "--out", str(run), "--quiet", env=env)
         load_after = os.getloadavg()
         summary = json.loads((run / "summary.json").read_text())
-        p_wall, _, printed = _spacl("predict", str(run), *SENTENCES, env=env)
+        p_wall, _, printed = run_spacl("predict", str(run), *SENTENCES, env=env)
     test = summary["test"]
     lines = [
         "# The shipped detector recipe, trained once and timed (issue 37)",
         "",
         f"Command: `python benchmarks/recipe_time.py` ({datetime.date.today()}, commit "
-        f"{_commit()}): `spacl train {RECIPE}` in a fresh process with a fresh embedding "
+        f"{tree_state()}): `spacl train {RECIPE}` in a fresh process with a fresh embedding "
         "cache, as on a user's first run, then `spacl predict` on four sentences.",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_model()}), torch's default threads; load "
