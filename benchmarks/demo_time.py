@@ -62,7 +62,14 @@ def main() -> None:
         f"Command: `python benchmarks/demo_time.py` ({datetime.date.today()}, commit "
         f"{tree_state()}): `spacl demo` in two fresh processes in a row, the first after "
         f"deleting every `__pycache__` under `src/spacl` ({cleared} of them, as in a fresh "
-        "clone), the second warm.",
+        "clone), the second warm."
+        + (
+            "  Python writes no bytecode here (PYTHONDONTWRITEBYTECODE is set), so both "
+            "runs compile the sources; what the cold run rebuilds is numba's cache of the "
+            "cut's kernel."
+            if os.environ.get("PYTHONDONTWRITEBYTECODE")
+            else ""
+        ),
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_model()}), torch's default threads; load "
         f"average (1 min) {load_before[0]:.2f} before (above about 0.5 something else was "
