@@ -169,6 +169,26 @@ def test_shared_randomness_same_init_same_batches_same_augmentations() -> None:
     assert torch.equal(again.batch(1, 0).views, first[len(stream)][0])
 
 
+def test_shared_training_stops_at_max_steps_and_closes_the_partial_epoch() -> None:
+    """``train_shared`` in the engine's loop: ``on_epoch`` before training and after every
+    epoch, the last partial one included; ``max_steps`` counts steps, not epochs; the
+    steps are numbered from 0 for every arm."""
+    from spacl.data import ViewStream
+
+    cfg = alignment_study.QUICK
+    train, _ = alignment_study.load_split(cfg, 10)
+    stream = ViewStream(train, 100, 2, alignment_study.augment(cfg), seed=3, balanced=True)
+    n = len(stream)
+    for limit, calls in ((n + 1, [0, 1, 2]), (n, [0, 1]), (None, [0, 1, 2, 3])):
+        epochs: list[int] = []
+        arms = {"a": _Recorder(), "b": _Recorder()}
+        steps = train_shared(arms, stream, 3, epochs.append, max_steps=limit)
+        assert steps == (limit or 3 * n) and epochs == calls, (limit, steps, epochs)
+        assert [s for _, _, s in arms["b"].seen] == list(range(steps))
+    with pytest.raises(ValueError, match="max_steps"):
+        train_shared({"a": _Recorder()}, stream, 1, max_steps=0)
+
+
 def test_alignment_snapshot_of_identical_arms_is_perfect() -> None:
     cfg = alignment_study.QUICK
     _, test = alignment_study.load_split(cfg, 10)
