@@ -924,7 +924,7 @@ def _addenda(rows: list[dict]) -> list[str]:
         "",
         "Addendum 3, the like-for-like baseline ([PREREGISTRATION_adb_top_layer.md]"
         "(PREREGISTRATION_adb_top_layer.md)): ADB with the top layer trained, on the seeds "
-        "both rows ran (mean ± std, percent; settings not listed have no ADB top-layer run "
+        "both rows ran (mean ± std, percent; a setting not listed has no ADB top-layer run "
         "yet):",
         "",
         *adb_top_lines(rows),
