@@ -56,6 +56,8 @@ __all__ = [
     "VERDICT_RULES",
     "Claim",
     "ClaimSpec",
+    "ModelSteps",
+    "SharedBatchSteps",
     "StudyReport",
     "Verdict",
     "at_least",
@@ -64,6 +66,7 @@ __all__ = [
     "combine",
     "compare",
     "evaluate_claims",
+    "fine_labels",
     "fmt",
     "git_commit",
     "make_arm",
@@ -71,6 +74,7 @@ __all__ = [
     "new_figure",
     "pooled_std",
     "probe_metrics",
+    "run_steps",
     "seed_list",
     "seeds_needed",
     "study_threads",
@@ -281,11 +285,12 @@ def train_shared(
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if on_epoch is not None:
         on_epoch(0)
-    body = SharedBatchSteps(arms, stream.epoch_batches, label_fn or _fine_labels, on_epoch=on_epoch)
+    body = SharedBatchSteps(arms, stream.epoch_batches, label_fn or fine_labels, on_epoch=on_epoch)
     return run_steps(body, epochs, max_steps)
 
 
-def _fine_labels(batch: Any) -> Tensor:
+def fine_labels(batch: Any) -> Tensor:
+    """A batch's fine labels (the default ``label_fn`` of :func:`train_shared`)."""
     return batch.labels
 
 

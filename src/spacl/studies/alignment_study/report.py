@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,7 @@ def _point_losses(point: Mapping[str, Any]) -> list[dict[str, float]]:
     return [{k: s["values"][i] for k, s in losses.items()} for i in range(count)]
 
 
-def _per_network(runs: list[Mapping[str, float]]) -> list[dict[str, float]]:
+def _per_network(runs: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
     """One record per contrastive network of each run record (its ``gap_min_<arm>``...)."""
     out = []
     for run in runs:

@@ -32,7 +32,14 @@ import torch
 from torch import Tensor, nn
 
 from spacl.engine import Arm
-from spacl.studies.common import SharedBatchSteps, git_commit, make_arm, probe_metrics, run_steps
+from spacl.studies.common import (
+    SharedBatchSteps,
+    fine_labels,
+    git_commit,
+    make_arm,
+    probe_metrics,
+    run_steps,
+)
 from spacl.studies.spacl_bench.benches import Bench
 from spacl.studies.spacl_bench.methods import Method
 
@@ -168,7 +175,7 @@ def train_models(
     body = SharedBatchSteps(
         arms,
         lambda epoch: bench.stream(seed).epoch_batches(epoch),
-        (lambda batch: batch.coarse_labels) if coarse else (lambda batch: batch.labels),
+        (lambda batch: batch.coarse_labels) if coarse else fine_labels,
         arm_step=timed_step,
     )
     step = run_steps(body, bench.epochs)

@@ -456,9 +456,7 @@ def train_kg(
     torch.manual_seed(int(cfg.train.seed))
     if kg is None and not resume:  # a new run reads its graph first: a missing one makes no run
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
-    # named after the graph it trains on (a user's own: its directory), unless given
-    graph = kg.name if kg is not None else str(cfg.data.name)
-    name = str(cfg.name or f"{graph}-{cfg.objective.name}")
+    name = run_name(cfg, kg.name if kg is not None else str(cfg.data.name))
     store = RunDirectory.open_task_run(cfg, "kg", name, run_dir, resume)
     saved = store.checkpoint() if store is not None and resume else None
     if store is not None and saved is not None and saved.get("finished"):
@@ -484,6 +482,12 @@ def train_kg(
     return summary
 
 
+def run_name(cfg: Any, graph: str) -> str:
+    """A KG run's name: ``cfg.name``, else ``<graph>-<objective>``, named after the graph
+    it trains on (a user's own: its directory)."""
+    return str(cfg.name or f"{graph}-{cfg.objective.name}")
+
+
 def _kg_summary(
     setup: KGSetup, loop: TrainLoop, body: KGSteps, filter_index: Any
 ) -> dict[str, Any]:
@@ -497,7 +501,7 @@ def _kg_summary(
     valid_full = _evaluate(model, kg, "valid", filter_index, full_cfg, setup.device)
     test = _evaluate(model, kg, "test", filter_index, cfg, setup.device)
     summary: dict[str, Any] = {
-        "name": cfg.name or f"{kg.name}-{cfg.objective.name}",
+        "name": run_name(cfg, kg.name),
         "graph": kg.name,  # the triples' own directory name for a user's graph
         "objective": str(cfg.objective.name),
         "epochs": epochs_done,
