@@ -40,6 +40,7 @@ CHECKED_ROWS = (
     "results/train_step.md",
     "results/gpu.md",
     "results/install_size.md",
+    "results/demo_time.md",
     "results/kg.md",
     "../docs/results/open_intent/results.md",
 )
