@@ -294,6 +294,25 @@ def test_a_committed_report_regenerates_from_its_committed_results(
     assert "no stored results.json" in err and "\n" not in err
 
 
+def test_report_only_without_from_reads_the_committed_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's command as typed, ``spacl reproduce NAME --report-only`` with no
+    ``--from``: from the checkout's root and from another directory alike it reads the
+    committed docs/results/NAME (the report's claims equal the committed ones)."""
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    committed = json.loads((root / "docs/results/hard-negatives/results.json").read_text())
+    for where in (root, tmp_path):
+        monkeypatch.chdir(where)
+        out = tmp_path / f"out-{where.name}"
+        assert main(["reproduce", "hard-negatives", "--report-only", "--out", str(out)]) == 0
+        again = json.loads((out / "results.json").read_text())
+        assert again["claims"] == committed["claims"]
+    capsys.readouterr()
+
+
 def test_alignment_points_are_counted_once_by_content() -> None:
     """A shared sweep point is one object in a live run and several equal copies after a
     JSON round trip: both count it once."""

@@ -45,13 +45,23 @@ def test_best_of_counter_examples() -> None:
     assert V.best_of({"a": HIGH, "b": LOW, "c": LOW}, "a").verdict == REPRODUCED
     assert V.best_of({"a": LOW, "b": HIGH, "c": HIGH}, "a").verdict == OPPOSITE
     assert V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a").verdict == NOT_AT_SCALE
+    # the claimed option beats one and is beaten by another: refuted as stated, the row
+    # naming the comparisons that disagree (never a silent "not reproduced")
+    split = V.best_of({"a": [2.0, 2.1, 1.9, 2.05, 1.95], "b": LOW, "c": HIGH}, "a")
+    assert split.verdict == NOT_AT_SCALE
+    assert split.row == "comparisons disagree: vs b reproduced, vs c opposite"
+    noisy = V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a")
+    assert noisy.row == f"comparisons differ: vs b reproduced; 1 other(s) {NOT_AT_SCALE}"
+    assert V.best_of({"a": NOISE, "b": NOISE}, "a").row == ""
 
 
 def test_trend_counter_examples() -> None:
     mid = [2.0, 2.1, 2.05, 1.95, 2.02]
     assert V.trend([LOW, mid, HIGH]).verdict == REPRODUCED
     assert V.trend([HIGH, mid, LOW]).verdict == OPPOSITE
-    assert V.trend([LOW, HIGH, mid]).verdict == NOT_AT_SCALE  # not monotone
+    bent = V.trend([LOW, HIGH, mid])  # not monotone: one step up, one down
+    assert bent.verdict == NOT_AT_SCALE
+    assert bent.row == "steps disagree: #0 -> #1 reproduced, #1 -> #2 opposite"
     assert V.trend([HIGH, mid, LOW], test="spearman").verdict == OPPOSITE
     # the Spearman branch says each of its three outcomes (a rule that always said
     # "opposite" fails here): increasing, flat noise, and every value equal

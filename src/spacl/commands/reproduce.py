@@ -79,7 +79,8 @@ def register(subparsers: Any) -> None:
         dest="source",
         default=None,
         help="with --report-only: the stored results.json or its directory (default "
-        "docs/results/NAME when it exists here, else --out)",
+        "docs/results/NAME under this directory, else under the source checkout, else "
+        "--out)",
     )
     parser.set_defaults(func=run)
 
@@ -145,14 +146,27 @@ def run_study(
     return results
 
 
+def _committed_results(name: str, out: Path) -> Path:
+    """Where ``--report-only`` reads without ``--from``: ``docs/results/NAME`` under the
+    working directory, else under the source checkout spacl runs from, else ``out``."""
+    from spacl.data.sources import source_checkout
+
+    checkout = source_checkout()
+    roots = [Path.cwd()] + ([checkout] if checkout is not None else [])
+    for root in roots:
+        committed = root / "docs" / "results" / name
+        if committed.is_dir():
+            return committed
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from spacl._progress import progress
 
     out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
     started = time.time()
     if args.report_only:
-        committed = Path("docs") / "results" / args.name
-        source = Path(args.source) if args.source else (committed if committed.is_dir() else out)
+        source = Path(args.source) if args.source else _committed_results(args.name, out)
         if args.name not in REGENERABLE:
             raise ValueError(
                 f"--report-only: the {args.name} study cannot yet write its report from "

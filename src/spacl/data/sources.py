@@ -44,6 +44,7 @@ __all__ = [
     "dev_data_dir",
     "find_dataset",
     "locate",
+    "source_checkout",
     "user_data_dir",
 ]
 
@@ -207,16 +208,23 @@ def user_data_dir() -> Path:
     return base_dir / "spacl"
 
 
+def source_checkout() -> Path | None:
+    """The source checkout spacl runs from (the directory holding ``pyproject.toml``
+    above ``src/spacl``), else ``None`` (an installed package has no checkout)."""
+    package = Path(__file__).resolve().parents[1]  # .../src/spacl
+    checkout = package.parents[1]
+    if package.parent.name != "src" or not (checkout / "pyproject.toml").is_file():
+        return None
+    return checkout
+
+
 def dev_data_dir() -> Path | None:
     """``<checkout>/../shared/data`` when spacl runs from a source checkout, else ``None``.
 
     A development fallback only: an installed package (site-packages) has no checkout.
     """
-    package = Path(__file__).resolve().parents[1]  # .../src/spacl
-    checkout = package.parents[1]
-    if package.parent.name != "src" or not (checkout / "pyproject.toml").is_file():
-        return None
-    return (checkout / ".." / "shared" / "data").resolve()
+    checkout = source_checkout()
+    return None if checkout is None else (checkout / ".." / "shared" / "data").resolve()
 
 
 def data_search_dirs(root: str | Path | None = None) -> list[Path]:

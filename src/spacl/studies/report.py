@@ -255,7 +255,8 @@ class StudyReport:
             "",
             f"- Command: `{self.command}`",
             f"- Commit: `{self.commit or git_commit()}` (of the invocation that wrote these "
-            "results)",
+            "results; a report written from stored runs states the runs' own commits "
+            "below)",
             f"- Wall time: {wall:.0f} s ({mode}; that invocation's); seeds {self.seeds}; "
             f"torch {torch.__version__}, {self.threads or torch.get_num_threads()} thread(s), "
             f"{platform.machine()} CPU x{os.cpu_count()}",

@@ -13,7 +13,11 @@ the family's comparison tests (:func:`holm`, :func:`holm_family`) before the 5% 
 so one lucky p among many does not decide a verdict.  A claim outside any family that
 decides from more than one comparison test (best-option, trend, combined, per-setting)
 is a family of its own (:func:`holm_within`, named in the report too): its tests are
-Holm-adjusted within the claim, so **mixed** means that corrected tests disagree.
+Holm-adjusted within the claim.  **Mixed** is the word of a claim made of parts or
+settings (:func:`combine`, :func:`per_setting`) whose corrected verdicts disagree; a
+best-option or trend claim whose corrected comparisons disagree is refuted as stated (the
+claimed option is beaten, the sweep is not monotone): not reproduced, its row naming the
+comparisons that disagree.
 
 * :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
   min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
@@ -21,13 +25,16 @@ Holm-adjusted within the claim, so **mixed** means that corrected tests disagree
   than 2 values on a side: no test).  ``min_gap >= 0`` is a per-claim absolute
   tolerance (a difference too small to matter even when significant).
 * :func:`best_of` - "option ``k`` is the best": reproduced if ``k`` beats every other
-  option by :func:`compare`; opposite if every other option beats ``k``.
+  option by :func:`compare`; opposite if every other option beats ``k``; otherwise not
+  reproduced, the row naming the comparisons that are clear (``"comparisons disagree:
+  ..."`` when one goes each way).
 * :func:`trend` - "the metric rises (falls) along the sweep": **every step** between
   neighbouring sweep points must be reproduced by :func:`compare` in the claimed
   direction (a non-monotone sweep is not reproduced, whatever its endpoints); opposite
-  if every step goes the other way.  ``test="spearman"`` states a rank test instead:
-  Spearman's rank correlation of (sweep position, value) over every seed's value,
-  reproduced if ``rho`` has the claimed sign with ``p < 0.05``.
+  if every step goes the other way; a row names the clear steps of a sweep that is
+  neither (``"steps disagree: ..."`` when one goes each way).  ``test="spearman"``
+  states a rank test instead: Spearman's rank correlation of (sweep position, value)
+  over every seed's value, reproduced if ``rho`` has the claimed sign with ``p < 0.05``.
 * :func:`at_most` - "the values never exceed ``bound``": reproduced if ``max <= bound``,
   opposite if ``min > bound``.
 * :func:`at_least` - "the value is high (``>= threshold``)": reproduced if ``mean - std
@@ -183,7 +190,9 @@ VERDICT_RULES = (
     "min_gap` and p < 0.05, otherwise **not reproduced at this scale**; *best-option "
     "claims* need the option to beat every other (opposite: every other beats it); "
     "*trend claims* need every step of the sweep to move in the claimed direction by "
-    "that test (a non-monotone sweep is not reproduced); *combined claims* need every "
+    "that test (a non-monotone sweep is not reproduced); a best-option or trend claim "
+    "whose comparisons go both ways is refuted as stated, not reproduced, and its row "
+    "says which comparisons disagree; *combined claims* need every "
     "part to agree and say **mixed** when one part is reproduced and another opposite; "
     "*per-setting claims* give each setting its own verdict with its sign "
     "and say **mixed** when one setting is reproduced and another opposite (settings "
@@ -196,8 +205,8 @@ VERDICT_RULES = (
     "*families* of tests (named below the table: claims read together, and every claim "
     "that decides from more than one comparison test, a family of its own) are corrected "
     "by Holm's step-down method: every Welch p-value of the family's comparisons is "
-    "adjusted over all of them before the 5% rule, and **mixed** then means that "
-    "corrected tests disagree; "
+    "adjusted over all of them before the 5% rule, and every verdict above reads the "
+    "corrected p-values (so **mixed** means that corrected parts or settings disagree); "
     "*bound claims* are reproduced when every measured value is within "
     "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
@@ -335,7 +344,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (m - rank) * float(p_values[i])))
         out[i] = running
-    return [round(v, 15) for v in out]
+    # 15 significant digits: (m - j + 1) p sums carry float noise in the 16th
+    return [float(f"{v:.15g}") for v in out]
 
 
 def _family_p(p_raw: float) -> tuple[float, str]:
@@ -428,7 +438,22 @@ def best_of(
         return _ruled(REPRODUCED, rule, by="best_of")
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="best_of")
-    return _ruled(NOT_AT_SCALE, rule, by="best_of")
+    row = _clear_comparisons({f"vs {k}": v for k, v in parts.items()}, "comparisons")
+    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="best_of", row=row)
+
+
+def _clear_comparisons(parts: Mapping[str, Verdict], what: str) -> str:
+    """The row note of a best-option or step-trend claim that is neither reproduced nor
+    opposite: ``"<what> disagree: ..."`` when one comparison is reproduced and another
+    opposite, ``"<what> differ: ..."`` when the clear ones go one way beside others inside
+    the noise, ``""`` when none is clear."""
+    clear = {k: v.verdict for k, v in parts.items() if v.verdict in (REPRODUCED, OPPOSITE)}
+    if not clear:
+        return ""
+    named = ", ".join(f"{k} {v}" for k, v in clear.items())
+    if len(set(clear.values())) > 1:
+        return f"{what} disagree: {named}"
+    return f"{what} differ: {named}; {len(parts) - len(clear)} other(s) {NOT_AT_SCALE}"
 
 
 def _spearman_trend(
@@ -490,7 +515,10 @@ def trend(
         return _ruled(REPRODUCED, rule, by="trend")
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="trend")
-    return _ruled(NOT_AT_SCALE, rule, by="trend")
+    row = _clear_comparisons(
+        {f"{names[i]} -> {names[i + 1]}": v for i, v in enumerate(steps)}, "steps"
+    )
+    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="trend", row=row)
 
 
 def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
@@ -641,7 +669,7 @@ def equivalent(
         p = 0.0 if abs(diff) < margin else 1.0
     rule = (
         f"TOST: mean({names[0]}) - mean({names[1]}) = {diff:+.4g}, 90% interval "
-        f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated in advance), p = {p:.3g} "
+        f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated with the claim), p = {p:.3g} "
         f"(n = {len(x)}, {len(y)}); smallest margin these data certify = {smallest:.3g}"
     )
     if lo > -margin and hi < margin:

@@ -244,6 +244,7 @@ def run(
     metrics["kg_seeds"] = kg_seed_metrics(out)
     metrics["compute"] = c = _compute(metrics)
     c["provenance"] = provenance(study.report.runs)
+    _provenance_stamp(study)
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
         f"time (its training steps + its evaluation; the wall time above is this invocation), "
@@ -362,9 +363,30 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     selected_tuning(metrics, stored["runs"])
     metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
     metrics["kg_seeds"] = kg_seed_metrics(where)
+    _provenance_stamp(study)
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
+
+
+#: the header line that counts the runs' own commits (the invocation's is in "Commit:")
+RUNS_STAMP = "Runs' own commits:"
+
+
+def _provenance_stamp(study: StudyRun) -> None:
+    """The header line counting the commits the report's runs were trained at (they span
+    many invocations; the header's "Commit:" is only the one that wrote the results)."""
+    p = provenance(study.report.runs)
+    stamps = [x for x in study.report.stamps if not x.startswith(RUNS_STAMP)]
+    stamps.insert(
+        0,
+        (
+            f"{RUNS_STAMP} of the {p['runs']} runs, {p['clean']} trained at a clean commit, "
+            f"{p['modified_tree']} on a modified tree, {p['no_commit']} with no recorded commit "
+            "(each run's in results.json's `runs`; see Compute)"
+        ),
+    )
+    study.report.stamps = stamps
 
 
 def selected_tuning(metrics: dict[str, Any], runs: Sequence[dict[str, Any]]) -> None:
