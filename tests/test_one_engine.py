@@ -1,9 +1,13 @@
 """One engine for every task (issue 40): the tasks supply loop bodies, the engine runs them.
 
-- no module under ``src/spacl/tasks`` defines a training loop (a ``for`` / ``while``
-  whose body steps an optimiser or back-propagates), builds an optimiser or a schedule
+- no module under ``src/spacl/tasks`` (or ``src/spacl/studies``) defines a training loop
+  (a ``for`` / ``while`` whose body steps an optimiser, back-propagates or calls a step
+  function such as ``kg_step(...)``; a loop counting epochs or steps, ``range(epochs)``,
+  ``range(max_steps)``, ``while step < max_steps``; a loop over ``epoch`` / ``step``
+  whose body runs an inner loop or a step), builds an optimiser or a schedule
   (``torch.optim.*(...)``, or a name imported from ``torch.optim``) or resolves a device
-  (``torch.device(...)``, ``cuda.is_available`` / ``device_count`` / ..., the schema's
+  (``torch.device(...)``, ``cuda.is_available`` / ``device_count`` / ..., also reached
+  through ``__import__("torch")`` or ``importlib.import_module("torch")``, the schema's
   ``resolve_device`` rather than :mod:`spacl.engine.device`'s): those are the engine's
   (:mod:`spacl.engine.loop`, :mod:`spacl.engine.optim`, :mod:`spacl.engine.device`);
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
@@ -28,8 +32,15 @@ from spacl.engine.loop import LoopBody, LoopPlan, StopRequested, TrainLoop
 TASKS = Path(__file__).resolve().parents[1] / "src" / "spacl" / "tasks"
 
 
+#: calls that import a module named by a string: ``__import__("torch")``,
+#: ``importlib.import_module("torch.cuda")`` (or ``import_module`` imported by name)
+DYNAMIC_IMPORTS = ("__import__", "importlib.import_module", "import_module")
+
+
 def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` of an attribute chain (``""`` when it is not one)."""
+    """``a.b.c`` of an attribute chain (``""`` when it is not one); a chain that starts
+    with a dynamic import of a literal module name starts with that name
+    (``__import__("torch").cuda.is_available`` is ``torch.cuda.is_available``)."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -37,7 +48,95 @@ def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
         return ".".join(reversed(parts))
+    imported = _imported_name(node)
+    if imported:
+        parts.append(imported)
+        return ".".join(reversed(parts))
     return ""
+
+
+def _imported_name(node: ast.AST) -> str:
+    """The module a dynamic-import call names (``__import__("torch")`` -> ``torch``), or
+    ``""`` where ``node`` is not one or names no literal module."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return ""
+    first = node.args[0]
+    if _dotted(node.func) in DYNAMIC_IMPORTS and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else ""
+    return ""
+
+
+#: the words that name what the engine's loop counts
+LOOP_UNITS = ("epoch", "step")
+#: the words of a loop over the batches (or the epochs, or the steps)
+BATCH_WORDS = (*LOOP_UNITS, "batch", "loader")
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    """The identifiers (names and attribute names) in ``node``, lower-cased."""
+    out = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            out.append(inner.id.lower())
+        elif isinstance(inner, ast.Attribute):
+            out.append(inner.attr.lower())
+    return out
+
+
+def _names_a_unit(node: ast.AST, units: tuple[str, ...] = LOOP_UNITS) -> bool:
+    return any(unit in name for name in _names_in(node) for unit in units)
+
+
+def _counts_units(loop: ast.For | ast.While) -> bool:
+    """Whether ``loop`` counts epochs or steps: ``for _ in range(epochs)`` (also under
+    ``enumerate`` / a progress bar: any ``range(...)`` in the iterable whose bound names
+    an epoch or a step), or ``while`` whose condition names one (``step < max_steps``)."""
+    if isinstance(loop, ast.While):
+        return _names_a_unit(loop.test)
+    return any(
+        isinstance(call, ast.Call)
+        and _dotted(call.func) == "range"
+        and any(_names_a_unit(arg) for arg in call.args)
+        for call in ast.walk(loop.iter)
+    )
+
+
+def _steps_an_optimiser(call: ast.Call) -> bool:
+    """``loss.backward()`` or ``optimizer.step()`` / ``opt.step()``."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    return call.func.attr == "backward" or _dotted(call.func).endswith(
+        ("optimizer.step", "opt.step")
+    )
+
+
+def _is_step_call(call: ast.Call) -> bool:
+    """A call of a step function: ``kg_step(...)``, ``train_step(...)``, ``body.step(...)``."""
+    name = _dotted(call.func).split(".")[-1]
+    return name == "step" or name.endswith("_step")
+
+
+def _training_loop(loop: ast.For | ast.While) -> bool:
+    """Whether ``loop`` is a training loop: it back-propagates or steps an optimiser; it
+    counts epochs or steps; it runs over epochs, steps or batches (its target or its
+    iterable names one, or a loader) and calls a step function; or it runs over an
+    ``epoch`` / ``step`` target with an inner loop (the batches) in its body.
+
+    A loop over something else that calls a step function is not one: the studies'
+    loop body steps every arm on the one batch (``for key, arm in arms.items():
+    arm.train_step(...)``), one step of the engine's loop.
+    """
+    body = [inner for stmt in [*loop.body, *loop.orelse] for inner in ast.walk(stmt)]
+    calls = [inner for inner in body if isinstance(inner, ast.Call)]
+    if any(_steps_an_optimiser(call) for call in calls) or _counts_units(loop):
+        return True
+    if not isinstance(loop, ast.For):
+        return False
+    over_units = _names_a_unit(loop.target)
+    over_batches = _names_a_unit(loop.target, BATCH_WORDS) or _names_a_unit(loop.iter, BATCH_WORDS)
+    if over_batches and any(_is_step_call(call) for call in calls):
+        return True
+    return over_units and any(isinstance(inner, (ast.For, ast.While)) for inner in body)
 
 
 #: what a task may not ask CUDA itself (``torch.cuda.<name>``, ``cuda.<name>``)
@@ -79,14 +178,8 @@ def engine_work_in(source: str) -> list[str]:
             for alias in node.names:
                 if alias.name in (*CUDA_QUERIES, "resolve_device"):
                     found.append(f"{node.lineno}: device resolution {node.module}.{alias.name}")
-        if isinstance(node, (ast.For, ast.While)):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-                    if inner.func.attr == "backward" or _dotted(inner.func).endswith(
-                        ("optimizer.step", "opt.step")
-                    ):
-                        found.append(f"{node.lineno}: a training loop (steps inside a loop)")
-                        break
+        if isinstance(node, (ast.For, ast.While)) and _training_loop(node):
+            found.append(f"{node.lineno}: a training loop (steps, epochs or steps counted)")
     return sorted(set(found))
 
 
@@ -122,6 +215,63 @@ def test_the_reader_sees_each_kind_of_engine_work() -> None:
         "7: device resolution cuda.device_count",
     ]
     assert engine_work_in("from torch.optim import Optimizer\nx: Optimizer\n") == []
+
+
+def test_the_reader_sees_a_loop_over_epochs_or_steps() -> None:
+    """Counter-examples the first reader missed (review of issue 40): a loop that calls a
+    step function, and loops that count epochs or steps, none of them calling
+    ``backward`` or ``optimizer.step`` itself."""
+    source = (
+        "def train(setup, loader, n):\n"
+        "    for epoch in range(n):\n"
+        "        for batch in loader:\n"
+        "            kg_step(setup, batch)\n"
+        "def run(body, cfg, max_steps):\n"
+        "    for _ in range(cfg.epochs):\n"
+        "        body.run_epoch()\n"
+        "    for i, _ in enumerate(range(max_steps)):\n"
+        "        body.advance(i)\n"
+        "    global_step = 0\n"
+        "    while global_step < cfg.max_steps:\n"
+        "        global_step = body.advance(global_step)\n"
+    )
+    loop = "a training loop (steps, epochs or steps counted)"
+    assert engine_work_in(source) == sorted(f"{line}: {loop}" for line in (2, 3, 6, 8, 11))
+    # not training loops: a log of the epochs' losses, one step of every arm on the one
+    # batch (the studies' body), the batch indices of one epoch
+    fine = (
+        "def log(run, summary, arms, batch, plan, epoch):\n"
+        "    for epoch_i, loss in enumerate(summary['losses']):\n"
+        "        run.log({'epoch': epoch_i, 'loss': loss})\n"
+        "    for key, arm in arms.items():\n"
+        "        arm.train_step(batch.views, key)\n"
+        "    for step in range(len(plan)):\n"
+        "        yield plan.indices(epoch, step)\n"
+    )
+    assert engine_work_in(fine) == []
+
+
+def test_the_reader_sees_torch_imported_by_name() -> None:
+    """Counter-examples: torch reached through ``__import__`` or
+    ``importlib.import_module`` to ask CUDA, make a device or build an optimiser."""
+    source = (
+        "import importlib\n"
+        "from importlib import import_module\n"
+        "def where(model):\n"
+        "    if __import__('torch').cuda.is_available():\n"
+        "        return importlib.import_module('torch').cuda.device_count()\n"
+        "    n = import_module('torch.cuda').current_device()\n"
+        "    dev = __import__('torch').device('cuda')\n"
+        "    opt = importlib.import_module('torch.optim').AdamW(model.parameters())\n"
+        "    return n, dev, opt\n"
+    )
+    assert engine_work_in(source) == [
+        "4: device resolution cuda.is_available",
+        "5: device resolution cuda.device_count",
+        "6: device resolution cuda.current_device",
+        "7: device resolution torch.device(...)",
+        "8: optimiser or schedule torch.optim.AdamW(...)",
+    ]
 
 
 @pytest.mark.parametrize(

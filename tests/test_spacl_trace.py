@@ -5,7 +5,11 @@ the spacl files of the calling frames.  Over a few configurations (one anchor on
 dense and the compact path, every view an anchor, labels with class positives):
 
 - once the call has left ``losses/spacl/loss.py`` for another spacl module it never comes
-  back into ``loss.py`` (no helper calls the loss object);
+  back into ``loss.py`` (no helper calls the loss object), and ``forward`` is the only
+  function of ``loss.py`` it runs: the class hands data on and is not called again;
+- the same holds for the first (cold) call of a loss built without ``embedding_dim``,
+  which builds the game's players from a frozen record (``PlayerOptions``), for one
+  anchor and for every view an anchor;
 - it visits only ``losses/spacl/``, ``mining/`` and the shared kernel they build on by
   design (:data:`SHARED_LEAVES`, stated in docs/architecture.md).
 """
@@ -45,9 +49,11 @@ def _spacl_file(frame: FrameType) -> str | None:
 
 @dataclass
 class Trace:
-    """The spacl files called during one call, and the calls back into the class file."""
+    """The spacl files called during one call, the names of the functions of the class
+    file run (in call order), and the calls back into the class file."""
 
     visited: set[str] = field(default_factory=set)
+    class_calls: list[str] = field(default_factory=list)
     returns: list[str] = field(default_factory=list)
 
 
@@ -65,6 +71,7 @@ def trace(call: Callable[[], Any], class_file: str = CLASS_FILE) -> Trace:
         found.visited.add(here)
         if here != class_file:
             return
+        found.class_calls.append(frame.f_code.co_name)
         caller = frame.f_back
         while caller is not None:
             name = _spacl_file(caller)
@@ -102,6 +109,7 @@ def test_the_tracer_sees_a_return_and_a_stray_module(tmp_path: Path) -> None:
     exec(compile("def forward():\n    method()\n    return helper()\n", str(owner), "exec"), entry)
     found = trace(entry["forward"])
     assert found.returns == ["method called under losses/spacl/mining.py"]
+    assert found.class_calls == ["forward", "method", "method"]
     assert found.visited == {CLASS_FILE, "losses/spacl/mining.py"}
     assert outside({"losses/base.py", "mining/pool.py", "losses/kernel.py"}) == ["losses/base.py"]
 
@@ -134,5 +142,31 @@ def test_following_pool_never_returns_to_the_class(name: str) -> None:
     loss(None, pool, labels if with_labels else None)  # the game built before the trace
     found = trace(lambda: loss(None, pool, labels if with_labels else None))
     assert found.returns == [], found.returns
+    assert found.class_calls == ["forward"], found.class_calls
     assert must_visit in found.visited and CLASS_FILE in found.visited, sorted(found.visited)
+    assert outside(found.visited) == []
+
+
+#: the cold call's forms: one dynamic anchor per instance, every view an anchor
+COLD_FORMS: dict[str, tuple[dict[str, Any], str]] = {
+    "one_anchor": ({}, "losses/spacl/one_anchor.py"),
+    "every_view": ({"anchor_set": "every_view"}, "losses/spacl/every_view.py"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(COLD_FORMS))
+def test_the_first_call_builds_the_game_without_calling_the_class(form: str) -> None:
+    """The first call of a loss built without ``embedding_dim`` builds the generator and
+    discriminator: traced cold, that call still runs no function of ``loss.py`` but
+    ``forward`` (the players are built from the options, as data, never by calling
+    back the loss object)."""
+    kwargs, must_visit = COLD_FORMS[form]
+    loss = SPACLLoss(0.2, 2, share=0.5, generator=torch.Generator().manual_seed(0), **kwargs)
+    assert loss.adversarial is None
+    pool, _ = _batch(2)
+    found = trace(lambda: loss(None, pool))
+    assert loss.adversarial is not None and loss.adversarial.dim == pool.shape[2]
+    assert found.returns == [], found.returns
+    assert found.class_calls == ["forward"], found.class_calls
+    assert "mining/adversarial.py" in found.visited and must_visit in found.visited
     assert outside(found.visited) == []

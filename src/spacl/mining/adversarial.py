@@ -61,8 +61,8 @@ def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, i
 @dataclass(frozen=True)
 class PlayerOptions:
     """How a loss's :class:`AdversarialNegatives` are built: ``K_adv`` generated
-    negatives per anchor, the hidden width (``None``: ``2 d``), Adam's learning rate and
-    whether the discriminator sees the anchor."""
+    negatives per anchor (0: no game), the hidden width (``None``: ``2 d``), Adam's
+    learning rate and whether the discriminator sees the anchor."""
 
     num_negatives: int
     hidden: int | None
@@ -70,12 +70,61 @@ class PlayerOptions:
     conditional: bool = False
 
 
+def build_players(
+    dim: int,
+    options: PlayerOptions,
+    rng: torch.Generator,
+    *,
+    hidden: int | None = None,
+    noise_dim: int | None = None,
+) -> AdversarialNegatives:
+    """New players for embeddings of width ``dim`` as ``options`` says (``hidden`` and
+    ``noise_dim``: a checkpoint's, else the options' and the default), their weights
+    and noise seeded by one draw from ``rng``.
+
+    Takes data only (the frozen ``options`` record and the loss's generator), never
+    the loss object.
+    """
+    seed = int(torch.randint(0, 2**62, (1,), generator=rng, device=rng.device))
+    return AdversarialNegatives(
+        dim,
+        options.num_negatives,
+        hidden=options.hidden if hidden is None else hidden,
+        noise_dim=noise_dim,
+        lr=options.lr,
+        conditional=options.conditional,
+        generator=torch.Generator().manual_seed(seed),
+    )
+
+
+def game_players(
+    players: AdversarialNegatives | None,
+    dim: int,
+    options: PlayerOptions,
+    rng: torch.Generator,
+) -> AdversarialNegatives | None:
+    """The players of a game built at its first use: ``None`` where ``options`` generate
+    no negatives, else ``players`` (checked against ``dim``) or, where none are built
+    yet, new ones (:func:`build_players`, one draw from ``rng``).  The caller keeps the
+    new players (``self.adversarial``)."""
+    if options.num_negatives == 0:
+        return None
+    if players is None:
+        return build_players(dim, options, rng)
+    if players.dim != dim:
+        raise ValueError(
+            f"pool has embedding dimension d={dim} but the generator was built for "
+            f"embedding_dim={players.dim}"
+        )
+    return players
+
+
 class LazyGameModule(nn.Module):
     """Base of a loss whose :class:`AdversarialNegatives` (``self.adversarial``) is built at
     its first call from a seed drawn from ``self.rng``.
 
     Its checkpoint is complete: loading a ``state_dict`` that holds saved players builds
-    them first (:func:`saved_players_shape`, :meth:`build_players`) so that their weights,
+    them first (:func:`saved_players_shape`, :func:`build_players`) so that their weights,
     optimiser states and noise stream load into them, and ``self.rng``'s state travels as
     the module's extra state.  A subclass sets ``self.rng`` and ``self.adversarial`` in its
     ``__init__`` and says how its players are built (:meth:`player_options`).
@@ -91,19 +140,11 @@ class LazyGameModule(nn.Module):
     def build_players(
         self, dim: int, hidden: int | None = None, noise_dim: int | None = None
     ) -> AdversarialNegatives:
-        """Build ``self.adversarial`` for embeddings of width ``dim`` (``hidden`` and
-        ``noise_dim``: a checkpoint's, else :meth:`player_options`'), their weights and
-        noise seeded by one draw from ``self.rng``, and return it."""
-        options = self.player_options()
-        seed = int(torch.randint(0, 2**62, (1,), generator=self.rng, device=self.rng.device))
-        self.adversarial = AdversarialNegatives(
-            dim,
-            options.num_negatives,
-            hidden=options.hidden if hidden is None else hidden,
-            noise_dim=noise_dim,
-            lr=options.lr,
-            conditional=options.conditional,
-            generator=torch.Generator().manual_seed(seed),
+        """Build ``self.adversarial`` for embeddings of width ``dim`` from
+        :meth:`player_options` and ``self.rng`` (:func:`build_players`; ``hidden`` and
+        ``noise_dim``: a checkpoint's), and return it."""
+        self.adversarial = build_players(
+            dim, self.player_options(), self.rng, hidden=hidden, noise_dim=noise_dim
         )
         return self.adversarial
 

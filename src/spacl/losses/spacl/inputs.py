@@ -41,10 +41,29 @@ def checked_batch(
     extra: Tensor | None,
     extra_labels: Tensor | None,
 ) -> Batch:
-    """:func:`check_inputs` then :func:`check_extra`, as one :class:`Batch`."""
+    """:func:`check_inputs`, :func:`check_extra` then :func:`check_anchor_set`, as one
+    :class:`Batch`."""
     labels, anchor_index = check_inputs(options, anchors, pool, labels, anchor_index)
     extra, extra_labels = check_extra(options, pool, labels, extra, extra_labels)
-    return Batch(anchors, pool, labels, anchor_index, extra, extra_labels)
+    batch = Batch(anchors, pool, labels, anchor_index, extra, extra_labels)
+    check_anchor_set(options, batch)
+    return batch
+
+
+def one_anchor(options: SPACLOptions, batch: Batch) -> bool:
+    """Whether ``batch`` is computed with one anchor per instance (the dynamic anchor set,
+    or an explicit ``anchor_index``) rather than every view an anchor."""
+    return options.anchor_set == "dynamic" or batch.anchor_index is not None
+
+
+def check_anchor_set(options: SPACLOptions, batch: Batch) -> None:
+    """Every view an anchor needs the online embeddings of every view (or none)."""
+    anchors = batch.anchors
+    if not one_anchor(options, batch) and anchors is not None and anchors.ndim == 2:
+        raise ValueError(
+            "anchor_set='every_view' needs the online embeddings of every view: "
+            f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
+        )
 
 
 def target_embeddings(options: SPACLOptions, pool: Tensor, unit_pool: Tensor) -> Tensor:

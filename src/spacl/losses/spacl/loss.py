@@ -21,12 +21,17 @@ from torch.profiler import record_function
 from spacl.losses.kernel import reduce_anchors
 from spacl.losses.normalize import NormalizeMode
 from spacl.losses.spacl.every_view import every_view_loss
-from spacl.losses.spacl.inputs import Batch, check_pool, checked_batch
+from spacl.losses.spacl.inputs import check_pool, checked_batch, one_anchor
 from spacl.losses.spacl.mining import anchor_of, mine, mine_every
 from spacl.losses.spacl.one_anchor import one_anchor_loss
 from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
-from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule, PlayerOptions
+from spacl.mining.adversarial import (
+    AdversarialNegatives,
+    LazyGameModule,
+    PlayerOptions,
+    game_players,
+)
 from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.mining.pool import unit
 
@@ -226,28 +231,9 @@ class SPACLLoss(LazyGameModule):
 
     # -- the game's players ------------------------------------------------------------------
     def player_options(self) -> PlayerOptions:
-        options = self.options
-        return PlayerOptions(
-            options.effective_adversarial,
-            options.adversarial_hidden,
-            options.adversarial_lr,
-            options.conditional_discriminator,
-        )
-
-    def _game(self, d: int) -> AdversarialNegatives | None:
-        """The game's players (built at the first use, ``d`` checked against them), or
-        ``None`` where the variant generates no negatives."""
-        if self.options.effective_adversarial == 0:
-            return None
-        adversarial = self.adversarial
-        if adversarial is None:
-            return self.build_players(d)
-        if adversarial.dim != d:
-            raise ValueError(
-                f"pool has embedding dimension d={d} but the generator was built for "
-                f"embedding_dim={adversarial.dim}"
-            )
-        return adversarial
+        """How the game's players are built: :attr:`SPACLOptions.players` of
+        :attr:`options` (a frozen record; :meth:`forward` hands it on as data)."""
+        return self.options.players
 
     # -- mining ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -292,49 +278,23 @@ class SPACLLoss(LazyGameModule):
         discriminator round) and ``"spacl/cut"`` inside it.
         """
         with record_function("spacl/loss"):
-            return self._forward(
-                anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
+            # the object's state read once and handed on as data: nothing below calls it
+            options = self.options
+            batch = checked_batch(
+                options, anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
             )
-
-    def _forward(
-        self,
-        anchors: Tensor | None,
-        pool: Tensor,
-        labels: Tensor | None,
-        anchor_index: Tensor | None,
-        extra_negatives: Tensor | None,
-        extra_negative_labels: Tensor | None,
-    ) -> Tensor:
-        """:meth:`forward`'s body (under the profiler region ``"spacl/loss"``)."""
-        options = self.options
-        batch = checked_batch(
-            options, anchors, pool, labels, anchor_index, extra_negatives, extra_negative_labels
-        )
-        if options.anchor_set == "dynamic" or batch.anchor_index is not None:
+            single = one_anchor(options, batch)
             with record_function("spacl/mine"):
-                mined = mine(options, self.rng, pool, batch.labels, batch.anchor_index)
-            game = self._game(pool.shape[2])
-            per_anchor, self.last = one_anchor_loss(
-                options, self.cut, batch, mined, game, self.training
-            )
+                if single:
+                    mined = mine(options, self.rng, pool, batch.labels, batch.anchor_index)
+                else:  # every view an anchor, fused
+                    mined = mine_every(options, self.rng, pool, batch.labels)
+            game = game_players(self.adversarial, pool.shape[2], options.players, self.rng)
+            if game is not None and self.adversarial is None:
+                self.adversarial = game  # built at this first call
+            objective = one_anchor_loss if single else every_view_loss
+            per_anchor, self.last = objective(options, self.cut, batch, mined, game, self.training)
             return reduce_anchors(per_anchor, options.reduction)
-        return reduce_anchors(self._every_view(batch), options.reduction)
-
-    def _every_view(self, batch: Batch) -> Tensor:
-        """Every view an anchor, fused (:func:`spacl.losses.spacl.every_view.every_view_loss`)."""
-        anchors, pool = batch.anchors, batch.pool
-        if anchors is not None and anchors.ndim == 2:
-            raise ValueError(
-                "anchor_set='every_view' needs the online embeddings of every view: "
-                f"anchors [B, V, d] or None, got {tuple(anchors.shape)}"
-            )
-        with record_function("spacl/mine"):
-            mined = mine_every(self.options, self.rng, pool, batch.labels)
-        game = self._game(pool.shape[2])
-        per_anchor, self.last = every_view_loss(
-            self.options, self.cut, batch, mined, game, self.training
-        )
-        return per_anchor
 
     def extra_repr(self) -> str:
         o = self.options

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from spacl._validation import check_choice, check_positive
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode
+from spacl.mining.adversarial import PlayerOptions
 from spacl.mining.cut import MASSES, check_share
 from spacl.mining.positives import check_num_positives
 
@@ -126,3 +127,15 @@ class SPACLOptions:
     def effective_adversarial(self) -> int:
         """``K_adv`` as played (0 where the variant drops the adversarial negatives)."""
         return self.num_adversarial if self.parts.adversarial else 0
+
+    @property
+    def players(self) -> PlayerOptions:
+        """How the game's players are built (:func:`spacl.mining.adversarial.build_players`):
+        :attr:`effective_adversarial` negatives per anchor (0: no game), the hidden width,
+        the learning rate and the conditional discriminator switch."""
+        return PlayerOptions(
+            self.effective_adversarial,
+            self.adversarial_hidden,
+            self.adversarial_lr,
+            self.conditional_discriminator,
+        )

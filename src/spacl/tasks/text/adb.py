@@ -266,18 +266,16 @@ def _closed_score(
 def _optimizer(
     net: OpenIntentNet, schedule: ADBSchedule, steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """TEXTOIR's AdamW (no weight decay on biases and LayerNorm weights) and its linear
-    warm-up then linear decay over ``steps`` (the engine's optimiser and schedule)."""
-    decay: list[nn.Parameter] = []
-    plain: list[nn.Parameter] = []
-    for name, p in net.named_parameters():
-        if p.requires_grad:
-            (plain if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
-    groups = [
-        {"params": decay, "weight_decay": schedule.weight_decay},
-        {"params": plain, "weight_decay": 0.0},
-    ]
-    opt = build_optimizer(groups, "adamw", schedule.lr)
+    """TEXTOIR's AdamW (no weight decay on biases and LayerNorm weights: the engine's
+    ``exclude_bias_and_norm`` groups) and its linear warm-up then linear decay over
+    ``steps`` (the engine's optimiser and schedule)."""
+    opt = build_optimizer(
+        net,
+        "adamw",
+        schedule.lr,
+        weight_decay=schedule.weight_decay,
+        exclude_bias_and_norm=True,
+    )
     return opt, build_scheduler(opt, WarmupLinear(steps, schedule.warmup))
 
 
