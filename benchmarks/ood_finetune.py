@@ -154,10 +154,10 @@ def read_store(path: str | Path) -> list[dict[str, Any]]:
 
 def _summary(summary: dict[str, Any], method: str, name: str, split: Any) -> dict[str, Any]:
     summary.pop("config", None)
-    summary.pop("known_classes", None)
     summary.update(
         method=method,
         dataset=name,
+        known_classes=list(split.known_classes),
         test_size=len(split.test_texts),
         num_known=split.num_known,
         test_ood=int((split.test_labels == split.num_known).sum()),

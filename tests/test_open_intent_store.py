@@ -90,3 +90,36 @@ def test_every_run_has_scores_that_give_its_test_numbers(method: str) -> None:
                 name,
                 metric,
             )
+
+
+#: every committed open-intent run store (issue 37: "Every stored run carries its known
+#: class names"): the TEXTOIR-protocol stores and the earlier frozen and fine-tuned ones
+ROOT = OPEN_INTENT.parents[2]
+STORES = (
+    OPEN_INTENT / "runs.jsonl",
+    OPEN_INTENT / "selection_runs.jsonl",
+    ROOT / "benchmarks" / "results" / "ood_runs" / "fixed_rule.jsonl",
+    ROOT / "benchmarks" / "results" / "ood_finetune_runs.jsonl",
+)
+
+
+@pytest.mark.parametrize("store", STORES, ids=lambda p: p.name)
+def test_every_run_of_every_open_intent_store_names_its_known_classes(store: Path) -> None:
+    runs = [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
+    assert runs
+    for number, run in enumerate(runs, 1):
+        names = run.get("known_classes")
+        assert isinstance(names, list) and names, (store.name, number)
+        assert all(isinstance(name, str) and name for name in names), (store.name, number)
+        assert len(set(names)) == len(names), (store.name, number)
+        if "num_known" in run:
+            assert len(names) == run["num_known"], (store.name, number)
+
+
+def test_no_open_intent_store_is_left_out() -> None:
+    """A run store added beside these (docs/results/open_intent, the ``ood`` stores of
+    benchmarks/results) is listed in STORES, so the test above reads it too."""
+    results = ROOT / "benchmarks" / "results"
+    found = {*OPEN_INTENT.rglob("*.jsonl"), *results.rglob("ood*.jsonl")}
+    found |= set((results / "ood_runs").rglob("*.jsonl"))
+    assert found == set(STORES), sorted(str(p) for p in found ^ set(STORES))
