@@ -339,11 +339,11 @@ def test_train_ood_other_threshold_methods(tmp_path: Path, method: str) -> None:
     assert s["dev_accuracy"] > 90.0 and 0.0 < s["test"]["f1_ood"] <= 100.0
 
 
-def test_held_out_calibration_needs_three_classes(tmp_path: Path) -> None:
+def test_held_out_calibration_needs_four_classes(tmp_path: Path) -> None:
     root = write_topic_dataset(tmp_path / "topics")
     split = open_intent_split(load_intent_dataset("topics", root), 0.25, 0)  # 2 known
     cfg = {"objective": {"name": "frozen"}, "ood": {"method": "held_out_classes"}}
-    with pytest.raises(ValueError, match="at least 3 known classes"):
+    with pytest.raises(ValueError, match="at least 4 known classes"):
         train_ood(cfg, encoder=FakeEncoder(), split=split, log=None)
     # the per-run choice falls back to its stated rule below 4 known classes
     cfg = {"objective": {"name": "frozen"}, "ood": {"method": "select"}}
@@ -462,13 +462,7 @@ def test_both_held_out_uses_train_without_the_classes_hidden_classes_gives(seed:
     """``held_out_head`` and ``held_out_threshold`` hide exactly what ``hidden_classes``
     gives for their minimum: their auxiliary head sees the kept classes' train rows only
     (relabelled in kept order), and the selection's fit / eval halves are the hidden set."""
-    from spacl.tasks.text.decision import (
-        MIN_HIDDEN_SELECTION,
-        MIN_HIDDEN_THRESHOLD,
-        held_out_head,
-        held_out_threshold,
-        hidden_classes,
-    )
+    from spacl.tasks.text.decision import held_out_head, held_out_threshold, hidden_classes
 
     k, fraction = 9, 0.25
     train_y = torch.arange(k).repeat(4)
@@ -484,8 +478,8 @@ def test_both_held_out_uses_train_without_the_classes_hidden_classes_gives(seed:
     def project(head: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
         return head(x)
 
-    def expect(minimum: int) -> tuple[torch.Tensor, torch.Tensor]:
-        hidden, kept = hidden_classes(k, fraction, seed, minimum)
+    def expect() -> tuple[torch.Tensor, torch.Tensor]:
+        hidden, kept = hidden_classes(k, fraction, seed)
         rows = torch.isin(train_y, kept)
         relabel = torch.searchsorted(kept, train_y[rows])
         x, y, n = seen.pop()
@@ -494,42 +488,34 @@ def test_both_held_out_uses_train_without_the_classes_hidden_classes_gives(seed:
 
     args = {"fraction": fraction, "seed": seed, "train_head": train_head, "project": project}
     aux = held_out_head(train_x, train_y, dev_x, k, **args)
-    hidden, kept = expect(MIN_HIDDEN_SELECTION)
+    hidden, kept = expect()
     assert sorted([*aux.hidden_fit.tolist(), *aux.hidden_eval.tolist()]) == sorted(hidden.tolist())
     assert aux.num_kept == len(kept)
     held_out_threshold(train_x, train_y, dev_x, dev_y, k, **args)
-    expect(MIN_HIDDEN_THRESHOLD)
+    assert torch.equal(expect()[0], hidden)  # the same classes hidden in both uses
 
 
 def test_one_hidden_class_split_serves_both_held_out_uses() -> None:
-    """``hidden_classes``: the selection (at least 2 hidden, cut into fit / eval halves)
-    and the threshold alone (at least 1) draw from one seeded permutation, so the same
-    seed hides the same classes first; the count is ``round(fraction K)`` clipped to
-    ``[minimum, K - 2]`` (a loop over K, fraction, seed)."""
-    from spacl.tasks.text.decision import (
-        HIDDEN_CLASSES_SEED,
-        MIN_HIDDEN_SELECTION,
-        MIN_HIDDEN_THRESHOLD,
-        hidden_classes,
-    )
+    """``hidden_classes``: one seeded permutation, one minimum (``MIN_HIDDEN`` = 2) for
+    the selection and the threshold alike; the count is ``round(fraction K)`` clipped to
+    ``[2, K - 2]`` (a loop over K, fraction, seed), and fewer than 4 known classes are
+    refused."""
+    from spacl.tasks.text.decision import HIDDEN_CLASSES_SEED, MIN_HIDDEN, hidden_classes
 
-    assert (MIN_HIDDEN_SELECTION, MIN_HIDDEN_THRESHOLD) == (2, 1)
+    assert MIN_HIDDEN == 2
     for k in range(4, 13):
         for fraction in (0.05, 0.25, 0.5, 0.9):
             for seed in (0, 3):
                 order = torch.randperm(
                     k, generator=torch.Generator().manual_seed(seed + HIDDEN_CLASSES_SEED)
                 ).tolist()
-                for minimum in (1, 2):
-                    hidden, kept = hidden_classes(k, fraction, seed, minimum)
-                    n = max(minimum, min(k - 2, round(fraction * k)))
-                    assert hidden.tolist() == order[:n]
-                    assert kept.tolist() == sorted(order[n:]) and len(kept) >= 2
-                one, _ = hidden_classes(k, fraction, seed, 1)
-                two, _ = hidden_classes(k, fraction, seed, 2)
-                shorter, longer = sorted((one.tolist(), two.tolist()), key=len)
-                assert longer[: len(shorter)] == shorter
+                hidden, kept = hidden_classes(k, fraction, seed)
+                n = max(2, min(k - 2, round(fraction * k)))
+                assert hidden.tolist() == order[:n] and len(hidden) >= 2
+                assert kept.tolist() == sorted(order[n:]) and len(kept) >= 2
+    with pytest.raises(ValueError, match=">= 4 known classes, got 3"):
+        hidden_classes(3, 0.5, 0)
     # a fraction outside (0, 1) is refused by the split itself, so by both of its uses
     for bad in (0.0, 1.0, -0.2, 1.5, True):
         with pytest.raises(ValueError, match="fraction must be in"):
-            hidden_classes(8, bad, 0, 1)  # type: ignore[arg-type]
+            hidden_classes(8, bad, 0)  # type: ignore[arg-type]

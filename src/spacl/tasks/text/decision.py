@@ -122,30 +122,33 @@ class HeldOutHead:
 #: classes are hidden, and the halves of every class's dev examples
 HIDDEN_CLASSES_SEED = 7919
 DEV_HALVES_SEED = 104729
-#: the fewest hidden classes: the selection cuts them into ``H_fit`` and ``H_eval``,
-#: both non-empty (2); the threshold alone needs one class never trained on (1)
-MIN_HIDDEN_SELECTION = 2
-MIN_HIDDEN_THRESHOLD = 1
+#: the fewest hidden classes, for both uses: the selection cuts them into ``H_fit`` and
+#: ``H_eval`` (both non-empty), and a threshold set on a single hidden class would measure
+#: that one class's distance, not unseen data's; with two classes always kept trained,
+#: both uses need at least ``MIN_HIDDEN + 2`` known classes
+MIN_HIDDEN = 2
 
 
-def hidden_classes(
-    num_known: int, fraction: float, seed: int, min_hidden: int
-) -> tuple[Tensor, Tensor]:
+def hidden_classes(num_known: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     """``(hidden, kept)`` known classes: the one seeded split of both uses.
 
-    ``|H| = round(fraction * K)`` clipped to ``[min_hidden, K - 2]`` (two classes always
+    ``|H| = round(fraction * K)`` clipped to ``[MIN_HIDDEN, K - 2]`` (two classes always
     stay trained); the classes come first in one seeded permutation of ``0..K-1``
-    (seed ``seed + HIDDEN_CLASSES_SEED``), so the same seed hides the same classes
-    first whatever the minimum.  ``kept`` is sorted.
+    (seed ``seed + HIDDEN_CLASSES_SEED``).  ``kept`` is sorted.
 
     Raises:
-        ValueError: ``fraction`` outside ``(0, 1)`` (both callers' check).
+        ValueError: fewer than ``MIN_HIDDEN + 2`` known classes, or ``fraction`` outside
+            ``(0, 1)`` (both callers' checks).
     """
+    if num_known < MIN_HIDDEN + 2:
+        raise ValueError(
+            f"the held-out-class split needs >= {MIN_HIDDEN + 2} known classes, got {num_known}"
+        )
     if isinstance(fraction, bool) or not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
     gen = torch.Generator().manual_seed(int(seed) + HIDDEN_CLASSES_SEED)
     order = torch.randperm(num_known, generator=gen)
-    n_out = max(min_hidden, min(num_known - 2, round(float(fraction) * num_known)))
+    n_out = max(MIN_HIDDEN, min(num_known - 2, round(float(fraction) * num_known)))
     return order[:n_out], order[n_out:].sort().values
 
 
@@ -178,14 +181,12 @@ def held_out_head(
 ) -> HeldOutHead:
     """Train the auxiliary head of ``held_out_classes`` (module docstring).
 
-    ``H`` is :func:`hidden_classes` with at least ``MIN_HIDDEN_SELECTION`` (2) classes.
+    ``H`` is :func:`hidden_classes` (at least ``MIN_HIDDEN``, 2, classes).
 
     Raises:
         ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
     """
-    if num_known < 4:
-        raise ValueError(f"the held-out-class split needs >= 4 known classes, got {num_known}")
-    split = hidden_classes(num_known, fraction, seed, MIN_HIDDEN_SELECTION)
+    split = hidden_classes(num_known, fraction, seed)
     head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
     hidden, half = split[0], len(split[0]) // 2
     return HeldOutHead(
@@ -212,7 +213,7 @@ def held_out_threshold(
 ) -> Tensor:
     """The threshold of ``ood.method=held_out_classes`` used alone (no rule choice).
 
-    :func:`hidden_classes` (at least ``MIN_HIDDEN_THRESHOLD``, 1) are hidden; an
+    :func:`hidden_classes` (at least ``MIN_HIDDEN``, 2) are hidden; an
     auxiliary head is trained by the same recipe on the other classes; on its
     features, dev examples of the trained classes give in-domain nearest-centre
     distances and dev examples of the hidden classes out-of-domain ones (never seen in
@@ -221,13 +222,14 @@ def held_out_threshold(
     with the head trained on every known class.
 
     Raises:
-        ValueError: fewer than 3 known classes, or ``fraction`` outside ``(0, 1)``.
+        ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
     """
-    if num_known < 3:
+    if num_known < MIN_HIDDEN + 2:
         raise ValueError(
-            f"ood.method='held_out_classes' needs at least 3 known classes, got {num_known}"
+            f"ood.method='held_out_classes' needs at least {MIN_HIDDEN + 2} known classes, "
+            f"got {num_known}"
         )
-    split = hidden_classes(num_known, fraction, seed, MIN_HIDDEN_THRESHOLD)
+    split = hidden_classes(num_known, fraction, seed)
     head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
     kept_y = remap[train_y[rows]]
     centres = class_centres(project(head, train_x[rows]), kept_y, len(split[1]))
