@@ -192,6 +192,60 @@ def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Pa
     )
 
 
+def test_embed_follows_a_moved_folder_with_data_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder moved after training: ``embed --split`` says so in one line naming
+    ``data.root=DIR``, and with it gives the rows it gave before the move (the run's own
+    split, held to split.json), as ``spacl eval RUN data.root=DIR`` does."""
+    import numpy as np
+
+    root = tmp_path / "folder"
+    write_folder(root / "train")
+    run = tmp_path / "run"
+    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
+                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    before, after = tmp_path / "before.npz", tmp_path / "after.npz"
+    assert main(["embed", str(run), "--out", str(before), "--quiet"]) == 0
+    moved = root.rename(tmp_path / "moved")
+    capsys.readouterr()
+    assert main(["embed", str(run), "--out", str(after), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "data.root=DIR" in err and "ImageNet" not in err
+    assert main(["embed", str(run), f"data.root={moved}", "--out", str(after), "--quiet"]) == 0
+    old, new = np.load(before), np.load(after)
+    assert old["labels"].tolist() == new["labels"].tolist()
+    np.testing.assert_array_equal(old["features"], new["features"])
+    # anything but one data.root=DIR is refused in one line
+    capsys.readouterr()
+    assert main(["embed", str(run), "train.epochs=2", "--out", str(after), "--quiet"]) == 2
+    assert "accepts one data.root=DIR" in capsys.readouterr().err
+
+
+def test_a_folder_of_loose_images_says_one_sub_folder_per_class(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Images straight in ``data.root`` (no class folders) or an empty folder: one line
+    saying a sub-folder per class is expected, not torchvision's bare message."""
+    import shutil
+
+    files = write_folder(tmp_path / "classes")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for i, f in enumerate(files[:4]):
+        shutil.copy(f, flat / f"img{i}.png")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder in (flat, empty):
+        capsys.readouterr()
+        assert main(["train", "digits/simclr", *overrides(folder), "--out",
+                     str(tmp_path / f"run-{folder.name}"), "--quiet"]) == 2  # fmt: skip
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "one sub-folder of images per class" in err, err
+        # the flat folder's line names its loose files
+        assert ("loose files (img0.png" in err) == (folder is flat), err
+
+
 def test_predict_names_the_class_folders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,10 +1,13 @@
 """``spacl embed`` and ``spacl export``: a trained run's encoder outside its run directory.
 
-``spacl embed RUN_DIR --out FILE [--split train|test] [--features backbone|projections]
-[--data IMAGE_FOLDER] [--arm NAME]`` writes ``features [N, d]`` (float32) and ``labels
-[N]`` of a data set to ``FILE`` (``.npz`` or ``.pt``), which ``spacl geometry FILE`` and
-``spacl align`` read as they are.  Features are written batch by batch into a memory map
-next to ``FILE`` (then packed), so the memory used is one batch plus the labels.
+``spacl embed RUN_DIR [data.root=DIR] --out FILE [--split train|test] [--features
+backbone|projections] [--data IMAGE_FOLDER] [--arm NAME]`` writes ``features [N, d]``
+(float32) and ``labels [N]`` of a data set to ``FILE`` (``.npz`` or ``.pt``), which
+``spacl geometry FILE`` and ``spacl align`` read as they are.  ``data.root=DIR`` says
+where an image run's folder is now when it moved since training (the run's own split
+is made again from there, held to the run's ``split.json``, as ``spacl eval RUN
+data.root=DIR`` does).  Features are written batch by batch into a memory map next to
+``FILE`` (then packed), so the memory used is one batch plus the labels.
 
 ``spacl export RUN_DIR --out FILE [--arm NAME]`` writes the encoder as a ``torch.export``
 program: ``torch.export.load(FILE).module()`` runs it without spacl installed (see
@@ -40,6 +43,11 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     embed.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
+    embed.add_argument(
+        "overrides",
+        nargs="*",
+        help="data.root=DIR: where a moved image folder is now (as for spacl eval)",
+    )
     embed.add_argument("--out", type=Path, required=True, help="output file (.npz or .pt)")
     embed.add_argument("--split", choices=("train", "test"), default="test", help="data split")
     embed.add_argument(
@@ -112,8 +120,16 @@ def run_embed(args: argparse.Namespace) -> int:
     if args.out.suffix not in (".npz", ".pt"):
         raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
     task = str(run_config(args.run_dir).get("task", "image"))
+    roots = [item for item in args.overrides if item.startswith("data.root=")]
+    if len(roots) != len(args.overrides) or len(roots) > 1 or (roots and task != "image"):
+        raise ValueError(
+            f"spacl embed accepts one data.root=DIR (where an image run's folder is now), "
+            f"got {args.overrides!r}"
+        )
     if task == "image":
         model = load_image_run(args.run_dir, args.arm)
+        if roots:
+            model.config.data.root = str(Path(roots[0].split("=", 1)[1]).expanduser().resolve())
         total, batches = embed_batches(
             model, args.split, args.data, args.features, args.batch_size, run_dir=args.run_dir
         )
@@ -208,6 +224,11 @@ def embed_batches(
         else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
             from spacl.engine.data import folder_splits
 
+            if cfg.data.root is not None and not Path(str(cfg.data.root)).is_dir():
+                raise FileNotFoundError(  # the folder moved since training
+                    f"the run's image folder {cfg.data.root} is gone; pass data.root=DIR "
+                    f"(where it is now) or --data DIR (another folder)"
+                )
             part = folder_splits(cfg, run_dir)[0 if split == "train" else 1]
             dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)

@@ -60,13 +60,20 @@ def load_imagefolder(
         )
     if not path.is_dir():
         raise FileNotFoundError(
-            f"image folder {path} does not exist. Expected one sub-folder per class holding "
-            f"its images (ImageNet: train/<wnid>/*.JPEG, from https://image-net.org; spacl "
-            f"never downloads it; `spacl data` lists every dataset's source and layout)"
+            f"image folder {path} does not exist: expected a folder with one sub-folder of "
+            f"images per class ({path}/<class>/<image>)"
         )
     from torchvision.datasets import ImageFolder
 
-    return ImageFolder(str(path), transform=transform, loader=read_rgb)
+    try:
+        return ImageFolder(str(path), transform=transform, loader=read_rgb)
+    except FileNotFoundError as err:  # torchvision: no class folder, or no image in them
+        loose = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
+        found = f"it holds loose files ({', '.join(loose)}, ...)" if loose else str(err)
+        raise FileNotFoundError(
+            f"image folder {path} has no class sub-folder with images: expected one "
+            f"sub-folder of images per class ({path}/<class>/<image>); {found}"
+        ) from None
 
 
 class UnreadableImageError(ValueError):
