@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from bench_modules import benchmark_module
 from spacl.losses import SPACLLoss
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def signal():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import ood_finetune_signal
-    finally:
-        sys.path.remove(str(BENCH))
-    return ood_finetune_signal
+    return benchmark_module("ood_finetune_signal")
 
 
 def _views(b: int = 6, v: int = 4, d: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from bench_modules import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import ood_finetune
-    finally:
-        sys.path.remove(str(BENCH))
-    return ood_finetune
+    return benchmark_module("ood_finetune")
 
 
 def _runs(dataset: str, ratio: float, method: str, macro: list[float], ood: list[float]) -> list:

@@ -6,27 +6,20 @@ nothing else of the store changes."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench_modules import benchmark_module
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.evaluate.ood import reject_all_metrics
 from test_ood import write_topic_dataset
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import ood
-    finally:
-        sys.path.remove(str(BENCH))
-    return ood
+    return benchmark_module("ood")
 
 
 def _stored_run(root: Path, ratio: float, seed: int, method: str) -> dict[str, Any]:

@@ -3,24 +3,17 @@ reading, what was tried on dev, the disclosures of the results file."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from bench_modules import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import open_intent
-    finally:
-        sys.path.remove(str(BENCH))
-    return open_intent
+    return benchmark_module("open_intent")
 
 
 def _row(method: str, seed: int, macro: float, f1_open: float) -> dict[str, Any]:

@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench_modules import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OPEN_INTENT = ROOT / "docs" / "results" / "open_intent"
@@ -24,12 +25,7 @@ RECIPES = ROOT / "src" / "spacl" / "recipes"
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import open_intent
-    finally:
-        sys.path.remove(str(BENCH))
-    return open_intent
+    return benchmark_module("open_intent")
 
 
 def test_results_file_is_the_render_of_the_committed_stores(bench: Any) -> None:
