@@ -4,7 +4,7 @@
   package tree (each under the package whose entry names it), the backticked paths
   (``losses/_gram.py``, ``tasks/kg/train.py:train_kg``, ``mining/cut/threshold.SORTED_DEVICES``,
   a recipe name such as ``digits/spacl``, a profiler region such as ``spacl/cut``) and the
-  backticked dotted names (``spacl.schema.load_recipe``, ``engine.config.ViewsConfig``),
+  backticked dotted names (``spacl.tasks.load_recipe``, ``engine.config.ViewsConfig``),
   all resolved statically (:mod:`ast`, nothing imported);
 - its two import tables are the code's: the floors are ``FLOORS`` of
   ``tests/test_import_graph.py``, and what each package of floors 1 and 2 imports (spacl
@@ -404,7 +404,7 @@ def test_the_registries_the_doc_lists_are_the_codes() -> None:
     from spacl.engine.loop import LoopBody
     from spacl.losses.registry import OBJECTIVE_TASKS
     from spacl.mining.cut import CUT_FORMS
-    from spacl.schema import task_names
+    from spacl.tasks import task_names
     from spacl.tasks.text.config import OODViewsConfig
 
     text = doc_text()

@@ -25,10 +25,9 @@ top.  A module may import its own floor and the ones below; an import that runs 
 a floor fails the test, **lazy imports inside functions included** (they run later, but
 still tie a low floor to a high one), ``if TYPE_CHECKING:`` blocks excepted.  Upward
 imports allowed on purpose would be listed in :data:`ALLOWED_UPWARD` (empty: there are
-none).  One dynamic import is allowed by name, for both rules (:data:`ALLOWED_BY_NAME`,
-with its reason): ``schema.task_entry`` / ``task_names`` import ``spacl.tasks`` by name
-(``BUILTIN_TASKS``) inside the function, so the built-in tasks register themselves for
-the Python API (docs/architecture.md); the same edge as an import statement still fails.
+none).  No import is exempt from either rule, dynamic ones included: the schema's task
+registry is filled by the tasks and read where they are known (``spacl.tasks``), so the
+schema imports no task, not even by name inside a function.
 
 The size rule (issue 40, replacing issue 21's caps on files): no function anywhere over
 80 physical lines, from ``def`` to its last line, docstring included, unless it carries a
@@ -39,7 +38,7 @@ Files have no cap: size follows from what a module is about.
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -58,17 +57,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 )
 #: ``(importer, imported)`` module pairs allowed to run up a floor, each with its reason
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
-#: ``(importer, imported)`` dynamic imports by name allowed on purpose, each with its
-#: reason: left out of the graphs (both rules) when, and only when, the edge is a dynamic
-#: import; an import statement of the same pair still counts
-ALLOWED_BY_NAME: dict[tuple[str, str], str] = {
-    ("spacl.schema", "spacl.tasks"): (
-        "schema._builtin_tasks (called by task_names and task_entry) imports "
-        "BUILTIN_TASKS = 'spacl.tasks' by name, inside the function and once, so the "
-        "built-in tasks register themselves for the Python API while the schema imports "
-        "no task at its top (docs/architecture.md, the floors)"
-    ),
-}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -261,13 +249,11 @@ def imports_of(
     is_package: bool,
     lazy: bool = False,
     typing_only: bool = False,
-    by_name: Collection[str] = (),
 ) -> set[str]:
     """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
     level (``lazy``: inside functions too; ``typing_only``: in ``if TYPE_CHECKING:`` too),
     by an import statement at any depth of nesting or by a dynamic import of a known
-    name (:func:`dynamic_imports`; ``by_name``: modules whose dynamic import is allowed,
-    left out)."""
+    name (:func:`dynamic_imports`)."""
     tree = ast.parse(source)
     found: set[str] = set()
     for node in _module_level_imports(tree.body, lazy, typing_only):
@@ -282,28 +268,18 @@ def imports_of(
         found.update(t for t in targets if t in known and t != name)
     constants = _string_constants(tree)
     dynamic = dynamic_imports(tree.body, name, known, lazy, typing_only, constants)
-    return found | (dynamic - set(by_name))
+    return found | dynamic
 
 
 def import_graph(
-    root: Path = ROOT,
-    lazy: bool = False,
-    typing_only: bool = False,
-    by_name: Mapping[tuple[str, str], str] = ALLOWED_BY_NAME,
+    root: Path = ROOT, lazy: bool = False, typing_only: bool = False
 ) -> dict[str, set[str]]:
     """Module -> the ``spacl`` modules it imports at module level (``lazy``: inside
-    functions too; ``typing_only``: in ``if TYPE_CHECKING:`` blocks too), the dynamic
-    imports allowed by name (``by_name``) left out."""
+    functions too; ``typing_only``: in ``if TYPE_CHECKING:`` blocks too)."""
     files = modules(root)
     return {
         name: imports_of(
-            path.read_text(),
-            name,
-            files,
-            path.name == "__init__.py",
-            lazy,
-            typing_only,
-            by_name=[b for a, b in by_name if a == name],
+            path.read_text(), name, files, path.name == "__init__.py", lazy, typing_only
         )
         for name, path in files.items()
     }
@@ -470,9 +446,6 @@ def test_graph_reading_sees_dynamic_and_nested_imports() -> None:
     }
     own = "import importlib\ndef f(sub):\n    return importlib.import_module(f'{__name__}.{sub}')\n"
     assert imports_of(own, "spacl.st", known, True, lazy=True) == {"spacl.st.a", "spacl.st.b"}
-    assert imports_of(source, "spacl.w", known, False, lazy=True, by_name=["spacl.x"]) == (
-        lazy - {"spacl.x"}
-    )
 
 
 def _package(root: Path, files: Mapping[str, str]) -> Path:
@@ -492,8 +465,7 @@ def _package(root: Path, files: Mapping[str, str]) -> Path:
 def test_circle_and_floor_rules_count_dynamic_imports(tmp_path: Path) -> None:
     """Synthetic packages whose only circles run through an ``importlib`` literal and a
     lazy import inside a ``match`` case, and whose only upward arrow is an f-string
-    import: invisible to the statement reader, found now; an allowed import by name
-    is left out only where it is dynamic."""
+    import: invisible to the statement reader, found now."""
     root = _package(
         tmp_path,
         {
@@ -523,21 +495,6 @@ def test_circle_and_floor_rules_count_dynamic_imports(tmp_path: Path) -> None:
     assert upward_imports({k: v for k, v in lazy.items() if not k.startswith("spacl.pkg")}) == [
         "spacl.data.x -> spacl.engine.y"
     ]
-    allowed = {("spacl.pkg.b", "spacl.pkg.a"): "why", ("spacl.pkg.d", "spacl.pkg.c"): "why"}
-    assert circles(import_graph(root, lazy=True, by_name=allowed)) == [
-        ["spacl.pkg.c", "spacl.pkg.d"]  # an import statement: never allowed by name
-    ]
-
-
-def test_each_import_allowed_by_name_is_a_live_dynamic_import() -> None:
-    """Every :data:`ALLOWED_BY_NAME` entry says why, and names a dynamic import the tree
-    holds (a stale entry fails) and no import statement (which would still count)."""
-    full = import_graph(lazy=True, typing_only=True, by_name={})
-    allowed = import_graph(lazy=True, typing_only=True)
-    for (importer, imported), reason in ALLOWED_BY_NAME.items():
-        assert len(reason) > 20, (importer, imported)
-        assert imported in full[importer], f"stale: {importer} -> {imported}"
-        assert imported not in allowed[importer], f"an import statement: {importer} -> {imported}"
 
 
 def test_no_import_circle() -> None:

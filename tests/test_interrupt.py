@@ -194,7 +194,7 @@ def test_resume_of_a_started_run_without_a_checkpoint_is_refused_by_cli_and_libr
 def test_every_task_checkpoints_at_a_step_interval_by_default(recipe: str) -> None:
     """An hour of training never depends on an epoch end: each task's default writes a
     step checkpoint (``train.checkpoint_every`` > 0)."""
-    from spacl.schema import load_recipe
+    from spacl.tasks import load_recipe
 
     assert int(load_recipe(recipe).config.train.checkpoint_every) > 0
 

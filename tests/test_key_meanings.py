@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.schema import RENAMED_KEYS, TrainSection, load_recipe, resolve_device
+from spacl.schema import RENAMED_KEYS, TrainSection, resolve_device
+from spacl.tasks import load_recipe
 from test_ood import FakeEncoder, write_topic_dataset
 
 #: one small recipe of each task (the data is never read by load_recipe)

@@ -317,8 +317,7 @@ def test_the_link_cut_is_the_one_entry_point_on_the_joint_keys(share: float, mas
 
 
 def test_run_recipe_dispatches_kg(tmp_path: Path) -> None:
-    from spacl.schema import recipe_task
-    from spacl.tasks import run_recipe
+    from spacl.tasks import recipe_task, run_recipe
 
     root = cycle_graph(tmp_path / "toy")
     recipe = tmp_path / "toy.yaml"

@@ -260,6 +260,11 @@ def test_predict_names_the_class_folders(
     picked = [str(files[i]) for i in (0, 9, 17)]
     assert main(["predict", str(run), *picked, "--json"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    # a KG or text flag on an image run is refused in one line, not silently ignored
+    for flag in (["--top", "3"], ["--filter"], ["--file", str(files[0])]):
+        assert main(["predict", str(run), *picked, *flag]) == 2
+        err = capsys.readouterr().err.strip()
+        assert f"{flag[0]} applies to" in err and "is an image run" in err and "\n" not in err
     assert [x["name"] for x in lines] == [f"class{x['class']}" for x in lines]
     assert main(["predict", str(run), *picked]) == 0
     printed = [x.split("\t") for x in capsys.readouterr().out.splitlines()]

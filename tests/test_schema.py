@@ -17,12 +17,12 @@ from spacl.schema import (
     EvalSection,
     OptimSection,
     TrainSection,
-    load_recipe,
     parse_overrides,
     register_task,
-    task_entry,
-    task_loader,
+    registered_task,
+    registered_tasks,
 )
+from spacl.tasks import load_recipe, task_entry, task_loader, task_names
 from spacl.tasks.kg.config import KGConfig, kg_config
 from spacl.tasks.text.config import OODConfig, ood_config
 
@@ -165,8 +165,11 @@ def test_image_recipes_may_say_task_image(tmp_path):
 
 
 def test_task_registry_holds_the_schema_loaders():
-    """Each task's schema module registers its loader; the schema imports none of them."""
+    """Each task's schema module registers its loader; the schema imports none of them,
+    and reads its registry as it stands (the tasks' lookups are the same entries)."""
     assert task_loader("kg") is kg_config and task_loader("text") is ood_config
+    assert task_names() == registered_tasks() == ["image", "kg", "text"]
+    assert task_entry("kg") is registered_task("kg")
     assert task_loader("image").__module__ == "spacl.engine.config"
     with pytest.raises(ValueError, match="already registered"):
         register_task("kg")(ood_config)
@@ -179,15 +182,26 @@ def test_task_registry_holds_the_schema_loaders():
         load_recipe({"task": "audio"})
 
 
-def test_load_recipe_finds_the_builtin_tasks_without_importing_them():
-    """A fresh interpreter: importing spacl.schema loads no task; load_recipe then finds
-    the built-in tasks by importing spacl.tasks once."""
+def test_the_schema_imports_no_task_and_the_tasks_register_every_one():
+    """A fresh interpreter: the schema imports no task (at its top or in a function: its
+    registry is empty, and its lookup names what is registered); importing spacl.tasks
+    registers the built-in ones, and ``spacl.load_recipe`` finds them."""
     code = (
         "import sys\n"
-        "from spacl.schema import load_recipe\n"
+        "from spacl import schema\n"
         "assert not any(m.startswith('spacl.tasks') for m in sys.modules), 'schema loaded a task'\n"
-        "assert load_recipe('kg/fb15k237_spacl').task == 'kg'\n"
-        "assert load_recipe('text/stackoverflow_frozen_spacl').task == 'text'\n"
+        "assert schema.registered_tasks() == []\n"
+        "try:\n"
+        "    schema.registered_task('kg')\n"
+        "except ValueError as err:\n"
+        "    assert \"config key 'task' must be one of []\" in str(err), err\n"
+        "else:\n"
+        "    raise AssertionError('an empty registry found kg')\n"
+        "assert not any(m.startswith('spacl.tasks') for m in sys.modules), 'the lookup imported'\n"
+        "import spacl\n"
+        "assert spacl.load_recipe('kg/fb15k237_spacl').task == 'kg'\n"
+        "assert spacl.load_recipe('text/stackoverflow_frozen_spacl').task == 'text'\n"
+        "assert schema.registered_tasks() == ['image', 'kg', 'text']\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.schema import load_recipe
+from spacl.tasks import load_recipe
 from spacl.tasks.text import train_ood
 from spacl.tasks.text.run import OPEN, evaluate_text_run, load_intent_detector
 from test_ood import FakeEncoder, write_topic_dataset

@@ -66,7 +66,7 @@ def _train_and_move(
     monkeypatch.chdir(work)
     assert main(["train", "recipe.yaml", "--out", "run", "--quiet"]) == 0
     stored = yaml.safe_load((work / "run" / "config.yaml").read_text())
-    here = Path.cwd()  # path keys are stored absolute (spacl.schema._absolute_paths)
+    here = Path.cwd()  # path keys are stored absolute (spacl.tasks.registry._absolute_paths)
     assert stored["encoder"]["cache_dir"] == str(here / "emb")
     assert stored["data"]["root"] == str(here / "topics")
     moved = tmp_path / "elsewhere" / "moved"

@@ -1,5 +1,5 @@
 """One way in (issue 21): ``spacl train`` / ``spacl eval`` / the Python API read recipes
-with :func:`spacl.schema.load_recipe`; overrides go anywhere after the recipe; a copy of a
+with :func:`spacl.tasks.load_recipe`; overrides go anywhere after the recipe; a copy of a
 built-in recipe runs from any directory; ``spacl recipes NAME --flat``."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import spacl
 from spacl import schema
 from spacl.cli import main
 from spacl.recipes import list_recipes
+from spacl.tasks import LoadedRecipe, registry
 
 #: a tiny digits run (seconds on one CPU thread)
 TINY = [
@@ -29,15 +30,15 @@ TINY = [
 ]
 
 
-def test_spacl_train_reads_its_recipe_through_schema_load_recipe(monkeypatch, tmp_path):
+def test_spacl_train_reads_its_recipe_through_load_recipe(monkeypatch, tmp_path):
     calls: list[tuple[Any, list[str]]] = []
-    real = schema.load_recipe
+    real = registry.load_recipe
 
-    def spy(source: Any, overrides: Any = ()) -> schema.LoadedRecipe:
+    def spy(source: Any, overrides: Any = ()) -> LoadedRecipe:
         calls.append((source, list(overrides)))
         return real(source, overrides)
 
-    monkeypatch.setattr(schema, "load_recipe", spy)
+    monkeypatch.setattr(registry, "load_recipe", spy)
     out = tmp_path / "run"
     code = main(["train", "digits/simclr", *TINY, "--out", str(out), "--quiet"])
     assert code == 0
@@ -59,7 +60,7 @@ def test_spacl_train_reads_its_recipe_through_schema_load_recipe(monkeypatch, tm
 
 def test_spacl_reproduce_reads_no_recipe():
     """The studies are data in code (``spacl.studies``): ``spacl reproduce`` loads no
-    recipe, so no reader but :func:`spacl.schema.load_recipe` appears in its path."""
+    recipe, so no reader but :func:`spacl.tasks.load_recipe` appears in its path."""
     from pathlib import Path
 
     src = Path(schema.__file__).parent
@@ -99,7 +100,7 @@ def test_a_copied_builtin_recipe_trains_from_another_directory(flat, tmp_path, c
     else:
         assert "base: digits/_base" in text
     monkeypatch.chdir(copy.parent)
-    assert schema.load_recipe("my.yaml").config == schema.load_recipe("digits/spacl").config
+    assert registry.load_recipe("my.yaml").config == registry.load_recipe("digits/spacl").config
     out = tmp_path / "run"
     assert main(["train", "my.yaml", "--out", str(out), "--quiet", *TINY]) == 0
     assert (out / "summary.md").is_file()
@@ -108,13 +109,13 @@ def test_a_copied_builtin_recipe_trains_from_another_directory(flat, tmp_path, c
 def test_base_resolves_relative_first_then_as_a_builtin_name(tmp_path):
     (tmp_path / "_base.yaml").write_text("data: {name: digits}\ntrain: {epochs: 3}\n")
     (tmp_path / "a.yaml").write_text("base: _base.yaml\noptim: {lr: 0.5}\n")
-    cfg = schema.load_recipe(tmp_path / "a.yaml").config
+    cfg = registry.load_recipe(tmp_path / "a.yaml").config
     assert cfg.train.epochs == 3 and cfg.optim.lr == 0.5
     (tmp_path / "b.yaml").write_text("base: mnist5k/_base\n")
-    assert schema.load_recipe(tmp_path / "b.yaml").config.data.name == "mnist5k"
+    assert registry.load_recipe(tmp_path / "b.yaml").config.data.name == "mnist5k"
     (tmp_path / "c.yaml").write_text("base: nowhere/_base\n")
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        schema.load_recipe(tmp_path / "c.yaml")
+        registry.load_recipe(tmp_path / "c.yaml")
 
 
 @pytest.mark.parametrize("recipe", list_recipes(), ids=lambda r: r.name)
@@ -127,14 +128,14 @@ def test_every_shipped_recipe_flattens_to_the_same_config(recipe, tmp_path):
 
 def test_the_python_api_goes_through_load_recipe(monkeypatch, tmp_path):
     seen: list[Any] = []
-    real = schema.load_recipe
+    real = registry.load_recipe
 
-    def spy(source: Any, overrides: Any = ()) -> schema.LoadedRecipe:
+    def spy(source: Any, overrides: Any = ()) -> LoadedRecipe:
         seen.append(source)
         return real(source, overrides)
 
-    monkeypatch.setattr(schema, "load_recipe", spy)
-    assert spacl.load_recipe("digits/simclr", TINY).task == "image"  # the schema's
+    monkeypatch.setattr(registry, "load_recipe", spy)
+    assert spacl.load_recipe("digits/simclr", TINY).task == "image"  # the registry's
     assert seen == ["digits/simclr"]
     result = spacl.run_recipe("digits/simclr", TINY, out=tmp_path / "run", quiet=True)
     assert seen == ["digits/simclr", "digits/simclr"]

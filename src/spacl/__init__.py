@@ -14,9 +14,9 @@ Functions
 ---------
 ``spacl.load(run_dir)`` returns a trained run's model (:mod:`spacl.trained`);
 ``spacl.load_recipe(name_or_path, overrides)`` reads and validates any recipe
-(:mod:`spacl.schema`) and ``spacl.run_recipe(name_or_path, overrides, out=...)`` runs it
-(:mod:`spacl.tasks`), the way ``spacl train`` does.  They import torch on first use, so
-``import spacl`` stays light (``spacl --version``).
+(:func:`spacl.tasks.load_recipe`) and ``spacl.run_recipe(name_or_path, overrides,
+out=...)`` runs it (:mod:`spacl.tasks`), the way ``spacl train`` does.  They import
+torch on first use, so ``import spacl`` stays light (``spacl --version``).
 """
 
 from __future__ import annotations
@@ -57,15 +57,15 @@ def load(
 
 
 def load_recipe(source: Any, overrides: Sequence[str] = ()) -> Any:
-    """Read, override and validate any recipe (:func:`spacl.schema.load_recipe`).
+    """Read, override and validate any recipe (:func:`spacl.tasks.load_recipe`).
 
     Example:
         >>> spacl.load_recipe("mnist5k/spacl", ["train.epochs=1"]).task  # doctest: +SKIP
         'image'
     """
-    from spacl.schema import load_recipe as load_any
+    from spacl.tasks import registry
 
-    return load_any(source, overrides)
+    return registry.load_recipe(source, overrides)
 
 
 def run_recipe(

@@ -18,16 +18,19 @@ eval       ``batch_size``                                    kNN (image), ``ties
 
 The task schemas are :class:`spacl.engine.config.Config` (image),
 :class:`spacl.tasks.kg.config.KGConfig` and :class:`spacl.tasks.text.config.OODConfig`; each
-registers its loader with :func:`register_task` (this module imports no task).
-:func:`load_recipe` reads any recipe, applies dot-list overrides (``train.epochs=5``,
-:func:`parse_overrides`) and validates it; :func:`validate_shared` checks the shared
-sections identically for every task, then the task's own checks run.  Every error is
+registers its loader with :func:`register_task` (this module imports no task, at its top
+or inside a function: it sits below them).  :func:`spacl.tasks.load_recipe`, where every
+built-in task is registered, reads any recipe, applies dot-list overrides
+(``train.epochs=5``, :func:`parse_overrides`) and validates it; :func:`validate_shared`
+checks the shared sections identically for every task, then the task's own checks run.
+Every error is
 a ``ValueError`` naming the key, the value and the allowed values
 (``config key 'optim.name' must be one of ['adagrad', 'adam'], got 'sgd'``); an unknown
 key names the closest valid one (``unknown config key 'data.nmae' (did you mean
 'data.name'?)``).
 
-This module holds the shared sections, the layering and the task registry; it
+This module holds the shared sections, the layering and the task registry (filled by
+the tasks, read as it stands: :func:`registered_task`); it
 re-exports the validators and error format (:mod:`spacl.schema_checks`) and the reading
 of recipe files, ``base:`` chains and saved run configs (:mod:`spacl.schema_files`), so
 every name is importable from ``spacl.schema``.
@@ -35,7 +38,6 @@ every name is importable from ``spacl.schema``.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,10 +70,10 @@ __all__ = [
     "RENAMED_KEYS",
     "DataSection",
     "EvalSection",
-    "LoadedRecipe",
     "OptimSection",
     "TaskEntry",
     "TrainSection",
+    "as_layer",
     "check_device",
     "choice",
     "fail",
@@ -80,7 +82,6 @@ __all__ = [
     "format_error",
     "in_range",
     "int_at_least",
-    "load_recipe",
     "load_structured",
     "merge_structured",
     "parse_overrides",
@@ -88,12 +89,10 @@ __all__ = [
     "read_recipe",
     "read_run_config",
     "recipe_layer",
-    "recipe_task",
     "register_task",
+    "registered_task",
+    "registered_tasks",
     "resolve_device",
-    "task_entry",
-    "task_loader",
-    "task_names",
     "upgrade_renamed_keys",
     "validate_shared",
 ]
@@ -106,12 +105,8 @@ _Loader = TypeVar("_Loader", bound=TaskLoader)
 #: the task registry, the one list of tasks: name -> :class:`TaskEntry`, filled by
 #: :func:`register_task` where each task's schema lives (``image``:
 #: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg.config`,
-#: :mod:`spacl.tasks.text.config`)
+#: :mod:`spacl.tasks.text.config`); importing :mod:`spacl.tasks` registers all three
 _TASKS: dict[str, TaskEntry] = {}
-
-#: the package whose import registers every built-in task (never imported by this module
-#: at its top: the schema sits below the tasks)
-BUILTIN_TASKS = "spacl.tasks"
 
 
 # --------------------------------------------------------------- shared sections
@@ -212,8 +207,9 @@ def parse_overrides(overrides: Sequence[str]) -> DictConfig:
         raise format_error(err) from err
 
 
-def _as_layer(cfg: Any) -> DictConfig:
-    """A recipe source (mapping, DictConfig, YAML path or built-in name) as a DictConfig."""
+def as_layer(cfg: Any) -> DictConfig:
+    """A recipe source (mapping, DictConfig, YAML path or built-in name) as a DictConfig
+    (a ``DictConfig`` as given; ``None``: an empty one)."""
     if cfg is None:
         return OmegaConf.create({})
     if isinstance(cfg, DictConfig):
@@ -231,7 +227,7 @@ def recipe_layer(sources: Sequence[Any], overrides: Sequence[str] = ()) -> DictC
     """The one layering rule: ``sources`` (mappings, DictConfigs, YAML paths or built-in
     names, each with its ``base:`` chain; ``None`` skipped) merged in order, then the
     dot-list ``overrides`` (:func:`parse_overrides`); later wins."""
-    layers = [_as_layer(x) for x in sources if x is not None]
+    layers = [as_layer(x) for x in sources if x is not None]
     merged = OmegaConf.merge(OmegaConf.create({}), *layers, parse_overrides(overrides))
     assert isinstance(merged, DictConfig)
     return merged
@@ -246,22 +242,11 @@ def merge_structured(
     """Merge recipe ``layers`` (mappings, DictConfigs or YAML paths; later wins) onto the
     structured ``schema``; an unknown key or a wrong type raises ``ValueError`` naming it."""
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), *[_as_layer(x) for x in layers])
+        merged = OmegaConf.merge(OmegaConf.structured(schema), *[as_layer(x) for x in layers])
     except OmegaConfBaseException as err:
         raise format_error(err, schema, list_items=list_items) from err
     assert isinstance(merged, DictConfig)
     return merged
-
-
-def recipe_task(raw: Any) -> str:
-    """The ``task:`` of a recipe (a mapping or a YAML path); ``image`` when absent.  A name
-    no task registered raises ``ValueError`` naming the registered ones."""
-    layer = _as_layer(raw)
-    task = layer.get("task", None)
-    if task is None:
-        return "image"
-    task_entry(str(task) if isinstance(task, str) else repr(task))
-    return str(task)
 
 
 @dataclass(frozen=True)
@@ -301,71 +286,16 @@ def register_task(name: str, *, runner: str | None = None) -> Callable[[_Loader]
     return decorate
 
 
-def _builtin_tasks() -> None:
-    """Import the built-in tasks once (:data:`BUILTIN_TASKS`; they register themselves), so
-    the Python API works without importing a task first.  Run only inside functions: the
-    schema sits below the tasks and imports none at its top."""
-    importlib.import_module(BUILTIN_TASKS)  # a no-op once imported
-
-
-def task_names() -> list[str]:
-    """Every registered task, sorted (the built-in ones included)."""
-    _builtin_tasks()
+def registered_tasks() -> list[str]:
+    """The tasks registered so far, sorted: the registry as it stands (this module imports
+    no task; :func:`spacl.tasks.task_names` holds the built-in ones)."""
     return sorted(_TASKS)
 
 
-def task_entry(name: str) -> TaskEntry:
-    """The registry entry of ``task: name`` (``ValueError`` naming the registered tasks)."""
-    _builtin_tasks()
+def registered_task(name: str) -> TaskEntry:
+    """The registry entry of ``task: name`` as the registry stands (no task imported):
+    ``ValueError`` naming the registered tasks when ``name`` is not one of them.  The
+    built-in tasks are registered once :mod:`spacl.tasks` is imported
+    (:func:`spacl.tasks.task_entry`)."""
     choice("task", name, sorted(_TASKS))
     return _TASKS[name]
-
-
-def task_loader(name: str) -> TaskLoader:
-    """The registered recipe loader of ``task: name`` (:func:`task_entry`)."""
-    return task_entry(name).loader
-
-
-@dataclass(frozen=True)
-class LoadedRecipe:
-    """A validated recipe: its ``task`` and typed ``config``."""
-
-    task: str
-    config: DictConfig
-
-
-def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
-    """Read, override and validate any recipe (image, KG or text).
-
-    ``source``: a built-in recipe name (``mnist5k/spacl``), a YAML path, a mapping or a
-    ``DictConfig``.  The ``task:`` key (default ``image``) chooses the schema; the
-    shared sections are checked by :func:`validate_shared`, then the task's own rules.
-    """
-    layer = _as_layer(source)
-    task = recipe_task(recipe_layer([layer], overrides))
-    config = task_loader(task)(layer, overrides)
-    _absolute_paths(config)
-    return LoadedRecipe(task, config)
-
-
-#: the config keys that name a file or directory the run reads again later (any task's
-#: schema; a key a task lacks is skipped).  ``out_dir`` is not one: it is only the parent
-#: of a new run directory, relative to where ``spacl train`` runs, and read at no later time.
-_PATH_KEYS = ("data.root", "encoder.cache_dir")
-
-
-def _absolute_paths(cfg: Any) -> None:
-    """Every relative path of :data:`_PATH_KEYS` made absolute (from the working directory,
-    ``~`` expanded) once, when the recipe is read: the run directory's config then names
-    the same data and embedding cache from any directory (``spacl eval`` elsewhere).  An
-    absolute path is kept as written; an unset (``None`` / empty) key stays unset."""
-    for key in _PATH_KEYS:
-        section_name, name = key.split(".")
-        section: Any = cfg.get(section_name) if hasattr(cfg, "get") else None
-        value = section.get(name) if hasattr(section, "get") else None
-        if not isinstance(value, str) or not value:
-            continue
-        if Path(value).is_absolute():
-            continue
-        path = Path(value).expanduser()
-        section[name] = str(path if path.is_absolute() else path.resolve())

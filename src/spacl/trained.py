@@ -285,11 +285,12 @@ def load_image_run(
     state = load_checkpoint(ckpt, map_location="cpu")
     if "arms" not in state or "config" not in state:
         raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
-    from spacl import schema
     from spacl.engine.config import data_dir_unchecked
+    from spacl.schema import read_run_config
+    from spacl.tasks import registry
 
     with data_dir_unchecked():  # the run alone: its dataset may be gone or elsewhere
-        cfg = schema.load_recipe(schema.read_run_config(rd.config)).config  # the one way in
+        cfg = registry.load_recipe(read_run_config(rd.config)).config  # the one way in
     names = list(state["arms"])
     name = names[0] if arm is None else arm
     check_choice(name, "arm", names)

@@ -60,7 +60,7 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
     ``threads=1`` by default: the models are tiny, and one thread avoids the OpenMP
     oversubscription that makes small kernels 3-10x slower on busy machines.
     """
-    from spacl import schema
+    from spacl.tasks import registry
 
     objective, views = DEMO_MODELS[name]
     base: dict[str, Any] = {
@@ -89,7 +89,7 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
         "eval": {"every_epochs": 0, "knn_k": 200, "knn_t": 0.1},
         "log": {"tensorboard": False},
     }
-    return schema.load_recipe(base).config
+    return registry.load_recipe(base).config
 
 
 def register(subparsers: Any) -> None:
@@ -125,10 +125,15 @@ def run_demo(
     threads: int | None = 1,
     quiet: bool = False,
 ) -> tuple[Path, dict[str, dict[str, float]], str]:
-    """Train the demo models; return ``(output directory, metrics per model, table)``."""
+    """Train the demo models; return ``(output directory, metrics per model, table)``.
+
+    Ctrl-C / SIGTERM while a model trains checkpoint it at the step and raise
+    :class:`~spacl.engine.loop.StopRequested` naming its run directory (``run_dir``);
+    the demo itself does not resume (``spacl demo`` starts again).
+    """
     import torch
 
-    from spacl.engine import Trainer
+    from spacl.engine import StopRequested, Trainer
     from spacl.engine.summary import format_results_table
 
     if not isinstance(epochs, int) or epochs < 1:
@@ -141,20 +146,26 @@ def run_demo(
     results: dict[str, dict[str, float]] = {}
     started = time.time()
     threads_before = torch.get_num_threads()
-    with torch.random.fork_rng(devices=[]):
-        for name, cfg in configs.items():
-            t0 = time.time()
-            if not quiet:
-                print(f"training {name} ...", file=sys.stderr, flush=True)
-            result = Trainer(cfg, out_dir / name, quiet=True, command="spacl demo").fit()
-            results[name] = result.metrics["main"]
-            if not quiet:
-                print(
-                    f"  {name}: {result.global_step} steps in {time.time() - t0:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
-    torch.set_num_threads(threads_before)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            for name, cfg in configs.items():
+                t0 = time.time()
+                if not quiet:
+                    print(f"training {name} ...", file=sys.stderr, flush=True)
+                try:
+                    result = Trainer(cfg, out_dir / name, quiet=True, command="spacl demo").fit()
+                except StopRequested as stop:  # Ctrl-C / SIGTERM: checkpointed at the step
+                    stop.run_dir = str(out_dir / name)
+                    raise
+                results[name] = result.metrics["main"]
+                if not quiet:
+                    print(
+                        f"  {name}: {result.global_step} steps in {time.time() - t0:.1f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    finally:
+        torch.set_num_threads(threads_before)
     table = format_results_table(list(results.items()))
     seconds = time.time() - started
     report = [
@@ -173,17 +184,42 @@ def run_demo(
     return out_dir, results, table
 
 
+def interrupted(err: BaseException) -> int:
+    """Ctrl-C / ``kill`` during the demo: one line (where the interrupted model's
+    checkpoint is, when it wrote one; the demo does not resume) and the shell's status
+    for the signal (130 for SIGINT, 143 for SIGTERM)."""
+    from spacl.engine.interrupt import exit_status
+    from spacl.engine.loop import StopRequested
+
+    where = ""
+    if isinstance(err, StopRequested) and err.run_dir is not None:
+        step = err.progress.global_step
+        where = f" ({Path(err.run_dir).name} at step {step}, its checkpoint in {err.run_dir})"
+    print(
+        f"spacl demo: interrupted{where}; the demo does not resume: run `spacl demo` again",
+        file=sys.stderr,
+    )
+    return exit_status(getattr(err, "signum", None))
+
+
 def run(args: argparse.Namespace) -> int:
+    from spacl.engine.interrupt import InterruptOnTerm
+    from spacl.engine.loop import StopRequested
+
     models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     t0 = time.time()
-    out_dir, _, table = run_demo(
-        args.out,
-        epochs=args.epochs,
-        seed=args.seed,
-        models=models,
-        threads=args.threads,
-        quiet=args.quiet,
-    )
+    try:
+        with InterruptOnTerm():  # SIGTERM outside a training step: as Ctrl-C
+            out_dir, _, table = run_demo(
+                args.out,
+                epochs=args.epochs,
+                seed=args.seed,
+                models=models,
+                threads=args.threads,
+                quiet=args.quiet,
+            )
+    except (StopRequested, KeyboardInterrupt) as err:
+        return interrupted(err)
     print()
     print(table)
     print(f"\nrun directory: {out_dir}  (total {time.time() - t0:.1f} s)")

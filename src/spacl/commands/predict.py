@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--head", help="KG runs: the head entity (name or id)")
     parser.add_argument("--tail", help="KG runs: the tail entity, to rank heads")
     parser.add_argument("--relation", help="KG runs: the relation (name or id)")
-    parser.add_argument("--top", type=int, default=10, help="KG runs: answers to print")
+    parser.add_argument("--top", type=int, default=None, help="KG runs: answers to print (10)")
     parser.add_argument("--filter", action="store_true", help="KG runs: drop known train triples")
     parser.add_argument("--arm", help="image runs: the arm to use (default: the run's first)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine.rundir import run_config
 
     task = str(run_config(args.run_dir).get("task", "image"))
+    _check_flags(args, task)
     if task == "kg":
         return _predict_kg(args)
     if task == "text":
@@ -82,6 +83,25 @@ def run(args: argparse.Namespace) -> int:
     if task != "image":
         raise ValueError(f"{args.run_dir} is a run of task {task!r}: nothing to predict with")
     return _predict_images(args)
+
+
+#: the flags of one kind of run: given to another kind, they would be ignored
+_TASK_FLAGS = {
+    "kg": ("head", "tail", "relation", "top", "filter"),
+    "text": ("file",),
+    "image": ("arm",),
+}
+
+
+def _check_flags(args: argparse.Namespace, task: str) -> None:
+    """A flag of another kind of run is refused in one line, never silently ignored."""
+    for owner, flags in _TASK_FLAGS.items():
+        given = [f"--{f}" for f in flags if getattr(args, f) not in (None, False)]
+        if owner != task and given:
+            raise ValueError(
+                f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to {owner} runs, "
+                f"and {args.run_dir} is {'an' if task[0] in 'aeiou' else 'a'} {task} run"
+            )
 
 
 def _predict_kg(args: argparse.Namespace) -> int:
@@ -93,7 +113,11 @@ def _predict_kg(args: argparse.Namespace) -> int:
         raise ValueError("give --relation and exactly one of --head and --tail")
     link = load_link_model(args.run_dir)
     answers = link.predict(
-        args.relation, head=args.head, tail=args.tail, top=args.top, filtered=args.filter
+        args.relation,
+        head=args.head,
+        tail=args.tail,
+        top=10 if args.top is None else args.top,
+        filtered=args.filter,
     )
     for rank, (name, ident, score) in enumerate(answers, 1):
         if args.json:

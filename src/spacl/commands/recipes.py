@@ -48,9 +48,11 @@ def format_recipes(task: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.schema import find_recipe_file, flat_recipe, task_names
+    from spacl.schema import find_recipe_file, flat_recipe
 
     if args.task is not None:
+        from spacl.tasks import task_names  # the built-in tasks registered
+
         check_choice(args.task, "--task", task_names())
     if args.name is None:
         print(format_recipes(args.task))

@@ -34,6 +34,7 @@ __all__ = [
     "removed_if_nothing_saved",
     "resolve_run",
     "run",
+    "saved_line",
 ]
 
 
@@ -66,12 +67,13 @@ def resolve_run(
 ) -> tuple[Any, Path | None]:
     """``(loaded recipe, run directory or None)`` for the command-line arguments.
 
-    The recipe is read by :func:`spacl.schema.load_recipe` (every task, one lookup and
+    The recipe is read by :func:`spacl.tasks.load_recipe` (every task, one lookup and
     layering rule).  A run directory as CONFIG means its ``config.yaml`` and itself as the
     output; an output directory that already holds a checkpoint needs ``--resume``.
     """
-    from spacl import schema
     from spacl.engine.rundir import RunDirectory, require_checkpoint
+    from spacl.schema import read_run_config
+    from spacl.tasks import registry
 
     source = Path(config)
     run_dir: Path | None = Path(out) if out else None
@@ -81,10 +83,10 @@ def resolve_run(
             raise FileNotFoundError(
                 f"{source} is a directory without config.yaml (not a run directory)"
             )
-        loaded = schema.load_recipe(schema.read_run_config(run.config), overrides)
+        loaded = registry.load_recipe(read_run_config(run.config), overrides)
         run_dir = run_dir or source
     else:
-        loaded = schema.load_recipe(config, overrides)
+        loaded = registry.load_recipe(config, overrides)
     if resume:
         require_checkpoint(run_dir)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
@@ -123,6 +125,16 @@ def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
     )
 
 
+def saved_line(step: int | None, run_dir: str | Path) -> str:
+    """The one line of a run interrupted outside a training step (its final evaluation,
+    say) that holds a checkpoint: it is saved (at ``step``, when known), how to resume."""
+    at = "" if step is None else f" at step {step}"
+    return (
+        f"spacl train: interrupted; the run is saved{at}, resume with: "
+        f"spacl train {shlex.quote(str(run_dir))} --resume"
+    )
+
+
 def resume_hint(step: int, run_dir: str | Path | None) -> str:
     """What an error after a checkpoint adds: the work is saved, how to go on once the
     cause is fixed."""
@@ -137,17 +149,36 @@ def resume_hint(step: int, run_dir: str | Path | None) -> str:
 SKELETON_FILES = ("config.yaml", "split.json", "graph.pt")
 
 
-def interrupted_early(err: BaseException) -> int:
-    """Ctrl-C / ``kill`` before a run's first checkpoint (its data loading, say): one
-    line, the shell's status for the signal; :func:`removed_if_nothing_saved` has
-    removed the skeleton the run wrote."""
-    from spacl.engine.interrupt import exit_status
+def interrupted_early(
+    err: BaseException,
+    run_dir: str | Path | None = None,
+    step: int | None = None,
+    *,
+    show: bool = True,
+) -> int:
+    """Ctrl-C / ``kill`` outside a training step: one line (when ``show``: the main
+    process), the shell's status for the signal.
 
-    print(
-        "spacl train: interrupted before a checkpoint was written (nothing to resume): "
-        "run the same command again",
-        file=sys.stderr,
-    )
+    The line depends on the run directory: one holding ``checkpoints/last.pt`` (a run
+    interrupted in its final evaluation, or while a resume loads its data) is saved,
+    at ``step`` when known, and the line says how to resume; otherwise (the data of a
+    new run still loading) nothing is saved, :func:`removed_if_nothing_saved` has
+    removed the skeleton the run wrote, and the line says to run the command again.
+    ``run_dir``: the run directory when known, else the one
+    :func:`removed_if_nothing_saved` found and left on ``err`` (``run_dir``)."""
+    from spacl.engine.interrupt import exit_status
+    from spacl.engine.rundir import RunDirectory
+
+    where = run_dir if run_dir is not None else getattr(err, "run_dir", None)
+    if where is not None and RunDirectory(where).last_checkpoint.is_file():
+        line = saved_line(step, where)
+    else:
+        line = (
+            "spacl train: interrupted before a checkpoint was written (nothing to resume): "
+            "run the same command again"
+        )
+    if show:
+        print(line, file=sys.stderr)
     return exit_status(getattr(err, "signum", None))
 
 
@@ -188,7 +219,9 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
 
     ``run_dir``: the run directory, if known (an existing, non-empty one is never touched);
     otherwise ``out_dir``, the parent a timestamped run directory is made in: the new
-    entries there, written during the block, are the candidates.
+    entries there, written during the block, are the candidates.  Ctrl-C / ``kill``
+    (``KeyboardInterrupt``) after such a new run directory wrote its checkpoint leaves
+    its path on the exception (``run_dir``), for :func:`interrupted_early`.
     """
     start = time.time()
     known = run_dir is not None
@@ -199,7 +232,7 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
     before = set(parent.iterdir()) if parent is not None and parent.is_dir() else set()
     try:
         yield
-    except (Exception, KeyboardInterrupt):  # an error, or Ctrl-C / kill before a step
+    except (Exception, KeyboardInterrupt) as err:  # an error, or Ctrl-C / kill
         candidates: list[tuple[Path, bool]] = []
         if run_dir is not None and (created or empty):
             candidates.append((run_dir, created))
@@ -210,6 +243,9 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
             fresh = config.is_file() and config.stat().st_mtime >= start - 1
             if path.is_dir() and fresh and _skeleton_only(path):
                 _remove_skeleton(path, made)
+        saved = [p for p, _ in candidates if (p / "checkpoints" / "last.pt").is_file()]
+        if run_dir is None and len(saved) == 1 and isinstance(err, KeyboardInterrupt):
+            err.run_dir = saved[0]  # type: ignore[attr-defined]  # for interrupted_early
         if parent_made and parent is not None and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()  # the out_dir this run made for itself
         raise
@@ -235,8 +271,8 @@ def run_task(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int
     except StopRequested as stop:  # a KG run: checkpointed at the step
         print(interrupted_line(stop, stop.run_dir or run_dir), file=sys.stderr)
         return exit_status(stop.signum)
-    except KeyboardInterrupt as err:  # before the first loop, or no run directory
-        return interrupted_early(err)
+    except KeyboardInterrupt as err:  # outside a loop's step (loading, final evaluation)
+        return interrupted_early(err, run_dir)
     print(format_task_summary(summary))
     return 0
 
@@ -250,6 +286,7 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
 
     cfg = loaded.config
     ctx = init_from_env(cfg.train.device)
+    trainer: Trainer | None = None
     try:
         if run_dir is None:
             run_dir = default_run_dir(cfg)
@@ -292,8 +329,9 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
             if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
                 print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
             result = fit_or_status(trainer, run_dir, ctx.is_main)
-    except KeyboardInterrupt as err:  # Ctrl-C / kill while the data loads
-        return interrupted_early(err)
+    except KeyboardInterrupt as err:  # Ctrl-C / kill while the data loads or it evaluates
+        step = None if trainer is None else trainer.last_checkpoint_step
+        return interrupted_early(err, run_dir, step, show=ctx.is_main)
     finally:
         ctx.shutdown()
     if isinstance(result, int):

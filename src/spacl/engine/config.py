@@ -262,7 +262,7 @@ def load_config(
 ) -> DictConfig:
     """The image task's schema: a recipe and overrides merged onto :class:`Config`, checked.
 
-    Recipes of any task are read by :func:`spacl.schema.load_recipe` (the CLI's way in),
+    Recipes of any task are read by :func:`spacl.tasks.load_recipe` (the CLI's way in),
     which calls this for ``task: image``; it uses the schema's one lookup and layering rule
     (:func:`spacl.schema.recipe_layer`).
 
@@ -284,7 +284,7 @@ def load_config(
             "per class (e.g. data.root=~/photos)"
         )
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
-    if task not in (None, "image"):  # kg / text recipes: spacl.schema.load_recipe
+    if task not in (None, "image"):  # kg / text recipes: spacl.tasks.load_recipe
         raise fail("task", task, "must be 'image' (or absent) for the image engine")
     arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
     try:
@@ -311,7 +311,7 @@ def load_config(
 
 @register_task("image", runner="spacl.engine.trainer:train")
 def image_config(recipe: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
-    """The image task's entry in the recipe registry (:func:`spacl.schema.load_recipe`):
+    """The image task's entry in the recipe registry (:func:`spacl.tasks.load_recipe`):
     ``recipe`` (a read recipe, ``task: image`` or none) under ``overrides``, validated."""
     return load_config(None, overrides, base=recipe)
 

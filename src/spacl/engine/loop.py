@@ -10,7 +10,7 @@ one optimiser step, what closes an epoch, a validation score, what a checkpoint 
             step -> losses; position and loss sums advance
             log_step every plan.log_every steps; save every plan.checkpoint_every steps
             callbacks; stop at plan.max_steps, at plan.budget_seconds of training,
-            or when a stop is requested (the step boundary: the one place to check)
+            or when a stop is requested (the step boundary)
         a whole epoch (or, with plan.close_partial_epoch, one cut short):
             save, unless this step was just saved: an error while closing the epoch
             (an unreadable test image in its evaluation, say) loses none of its steps
@@ -19,6 +19,9 @@ one optimiser step, what closes an epoch, a validation score, what a checkpoint 
             epoch cut short) -> score: the best score's snapshot is kept (the earliest
             on ties); plan.patience epochs without a better one stop training
             position -> next epoch; save
+        a stop requested while the epoch closed (its evaluation, say): stop at this
+        epoch boundary, after the last epoch too; not where training ends here anyway
+        (patience, plan.max_steps, the budget): the caller, who knows what follows, checks
 
 After :meth:`TrainLoop.run` the body's best snapshot (if any) is in :attr:`TrainLoop.best`;
 :meth:`TrainLoop.restore_best` loads it.  The loop's own state (:class:`Progress`, the
@@ -110,8 +113,8 @@ class Best:
 
 
 class StopRequested(Exception):
-    """Raised by :meth:`TrainLoop.run` when ``stop_requested`` said so at a step boundary,
-    after the body saved its checkpoint there."""
+    """Raised by :meth:`TrainLoop.run` when ``stop_requested`` said so at a step boundary
+    or an epoch's end, after the body saved its checkpoint there."""
 
     def __init__(self, progress: Progress, run_dir: str | None = None) -> None:
         super().__init__(f"stopped at step {progress.global_step} (a checkpoint is saved)")
@@ -182,7 +185,10 @@ class TrainLoop:
         progress: where to start (a resumed run's; default: the beginning).
         callbacks: called as ``callback(loop)`` after every step.
         stop_requested: checked at every step boundary; when it returns true the body
-            saves a checkpoint and :meth:`run` raises :class:`StopRequested`.
+            saves a checkpoint and :meth:`run` raises :class:`StopRequested`.  Checked
+            again once an epoch is closed and saved (its validation may be long, and
+            none of its steps follows the last epoch's), unless training stops there
+            anyway: then :meth:`run` returns, and the caller checks before what follows.
         clock: the time source of ``plan.budget_seconds`` and the epochs' seconds.
     """
 
@@ -284,6 +290,8 @@ class TrainLoop:
             if self._saved_step != p.global_step:  # closing the epoch may fail: keep its steps
                 self._save()
             stop = self._close_epoch(epoch, seconds, cut) or stop
+            if not stop and self._stop_asked():  # closed and saved: the epoch boundary
+                raise StopRequested(p)
         p.finished = p.epoch >= plan.epochs
         self.stopped_early = stop and not p.finished
         return self
@@ -303,9 +311,12 @@ class TrainLoop:
             self._save()
         for callback in self.callbacks:
             callback(self)
-        if self.stop_requested is not None and self.stop_requested():
+        if self._stop_asked():
             self._save()
             raise StopRequested(p)
+
+    def _stop_asked(self) -> bool:
+        return self.stop_requested is not None and self.stop_requested()
 
     def _save(self) -> None:
         self.body.save(self)

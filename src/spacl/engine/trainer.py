@@ -10,6 +10,12 @@ and the logger from a validated config, then :meth:`Trainer.fit` runs::
     end of epoch: online kNN / NCC / geometry every eval.every_epochs; checkpoint
     end of run:   checkpoint, linear probe + kNN + NCC + geometry, eval.json, summary.md
 
+Ctrl-C / SIGTERM while training (:class:`~spacl.engine.interrupt.StopOnSignal`) stop at
+the next step or epoch boundary, or before the final evaluation, with a checkpoint
+there (:class:`~spacl.engine.loop.StopRequested`).  During the final evaluation the
+process's own handlers act (Ctrl-C: ``KeyboardInterrupt``); the last step's checkpoint is
+written by then, and ``spacl train`` says how to resume.
+
 Resume is exact on the CPU: batch ``k`` of epoch ``e`` is a pure function of
 ``(seed, e, k)`` and the checkpoint holds every model, target, objective (with its
 generators), optimiser, scheduler and scaler state plus the torch / CUDA / NumPy /
@@ -344,7 +350,10 @@ class Trainer:
 
     def _train_loop(self) -> None:
         """The engine's loop (:class:`spacl.engine.loop.TrainLoop`) over
-        :class:`ImageSteps`; a last checkpoint where the loop stopped."""
+        :class:`ImageSteps`; a last checkpoint where the loop stopped.  A stop requested
+        by then (Ctrl-C while the last epoch evaluated, say) raises
+        :class:`~spacl.engine.loop.StopRequested` here, before the final evaluation:
+        the resume runs it."""
         cfg = self.cfg
         plan = LoopPlan(
             epochs=int(cfg.train.epochs),
@@ -383,9 +392,11 @@ class Trainer:
                 callbacks=callbacks,
                 stop_requested=stop.requested,
             ).run()
-        p = self.progress
-        if self.last_checkpoint_step != p.global_step or p.finished:
-            self.save()
+            p = self.progress
+            if self.last_checkpoint_step != p.global_step or p.finished:
+                self.save()
+            if stop.requested():  # the boundary before the final evaluation
+                raise StopRequested(p)
 
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:

@@ -119,52 +119,6 @@ def game_players(
     return players
 
 
-class LazyGameModule(nn.Module):
-    """Base of a loss whose :class:`AdversarialNegatives` (``self.adversarial``) is built at
-    its first call from a seed drawn from ``self.rng``.
-
-    Its checkpoint is complete: loading a ``state_dict`` that holds saved players builds
-    them first (:func:`saved_players_shape`, :func:`build_players`) so that their weights,
-    optimiser states and noise stream load into them, and ``self.rng``'s state travels as
-    the module's extra state.  A subclass sets ``self.rng`` and ``self.adversarial`` in its
-    ``__init__`` and says how its players are built (:meth:`player_options`).
-    """
-
-    rng: torch.Generator
-    adversarial: AdversarialNegatives | None
-
-    def player_options(self) -> PlayerOptions:
-        """The loss's options for its players."""
-        raise NotImplementedError
-
-    def build_players(
-        self, dim: int, hidden: int | None = None, noise_dim: int | None = None
-    ) -> AdversarialNegatives:
-        """Build ``self.adversarial`` for embeddings of width ``dim`` from
-        :meth:`player_options` and ``self.rng`` (:func:`build_players`; ``hidden`` and
-        ``noise_dim``: a checkpoint's), and return it."""
-        self.adversarial = build_players(
-            dim, self.player_options(), self.rng, hidden=hidden, noise_dim=noise_dim
-        )
-        return self.adversarial
-
-    def _load_from_state_dict(
-        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
-    ) -> None:
-        # build the lazily created players first so that their weights load into them
-        shape = saved_players_shape(state_dict, prefix + "adversarial.")
-        if self.adversarial is None and shape is not None:
-            dim, hidden, noise_dim = shape
-            self.build_players(dim, hidden=hidden, noise_dim=noise_dim)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def get_extra_state(self) -> dict[str, Any]:
-        return {"rng_state": self.rng.get_state()}
-
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        self.rng.set_state(state["rng_state"])
-
-
 def _init_linear(layer: nn.Linear, generator: torch.Generator) -> None:
     """PyTorch's default ``nn.Linear`` initialisation, drawn from ``generator``."""
     nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)

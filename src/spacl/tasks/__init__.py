@@ -6,17 +6,20 @@
 ``spacl.tasks.text.decision``                   the open-intent decision rules, chosen on dev
 ``spacl.tasks.text.finetune``                   top-layer fine-tuning of the text encoder
 ``run_recipe(name_or_path, overrides, out)``    load any recipe and run its task
+``load_recipe(name_or_path, overrides)``        read and validate any recipe (every task)
 ==============================================  ===========================================
 
 One way in.  :func:`run_recipe` (the Python API) and ``spacl train`` read a recipe with
-:func:`spacl.schema.load_recipe`, which picks the task from the recipe's ``task:`` in the
-task registry (:func:`spacl.schema.register_task`) and validates it with that task's
-schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg.config`; ``text``:
-:mod:`.text.config`).  The registry entry also names the task's runner, imported when a
-run starts: the image engine's :func:`spacl.engine.train`, :func:`spacl.tasks.kg.train_kg`
-or :func:`spacl.tasks.text.train_ood`.
+:func:`load_recipe` (:mod:`spacl.tasks.registry`), which picks the task from the recipe's
+``task:`` in the task registry (:func:`spacl.schema.register_task`) and validates it with
+that task's schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg.config`;
+``text``: :mod:`.text.config`).  The registry entry also names the task's runner,
+imported when a run starts: the image engine's :func:`spacl.engine.train`,
+:func:`spacl.tasks.kg.train_kg` or :func:`spacl.tasks.text.train_ood`.
 
-Importing this package registers every built-in task (the schema modules above); the
+Importing this package registers every built-in task (:mod:`spacl.tasks.registry`
+imports the schema modules above), so :func:`load_recipe`, :func:`recipe_task`,
+:func:`task_names`, :func:`task_entry` and :func:`task_loader` see them all; the
 training modules are imported on use.
 """
 
@@ -28,18 +31,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spacl import schema
-
-# the built-in tasks' schemas register themselves (spacl.schema.register_task)
-from spacl.engine import config as _image_schema
 from spacl.engine.rundir import require_checkpoint
-from spacl.schema import LoadedRecipe, task_entry
-from spacl.tasks.kg import config as _kg_schema
-from spacl.tasks.text import config as _text_schema
+from spacl.tasks import registry
 
-__all__ = ["run_loaded", "run_recipe"]
+# importing the registry registers the built-in tasks (their schema modules)
+from spacl.tasks.registry import (
+    LoadedRecipe,
+    load_recipe,
+    recipe_task,
+    task_entry,
+    task_loader,
+    task_names,
+)
 
-_REGISTERED = (_image_schema, _kg_schema, _text_schema)
+__all__ = [
+    "LoadedRecipe",
+    "load_recipe",
+    "recipe_task",
+    "run_loaded",
+    "run_recipe",
+    "task_entry",
+    "task_loader",
+    "task_names",
+]
 
 
 def _runner(task: str) -> Any:
@@ -58,7 +72,7 @@ def run_loaded(
     resume: bool = False,
     quiet: bool = False,
 ) -> Any:
-    """Run a validated recipe (:func:`spacl.schema.load_recipe`) with its task's runner.
+    """Run a validated recipe (:func:`load_recipe`) with its task's runner.
 
     ``out``: the run directory (default: a new ``<out_dir>/<name>-<time>`` where the task
     writes one); ``resume`` continues the run in ``out`` (a ``FileNotFoundError`` when
@@ -93,6 +107,6 @@ def run_recipe(
     quiet: bool = False,
 ) -> Any:
     """Load any recipe (a built-in name, a YAML path or a mapping) under dot-list
-    ``overrides`` with :func:`spacl.schema.load_recipe`, and run it (:func:`run_loaded`)."""
-    loaded = schema.load_recipe(source, overrides)
+    ``overrides`` with :func:`load_recipe`, and run it (:func:`run_loaded`)."""
+    loaded = registry.load_recipe(source, overrides)
     return run_loaded(loaded, out=out, resume=resume, quiet=quiet)

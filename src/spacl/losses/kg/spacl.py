@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_choice, check_in_range, check_positive
+from spacl.losses.game import LazyGameModule
 from spacl.losses.kernel import masked_logsumexp, segment_logsumexp
 from spacl.losses.kg.terms import (
     WEIGHTINGS,
@@ -23,7 +24,7 @@ from spacl.losses.kg.terms import (
     known_pairs,
     reduce_pairs,
 )
-from spacl.mining.adversarial import AdversarialNegatives, LazyGameModule, PlayerOptions
+from spacl.mining.adversarial import AdversarialNegatives, PlayerOptions, game_players
 from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
@@ -156,11 +157,19 @@ class LinkSPACLLoss(LazyGameModule):
         self.last: LinkSPACLStep | None = None
 
     def player_options(self) -> PlayerOptions:
+        """How the game's players are built, as a frozen record: ``K_adv``
+        (:attr:`num_adversarial`), the hidden width and the learning rate."""
         return PlayerOptions(self.num_adversarial, self.adversarial_hidden, self.adversarial_lr)
 
     def _game(self, dim: int) -> AdversarialNegatives:
-        """The game's players, built at the first call."""
-        return self.adversarial if self.adversarial is not None else self.build_players(dim)
+        """The game's players, built at the first call from :meth:`player_options` (a
+        frozen record) and :attr:`rng`, data handed to
+        :func:`~spacl.mining.adversarial.game_players`, which never reads the loss."""
+        game = game_players(self.adversarial, dim, self.player_options(), self.rng)
+        assert game is not None  # called only when K_adv > 0
+        if self.adversarial is None:
+            self.adversarial = game  # built at this first call
+        return game
 
     @torch.no_grad()
     def hard_positives(

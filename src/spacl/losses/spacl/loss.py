@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 from torch.profiler import record_function
 
+from spacl.losses.game import LazyGameModule
 from spacl.losses.kernel import reduce_anchors
 from spacl.losses.normalize import NormalizeMode
 from spacl.losses.spacl.every_view import every_view_loss
@@ -28,8 +29,8 @@ from spacl.losses.spacl.options import SPACLOptions, SPACLParts
 from spacl.losses.spacl.step import SPACLStep
 from spacl.mining.adversarial import (
     AdversarialNegatives,
-    LazyGameModule,
     PlayerOptions,
+    build_players,
     game_players,
 )
 from spacl.mining.cut import RelativeThresholdNegatives
@@ -175,7 +176,7 @@ class SPACLLoss(LazyGameModule):
         self.register_module("adversarial", None)
         self.adversarial: AdversarialNegatives | None
         if embedding_dim is not None and options.effective_adversarial > 0:
-            self.build_players(embedding_dim)
+            self.adversarial = build_players(embedding_dim, options.players, self.rng)
         self.last: SPACLStep | None = None
 
     @classmethod
@@ -232,7 +233,8 @@ class SPACLLoss(LazyGameModule):
     # -- the game's players ------------------------------------------------------------------
     def player_options(self) -> PlayerOptions:
         """How the game's players are built: :attr:`SPACLOptions.players` of
-        :attr:`options` (a frozen record; :meth:`forward` hands it on as data)."""
+        :attr:`options` (a frozen record; the constructor and :meth:`forward` hand it on
+        as data, and a checkpoint's players are rebuilt from it)."""
         return self.options.players
 
     # -- mining ------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from spacl import schema
 from spacl.engine.device import resolve_device
 from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
+from spacl.tasks import registry
 
 __all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
 
@@ -99,7 +99,7 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
             f"{run_dir} is an unfinished text run (its detector is built at the end): "
             f"continue it with: spacl train {run_dir} --resume"
         )
-    cfg = schema.load_recipe(raw).config  # the one way in (the text schema)
+    cfg = registry.load_recipe(raw).config  # the one way in (the text schema)
     if cfg.detector.method is not None:
         return _adb_detector(cfg, state, encoder)
     if int(cfg.finetune.trainable_layers) > 0:
