@@ -341,7 +341,8 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
         print(format_results_table(rows, first_column="arm"))
         print(
             f"\nrun directory: {result.run_dir}  "
-            f"({result.global_step} steps, {result.seconds:.1f} s)"
+            f"({result.global_step} step{'' if result.global_step == 1 else 's'}, "
+            f"{result.seconds:.1f} s)"
         )
     return 0
 

@@ -74,7 +74,8 @@ def write_summary(
         f"target momentum {cfg.model.momentum}",
         f"- optimiser: {cfg.optim.name}, lr {cfg.optim.lr} ({cfg.optim.lr_scaling} scaling), "
         f"{cfg.optim.schedule} schedule, batch {cfg.train.batch_size}",
-        f"- {facts.steps} steps, {facts.epochs} epoch(s) completed, "
+        f"- {facts.steps} step{'' if facts.steps == 1 else 's'}, {facts.epochs} epoch(s) "
+        "completed, "
         f"{facts.seconds:.1f} s, device {facts.device}, {facts.processes} process(es), "
         f"precision {cfg.train.precision}",
     ]
