@@ -484,6 +484,8 @@ def sessions_table(threads: int, ratios: list[dict[str, float]]) -> str:
         ),
     ]
     for key, name, bar in (
+        ("dynamic", "SPACL (shared)", 1.2),
+        ("ema", "SPACL (EMA)", 1.2),
         ("every", "every view (self-supervised form)", 2.0),
         ("every_sup", "supervised every view", 2.0),
     ):

@@ -9,7 +9,10 @@ Two mechanisms:
   :data:`CHECKED_ROWS`);
 - a block of README.md or docs/results.md between ``<!-- numbers from: FILE [FILE...] -->``
   and ``<!-- /numbers -->`` quotes numbers of those files (paths from the repository
-  root): every decimal number in the block must be written in one of them.
+  root): every decimal number in the block must be written in one of them, and every
+  number of a table row in the block must be written in that row's own source rows (a
+  ``claim N`` of a report, or the source rows and sentences that name the row; see
+  :func:`row_problems`), so rows or columns traded between them fail.
 
 README.md stays short (at most :data:`README_MAX_LINES` lines); every result lives in
 docs/results.md, one numbers block per benchmark.
@@ -21,7 +24,9 @@ does not match inside ``10.45``).  Integers are not checked (counts, batch sizes
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -142,3 +147,363 @@ def test_committed_reports_are_not_dirty() -> None:
         commit = re.search(r"- Commit: `([^`]+)`", report)
         assert commit, f"docs/results/{name}/report.md has no commit line"
         assert not commit.group(1).endswith("+dirty"), f"{name} report stamped {commit.group(1)}"
+
+
+# --- every table row quotes the numbers of its own source rows -------------------------------
+#
+# A number written somewhere in the cited files is not enough: swapping two rows' numbers
+# keeps every number in the files.  So every table row of a numbers block that quotes a
+# decimal is checked against its own source lines, and every decimal of its cells after the
+# label must be written in them:
+#
+# - a row whose label names ``claim N`` (``claims N and M``, ``claims N-M``) quotes what the
+#   cited report writes about claim N: its row of the claims table (``| # | section | ...``)
+#   and its line of the rules as applied (``N. `rule`: ...``), in the report the label links
+#   or else the only cited report with a claim N;
+# - any other row quotes the source table rows whose first cell is the row's name (the whole
+#   cell, or the cell without a trailing parenthetical) and the source sentences that name the
+#   row and no other row of the same table: a sentence naming SPACL and InfoNCE vouches for
+#   neither as a whole, only with its stretches from the row's name to the next other row's
+#   name (``SPACL 0.3346 ...; InfoNCE 0.3425 ...``), as a claims row does.
+#
+# A row's name is its key (the label without links, emphasis, backticks and a trailing
+# parenthetical, which two labels of one table sharing a key keep; lower-cased; hyphens and
+# underscores read as spaces, so ``cross_entropy`` is ``cross-entropy``), as whole words, or
+# where the source words it otherwise its entry in :data:`ROW_ALIASES`.  Names are matched
+# longest first (``spacl ib+h`` is not ``spacl ib``).  Where a source row's table has a column
+# of the same name as a doc column (header without a trailing parenthetical), the doc cell's
+# numbers must stand in that column: a row's macro-F1 and F1-open cannot trade places.
+
+#: doc row key -> a regular expression for the source's own name of that row, where the
+#: source words it otherwise and no doc label in the source's words reads as well
+ROW_ALIASES: dict[str, str] = {
+    # one doc row for the source's HCL (self-supervised benches) and HSCL rows
+    "hcl / hscl": "hcl|hscl",
+    # the SPACL report's "SPACL selected: <the setting>", ood_finetune's spacl_selected
+    "spacl, validation chosen setting": r"spacl selected(?:: [^|]*)?",
+    # ood_finetune's "SPACL (paper)", kg's "the SPACL paper reports"
+    "spacl paper": r"spacl \(?paper\)?",
+    # spacl_overhead's rows and its lines over the sessions
+    "spacl (one anchor per instance, shared encoder)": r"spacl \(shared\)",
+    "spacl (every view an anchor)": r"spacl \(every view an anchor\)|every view \(self supervised",
+    "spacl every view, supervised": "spacl every view, supervised|supervised every view",
+}
+
+LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+CLAIM = re.compile(r"\bclaims? (\d+(?:-\d+)?(?:(?:,| and) \d+(?:-\d+)?)*)", re.I)
+TRAILING_NOTE = re.compile(r"\s*\([^()]*\)$")
+SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
+
+
+def plain(text: str) -> str:
+    """``text`` without markdown links (their text kept), emphasis and backticks, lower-cased,
+    hyphens and underscores read as spaces."""
+    text = LINK.sub(r"\1", text).replace("**", "").replace("`", "").replace("\\*", "")
+    return " ".join(re.sub(r"[-_]", " ", text).split()).lower()
+
+
+def split_cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def table_blocks(text: str) -> list[list[str]]:
+    """The markdown tables of ``text``: runs of consecutive lines that open with ``|``."""
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.lstrip().startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def row_keys(labels: list[str]) -> list[str]:
+    """Each label's key; labels whose keys would be the same keep their parentheticals."""
+    full = [plain(label) for label in labels]
+    short = [TRAILING_NOTE.sub("", f) for f in full]
+    return [s if short.count(s) == 1 else f for s, f in zip(short, full, strict=True)]
+
+
+def row_names(keys: list[str]) -> dict[int, re.Pattern[str]]:
+    return {
+        i: re.compile(rf"(?<!\w)(?:{ROW_ALIASES.get(key, re.escape(key))})(?!\w)")
+        for i, key in enumerate(keys)
+    }
+
+
+def mentions(text: str, names: dict[int, re.Pattern[str]]) -> list[tuple[int, int, int]]:
+    """(start, end, row) of each row name in ``text``, longest first, none overlapping."""
+    found = [(m.start(), m.end(), row) for row, p in names.items() for m in p.finditer(text)]
+    taken: list[tuple[int, int, int]] = []
+    for start, end, row in sorted(found, key=lambda f: (f[0] - f[1], f[0])):
+        if all(end <= s or start >= e for s, e, _ in taken):
+            taken.append((start, end, row))
+    return sorted(taken)
+
+
+def own_stretches(text: str, row: int, names: dict[int, re.Pattern[str]]) -> list[str]:
+    """The stretches of ``text`` from each name of ``row`` to the next name of another row;
+    the whole of ``text`` where it names no other row, or not this one."""
+    found = mentions(text, names)
+    rows = {r for *_, r in found}
+    if row not in rows or rows == {row}:
+        return [text]
+    return [
+        text[start : min((s for s, _, r in found if r != row and s >= end), default=len(text))]
+        for start, end, r in found
+        if r == row
+    ]
+
+
+class Unit(NamedTuple):
+    """A line of a source (a sentence of prose), markdown removed; a table row's cells by
+    their column's name (its header without a trailing parenthetical)."""
+
+    text: str
+    columns: dict[str, str] | None = None
+    label: str = ""
+
+
+def column_names(header: str) -> list[str]:
+    return [TRAILING_NOTE.sub("", plain(cell)) for cell in split_cells(header)]
+
+
+def source_units(text: str) -> list[Unit]:
+    """The lines of a source file, a prose line cut into sentences."""
+    units = []
+    header: list[str] = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            header = []
+            units += [Unit(plain(part)) for part in SENTENCE_END.split(line)]
+            continue
+        header = header or column_names(line)
+        columns: dict[str, str] = {}
+        for name, cell in zip(header, split_cells(line), strict=False):
+            columns.setdefault(name, plain(cell))
+        units.append(Unit(plain(line), columns, plain(split_cells(line)[0])))
+    return units
+
+
+def named_lines(units: list[Unit], row: int, names: dict[int, re.Pattern[str]]) -> list[Unit]:
+    """The source lines (or stretches) that vouch for ``row`` of a table with these names."""
+    lines = []
+    for unit in units:
+        if unit.columns is not None:
+            labels = {unit.label, TRAILING_NOTE.sub("", unit.label)}
+            if any(names[row].fullmatch(label) for label in labels):
+                lines.append(unit)
+            continue
+        rows = {r for *_, r in mentions(unit.text, names)}
+        if rows == {row}:
+            lines.append(unit)
+        elif row in rows:
+            lines += [Unit(part) for part in own_stretches(unit.text, row, names)]
+    return lines
+
+
+def column_problems(header: list[str], cells: list[str], lines: list[Unit]) -> list[str]:
+    """The cells of a doc row quoting a number that stands in none of its source rows' cells
+    of the column of the same name (checked where the source has such a column)."""
+    problems = []
+    for name, cell in zip(header[1:], cells[1:], strict=False):
+        column = [u.columns[name] for u in lines if u.columns and name in u.columns]
+        written = {n for text in column for n in decimals(text)}
+        bad = [n for n in decimals(cell) if column and n not in written]
+        if bad:
+            problems.append(f"column {name!r} quotes {bad}, in no {name!r} cell of its source rows")
+    return problems
+
+
+def claim_rows(text: str) -> dict[str, list[str]]:
+    """What a report writes about each claim, by claim number: its row of the claims table
+    (``| # | section | ...``) and its line of the rules as applied (``N. `rule`: ...``)."""
+    rows: dict[str, list[str]] = {
+        split_cells(line)[0]: [plain(line)]
+        for table in table_blocks(text)
+        if split_cells(table[0])[:1] == ["#"]
+        for line in table[2:]
+    }
+    for number, line in re.findall(r"^(\d+)\. (`.*)$", text, flags=re.M):
+        rows.get(number, []).append(plain(line))
+    return rows
+
+
+def claim_numbers(text: str) -> list[str]:
+    """``3`` -> 3; ``3 and 5`` -> 3, 5; ``1-3`` -> 1, 2, 3."""
+    return [
+        str(n)
+        for first, last in re.findall(r"(\d+)(?:-(\d+))?", text)
+        for n in range(int(first), int(last or first) + 1)
+    ]
+
+
+def claim_lines(label: str, numbers: str, doc: str, sources: dict[str, str]) -> list[str] | str:
+    """The claims rows a table row's label names, or why they cannot be told."""
+    here = (ROOT / doc).parent
+    linked = [
+        name
+        for name in sources
+        if any(
+            (here / m.group(2)).resolve() == (ROOT / name).resolve() for m in LINK.finditer(label)
+        )
+    ]
+    reports = linked or list(sources)
+    lines = []
+    for number in claim_numbers(numbers):
+        holding = [name for name in reports if number in claim_rows(sources[name])]
+        if len(holding) != 1:
+            return f"claim {number} stands in {len(holding)} of {reports}: link its report"
+        lines += claim_rows(sources[holding[0]])[number]
+    return lines
+
+
+def row_problems(
+    text: str, doc: str, read: Callable[[str], str] = lambda name: (ROOT / name).read_text()
+) -> list[str]:
+    """The table rows of the numbers blocks of ``text`` (the document ``doc``, a path from the
+    repository root) that quote a number their own source lines do not hold."""
+    problems = []
+    for block in BLOCK.finditer(text):
+        sources = {name: read(name) for name in block.group("files").split()}
+        units = [unit for source in sources.values() for unit in source_units(source)]
+        for table in table_blocks(block.group("body")):
+            header = column_names(table[0])
+            body = [split_cells(line) for line in table[2:]]
+            keys = row_keys([cells[0] for cells in body])
+            names = row_names(keys)
+            for i, cells in enumerate(body):
+                numbers = decimals(" | ".join(cells[1:]))
+                claim = CLAIM.search(LINK.sub(r"\1", cells[0]))
+                if not numbers:
+                    continue
+                if claim:
+                    found = claim_lines(cells[0], claim.group(1), doc, sources)
+                    if isinstance(found, str):
+                        problems.append(f"{doc}: row {cells[0]!r}: {found}")
+                        continue
+                    lines = [Unit(part) for line in found for part in own_stretches(line, i, names)]
+                    where = f"its claims rows of {list(sources)}"
+                else:
+                    lines = named_lines(units, i, names)
+                    where = f"the {len(lines)} lines of {list(sources)} naming {keys[i]!r}"
+                written = {n for line in lines for n in decimals(line.text)}
+                bad = [n for n in numbers if n not in written]
+                if bad:
+                    problems.append(f"{doc}: row {cells[0]!r} quotes {bad}, in none of {where}")
+                elif not claim:
+                    problems += [
+                        f"{doc}: row {cells[0]!r}: {p}"
+                        for p in column_problems(header, cells, lines)
+                    ]
+    return problems
+
+
+@pytest.mark.parametrize("doc", sorted(NUMBER_DOCS))
+def test_every_table_row_quotes_its_own_source_rows(doc: str) -> None:
+    problems = row_problems((ROOT / doc).read_text(), doc)
+    assert not problems, "\n".join(problems)
+
+
+KG_SOURCE = """\
+| method | test MRR | Hits@10 |
+|---|---|---|
+| infonce | 0.3425 | 0.5290 |
+| spacl | 0.3361 | 0.5118 |
+| SPACL paper | 0.413 | 0.612 |
+
+SPACL / InfoNCE time per epoch: 1.28x.
+"""
+
+
+def kg_doc(*rows: str) -> str:
+    table = "| method | test MRR | Hits@10 |\n|---|---|---|\n" + "".join(f"{r}\n" for r in rows)
+    return f"<!-- numbers from: results/kg.md -->\n{table}<!-- /numbers -->\n"
+
+
+def kg_problems(doc: str) -> list[str]:
+    return row_problems(doc, "doc.md", {"results/kg.md": KG_SOURCE}.__getitem__)
+
+
+def test_row_check_passes_rows_quoting_their_own_source_rows() -> None:
+    assert kg_problems(kg_doc("| InfoNCE | 0.3425 | 0.5290 |", "| SPACL | 0.3361 | 0.5118 |")) == []
+    assert kg_problems(kg_doc("| SPACL (ours) | 0.3361 | — |", "| `infonce` | 0.3425 | — |")) == []
+
+
+def test_row_check_fails_swapped_rows_that_the_block_check_passes() -> None:
+    swapped = kg_doc("| InfoNCE | 0.3361 | 0.5118 |", "| SPACL | 0.3425 | 0.5290 |")
+    assert missing(decimals(swapped), [KG_SOURCE]) == []
+    problems = kg_problems(swapped)
+    assert len(problems) == 2, problems
+    assert "doc.md: row 'InfoNCE' quotes ['0.3361', '0.5118'], in none of" in problems[0]
+    assert "doc.md: row 'SPACL' quotes ['0.3425', '0.5290'], in none of" in problems[1]
+
+
+def test_row_check_fails_a_number_of_another_source_row() -> None:
+    # SPACL's Hits@10 taken from InfoNCE's row, then from the paper's row, then a ratio of both
+    for other in ("0.5290", "0.612", "1.28"):
+        problems = kg_problems(
+            kg_doc("| InfoNCE | 0.3425 | 0.5290 |", f"| SPACL | 0.3361 | {other} |")
+        )
+        assert f"doc.md: row 'SPACL' quotes ['{other}'], in none of" in problems[-1], problems
+
+
+def test_row_check_fails_two_columns_traded_in_a_row() -> None:
+    problems = kg_problems(kg_doc("| InfoNCE | 0.5290 | 0.3425 |", "| SPACL | 0.3361 | 0.5118 |"))
+    assert problems == [
+        "doc.md: row 'InfoNCE': column 'test mrr' quotes ['0.5290'], in no 'test mrr' cell of "
+        "its source rows",
+        "doc.md: row 'InfoNCE': column 'hits@10' quotes ['0.3425'], in no 'hits@10' cell of "
+        "its source rows",
+    ]
+
+
+def test_row_check_reads_a_claims_row_by_its_stretches() -> None:
+    report = (
+        "| # | section | claim | measured here |\n|---|---|---|---|\n| 3 | kg | SPACL beats "
+        "InfoNCE | SPACL MRR 0.3346 ± 0.0004; InfoNCE MRR 0.3425 ± 0.0002 |\n"
+    )
+    read = {"report.md": report}.__getitem__
+    head = "<!-- numbers from: report.md -->\n| method | MRR |\n|---|---|\n"
+    right = (
+        head + "| InfoNCE (claim 3) | 0.3425 ± 0.0002 |\n| SPACL (claim 3) | 0.3346 ± 0.0004 |\n"
+    )
+    assert row_problems(right + "<!-- /numbers -->", "doc.md", read) == []
+    swapped = (
+        head + "| InfoNCE (claim 3) | 0.3346 ± 0.0004 |\n| SPACL (claim 3) | 0.3425 ± 0.0002 |\n"
+    )
+    assert len(row_problems(swapped + "<!-- /numbers -->", "doc.md", read)) == 2
+    unknown = head + "| SPACL (claim 4) | 0.3346 |\n<!-- /numbers -->"
+    assert "claim 4 stands in 0 of ['report.md']" in row_problems(unknown, "doc.md", read)[0]
+
+
+def test_row_check_fails_readme_with_the_kg_rows_swapped() -> None:
+    """The reviewer's experiment: InfoNCE's and SPACL's numbers traded in README's FB15k-237
+    table (the claim reversed) pass the block check and fail the row check."""
+    text = README.read_text()
+    infonce = next(line for line in text.splitlines() if line.startswith("| InfoNCE (claim 26)"))
+    spacl = next(line for line in text.splitlines() if line.startswith("| SPACL (claim 26"))
+    a, b = split_cells(infonce), split_cells(spacl)
+    traded = (
+        text.replace(infonce, "\0")
+        .replace(spacl, "| " + " | ".join([b[0], *a[1:]]) + " |")
+        .replace("\0", "| " + " | ".join([a[0], *b[1:]]) + " |")
+    )
+    assert traded != text
+    assert row_problems(text, "README.md") == []
+    problems = row_problems(traded, "README.md")
+    assert len(problems) == 2, problems
+    assert all("InfoNCE" in p or "SPACL" in p for p in problems)
+
+
+def test_every_row_alias_names_a_doc_row() -> None:
+    keys = {
+        key
+        for doc in NUMBER_DOCS
+        for block in BLOCK.finditer((ROOT / doc).read_text())
+        for table in table_blocks(block.group("body"))
+        for key in row_keys([split_cells(line)[0] for line in table[2:]])
+    }
+    assert set(ROW_ALIASES) <= keys, f"aliases of no doc row: {sorted(set(ROW_ALIASES) - keys)}"
