@@ -258,3 +258,17 @@ def test_a_kg_run_interrupted_after_its_last_step_says_how_to_resume(
     assert json.loads((run / "eval.json").read_text()) == json.loads(
         (whole / "eval.json").read_text()
     )
+
+
+def test_a_fresh_run_into_a_used_directory_starts_its_metrics_afresh(
+    uninterrupted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A run from scratch (no resume) into a directory whose metrics.jsonl holds another
+    run's records without a checkpoint (``spacl demo --out X`` twice, a Python loop):
+    its metrics.jsonl holds its own records only, each once."""
+    recipe, whole = uninterrupted
+    run = tmp_path / "again"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text((whole / "metrics.jsonl").read_text())
+    Trainer(load_config(recipe), run, quiet=True).fit()
+    assert records(run) == records(whole)

@@ -217,6 +217,8 @@ class Trainer:
             self.run.write_config(cfg)
             if self.resumed_from is not None:
                 self.logger.truncate_for_resume(self.progress.global_step, self.progress.epoch)
+            elif fresh:  # from scratch: a directory's earlier records are not this run's
+                self.run.reset_metrics()
         self.started = time.time()
 
     # ------------------------------------------------------------------ helpers
