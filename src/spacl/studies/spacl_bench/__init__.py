@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -244,7 +244,7 @@ def run(
     metrics["kg_seeds"] = kg_seed_metrics(out)
     metrics["compute"] = c = _compute(metrics)
     c["provenance"] = provenance(study.report.runs)
-    _provenance_stamp(study)
+    _provenance_stamp(study, c["provenance"])
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
         f"time (its training steps + its evaluation; the wall time above is this invocation), "
@@ -363,7 +363,7 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     selected_tuning(metrics, stored["runs"])
     metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
     metrics["kg_seeds"] = kg_seed_metrics(where)
-    _provenance_stamp(study)
+    _provenance_stamp(study, provenance(study.report.runs))
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
@@ -373,10 +373,10 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
 RUNS_STAMP = "Runs' own commits:"
 
 
-def _provenance_stamp(study: StudyRun) -> None:
-    """The header line counting the commits the report's runs were trained at (they span
-    many invocations; the header's "Commit:" is only the one that wrote the results)."""
-    p = provenance(study.report.runs)
+def _provenance_stamp(study: StudyRun, p: Mapping[str, int]) -> None:
+    """The header line counting the commits the report's runs were trained at (``p``:
+    :func:`provenance` of them; they span many invocations, and the header's "Commit:"
+    is only the one that wrote the results)."""
     stamps = [x for x in study.report.stamps if not x.startswith(RUNS_STAMP)]
     stamps.insert(
         0,
