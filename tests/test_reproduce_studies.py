@@ -257,7 +257,8 @@ def test_a_committed_report_regenerates_from_its_committed_results(
 ) -> None:
     """``spacl reproduce NAME --report-only``: the committed report again, from the
     committed results.json alone (no run store, no data), identical but for the stamp
-    lines (the date, which code regenerated it)."""
+    line naming the code that regenerated it; the Date line is the stored start (or "not
+    recorded"), the same as the committed one, never this invocation's clock."""
     root = Path(__file__).resolve().parents[1]
     committed = root / "docs" / "results" / name
     args = ["reproduce", name, "--report-only", "--from", str(committed)]
@@ -278,10 +279,11 @@ def test_a_committed_report_regenerates_from_its_committed_results(
         assert _untracked_reads(opened, root) == []
 
     def kept(text: str) -> list[str]:
-        return [x for x in text.splitlines() if not x.startswith(("- Date:", "- Regenerated"))]
+        return [x for x in text.splitlines() if not x.startswith("- Regenerated")]
 
     again = (tmp_path / "again" / "report.md").read_text()
     assert kept(again) == kept((committed / "report.md").read_text())
+    assert [x for x in again.splitlines() if x.startswith("- Date: ")]  # the Date line kept
     assert "- Regenerated from the stored results.json" in again
     # the committed results.json holds the claims as the code decides them now
     import json
@@ -311,6 +313,84 @@ def test_report_only_without_from_reads_the_committed_results(
         again = json.loads((out / "results.json").read_text())
         assert again["claims"] == committed["claims"]
     capsys.readouterr()
+
+
+def test_the_date_is_the_stored_start_never_the_regeneration_clock(tmp_path: Path) -> None:
+    """A study stores its start in results.json (UTC) and prints it as the Date; its
+    report regenerated later prints the same Date; results that predate the record say
+    "not recorded" instead of a date made from the regeneration time minus the wall time."""
+    from spacl.studies.study import StudyRun, stored_results
+
+    started = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+    study = StudyRun.start("s", "S", tmp_path / "run", "cmd", {}, [0, 1, 2], False, started=started)
+    study.report.wall_time_s = 3600.0
+    study.report.write()
+    stored = stored_results(tmp_path / "run")
+    assert stored["started"] == "2023-11-14T22:13:20Z"
+
+    def date(out: Path) -> str:
+        return next(
+            x for x in (out / "report.md").read_text().splitlines() if x.startswith("- Date")
+        )
+
+    first = date(tmp_path / "run")
+    assert first.startswith("- Date: 2023-11-14 22:13 UTC")
+    StudyRun.restore(stored, tmp_path / "again").report.write()
+    assert date(tmp_path / "again") == first
+    assert stored_results(tmp_path / "again")["started"] == "2023-11-14T22:13:20Z"
+    older = {k: v for k, v in stored.items() if k != "started"}
+    StudyRun.restore(older, tmp_path / "older").report.write()
+    assert date(tmp_path / "older").startswith("- Date: not recorded")
+    assert stored_results(tmp_path / "older")["started"] is None  # still not recorded
+
+
+def test_spacl_bench_report_only_finds_the_committed_results_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m spacl.studies.spacl_bench --report-only`` with no run store and no
+    ``--from``, run from a directory without docs/results/spacl: the committed results of
+    the source checkout, as ``spacl reproduce spacl --report-only`` finds them."""
+    import json
+
+    from spacl.studies.spacl_bench import main as bench_main
+    from spacl.studies.study import committed_results
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(tmp_path)
+    assert committed_results("spacl") == root / "docs" / "results" / "spacl"
+    bench_main(["--bench", "all", "--report-only", "--out", str(tmp_path / "out")])
+    again = json.loads((tmp_path / "out" / "results.json").read_text())
+    committed = json.loads((root / "docs/results/spacl/results.json").read_text())
+    assert again["claims"] == committed["claims"]
+    # with no checkout either (an installed package), nothing is found
+    monkeypatch.setattr("spacl.data.sources.source_checkout", lambda: None)
+    assert committed_results("spacl") is None
+
+
+def test_spacl_provenance_counts_trained_runs_apart_from_untrained_rows() -> None:
+    """The raw-input and frozen-encoder rows train nothing: they are not counted among the
+    runs with no recorded commit, so that count is the Compute line's imported runs."""
+    import json
+
+    from spacl.studies.spacl_bench import provenance, untrained_rows
+
+    rows = [
+        {"method": "SimCLR", "commit": "abc"},
+        {"method": "SimCLR", "commit": "abc+dirty"},
+        {"method": "SupCon", "commit": None},
+        {"method": "raw inputs", "commit": None},
+        {"method": "frozen encoder"},
+    ]
+    assert provenance(rows) == {"runs": 3, "clean": 1, "modified_tree": 1, "no_commit": 1}
+    assert untrained_rows(rows) == 2
+    root = Path(__file__).resolve().parents[1]
+    stored = json.loads((root / "docs/results/spacl/results.json").read_text())
+    p = provenance(stored["runs"])
+    assert p["no_commit"] == stored["metrics"]["compute"]["untimed_runs"] == 236
+    assert p["runs"] + untrained_rows(stored["runs"]) == len(stored["runs"])
+    report = (root / "docs/results/spacl/report.md").read_text()
+    assert f"of the {p['runs']} trained runs" in report and "10 untrained baseline" in report
+    assert "236 with no recorded commit" in report and "plus 236 run(s) imported" in report
 
 
 def test_alignment_points_are_counted_once_by_content() -> None:

@@ -61,6 +61,8 @@ def test_report_only_with_nothing_to_read_says_so_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no docs/results/spacl here
+    # nor a source checkout's (an installed package): nothing to read anywhere
+    monkeypatch.setattr("spacl.data.sources.source_checkout", lambda: None)
     with pytest.raises(SystemExit) as stop:
         main(["--bench", "all", "--report-only", "--out", str(tmp_path / "out")])
     assert stop.value.code == 2

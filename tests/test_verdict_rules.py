@@ -53,6 +53,16 @@ def test_best_of_counter_examples() -> None:
     noisy = V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a")
     assert noisy.row == f"comparisons differ: vs b reproduced; 1 other(s) {NOT_AT_SCALE}"
     assert V.best_of({"a": NOISE, "b": NOISE}, "a").row == ""
+    # lowest=True (a deviation, an error): the smallest value is the best, and every
+    # printed difference is of the values as given, with their sign under their names
+    assert V.best_of({"a": LOW, "b": HIGH, "c": HIGH}, "a", lowest=True).verdict == REPRODUCED
+    assert V.best_of({"a": HIGH, "b": LOW, "c": LOW}, "a", lowest=True).verdict == OPPOSITE
+    low_best = V.best_of({"a": LOW, "b": HIGH}, "a", lowest=True)
+    gap = sum(HIGH) / len(HIGH) - sum(LOW) / len(LOW)
+    assert f"mean(b) - mean(a) = {gap:+.4g}" in low_best.rule and gap > 0
+    assert "(the lowest value is the best)" in low_best.rule
+    beaten = V.best_of({"a": HIGH, "b": LOW}, "a", lowest=True)
+    assert beaten.verdict == OPPOSITE and f"mean(b) - mean(a) = {-gap:+.4g}" in beaten.rule
 
 
 def test_trend_counter_examples() -> None:
@@ -359,6 +369,38 @@ def test_a_lucky_p_among_a_claims_own_tests_is_not_mixed(tmp_path: Path) -> None
     rep1 = StudyReport("u", "U", tmp_path / "u", "cmd", {}, [0, 1, 2])
     (one,) = evaluate_claims(rep1, [single], {})
     assert one.verdict == REPRODUCED and "Holm" not in one.rule and rep1.families == []
+
+
+def test_a_lucky_opposite_beside_a_strong_setting_is_not_mixed(tmp_path: Path) -> None:
+    """The family counter-example that can show "mixed": five settings, one strongly
+    reproduced, one "opposite" at p = 0.04, three null.  Uncorrected the settings disagree
+    ("mixed"); Holm-corrected over the five (a family, or the claim alone as its own
+    family) the lucky opposite is not significant: not "mixed", but a clear setting beside
+    settings inside the noise, not reproduced at this scale."""
+    from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+
+    hi, lo = _lucky(0.73)
+    assert 0.04 < V.welch(hi, lo)[1] < 0.045
+
+    def rule(m: object) -> Verdict:
+        parts = {"strong": V.compare(HIGH, LOW), "lucky": V.compare(lo, hi)}
+        parts.update({f"null{i}": V.compare(NOISE, NOISE) for i in range(3)})
+        return V.per_setting(parts)
+
+    uncorrected = rule({})
+    assert uncorrected.verdict == MIXED  # the test can fail: raw p-values say "mixed"
+    assert uncorrected.row == "settings disagree: strong reproduced, lucky opposite"
+    specs = [
+        ClaimSpec("alone", "§", "c", "q", "none", lambda m: "m", rule),
+        ClaimSpec("in_family", "§", "c", "q", "none", lambda m: "m", rule, "F"),
+    ]
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    for row in evaluate_claims(rep, specs, {}):
+        assert row.verdict == NOT_AT_SCALE, row.key
+        assert "settings differ: strong reproduced; 4 other(s)" in row.measured
+        assert "disagree" not in row.rule and "lucky opposite" not in row.measured
+        assert "[lucky] not reproduced at this scale" in row.rule
+    assert len(rep.families) == 2 and "5 comparison test" in rep.families[0]
 
 
 def test_a_bound_row_states_how_many_runs_break_it(tmp_path: Path) -> None:

@@ -146,27 +146,15 @@ def run_study(
     return results
 
 
-def _committed_results(name: str, out: Path) -> Path:
-    """Where ``--report-only`` reads without ``--from``: ``docs/results/NAME`` under the
-    working directory, else under the source checkout spacl runs from, else ``out``."""
-    from spacl.data.sources import source_checkout
-
-    checkout = source_checkout()
-    roots = [Path.cwd()] + ([checkout] if checkout is not None else [])
-    for root in roots:
-        committed = root / "docs" / "results" / name
-        if committed.is_dir():
-            return committed
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     from spacl._progress import progress
 
     out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
     started = time.time()
     if args.report_only:
-        source = Path(args.source) if args.source else _committed_results(args.name, out)
+        from spacl.studies.study import committed_results
+
+        source = Path(args.source) if args.source else committed_results(args.name) or out
         if args.name not in REGENERABLE:
             raise ValueError(
                 f"--report-only: the {args.name} study cannot yet write its report from "

@@ -36,7 +36,7 @@ from spacl.studies.verdicts import (
     Verdict,
 )
 
-__all__ = ["Claim", "StudyReport", "git_commit", "new_figure"]
+__all__ = ["Claim", "StudyReport", "git_commit", "new_figure", "utc_stamp"]
 
 
 # ---------------------------------------------------------------------------- provenance
@@ -89,6 +89,23 @@ def git_commit(path: str | Path | None = None) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return sha + ("+dirty" if dirty else "")
+
+
+def utc_stamp(seconds: float) -> str:
+    """``seconds`` since the epoch as ISO 8601 UTC to the second (``2026-12-05T03:45:12Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _date_line(started_at: str | None) -> str:
+    """The header's Date: the recorded start in UTC (the same on every machine), or that
+    it was not recorded."""
+    if not started_at:
+        return (
+            "not recorded (these results were written before results.json stored the start "
+            "of the invocation that wrote them)"
+        )
+    day, clock = started_at.rstrip("Z").split("T")
+    return f"{day} {clock[:5]} UTC (start of the invocation that wrote these results)"
 
 
 # -------------------------------------------------------------------------------- report
@@ -173,10 +190,17 @@ class StudyReport:
     threads: int | None = None
     #: the families of claims whose tests were Holm-corrected together (one line each)
     families: list[str] = field(default_factory=list)
+    #: the start of the invocation that wrote the results, UTC (ISO 8601,
+    #: ``results.json["started"]``, the header's Date); set from :attr:`started` when not
+    #: given.  A report regenerated from stored results keeps the stored one, ``None``
+    #: where the results predate it (Date: not recorded), never this invocation's time
+    started_at: str | None = None
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.started_at is None:
+            self.started_at = utc_stamp(self.started)
 
     # -- content ------------------------------------------------------------------------
     def claim(
@@ -260,7 +284,7 @@ class StudyReport:
             f"- Wall time: {wall:.0f} s ({mode}; that invocation's); seeds {self.seeds}; "
             f"torch {torch.__version__}, {self.threads or torch.get_num_threads()} thread(s), "
             f"{platform.machine()} CPU x{os.cpu_count()}",
-            f"- Date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(self.started))}",
+            f"- Date: {_date_line(self.started_at)}",
         ]
         lines += [f"- Data: {note}" for note in self.data_notes]
         lines += [f"- {stamp}" for stamp in self.stamps]
@@ -303,6 +327,7 @@ class StudyReport:
             "command": self.command,
             "commit": self.commit or git_commit(),
             "wall_time_s": wall,
+            "started": self.started_at,
             "quick": self.quick,
             "seeds": list(self.seeds),
             "torch": torch.__version__,

@@ -30,7 +30,15 @@ from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 from spacl.studies.report import StudyReport, git_commit
 from spacl.studies.verdicts import summarize
 
-__all__ = ["REGENERATED", "StudyRun", "finish_study", "group", "stored_results", "values"]
+__all__ = [
+    "REGENERATED",
+    "StudyRun",
+    "committed_results",
+    "finish_study",
+    "group",
+    "stored_results",
+    "values",
+]
 
 #: the header line of a report rebuilt from its stored ``results.json`` (no model trained)
 REGENERATED = "Regenerated from the stored results.json: no model trained, no test set read"
@@ -93,8 +101,10 @@ class StudyRun:
     def restore(cls, stored: Mapping[str, Any], out_dir: str | Path) -> StudyRun:
         """A finished study, rebuilt from its ``results.json`` (:func:`stored_results`) to
         write its report again into ``out_dir``: the same command, config, seeds, data
-        notes, runs, timing, training commit and wall time; the header says it was
-        regenerated and by which code (:data:`REGENERATED`)."""
+        notes, runs, timing, training commit, wall time and start (the header's Date:
+        ``results.json["started"]``, "not recorded" where older results lack it, never
+        derived from this invocation's clock); the header says it was regenerated and by
+        which code (:data:`REGENERATED`)."""
         wall = float(stored["wall_time_s"])
         study = cls.start(
             str(stored["study"]),
@@ -105,9 +115,10 @@ class StudyRun:
             stored["seeds"],
             bool(stored["quick"]),
             notes=list(stored["data"]),
-            started=time.time() - wall,
         )
         report = study.report
+        started = stored.get("started")
+        report.started_at = str(started) if started else None
         report.runs = list(stored["runs"])
         report.commit, report.wall_time_s = str(stored["commit"]), wall
         report.threads = int(stored["threads"])
@@ -162,6 +173,21 @@ def finish_study(
     sections(study.report, metrics)
     plots(study.report, metrics)
     return study.report.write()
+
+
+def committed_results(name: str) -> Path | None:
+    """The committed results of study ``name``: ``docs/results/NAME`` under the working
+    directory, else under the source checkout spacl runs from
+    (:func:`spacl.data.sources.source_checkout`), else ``None``: the lookup of ``spacl
+    reproduce NAME --report-only`` without ``--from``."""
+    from spacl.data.sources import source_checkout
+
+    checkout = source_checkout()
+    for root in [Path.cwd(), *([checkout] if checkout is not None else [])]:
+        committed = root / "docs" / "results" / name
+        if committed.is_dir():
+            return committed
+    return None
 
 
 def stored_results(source: str | Path) -> dict[str, Any]:

@@ -27,7 +27,8 @@ comparisons that disagree.
 * :func:`best_of` - "option ``k`` is the best": reproduced if ``k`` beats every other
   option by :func:`compare`; opposite if every other option beats ``k``; otherwise not
   reproduced, the row naming the comparisons that are clear (``"comparisons disagree:
-  ..."`` when one goes each way).
+  ..."`` when one goes each way).  ``lowest=True`` for a metric where lower is better:
+  each comparison prints ``mean(other) - mean(k)`` of the values themselves.
 * :func:`trend` - "the metric rises (falls) along the sweep": **every step** between
   neighbouring sweep points must be reproduced by :func:`compare` in the claimed
   direction (a non-monotone sweep is not reproduced, whatever its endpoints); opposite
@@ -417,21 +418,36 @@ def holm_within(name: str, rule: Callable[[], Verdict]) -> tuple[Verdict, int]:
 
 
 def best_of(
-    samples: Mapping[Any, Sequence[float]], claimed: Any, *, min_gap: float = 0.0
+    samples: Mapping[Any, Sequence[float]],
+    claimed: Any,
+    *,
+    min_gap: float = 0.0,
+    lowest: bool = False,
 ) -> Verdict:
-    """Claim: option ``claimed`` has the largest expected value (module docstring)."""
+    """Claim: option ``claimed`` has the largest expected value (module docstring).
+
+    ``lowest=True``: the smallest is the best (a deviation, an error).  Each comparison
+    is then :func:`compare` of the other option over ``claimed``, so its printed
+    difference is ``mean(other) - mean(claimed)`` of the values as given: positive when
+    ``claimed`` is lower (never the difference of negated values under their names)."""
     if claimed not in samples or len(samples) < 2:
         raise ValueError(
             f"samples must hold the claimed option {claimed!r} and at least one other, "
             f"got options {list(samples)}"
         )
+    mine = samples[claimed]
     parts = {
-        str(key): compare(samples[claimed], other, min_gap=min_gap, names=(str(claimed), str(key)))
+        str(key): (
+            compare(other, mine, min_gap=min_gap, names=(str(key), str(claimed)))
+            if lowest
+            else compare(mine, other, min_gap=min_gap, names=(str(claimed), str(key)))
+        )
         for key, other in samples.items()
         if key != claimed
     }
     verdicts = [v.verdict for v in parts.values()]
-    rule = f"best-option claim for {claimed}: " + "; ".join(
+    best = " (the lowest value is the best)" if lowest else ""
+    rule = f"best-option claim for {claimed}{best}: " + "; ".join(
         f"vs {k}: {v.verdict} ({v.rule})" for k, v in parts.items()
     )
     if all(v == REPRODUCED for v in verdicts):

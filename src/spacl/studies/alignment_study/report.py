@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -14,29 +15,42 @@ from spacl.studies.study import values as _v
 from spacl.studies.verdicts import fmt
 
 __all__ = [
+    "BoundRuns",
     "bound_runs",
     "bound_values",
+    "max_drift",
     "plots",
     "sandwich_runs",
-    "sandwich_runs_at_tau",
     "sections",
 ]
 
 
-def _points(m: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every sweep point once (the shared reference-batch runs appear in several rules).
+def _tagged(m: Mapping[str, Any]) -> list[tuple[int | None, float | None, dict[str, Any]]]:
+    """Every sweep point once, as ``(C', tau, point)`` (``None``: the study's own value).
 
-    A point is known by its content, not by the object: the metrics read back from
-    ``results.json`` hold a separate copy of a shared point in every rule that lists it,
-    the ones of a live run the same object."""
-    points = [*m["classes"].values(), *m["tau"].values()]
-    points += [
-        g for part in ("batch", "batch_steps") for pts in m[part].values() for g in pts.values()
+    A point is known by its content, not by the object (the shared reference-batch runs
+    appear in several rules): the metrics read back from ``results.json`` hold a separate
+    copy of a shared point in every rule that lists it, the ones of a live run the same
+    object.  Equal points are equal settings, so the first one's tags stand for them."""
+    tagged: list[tuple[int | None, float | None, dict[str, Any]]] = [
+        (int(c), None, g) for c, g in m["classes"].items()
     ]
-    unique: dict[str, dict[str, Any]] = {}
-    for g in points:
-        unique.setdefault(json.dumps(g, sort_keys=True, default=str), g)
+    tagged += [(None, float(t), g) for t, g in m["tau"].items()]
+    tagged += [
+        (None, None, g)
+        for part in ("batch", "batch_steps")
+        for pts in m[part].values()
+        for g in pts.values()
+    ]
+    unique: dict[str, tuple[int | None, float | None, dict[str, Any]]] = {}
+    for entry in tagged:
+        unique.setdefault(json.dumps(entry[2], sort_keys=True, default=str), entry)
     return list(unique.values())
+
+
+def _points(m: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every sweep point once (:func:`_tagged`, without its tags)."""
+    return [g for _, _, g in _tagged(m)]
 
 
 def bound_values(m: Mapping[str, Any], key: str) -> list[float]:
@@ -48,27 +62,24 @@ def bound_values(m: Mapping[str, Any], key: str) -> list[float]:
     return values
 
 
-def sandwich_runs(m: Mapping[str, Any]) -> list[dict[str, float]] | None:
+def sandwich_runs(m: Mapping[str, Any], cfg: AlignmentConfig) -> list[dict[str, float]] | None:
     """One record per trained contrastive network of every run (main runs, then every
     sweep point once): ``gap_min``, ``gap_max`` (per-batch ``L_DCL - L_NSCL``), ``below``,
-    ``above`` (batches breaking the left / right side), ``bound``, ``batches``.
+    ``above`` (batches breaking the left side / the right side with the temperature),
+    ``bound`` (``e^(2/tau)/(C-1)``), ``batches``, the run's ``classes`` and ``tau``, and
+    ``literal``: the paper's ``e^2/(C-1)``, without the temperature.
 
     ``None`` when the stored metrics predate the loss record (a study run before it)."""
     if "losses" not in m["main"]:
         return None
-    runs: list[Mapping[str, float]] = list(m["main"]["losses"])
-    for g in _points(m):
-        runs += _point_losses(g)
-    return _per_network(runs)
-
-
-def sandwich_runs_at_tau(m: Mapping[str, Any], tau: str) -> list[dict[str, float]]:
-    """:func:`sandwich_runs` of the temperature sweep's point ``tau`` alone (``"1"``: the
-    networks the paper's literal ``e^2 / (C - 1)`` applies to); ``[]`` if not run."""
-    point = m.get("tau", {}).get(tau)
-    if point is None or "losses" not in point:
-        return []
-    return _per_network(_point_losses(point))
+    runs = [(cfg.classes, cfg.tau, r) for r in _per_network(m["main"]["losses"])]
+    for classes, tau, g in _tagged(m):
+        setting = (cfg.classes if classes is None else classes, cfg.tau if tau is None else tau)
+        runs += [(*setting, r) for r in _per_network(_point_losses(g))]
+    return [
+        {**r, "classes": float(c), "tau": float(t), "literal": math.e**2 / (c - 1)}
+        for c, t, r in runs
+    ]
 
 
 def _point_losses(point: Mapping[str, Any]) -> list[dict[str, float]]:
@@ -97,36 +108,61 @@ def _per_network(runs: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
     return out
 
 
-def bound_runs(m: Mapping[str, Any]) -> tuple[list[float], list[float], int]:
-    """Per-run drift ratios (non-vacuous runs), CKA-minus-bound slacks, vacuous count."""
-    ratios: list[float] = []
-    slacks: list[float] = []
-    vacuous = 0
+def max_drift(points: int) -> float:
+    """The largest ``||Sigma_a - Sigma_b||_F`` two cosine-similarity matrices of ``points``
+    unit vectors can have: ``sqrt(2) N`` (both are positive semi-definite with trace
+    ``N``, so ``||Sigma||_F <= N`` and ``<Sigma_a, Sigma_b> >= 0``).  A Theorem 1 bound at
+    least this large holds for any two networks: it is satisfied trivially."""
+    return math.sqrt(2.0) * points
+
+
+class BoundRuns(NamedTuple):
+    """Theorem 1 over every run (main runs and every sweep point once)."""
+
+    #: measured drift / bound of the informative runs (a finite bound below
+    #: :func:`max_drift`); ``[]`` when none is
+    ratios: list[float]
+    #: measured CKA minus Corollary 1's lower bound, every run
+    slacks: list[float]
+    #: runs with no finite bound (``Delta`` infinite or the bound overflowing)
+    vacuous: int
+    #: the bounds of the runs that satisfy it trivially (at least :func:`max_drift`)
+    trivial: list[float]
+    #: the temperatures of those runs
+    trivial_taus: list[float]
+
+
+def bound_runs(m: Mapping[str, Any], cfg: AlignmentConfig) -> BoundRuns:
+    """Theorem 1's runs, the informative ones apart from the vacuous and the trivially
+    satisfied ones: a bound at least :func:`max_drift` of the reference set's size
+    (``cfg.reference_size``, the most points a run's reference set holds)."""
     records = [
-        (b["drift_ratio"], b["vacuous"], b["measured_cka"] - b["cka_lower_bound"])
+        (cfg.tau, b["drift_ratio"], b["vacuous"], b["measured_cka"] - b["cka_lower_bound"],
+         b["measured_drift"])
         for b in m["main"]["bound"]
-    ]
-    points = _points(m)
-    for g in points:
+    ]  # fmt: skip
+    for _, tau, g in _tagged(m):
         bd = g["bound"]
-        records += zip(
-            bd["drift_ratio"]["values"],
-            bd["vacuous"]["values"],
-            [
-                c - lb
-                for c, lb in zip(
-                    bd["measured_cka"]["values"], bd["cka_lower_bound"]["values"], strict=True
-                )
-            ],
-            strict=True,
-        )
-    for ratio, vac, slack in records:
-        slacks.append(slack)
+        columns = [
+            bd[k]["values"]
+            for k in ("drift_ratio", "vacuous", "measured_cka", "cka_lower_bound", "measured_drift")
+        ]
+        records += [
+            (cfg.tau if tau is None else tau, r, vac, cka - lb, drift)
+            for r, vac, cka, lb, drift in zip(*columns, strict=True)
+        ]
+    out = BoundRuns([], [], 0, [], [])
+    limit = max_drift(cfg.reference_size)
+    for tau, ratio, vac, slack, drift in records:
+        out.slacks.append(slack)
         if vac:
-            vacuous += 1
+            out = out._replace(vacuous=out.vacuous + 1)
+        elif ratio > 0 and drift / ratio >= limit:
+            out.trivial.append(drift / ratio)
+            out.trivial_taus.append(tau)
         else:
-            ratios.append(ratio)
-    return ratios or [0.0], slacks, vacuous
+            out.ratios.append(ratio)
+    return out
 
 
 def sections(report: StudyReport, cfg: AlignmentConfig, m: dict[str, Any]) -> None:
@@ -134,6 +170,7 @@ def sections(report: StudyReport, cfg: AlignmentConfig, m: dict[str, Any]) -> No
     _recipe(report, cfg, m)
     _main(report, cfg, m)
     _theorem(report, cfg, m)
+    _sandwich(report, cfg, m)
     _sweeps(report, cfg, m)
     report.section("Timing (seconds)", ", ".join(f"{k}: {v:.0f}" for k, v in m["timing"].items()))
 
@@ -226,6 +263,32 @@ def _theorem(report: StudyReport, cfg: AlignmentConfig, m: dict[str, Any]) -> No
             ]
             for s, b in zip(report.seeds, m["main"]["bound"], strict=True)
         ],
+    )
+
+
+def _sandwich(report: StudyReport, cfg: AlignmentConfig, m: dict[str, Any]) -> None:
+    """The loss sandwich with the temperature: a sanity check, not a claim."""
+    runs = sandwich_runs(m, cfg)
+    if runs is None:
+        report.section("Loss sandwich: a sanity check (not a claim)", "Not measured.")
+        return
+    points = int(sum(r["batches"] for r in runs))
+    below, above = int(sum(r["below"] for r in runs)), int(sum(r["above"] for r in runs))
+    bounds = [r["bound"] for r in runs]
+    report.section(
+        "Loss sandwich: a sanity check (not a claim)",
+        "`L_NSCL <= L_DCL <= L_NSCL + e^(2/tau)/(C-1)` holds for any encoder: the left side "
+        "because DCL's denominator holds NSCL's different-class terms and more, the right "
+        "side because a same-class term is at most e^(2/tau) times a different-class one and "
+        "a class-balanced batch holds fewer than 1/(C-1) same-class samples per "
+        "different-class one (`spacl.studies.alignment_study.training.sandwich_bound`).  "
+        "It cannot fail, so it checks the loss code, not the paper: on "
+        f"{len(runs)} trained networks x their batches = {points} points the left side is "
+        f"broken at {below}, the right side at {above}; L_DCL - L_NSCL ranges from "
+        f"{min(r['gap_min'] for r in runs):.3g} to {max(r['gap_max'] for r in runs):.3g}, at "
+        f"most {max(r['gap_max'] / r['bound'] for r in runs):.3g} of e^(2/tau)/(C-1) "
+        f"({min(bounds):.3g} .. {max(bounds):.3g}).  The paper writes the margin as "
+        "e^2/(C-1), without the temperature: the claims table tests that form.",
     )
 
 

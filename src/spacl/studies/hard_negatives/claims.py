@@ -33,10 +33,6 @@ PAPER_RESULTS = "paper, experimental results (statement, no table)"
 NOTEBOOK = "CIFAR-100 NCC %: " + ", ".join(f"β={b:g}: {a}" for b, a in PAPER_NCC_CIFAR100.items())
 
 
-def _neg(values: list[float]) -> list[float]:
-    return [-x for x in values]
-
-
 def _nc_better(m: Mapping[str, Any], part: str, hi: str, lo: str) -> Verdict:
     """``hi`` is closer to neural collapse than ``lo``: lower ETF deviation and CDNV."""
     a, b = m[part][hi], m[part][lo]
@@ -199,9 +195,10 @@ def _unsupervised_claims(cfg: HardNegativesConfig) -> list[ClaimSpec]:
                 )
             ),
             lambda m: best_of(
-                {k: _neg(v(m["unsupervised"][k], "etf_deviation")) for k in keys},
+                {k: v(m["unsupervised"][k], "etf_deviation") for k in keys},
                 "beta=5",
                 min_gap=0.01,
+                lowest=True,
             ),
         ),
         ClaimSpec(

@@ -29,12 +29,13 @@ from spacl.studies.spacl_bench.methods import (
     BASE,
     FACTORS,
     TEMPERATURES,
+    UNTRAINED,
     spacl_method,
 )
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.report import plots, sections
 from spacl.studies.spacl_bench.stages import run_setting, summary
-from spacl.studies.study import StudyRun, finish_study, stored_results
+from spacl.studies.study import StudyRun, committed_results, finish_study, stored_results
 from spacl.studies.verdicts import NOT_RUN
 
 __all__ = ["CLAIM_KEYS", "CRITERIA", "METRIC_KEYS", "PROJ_DIMS", "SEEDS", "run", "run_bench"]
@@ -194,11 +195,14 @@ def _compute(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def provenance(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """How many run rows were trained at a clean commit, on a modified tree (``+dirty``:
-    code not all in the commit) or with no recorded commit (trained before runs recorded
-    it); the frozen-encoder and raw-input rows, which train nothing, included."""
-    counts = {"runs": len(rows), "clean": 0, "modified_tree": 0, "no_commit": 0}
-    for row in rows:
+    """How many trained runs among ``rows`` were trained at a clean commit, on a modified
+    tree (``+dirty``: code not all in the commit) or with no recorded commit (trained
+    before runs recorded it).  The rows of :data:`~.methods.UNTRAINED` (the frozen
+    encoder, the raw inputs: scored without training) are no trained run and are left
+    out (:func:`untrained_rows` counts them)."""
+    trained = [row for row in rows if row.get("method") not in UNTRAINED]
+    counts = {"runs": len(trained), "clean": 0, "modified_tree": 0, "no_commit": 0}
+    for row in trained:
         commit = row.get("commit")
         if not commit or commit == "unknown":
             counts["no_commit"] += 1
@@ -207,6 +211,11 @@ def provenance(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
         else:
             counts["clean"] += 1
     return counts
+
+
+def untrained_rows(rows: Sequence[dict[str, Any]]) -> int:
+    """How many of ``rows`` are :data:`~.methods.UNTRAINED` rows (nothing trained)."""
+    return sum(row.get("method") in UNTRAINED for row in rows)
 
 
 def run(
@@ -244,7 +253,7 @@ def run(
     metrics["kg_seeds"] = kg_seed_metrics(out)
     metrics["compute"] = c = _compute(metrics)
     c["provenance"] = provenance(study.report.runs)
-    _provenance_stamp(study, c["provenance"])
+    _provenance_stamp(study, c["provenance"], untrained_rows(study.report.runs))
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
         f"time (its training steps + its evaluation; the wall time above is this invocation), "
@@ -363,7 +372,10 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     selected_tuning(metrics, stored["runs"])
     metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
     metrics["kg_seeds"] = kg_seed_metrics(where)
-    _provenance_stamp(study, provenance(study.report.runs))
+    # counted again by the current rule (trained runs only; older results counted the
+    # untrained rows among the runs with no recorded commit)
+    metrics["compute"] = {**metrics["compute"], "provenance": provenance(study.report.runs)}
+    _provenance_stamp(study, metrics["compute"]["provenance"], untrained_rows(study.report.runs))
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
@@ -373,17 +385,19 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
 RUNS_STAMP = "Runs' own commits:"
 
 
-def _provenance_stamp(study: StudyRun, p: Mapping[str, int]) -> None:
+def _provenance_stamp(study: StudyRun, p: Mapping[str, int], untrained: int) -> None:
     """The header line counting the commits the report's runs were trained at (``p``:
     :func:`provenance` of them; they span many invocations, and the header's "Commit:"
-    is only the one that wrote the results)."""
+    is only the one that wrote the results); ``untrained``: the rows that train nothing."""
     stamps = [x for x in study.report.stamps if not x.startswith(RUNS_STAMP)]
     stamps.insert(
         0,
         (
-            f"{RUNS_STAMP} of the {p['runs']} runs, {p['clean']} trained at a clean commit, "
+            f"{RUNS_STAMP} of the {p['runs']} trained runs, {p['clean']} at a clean commit, "
             f"{p['modified_tree']} on a modified tree, {p['no_commit']} with no recorded commit "
-            "(each run's in results.json's `runs`; see Compute)"
+            f"(trained before runs recorded it); besides them, {untrained} untrained "
+            f"baseline row(s) ({' / '.join(UNTRAINED)}: scored without training, no run of "
+            "any commit).  Each run's commit is in results.json's `runs`; see Compute"
         ),
     )
     study.report.stamps = stamps
@@ -445,23 +459,26 @@ def report_only(out_dir: str | Path, source: str | Path | None = None) -> dict[s
     """``--report-only``: the report from the run store ``out_dir/runs/*.jsonl`` (nothing
     trained; a partial report where runs are missing), or, with no run store there, the
     report regenerated from a stored ``results.json`` (:func:`regenerate`): ``source``,
-    else ``out_dir/results.json``, else the committed :data:`COMMITTED` (read from the
-    working directory, the repository root).  ``FileNotFoundError`` (one line) when
-    there is neither."""
+    else ``out_dir/results.json``, else the committed :data:`COMMITTED`, found as ``spacl
+    reproduce spacl --report-only`` finds it (:func:`~spacl.studies.study.committed_results`:
+    under the working directory, else under the source checkout).  ``FileNotFoundError``
+    (one line) when there is neither."""
     out = Path(out_dir)
     if any((out / "runs").glob("*.jsonl")):
         command = f"python -m spacl.studies.spacl_bench --bench all --report-only --out {out_dir}"
         return run(out, command=command, train=False, seeds=SEEDS["mnist5k"])
+    committed = committed_results(COMMITTED.name)
     if source is not None:
         where = Path(source)
     elif (out / "results.json").is_file():
         where = out
-    elif (COMMITTED / "results.json").is_file():
-        where = COMMITTED
+    elif committed is not None and (committed / "results.json").is_file():
+        where = committed
     else:
         raise FileNotFoundError(
             f"{out / 'runs'}: no run store, and no results.json to regenerate the report from "
-            f"(looked in {out} and {COMMITTED}; give one with --from)"
+            f"(looked in {out} and in {COMMITTED} under the working directory and the source "
+            "checkout; give one with --from)"
         )
     logging.info("no run store in %s: regenerating the report from %s", out / "runs", where)
     return regenerate(where, out)
@@ -482,8 +499,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="train nothing: write the whole study's report.md / results.json (whatever "
         "--bench) from the run store OUT/runs/ (partial where runs are missing); with no "
         "run store there, regenerate it from a stored results.json instead (--from, else "
-        "OUT/results.json, else the committed docs/results/spacl), as `spacl reproduce "
-        "spacl --report-only` does",
+        "OUT/results.json, else the committed docs/results/spacl under the working "
+        "directory or the source checkout), as `spacl reproduce spacl --report-only` does",
     )
     parser.add_argument(
         "--from",

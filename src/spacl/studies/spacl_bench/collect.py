@@ -8,6 +8,7 @@ from typing import Any
 from spacl.studies.spacl_bench.methods import (
     BASE,
     TEMPERATURES,
+    UNTRAINED,
     Method,
     baselines,
     spacl_method,
@@ -140,7 +141,7 @@ def _options_untrained(
             "kept_fraction": rec["kept_fraction"],
         }
     untrained = {}
-    for name in ("frozen encoder", "raw inputs"):
+    for name in UNTRAINED:
         key = RunKey(res.bench, res.setting, name, 0.0, 0)
         if key not in store:
             continue

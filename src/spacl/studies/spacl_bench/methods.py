@@ -43,6 +43,7 @@ __all__ = [
     "BASE",
     "FACTORS",
     "MAX_GROWTH",
+    "UNTRAINED",
     "Method",
     "SpaclChoice",
     "baselines",
@@ -58,6 +59,9 @@ TEMPERATURES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.5)
 BARLOW_LAMBDAS: tuple[float, ...] = (0.005, 0.01, 0.02, 0.05)
 #: how many values a tuning grid may grow beyond each end of its method's grid (issue 39)
 MAX_GROWTH = 3
+#: the rows scored without training (baselines of every setting): the frozen initial
+#: encoder and the raw inputs
+UNTRAINED: tuple[str, ...] = ("frozen encoder", "raw inputs")
 
 
 def same_score(a: float, b: float) -> bool:

@@ -41,7 +41,7 @@ from spacl.studies.common import (
     run_steps,
 )
 from spacl.studies.spacl_bench.benches import Bench
-from spacl.studies.spacl_bench.methods import Method
+from spacl.studies.spacl_bench.methods import UNTRAINED, Method
 
 __all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_models", "train_runs"]
 
@@ -312,7 +312,7 @@ def import_results(path: str | Path, out_dir: str | Path, keep: Any) -> int:
         key = RunKey(row["bench"], row["setting"], row["method"], float(row["tau"]), row["seed"])
         if key in store:
             continue
-        untrained = row["method"] in ("frozen encoder", "raw inputs")
+        untrained = row["method"] in UNTRAINED
         where = (row["bench"], row["setting"], row["method"], float(row["tau"]))
         trace = traces.get(where, []) if row["seed"] == 0 else []
         end = row.get("kept_fraction_end", ends.get(key_of_seed(where, int(row["seed"]))))

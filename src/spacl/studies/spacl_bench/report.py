@@ -23,7 +23,12 @@ from spacl.studies.spacl_bench.edges import (
     tuned_choices,
     why_not_grown,
 )
-from spacl.studies.spacl_bench.methods import BARLOW_LAMBDAS, MAX_GROWTH, TEMPERATURES
+from spacl.studies.spacl_bench.methods import (
+    BARLOW_LAMBDAS,
+    MAX_GROWTH,
+    TEMPERATURES,
+    UNTRAINED,
+)
 from spacl.studies.verdicts import compare, fmt, holm_family, welch
 
 __all__ = ["grid_edges", "grown_grids", "plots", "sections"]
@@ -571,11 +576,14 @@ def _compute_section(report: StudyReport, m: dict[str, Any]) -> None:
     ]
     if "provenance" in c:  # results written before runs' commits were counted lack it
         p = c["provenance"]
+        untrained = sum(row.get("method") in UNTRAINED for row in report.runs)
         lines.append(
-            f"Provenance of the {p['runs']} runs: {p['clean']} trained at a clean commit, "
+            f"Provenance of the {p['runs']} trained runs: {p['clean']} at a clean commit, "
             f"{p['modified_tree']} on a modified tree (commit `+dirty`: code not all in the "
             f"commit), {p['no_commit']} with no recorded commit (trained before runs recorded "
-            "it); each run's commit is in results.json's `runs`."
+            f"it); besides them, {untrained} untrained baseline row(s) "
+            f"({' / '.join(UNTRAINED)}, one of each per setting: scored without training, so no "
+            "run of any commit); each run's commit is in results.json's `runs`."
         )
     lines += [
         "",
