@@ -1,7 +1,9 @@
 """Markdown of the open-intent benchmark (benchmarks/ood.py) from its run summaries.
 
-Published numbers are quoted with their source.  ADB and DA-ADB fine-tune BERT-base
-(12 layers) on the known classes (SPACL's paper gives F1-OOD only, without the encoder),
+Published numbers are quoted with their source.  ADB and DA-ADB train BERT-base's last
+layer and pooler with their head on the known classes (TEXTOIR's
+``freeze_backbone_parameters``; 12 layers in all; SPACL's paper gives F1-OOD only,
+without the encoder),
 while the runs here train a small head on frozen all-MiniLM-L6-v2 embeddings (6 layers):
 the comparison shows where the frozen-encoder setting stands, not a like-for-like race.
 """
@@ -37,14 +39,14 @@ ADB_SOURCE = (
     "ADB: Zhang, Xu & Lin, *Deep Open Intent Classification with Adaptive Decision "
     "Boundary*, AAAI 2021, its overall (accuracy, macro-F1) and fine-grained (open / known "
     "F1) result tables as reproduced in the README of the official code, "
-    "github.com/thuiar/Adaptive-Decision-Boundary (commit 090ed79); BERT-base fine-tuned "
-    "on the known classes, 100% labelled."
+    "github.com/thuiar/Adaptive-Decision-Boundary (commit 090ed79); BERT-base, its last layer "
+    "and head trained on the known classes, 100% labelled."
 )
 TEXTOIR_SOURCE = (
     "DA-ADB (Zhang, Xu, Zhao & Zhou, *Learning Discriminative Representations and Decision "
     "Boundaries for Open Intent Detection*, arXiv 2203.05823) and ADB as re-run in "
     "TEXTOIR: github.com/thuiar/TEXTOIR, open_intent_detection/results/results.md "
-    "(commit 6bdf74c), rows with labelled ratio 1.0; BERT-base fine-tuned."
+    "(commit 6bdf74c), rows with labelled ratio 1.0; BERT-base, its last layer and head trained."
 )
 #: (dataset, known ratio) -> source -> (accuracy, macro-F1, F1-OOD, F1-IND)
 SPACL_SOURCE = (
@@ -279,8 +281,8 @@ def _published(name: str, ratio: float, runs: list[dict[str, Any]]) -> list[str]
         return []
     lines = [
         "",
-        "Published (ADB / DA-ADB: BERT-base fine-tuned; sources below) vs SPACL here "
-        "(frozen MiniLM + head):",
+        "Published (ADB / DA-ADB: BERT-base, its last layer and head trained; sources "
+        "below) vs SPACL here (frozen MiniLM + head):",
         "",
         "| model | accuracy | macro-F1 | F1-OOD | F1-IND |",
         "|---|---|---|---|---|",

@@ -83,6 +83,34 @@ def test_the_top_layer_row_is_judged_from_five_seeds_on_the_same_seeds(bench: An
     text = "\n".join(bench.top_layer_lines(head + five))
     assert "banking:0.25 (seeds 0, 1, 2, 3, 4)" in text
     assert "stackoverflow:0.25 (" not in text and "--methods da_adb_top1" in text
+    # seeds 5-9: listed as in or to run, with the command that adds exactly those missing
+    assert "- stackoverflow:0.25: none in; to run: " in text
+    assert "--settings stackoverflow:0.25 --seeds 5 6 7 8 9`" in text
+
+
+def test_the_first_five_seeds_are_judged_beside_every_seed(bench: Any) -> None:
+    def cells(rows: list[dict[str, Any]]) -> list[str]:
+        text = "\n".join(bench.top_layer_lines(rows))
+        line = next(x for x in text.splitlines() if x.startswith("| StackOverflow 25%"))
+        return [cell.strip() for cell in line.split("|")[1:-1]]
+
+    head = [_top_row("da_adb", s, 70.0, 80.0) for s in range(10)]
+    # seeds 0-4 short on F1-open (92.0 < 92.61), seeds 5-9 lift the 10-seed mean above it
+    first = [_top_row("da_adb_top1", s, 90.0, 92.0) for s in range(5)]
+    second = [_top_row("da_adb_top1", s, 90.0, 94.0) for s in (5, 6, 8)]
+    got = cells(head + first + second)
+    assert got[1] == "8" and got[8] == "met" and got[9] == "short"
+    # the other way round: seeds 0-4 meet it, later seeds pull the mean under
+    first_high = [_top_row("da_adb_top1", s, 90.0, 94.0) for s in range(5)]
+    second_low = [_top_row("da_adb_top1", s, 90.0, 80.0) for s in (5, 6)]
+    assert cells(head + first_high + second_low)[8:10] == ["short", "met"]
+    text = "\n".join(bench.top_layer_lines(head + first + second))
+    assert "- stackoverflow:0.25: seeds 5, 6, 8 in; to run: " in text
+    assert "--settings stackoverflow:0.25 --seeds 7 9`" in text
+    all_in = [_top_row("da_adb_top1", s, 90.0, 94.0) for s in (7, 9)]
+    assert "- stackoverflow:0.25: seeds 5, 6, 7, 8, 9 in." in "\n".join(
+        bench.top_layer_lines(head + first + second + all_in)
+    )
 
 
 def test_operating_point_diagnostic_finds_the_first_perfect_scale(bench: Any) -> None:
