@@ -48,6 +48,7 @@ from spacl.data import (
 from spacl.data.sampling import BatchPlan
 from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from spacl.engine.config import FOLDER_AUGMENTS
+from spacl.engine.interrupt import leave_signals_to_the_main_process
 
 __all__ = ["LoaderStream", "RunData", "build_run_data", "folder_splits"]
 
@@ -67,6 +68,7 @@ class LoaderStream:
             num_workers=num_workers,
             pin_memory=pin,
             persistent_workers=num_workers > 0,
+            worker_init_fn=leave_signals_to_the_main_process,
         )
 
     def __len__(self) -> int:
@@ -268,7 +270,13 @@ def build_run_data(
 
 class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
     def __init__(self, dataset: Any, batch_size: int, workers: int) -> None:
-        self.loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=workers)
+        self.loader = DataLoader(
+            dataset,
+            batch_size=batch_size,
+            shuffle=False,
+            num_workers=workers,
+            worker_init_fn=leave_signals_to_the_main_process,
+        )
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
         yield from self.loader

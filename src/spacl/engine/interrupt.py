@@ -29,6 +29,7 @@ __all__ = [
     "StopOnSignal",
     "TerminatedBySignal",
     "exit_status",
+    "leave_signals_to_the_main_process",
 ]
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention)
@@ -44,6 +45,24 @@ def exit_status(signum: int | None) -> int:
         (143, 130)
     """
     return EXIT_INTERRUPTED if signum is None else 128 + int(signum)
+
+
+def leave_signals_to_the_main_process(worker_id: int) -> None:
+    """A ``DataLoader`` ``worker_init_fn``: the worker ignores SIGINT and SIGTERM.
+
+    Ctrl-C, ``timeout``, systemd and Slurm signal the whole process group, workers
+    included.  A worker killed by SIGTERM makes the main process fail with "DataLoader
+    worker ... is killed by signal" before it reaches the step boundary where
+    :class:`StopOnSignal` would checkpoint; ignoring the signals in the workers leaves the
+    stop to the main process, which shuts its workers down as it exits.
+
+    Example:
+        >>> from torch.utils.data import DataLoader
+        >>> loader = DataLoader(range(4), num_workers=0,
+        ...                     worker_init_fn=leave_signals_to_the_main_process)
+    """
+    for sig in StopOnSignal.SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 class TerminatedBySignal(KeyboardInterrupt):
