@@ -54,12 +54,24 @@ def test_the_losses_overview_names_every_public_name() -> None:
     assert not missing, f"the spacl.losses overview does not list {missing}"
 
 
-@pytest.mark.parametrize("name", spacl.losses.kg.__all__)
+#: the losses of ``spacl.losses.kg.__all__`` (its other names are the variants, the
+#: weightings and the diagnostics record)
+KG_LOSSES = [
+    name
+    for name in spacl.losses.kg.__all__
+    if isinstance(getattr(spacl.losses.kg, name), type)
+    and issubclass(getattr(spacl.losses.kg, name), torch.nn.Module)
+]
+
+
+def test_the_kg_losses_are_all_doctested() -> None:
+    assert {"LinkInfoNCELoss", "LinkSPACLLoss"} <= set(KG_LOSSES)
+
+
+@pytest.mark.parametrize("name", KG_LOSSES)
 def test_every_public_link_loss_has_an_example_that_runs(name: str) -> None:
     """Issue 38: the link-prediction losses of ``spacl.losses.kg`` show runnable examples."""
     obj = getattr(spacl.losses.kg, name)
-    if not (isinstance(obj, type) and issubclass(obj, torch.nn.Module)):
-        return  # the variants, the weightings, the diagnostics record: not losses
     globs = {"torch": torch, **{n: getattr(spacl.losses.kg, n) for n in spacl.losses.kg.__all__}}
     tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
     assert tests, f"spacl.losses.kg.{name} has no example in its docstring"

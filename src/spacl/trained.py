@@ -110,10 +110,11 @@ class TrainedModel:
         return (self.head(f) if features == "projections" else f).float().cpu()
 
     def _as_tensor(self, inputs: Tensor | np.ndarray | Sequence[Any]) -> Tensor:
+        array = isinstance(inputs, np.ndarray)
         if isinstance(inputs, np.ndarray):
-            inputs = torch.from_numpy(np.ascontiguousarray(inputs))
+            inputs = _from_numpy(inputs)
         if isinstance(inputs, Tensor):
-            return self._checked(inputs)
+            return self._checked(inputs, array=array)
         if isinstance(inputs, (str, Path)) or _is_pil(inputs):
             inputs = [inputs]
         if not isinstance(inputs, Sequence):
@@ -129,13 +130,15 @@ class TrainedModel:
 
     def _one(self, item: Any, index: int, crop: bool) -> Tensor:
         """One input of a list: an image path or PIL image read, a tensor or array as is."""
+        array = isinstance(item, np.ndarray)
         if isinstance(item, np.ndarray):
-            item = torch.from_numpy(np.ascontiguousarray(item))
+            item = _from_numpy(item)
         if isinstance(item, Tensor):
             if tuple(item.shape) != self.input_shape:
+                hint = _layout_hint(item, self.input_shape, batch=False, array=array)
                 raise ValueError(
                     f"inputs[{index}] must have shape {list(self.input_shape)}, got "
-                    f"{list(item.shape)}"
+                    f"{list(item.shape)}{hint}"
                 )
             return item
         if isinstance(item, (str, Path)) or _is_pil(item):
@@ -155,13 +158,15 @@ class TrainedModel:
             f"got {type(item).__name__}"
         )
 
-    def _checked(self, inputs: Tensor) -> Tensor:
+    def _checked(self, inputs: Tensor, *, array: bool = False) -> Tensor:
         """``inputs`` if a float batch of ``input_shape`` with finite values (images: in
-        ``[0, 1]``); otherwise a ``ValueError`` / ``TypeError`` saying what is wrong."""
+        ``[0, 1]``); otherwise a ``ValueError`` / ``TypeError`` saying what is wrong
+        (``array``: ``inputs`` came as a numpy array, for the hint of a shape error)."""
         if tuple(inputs.shape[1:]) != self.input_shape:
+            hint = _layout_hint(inputs, self.input_shape, batch=True, array=array)
             raise ValueError(
                 f"inputs must have shape [N, {', '.join(map(str, self.input_shape))}], "
-                f"got {tuple(inputs.shape)}"
+                f"got {tuple(inputs.shape)}{hint}"
             )
         if not inputs.is_floating_point():
             raise TypeError(
@@ -184,6 +189,57 @@ class TrainedModel:
                     f"in [{low:g}, {high:g}] (0-255 images: divide by 255)"
                 )
         return inputs
+
+
+def _from_numpy(array: np.ndarray) -> Tensor:
+    """``array`` as a tensor, sharing its memory where it is contiguous and writeable; a
+    read-only array (``np.asarray`` of a PIL image, say) is copied, as torch warns on one."""
+    array = np.ascontiguousarray(array)
+    if not array.flags.writeable:
+        array = array.copy()
+    return torch.from_numpy(array)
+
+
+def _layout_hint(x: Tensor, expected: tuple[int, ...], *, batch: bool, array: bool) -> str:
+    """What to add to the shape error of images given as ``x`` (``""`` when no hint fits).
+
+    A hint is given when ``x`` looks like images laid out as PIL gives them (height, width,
+    channels: the last dim 1 or 3) or holds uint8 values (0-255); it shows the conversion
+    to the ``[N, C, H, W]`` floats in ``[0, 1]`` the encoder takes (``batch``: ``x`` is the
+    whole batch, else one item of a list; ``array``: numpy spelling, else torch)."""
+    if len(expected) != 3:
+        return ""  # vectors: no image layout
+    shape = tuple(x.shape)
+    channels, height, width = expected
+    hwc = len(shape) in (3, 4) and shape[-1] in (1, 3)
+    if not hwc and x.dtype != torch.uint8:
+        return ""
+    fix, given = "", (1, *shape[-2:])  # the channels and the size of one given image
+    if hwc and batch:  # [N, H, W, C], or one [H, W, C] image for the batch
+        fix = "x.transpose(0, 3, 1, 2)" if len(shape) == 4 else "x.transpose(2, 0, 1)[None]"
+        given = (shape[-1], *shape[-3:-1])
+    elif hwc:
+        fix = "x.transpose(2, 0, 1)"
+        given = (shape[-1], *shape[-3:-1])
+    elif channels == 1 and len(shape) == (3 if batch else 2):  # grayscale without its axis
+        fix = "x[:, None]" if batch else "x[None]"
+    elif channels == 1 and batch and len(shape) == 2:  # one grayscale image for the batch
+        fix = "x[None, None]"
+    if not array:
+        fix = fix.replace("transpose", "permute")
+    layout = f"[N, {channels}, {height}, {width}]" if batch else f"[{channels}, {height}, {width}]"
+    hint = f"; images as {'arrays' if array else 'tensors'} are {layout} floats in [0, 1]"
+    if not fix:
+        return hint + " (0-255 values: divide by 255)"
+    uint8 = x.dtype == torch.uint8  # else float HWC images
+    what = ("PIL/HWC uint8" if hwc else "PIL grayscale uint8") if uint8 else "HWC images"
+    hint += f": for {what} use {fix}{' / 255' if uint8 else ''}"
+    if given != expected:
+        hint += (
+            f" on {channels}-channel {height} x {width} images, or pass the PIL images in a "
+            "list (converted and resized for you)"
+        )
+    return hint
 
 
 def _is_pil(item: Any) -> bool:

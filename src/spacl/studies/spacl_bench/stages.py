@@ -69,7 +69,8 @@ log = logging.getLogger(__name__)
 #: generator 0 = no adversarial)
 ABLATIONS: tuple[str, ...] = ("no_anchor", "no_hard_positive", "oaa")
 #: SPEC §1.6's IB / IB+H: in-batch negatives (no generator), all kept / cut.  IB+H
-#: computes the same as ``no_adversarial`` (losses/spacl.py), so it shares its runs.
+#: computes the same as ``no_adversarial`` (spacl.losses.spacl.options.VARIANT_PARTS),
+#: so it shares its runs.
 NEGATIVE_SIDE: dict[str, SpaclChoice] = {
     "ib": replace(BASE, generator="0", cut="none"),
     "ib_h": replace(BASE, generator="0"),

@@ -224,6 +224,8 @@ def held_out_threshold(
     Raises:
         ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
     """
+    # hidden_classes refuses the same counts; checked here first so that the error names
+    # the option the user set (ood.method), not the split
     if num_known < MIN_HIDDEN + 2:
         raise ValueError(
             f"ood.method='held_out_classes' needs at least {MIN_HIDDEN + 2} known classes, "
