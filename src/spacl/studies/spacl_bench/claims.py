@@ -407,14 +407,7 @@ def _certificate_claim() -> ClaimSpec:
         return reworded(last, f"at every dimension tried: {last.rule}")
 
     def measured(m: Metrics) -> str:
-        cells = []
-        for key, label in order:
-            a, b = _diag(m, "SPACL", key), _diag(m, "SimCLR", key)
-            cells.append(
-                f"{label}: SPACL {fmt(a, digits=1)} vs NT-Xent {fmt(b, digits=1)}"
-                if a and b
-                else f"{label}: not run"
-            )
+        cells = _regime_cells(m, order, digits=1)
         return "% anchors certified non-collapsing (all negatives): " + "; ".join(cells)
 
     return ClaimSpec(
@@ -428,6 +421,20 @@ def _certificate_claim() -> ClaimSpec:
         measured,
         rule,
     )
+
+
+def _regime_cells(m: Metrics, order: tuple[tuple[str, str], ...], digits: int) -> list[str]:
+    """One ``"LABEL: SPACL x vs NT-Xent y"`` cell per (diagnostic key, regime label) of
+    ``order``, ``"LABEL: not run"`` where either is missing."""
+    cells = []
+    for key, label in order:
+        a, b = _diag(m, "SPACL", key), _diag(m, "SimCLR", key)
+        cells.append(
+            f"{label}: SPACL {fmt(a, digits=digits)} vs NT-Xent {fmt(b, digits=digits)}"
+            if a and b
+            else f"{label}: not run"
+        )
+    return cells
 
 
 def _theorem_claim() -> ClaimSpec:
@@ -450,14 +457,7 @@ def _theorem_claim() -> ClaimSpec:
         return reworded(verdict, f"{verdict.rule}; {missing}: not measured in these results")
 
     def measured(m: Metrics) -> str:
-        cells = []
-        for key, label in order:
-            a, b = _diag(m, "SPACL", key), _diag(m, "SimCLR", key)
-            cells.append(
-                f"{label}: SPACL {fmt(a, digits=3)} vs NT-Xent {fmt(b, digits=3)}"
-                if a and b
-                else f"{label}: not run"
-            )
+        cells = _regime_cells(m, order, digits=3)
         return (
             "mean relative residual of r = sum_j w_j n_j orthogonal to p (0: the collapse "
             "condition holds): " + "; ".join(cells)
