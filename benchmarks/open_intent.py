@@ -555,9 +555,12 @@ def render(rows: list[dict], planned_seeds: list[int], detector: str) -> str:
             open_f1 = sum(r["test"]["boundary"]["f1_ood"] for r in ours) / len(ours)
             _, _, pub_open, pub_macro = PUBLISHED["DA-ADB"][(name, ratio)]
             met = macro >= pub_macro and open_f1 >= pub_open
+            macro_cell, open_cell = (
+                _cell([r["test"]["boundary"][key] for r in ours]) for key in ("macro_f1", "f1_ood")
+            )
             verdicts.append(
-                f"| {LABELS[name]} {int(100 * ratio)}% | {len(ours)} | {macro:.2f} vs "
-                f"{pub_macro:.2f} | {open_f1:.2f} vs {pub_open:.2f} | {'met' if met else 'short'} |"
+                f"| {LABELS[name]} {int(100 * ratio)}% | {len(ours)} | {macro_cell} vs "
+                f"{pub_macro:.2f} | {open_cell} vs {pub_open:.2f} | {'met' if met else 'short'} |"
             )
     target = [
         "| setting | seeds | macro-F1 (ours vs DA-ADB) | F1-open (ours vs DA-ADB) | target |",
