@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
@@ -278,36 +277,6 @@ def run_task(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int
     return 0
 
 
-def finished_step(run_dir: Path) -> int | None:
-    """The step an image run in ``run_dir`` finished at, read from its last checkpoint,
-    when it finished and wrote ``eval.json``; ``None`` when there is training left (or no
-    readable checkpoint: the trainer then says what is wrong)."""
-    from spacl.engine.checkpoint import load_checkpoint
-    from spacl.engine.rundir import RunDirectory
-
-    run = RunDirectory(run_dir)
-    if not (run.eval_json.is_file() and run.last_checkpoint.is_file()):
-        return None
-    try:
-        progress = load_checkpoint(run.last_checkpoint).get("progress", {})
-    except ValueError:
-        return None
-    return int(progress["global_step"]) if progress.get("finished") else None
-
-
-def show_finished(run_dir: Path, step: int) -> None:
-    """Say that the run in ``run_dir`` finished at ``step`` and print its ``eval.json``."""
-    from spacl.engine.summary import format_results_table
-
-    finished = json.loads((run_dir / "eval.json").read_text())
-    print(
-        f"{run_dir}: finished at step {step}; its results "
-        f"(spacl eval {shlex.quote(str(run_dir))} evaluates again):",
-        file=sys.stderr,
-    )
-    print(format_results_table(list(finished.items()), first_column="arm"))
-
-
 def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int:
     """``spacl train`` of an image recipe (any number of processes under torchrun)."""
     from spacl.engine import Trainer, init_from_env
@@ -316,11 +285,6 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
     from spacl.engine.summary import format_results_table
 
     cfg = loaded.config
-    if args.resume and run_dir is not None and "LOCAL_RANK" not in os.environ:
-        finished_at = finished_step(run_dir)
-        if finished_at is not None:  # nothing to train: no data loaded, no model built
-            show_finished(run_dir, finished_at)
-            return 0
     ctx = init_from_env(cfg.train.device)
     trainer: Trainer | None = None
     try:
@@ -353,8 +317,14 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
                 callbacks=[name_the_run],
             )
             if args.resume and trainer.progress.finished and trainer.run.eval_json.is_file():
-                if ctx.is_main:  # nothing to train (a run finished since the check above)
-                    show_finished(run_dir, trainer.progress.global_step)
+                finished = json.loads(trainer.run.eval_json.read_text())  # nothing to train
+                if ctx.is_main:
+                    print(
+                        f"{run_dir}: finished at step {trainer.progress.global_step}; its "
+                        f"results (spacl eval {shlex.quote(str(run_dir))} evaluates again):",
+                        file=sys.stderr,
+                    )
+                    print(format_results_table(list(finished.items()), first_column="arm"))
                 return 0
             if trainer.resumed_from is not None and ctx.is_main and not args.quiet:
                 print(f"resuming at step {trainer.resumed_from}", file=sys.stderr, flush=True)
