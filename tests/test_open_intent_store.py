@@ -98,6 +98,7 @@ ROOT = OPEN_INTENT.parents[2]
 STORES = (
     OPEN_INTENT / "runs.jsonl",
     OPEN_INTENT / "selection_runs.jsonl",
+    OPEN_INTENT / "reproductions.jsonl",
     ROOT / "benchmarks" / "results" / "ood_runs" / "fixed_rule.jsonl",
     ROOT / "benchmarks" / "results" / "ood_finetune_runs.jsonl",
 )
