@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spacl.engine import read_metrics
-from test_own_images import write_folder
+from test_own_images import corrupt, write_folder
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
 
@@ -76,3 +76,35 @@ def test_a_signal_to_the_group_with_loader_workers_checkpoints_and_resumes(
     steps = train_steps(run)
     assert len(steps) == len(set(steps)) and len(steps) > len(stopped)
     assert (run / "eval.json").is_file()
+
+
+@pytest.mark.parametrize("where", ["train", "test"])
+def test_an_unreadable_image_with_loader_workers_exits_instead_of_hanging(
+    tmp_path: Path, where: str
+) -> None:
+    """The shipped own-images recipe, its default workers, a truncated image met while
+    training (``train``) or at the first evaluation (``test``): one line, exit 2, and the
+    process ends.  Before the exit hook (:func:`spacl.engine.interrupt.end_workers_at_exit`)
+    it printed that line and then waited forever on its workers, which ignore SIGTERM."""
+    root = tmp_path / "imgs"
+    files = write_folder(root, per_class=8)
+    # a file of the 20% held out is met at the first evaluation; any other while training
+    corrupt(files[-1] if where == "test" else files[0], "truncated")
+    args = [f"data.root={root}", "data.image_size=16", "train.batch_size=6", "train.epochs=1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "spacl", "train", "imagefolder/supcon", *args, "--quiet"]
+    try:
+        done = subprocess.run(
+            [*command, "--out", str(tmp_path / "run")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise AssertionError(f"spacl train hung after: {err.stderr!r}") from err
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert "unreadable image" in lines[-1] and "truncated" in lines[-1], done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

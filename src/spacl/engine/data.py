@@ -48,7 +48,7 @@ from spacl.data import (
 from spacl.data.sampling import BatchPlan
 from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from spacl.engine.config import FOLDER_AUGMENTS
-from spacl.engine.interrupt import leave_signals_to_the_main_process
+from spacl.engine.interrupt import end_workers_at_exit, leave_signals_to_the_main_process
 
 __all__ = ["LoaderStream", "RunData", "build_run_data", "folder_splits"]
 
@@ -61,6 +61,8 @@ class LoaderStream:
     ) -> None:
         self.plan = plan
         self.sampler = PlanBatchSampler(plan)
+        if num_workers > 0:
+            end_workers_at_exit()
         self.loader = DataLoader(
             dataset,
             batch_sampler=self.sampler,
@@ -270,6 +272,8 @@ def build_run_data(
 
 class _FolderEval(Iterable[tuple[Tensor, Tensor]]):
     def __init__(self, dataset: Any, batch_size: int, workers: int) -> None:
+        if workers > 0:
+            end_workers_at_exit()
         self.loader = DataLoader(
             dataset,
             batch_size=batch_size,

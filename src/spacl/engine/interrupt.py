@@ -16,6 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import atexit
+import multiprocessing
+import multiprocessing.util  # its exit handler first, so that ours runs before it
 import signal
 import threading
 from types import FrameType, TracebackType
@@ -28,6 +31,7 @@ __all__ = [
     "InterruptOnTerm",
     "StopOnSignal",
     "TerminatedBySignal",
+    "end_workers_at_exit",
     "exit_status",
     "leave_signals_to_the_main_process",
 ]
@@ -63,6 +67,45 @@ def leave_signals_to_the_main_process(worker_id: int) -> None:
     """
     for sig in StopOnSignal.SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+
+
+#: seconds a daemonic child has to end on SIGTERM at exit before it is killed
+EXIT_GRACE_SECONDS = 0.5
+_exit_hook: list[bool] = []  # the hook is registered once per process
+
+
+def _end_daemonic_children(grace: float = EXIT_GRACE_SECONDS) -> None:
+    """At interpreter exit: SIGTERM every daemonic child (what ``multiprocessing`` does
+    next anyway), then SIGKILL those still alive after ``grace`` seconds: workers of
+    :func:`leave_signals_to_the_main_process` ignore SIGTERM, and ``multiprocessing``'s
+    own exit handler would wait for them forever."""
+    children = [p for p in multiprocessing.active_children() if p.daemon]
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(grace)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def end_workers_at_exit() -> None:
+    """Make sure loader workers that ignore SIGTERM end when the process exits.
+
+    Call it in the main process when building a ``DataLoader`` whose workers run
+    :func:`leave_signals_to_the_main_process`.  A run that stops on an error (an
+    unreadable image, say) can leave its persistent workers alive until interpreter exit,
+    where ``multiprocessing`` terminates daemonic children with SIGTERM and joins them:
+    with the signal ignored, that join never returns.  The hook registered here (once,
+    and after ``multiprocessing``'s, so it runs first) ends them instead.
+
+    Example:
+        >>> end_workers_at_exit()  # idempotent
+        >>> end_workers_at_exit()
+    """
+    if not _exit_hook:
+        atexit.register(_end_daemonic_children)
+        _exit_hook.append(True)
 
 
 class TerminatedBySignal(KeyboardInterrupt):
