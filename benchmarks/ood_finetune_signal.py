@@ -39,7 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.tasks.text import ood_config
-from spacl.tasks.text.finetune import _batches, _loss_fn, encode_views, pad_states, settings_of
+from spacl.tasks.text.finetune import (
+    encode_views,
+    epoch_batches,
+    finetune_loss,
+    pad_states,
+    settings_of,
+)
 from spacl.tasks.text.states import load_backbone
 
 RECIPES = {
@@ -106,11 +112,11 @@ def measure(setting: str, seed: int, batches: int, root: str | None) -> dict[str
         layers = int(cfg.finetune.trainable_layers)
         top = backbone.top(layers)
         params = list(top.parameters())
-        loss_fn = _loss_fn(settings)
+        loss_fn = finetune_loss(settings)
         labels = torch.as_tensor(split.train_labels)
         torch.manual_seed(settings.seed)  # the dropout of the runs' first steps
         rows: dict[str, list[float]] = {"loss": [], "grad": [], "share": []}
-        for step, idx in enumerate(_batches(settings, labels, 0)):
+        for step, idx in enumerate(epoch_batches(settings, labels, 0)):
             if step >= batches:
                 break
             states = backbone.states([split.train_texts[int(i)] for i in idx], layers)

@@ -7,7 +7,21 @@ relative import resolving to ``spacl.b``), at any depth of nesting (``if`` / ``t
 ``importlib.import_module("spacl.b")`` or ``__import__("spacl.b")`` (the name a literal,
 a module-level string constant or ``__name__``), and ``import_module(f"spacl.b.{x}")``
 (a name built from a literal beginning) is an edge to every module under ``spacl.b.``.
-Three graphs are read: module level only
+Imports whose module name is data count too (the audit after issue 40).  A *loader*
+(:data:`LOADERS`: ``ObjectiveSpec.load`` of ``spacl.losses.registry``, ``_runner`` of
+``spacl.tasks``) imports the ``"spacl.b:attr"`` targets of its registry: its dynamic
+import is an edge to every module named by the target of a registering call anywhere in
+the tree (``ObjectiveSpec(name, target, ...)``, ``@register_task(..., runner=...)``; the
+target a literal, a constant or an f-string of those).  A *factory*
+(:data:`LAZY_FACTORIES`: ``spacl.tasks.exports.lazy_attributes``) is resolved where it is
+called: ``lazy_attributes(X, MAP)``, ``X`` a literal or ``__name__`` and ``MAP`` a dict
+literal or a module-level name bound once to one, is a lazy edge from the caller to
+``X + "." + each value``.  Every other dynamic import of a name the source does not spell,
+a registration or factory call it cannot read, and a ``"spacl.a:b"`` string in no
+loader's registry, fails :func:`test_every_dynamic_import_is_resolved` unless
+:data:`ALLOWED_UNRESOLVED` (empty) names it.  Not seen: a module imported by other means
+(``importlib.util`` specs, ``runpy``), a registry entry made without its registering call
+(``dataclasses.replace`` of a row).  Three graphs are read: module level only
 (including module-level ``if`` / ``try`` blocks, not ``if TYPE_CHECKING:``), the one that
 breaks an import (a partially initialised module); with the imports inside function and
 class bodies (lazy imports) too; and with ``if TYPE_CHECKING:`` blocks too.  No circle is
@@ -25,9 +39,9 @@ top.  A module may import its own floor and the ones below; an import that runs 
 a floor fails the test, **lazy imports inside functions included** (they run later, but
 still tie a low floor to a high one), ``if TYPE_CHECKING:`` blocks excepted.  Upward
 imports allowed on purpose would be listed in :data:`ALLOWED_UPWARD` (empty: there are
-none).  No import is exempt from either rule, dynamic ones included: the schema's task
-registry is filled by the tasks and read where they are known (``spacl.tasks``), so the
-schema imports no task, not even by name inside a function.
+none).  No import read as above is exempt from either rule: the schema's task registry
+is filled by the tasks and read where they are known (``spacl.tasks``), so the schema
+imports no task, not even by name inside a function.
 
 The size rule (issue 40, replacing issue 21's caps on files): no function anywhere over
 80 physical lines, from ``def`` to its last line, docstring included, unless it carries a
@@ -38,8 +52,10 @@ Files have no cap: size follows from what a module is about.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -153,52 +169,233 @@ def _dotted(node: ast.AST) -> str:
     return ".".join([node.id, *reversed(parts)])
 
 
-def _string_constants(tree: ast.Module) -> dict[str, str]:
-    """The module's ``NAME = "..."`` string constants (top-level assignments)."""
+def _text(node: ast.AST, name: str, constants: Mapping[str, str]) -> str | None:
+    """The whole string ``node`` spells, when the source says it: a literal, ``__name__``,
+    a module-level string constant, and an f-string or ``+`` of those
+    (``f"{_L}.kg:LinkSPACLLoss"``); ``None`` otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return name if node.id == "__name__" else constants.get(node.id)
+    if isinstance(node, ast.FormattedValue) and node.format_spec is None:
+        return _text(node.value, name, constants) if node.conversion in (-1, 115) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [_text(node.left, name, constants), _text(node.right, name, constants)]
+    elif isinstance(node, ast.JoinedStr):
+        parts = [_text(part, name, constants) for part in node.values]
+    else:
+        return None
+    return None if None in parts else "".join(p for p in parts if p is not None)
+
+
+def _string_constants(tree: ast.Module, name: str = "") -> dict[str, str]:
+    """The module's ``NAME = "..."`` string constants (top-level assignments, in order; the
+    value an f-string of the constants above counts: ``_SPACL = f"{_L}.spacl:SPACLLoss"``)."""
     found: dict[str, str] = {}
     for node in tree.body:
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        text = None if value is None else _text(value, name, found)
+        if text is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             if isinstance(target, ast.Name):
-                found[target.id] = value.value
+                found[target.id] = text
     return found
 
 
+#: the methods that change a dict in place (a map so changed is no constant)
+MUTATORS = ("update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__")
+
+
+def _dict_constants(
+    tree: ast.Module, name: str, constants: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The module's ``NAME = {...}`` dict literals whose values the source spells (top-level
+    assignments): ``NAME -> [values]``; a name bound twice, or changed in place
+    (``NAME[k] = v``, ``NAME.update(...)``...), is none."""
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and isinstance(value, ast.Dict):
+            values = [_text(v, name, constants) for v in value.values]
+            if None not in values and None not in value.keys:  # no ``**other``
+                found[target.id] = [v for v in values if v is not None]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            changed = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in MUTATORS:
+            changed = node.value
+        else:
+            changed = node if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Del) else None
+        if isinstance(changed, ast.Name):
+            found.pop(changed.id, None)
+    stores = [
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
+    return {k: v for k, v in found.items() if stores.count(k) == 1}
+
+
 def _named_modules(
-    arg: ast.expr, name: str, constants: Mapping[str, str]
+    arg: ast.expr | None, name: str, constants: Mapping[str, str]
 ) -> tuple[str, bool] | None:
-    """What a dynamic import's argument names: ``(module, False)`` for a whole name (a
-    string literal, a module-level string constant, ``__name__``), ``(prefix, True)``
-    for a name built from a literal beginning (``f"spacl.studies.{name}"``,
-    ``f"{__name__}.{sub}"``, ``"spacl.x." + sub``); ``None`` when nothing of it is known."""
-
-    def text_of(part: ast.expr) -> str | None:
-        if isinstance(part, ast.Constant) and isinstance(part.value, str):
-            return part.value
-        if isinstance(part, ast.Name):
-            return name if part.id == "__name__" else constants.get(part.id)
-        if isinstance(part, ast.FormattedValue) and part.format_spec is None:
-            return text_of(part.value)
+    """What a dynamic import's argument names: ``(module, False)`` for a whole name
+    (:func:`_text`: a string literal, a module-level string constant, ``__name__``),
+    ``(prefix, True)`` for a name built from a literal beginning
+    (``f"spacl.studies.{name}"``, ``f"{__name__}.{sub}"``, ``"spacl.x." + sub``); ``None``
+    when nothing of it is known."""
+    if arg is None:
         return None
-
-    whole = text_of(arg)
+    whole = _text(arg, name, constants)
     if whole is not None:
         return whole, False
     if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
-        left = text_of(arg.left)
+        left = _text(arg.left, name, constants)
         return (left, True) if left else None
     if isinstance(arg, ast.JoinedStr):
         prefix = ""
         for part in arg.values:
-            text = text_of(part)
+            text = _text(part, name, constants)
             if text is None:
                 return (prefix, True) if prefix else None
             prefix += text
-        return prefix, False
     return None
+
+
+def _argument(call: ast.Call, position: int | None, keyword: str) -> ast.expr | None:
+    """The argument of ``call`` at ``position`` or passed as ``keyword`` (``None`` when
+    absent; the call itself, which spells no string, when ``*args`` / ``**kwargs`` hide it)."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return call
+    if position is not None and len(call.args) > position:
+        return call.args[position]
+    return None
+
+
+def _qualnames(body: list[ast.stmt]) -> dict[int, str]:
+    """``id`` of every node in ``body`` -> the function or class it runs in (``"f"``,
+    ``"C.m"``, ``"f.inner"``; ``""`` at module level; decorators and defaults run outside)."""
+    found: dict[int, str] = {}
+    todo: list[tuple[ast.AST, str]] = [(stmt, "") for stmt in body]
+    while todo:
+        node, qual = todo.pop()
+        found[id(node)] = qual
+        inner, own = qual, set()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner, own = f"{qual}.{node.name}".lstrip("."), {id(s) for s in node.body}
+        todo.extend((c, inner if id(c) in own else qual) for c in ast.iter_child_nodes(node))
+    return found
+
+
+#: A loader imports a module whose name is data, read from a registry of ``"module:attr"``
+#: targets: ``(loader module, function)`` -> how a target is registered (the registering
+#: call, the target's position and keyword).  A dynamic import there is an edge to every
+#: module named by the target of any such call in the tree.  Each loader reads its own
+#: registry: edges from every loader to every target would make false arrows, the loss
+#: registry running up to the tasks (``spacl.losses.registry -> spacl.tasks.kg``) and a
+#: circle through the engine (``spacl.losses.registry -> spacl.engine.trainer``, a task
+#: runner, which imports the engine's objectives, which import the loss registry).
+LOADERS: dict[tuple[str, str], tuple[str, int | None, str]] = {
+    ("spacl.losses.registry", "ObjectiveSpec.load"): ("ObjectiveSpec", 1, "target"),
+    ("spacl.tasks", "_runner"): ("register_task", None, "runner"),
+}
+#: ``lazy_attributes(package, public)`` factories: their own import
+#: (``import_module(f"{package}.{module}")``) is resolved where they are called, an edge
+#: from the caller to ``package + "." + each value of public``; (module, function) -> the
+#: factory's name
+LAZY_FACTORIES: dict[tuple[str, str], str] = {
+    ("spacl.tasks.exports", "lazy_attributes.__getattr__"): "lazy_attributes"
+}
+#: dynamic imports whose target the test cannot resolve, allowed on purpose:
+#: ``(module, function) -> reason`` (empty: every one is resolved)
+ALLOWED_UNRESOLVED: dict[tuple[str, str], str] = {}
+#: a registry target: ``"spacl.a.b:attr"``
+TARGET_SHAPE = re.compile(r"spacl(\.\w+)*:\w+(\.\w+)*")
+
+
+class Rules(NamedTuple):
+    """How the names of data-driven dynamic imports are found (the module docstring)."""
+
+    loaders: Mapping[tuple[str, str], tuple[str, int | None, str]]
+    factories: Mapping[tuple[str, str], str]
+    allowed: Mapping[tuple[str, str], str]
+
+
+#: the rules of this tree
+RULES = Rules(LOADERS, LAZY_FACTORIES, ALLOWED_UNRESOLVED)
+#: no loader, no factory, nothing allowed: every data-driven import unresolved
+NO_RULES = Rules({}, {}, {})
+
+
+def _parsed(root: Path) -> dict[str, tuple[ast.Module, bool]]:
+    """Every module under ``root``: name -> (its tree, whether a package)."""
+    return {
+        name: (ast.parse(path.read_text()), path.name == "__init__.py")
+        for name, path in modules(root).items()
+    }
+
+
+def registrations(
+    trees: Mapping[str, tuple[ast.Module, bool]], rules: Rules = RULES
+) -> tuple[dict[tuple[str, str], set[str]], set[str], list[tuple[str, int, str, str, str]]]:
+    """The registries of :data:`LOADERS` as the source spells them: loader -> the modules
+    its targets name (in ``trees``), every target registered, and the registering calls
+    whose target the source does not spell (as :func:`unresolved_dynamic_imports` lists)."""
+    found: dict[tuple[str, str], set[str]] = {loader: set() for loader in rules.loaders}
+    registered: set[str] = set()
+    unknown: list[tuple[str, int, str, str, str]] = []
+    for name, (tree, _) in trees.items():
+        constants = _string_constants(tree, name)
+        quals = _qualnames(tree.body)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            for loader, (call, position, keyword) in rules.loaders.items():
+                if _dotted(node.func).rsplit(".", 1)[-1] != call:
+                    continue
+                arg = _argument(node, position, keyword)
+                if arg is None or (isinstance(arg, ast.Constant) and arg.value is None):
+                    continue
+                text = _text(arg, name, constants)
+                if text is None:
+                    where = quals.get(id(node), "")
+                    unknown.append((name, node.lineno, where, "registration", ast.unparse(node)))
+                    continue
+                registered.add(text)
+                if text.partition(":")[0] in trees:
+                    found[loader].add(text.partition(":")[0])
+    return found, registered, unknown
+
+
+def _lazy_modules(
+    call: ast.Call, name: str, constants: Mapping[str, str], maps: Mapping[str, list[str]]
+) -> set[str] | None:
+    """The modules ``lazy_attributes(package, public)`` imports on first use:
+    ``package + "." + each value of public`` (``package`` spelled by :func:`_text`,
+    ``public`` a dict literal or a module-level name bound to one); ``None`` when the source
+    does not spell them."""
+    package = _text(_argument(call, 0, "package") or call, name, constants)
+    public = _argument(call, 1, "public")
+    if isinstance(public, ast.Name):
+        values = maps.get(public.id)
+    elif isinstance(public, ast.Dict) and None not in public.keys:
+        texts = [_text(v, name, constants) for v in public.values]
+        values = None if None in texts else [t for t in texts if t is not None]
+    else:
+        values = None
+    if package is None or values is None:
+        return None
+    return {f"{package}.{value}" for value in values}
 
 
 def dynamic_imports(
@@ -208,26 +405,49 @@ def dynamic_imports(
     lazy: bool = False,
     typing_only: bool = False,
     constants: Mapping[str, str] | None = None,
+    loads: Mapping[str, set[str]] | None = None,
 ) -> set[str]:
     """The ``spacl`` modules (keys of ``known``) that the dynamic imports among
     :func:`_statements` name: ``importlib.import_module("spacl.x")`` (or ``__import__``)
     is an edge to ``spacl.x``; a name built from a literal beginning
-    (``import_module(f"spacl.studies.{name}")``) an edge to every module under it."""
+    (``import_module(f"spacl.studies.{name}")``) an edge to every module under it; a name
+    the source does not spell, in a function of ``loads`` (a loader), an edge to each
+    module ``loads`` gives it (:func:`registrations`)."""
     found: set[str] = set()
+    quals = _qualnames(body)
     for stmt in _statements(body, lazy, typing_only):
         for node in _own_expressions(stmt):
             if not (isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS):
                 continue
-            if not node.args:
-                continue
-            named = _named_modules(node.args[0], name, constants or {})
+            named = _named_modules(_argument(node, 0, "name"), name, constants or {})
             if named is None:
+                found.update((loads or {}).get(quals[id(node)], ()))
                 continue
             text, is_prefix = named
             if is_prefix:
                 found.update(m for m in known if m.startswith(text) and m != text.rstrip("."))
             elif text in known:
                 found.add(text)
+    found.discard(name)
+    return found
+
+
+def lazy_attribute_imports(
+    tree: ast.Module, name: str, known: Mapping[str, object], rules: Rules = RULES
+) -> set[str]:
+    """The ``spacl`` modules (keys of ``known``) that the module's ``lazy_attributes(X,
+    MAP)`` calls import on first use (:func:`_lazy_modules`): lazy imports, anywhere in the
+    module but ``if TYPE_CHECKING:`` blocks."""
+    constants = _string_constants(tree, name)
+    maps = _dict_constants(tree, name, constants)
+    factories = set(rules.factories.values())
+    found: set[str] = set()
+    for stmt in _statements(tree.body, lazy=True):
+        for node in _own_expressions(stmt):
+            if isinstance(node, ast.Call) and _dotted(node.func).rsplit(".", 1)[-1] in factories:
+                found.update(
+                    m for m in _lazy_modules(node, name, constants, maps) or () if m in known
+                )
     found.discard(name)
     return found
 
@@ -242,19 +462,17 @@ def _resolve(node: ast.ImportFrom, name: str, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_of(
-    source: str,
+def _tree_imports(
+    tree: ast.Module,
     name: str,
     known: Mapping[str, object],
     is_package: bool,
     lazy: bool = False,
     typing_only: bool = False,
+    loads: Mapping[str, set[str]] | None = None,
+    rules: Rules = RULES,
 ) -> set[str]:
-    """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
-    level (``lazy``: inside functions too; ``typing_only``: in ``if TYPE_CHECKING:`` too),
-    by an import statement at any depth of nesting or by a dynamic import of a known
-    name (:func:`dynamic_imports`)."""
-    tree = ast.parse(source)
+    """:func:`imports_of` of a parsed module."""
     found: set[str] = set()
     for node in _module_level_imports(tree.body, lazy, typing_only):
         if isinstance(node, ast.Import):
@@ -266,23 +484,81 @@ def imports_of(
                 for alias in node.names
             ]
         found.update(t for t in targets if t in known and t != name)
-    constants = _string_constants(tree)
-    dynamic = dynamic_imports(tree.body, name, known, lazy, typing_only, constants)
-    return found | dynamic
+    constants = _string_constants(tree, name)
+    dynamic = dynamic_imports(tree.body, name, known, lazy, typing_only, constants, loads)
+    deferred = lazy_attribute_imports(tree, name, known, rules) if lazy else set()
+    return found | dynamic | deferred
+
+
+def imports_of(
+    source: str,
+    name: str,
+    known: Mapping[str, object],
+    is_package: bool,
+    lazy: bool = False,
+    typing_only: bool = False,
+    loads: Mapping[str, set[str]] | None = None,
+) -> set[str]:
+    """The ``spacl`` modules (keys of ``known``) that module ``name`` imports at module
+    level (``lazy``: inside functions too; ``typing_only``: in ``if TYPE_CHECKING:`` too),
+    by an import statement at any depth of nesting, by a dynamic import of a known name or
+    in a loader (:func:`dynamic_imports`), and (``lazy``) by ``lazy_attributes`` calls
+    (:func:`lazy_attribute_imports`)."""
+    return _tree_imports(ast.parse(source), name, known, is_package, lazy, typing_only, loads)
 
 
 def import_graph(
-    root: Path = ROOT, lazy: bool = False, typing_only: bool = False
+    root: Path = ROOT, lazy: bool = False, typing_only: bool = False, rules: Rules = RULES
 ) -> dict[str, set[str]]:
     """Module -> the ``spacl`` modules it imports at module level (``lazy``: inside
-    functions too; ``typing_only``: in ``if TYPE_CHECKING:`` blocks too)."""
-    files = modules(root)
-    return {
-        name: imports_of(
-            path.read_text(), name, files, path.name == "__init__.py", lazy, typing_only
-        )
-        for name, path in files.items()
-    }
+    functions too; ``typing_only``: in ``if TYPE_CHECKING:`` blocks too); the loaders and
+    factories of ``rules`` read as :func:`registrations` and :func:`lazy_attribute_imports`
+    say."""
+    trees = _parsed(root)
+    targets = registrations(trees, rules)[0]
+    graph: dict[str, set[str]] = {}
+    for name, (tree, is_package) in trees.items():
+        loads = {qual: found for (module, qual), found in targets.items() if module == name}
+        graph[name] = _tree_imports(tree, name, trees, is_package, lazy, typing_only, loads, rules)
+    return graph
+
+
+def unresolved_dynamic_imports(
+    root: Path = ROOT, rules: Rules = RULES
+) -> list[tuple[str, int, str, str, str]]:
+    """Every dynamic import whose target the test cannot resolve, ``(module, line,
+    function, kind, code)``: an ``import_module`` / ``__import__`` of a name the source
+    does not spell outside the loaders, factories and allowed sites of ``rules`` (kind
+    ``import``), a factory call whose package or map it does not spell (``lazy``), a
+    registration whose target it does not spell (``registration``) and a ``"spacl.a:b"``
+    string registered in no loader's registry (``target``: a loader may read it)."""
+    trees = _parsed(root)
+    _, registered, found = registrations(trees, rules)
+    factories = set(rules.factories.values())
+    resolved = {*rules.loaders, *rules.factories, *rules.allowed}
+    for name, (tree, _) in trees.items():
+        constants = _string_constants(tree, name)
+        maps = _dict_constants(tree, name, constants)
+        quals = _qualnames(tree.body)
+        for node in ast.walk(tree):
+            site = (name, getattr(node, "lineno", 0), quals.get(id(node), ""))
+            text = (
+                _text(node, name, constants)
+                if isinstance(node, ast.Constant | ast.JoinedStr)
+                else None
+            )
+            if text is not None and TARGET_SHAPE.fullmatch(text) and text not in registered:
+                found.append((*site, "target", text))
+            if not isinstance(node, ast.Call):
+                continue
+            func = _dotted(node.func)
+            if func in DYNAMIC_IMPORTS and (name, site[2]) not in resolved:
+                if _named_modules(_argument(node, 0, "name"), name, constants) is None:
+                    found.append((*site, "import", ast.unparse(node)))
+            elif func.rsplit(".", 1)[-1] in factories:
+                if _lazy_modules(node, name, constants, maps) is None:
+                    found.append((*site, "lazy", ast.unparse(node)))
+    return sorted(found)
 
 
 def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
@@ -495,6 +771,136 @@ def test_circle_and_floor_rules_count_dynamic_imports(tmp_path: Path) -> None:
     assert upward_imports({k: v for k, v in lazy.items() if not k.startswith("spacl.pkg")}) == [
         "spacl.data.x -> spacl.engine.y"
     ]
+
+
+def test_circle_and_floor_rules_count_registry_targets(tmp_path: Path) -> None:
+    """Synthetic packages whose only circles and upward arrow run through registry
+    targets (``register("a", runner="spacl.pkg.a:go")``, ``Entry("y", f"{__name__}:Y")``)
+    that a loader imports by a name it reads at run time: unresolved without the loaders'
+    registries, found with them."""
+    root = _package(
+        tmp_path,
+        {
+            "pkg/registry.py": (
+                "import importlib\n"
+                "RUNNERS = {}\n"
+                "def register(name, *, runner=None):\n"
+                "    RUNNERS[name] = runner\n"
+                "def run(name):\n"
+                "    module, _, attr = RUNNERS[name].partition(':')\n"
+                "    return getattr(importlib.import_module(module), attr)()\n"
+            ),
+            "pkg/a.py": (
+                "from spacl.pkg.registry import register\n"
+                "register('a', runner='spacl.pkg.a:go')\n"
+                "def go():\n    return 1\n"
+            ),
+            "data/reg.py": (
+                "import importlib\n"
+                "class Entry:\n"
+                "    def __init__(self, name, target):\n"
+                "        self.target = target\n"
+                "    def load(self):\n"
+                "        return importlib.import_module(self.target.partition(':')[0])\n"
+            ),
+            "engine/y.py": "from spacl.data.reg import Entry\nE = Entry('y', f'{__name__}:Y')\n",
+        },
+    )
+    lazy = import_graph(root, lazy=True, rules=NO_RULES)
+    assert circles(lazy) == [] and upward_imports(_floored(lazy)) == []
+    unresolved = unresolved_dynamic_imports(root, NO_RULES)
+    assert [(m, f, kind) for m, _, f, kind, _ in unresolved] == [
+        ("spacl.data.reg", "Entry.load", "import"),
+        ("spacl.engine.y", "", "target"),
+        ("spacl.pkg.a", "", "target"),
+        ("spacl.pkg.registry", "run", "import"),
+    ]
+    loaders = {
+        ("spacl.pkg.registry", "run"): ("register", None, "runner"),
+        ("spacl.data.reg", "Entry.load"): ("Entry", 1, "target"),
+    }
+    rules = Rules(loaders, {}, {})
+    assert unresolved_dynamic_imports(root, rules) == []
+    assert circles(import_graph(root, rules=rules)) == []  # the loaders run in functions
+    lazy = import_graph(root, lazy=True, rules=rules)
+    assert circles(lazy) == [
+        ["spacl.data.reg", "spacl.engine.y"],
+        ["spacl.pkg.a", "spacl.pkg.registry"],
+    ]
+    assert upward_imports(_floored(lazy)) == ["spacl.data.reg -> spacl.engine.y"]
+
+
+def _floored(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` without the synthetic ``spacl.pkg`` (on no floor)."""
+    return {k: v for k, v in graph.items() if not k.startswith("spacl.pkg")}
+
+
+def test_circle_and_floor_rules_count_lazy_attribute_maps(tmp_path: Path) -> None:
+    """Synthetic packages whose only circle and upward arrow run through
+    ``lazy_attributes(package, map)`` (a module constant, a dict literal): unresolved
+    without the factory, found with it; a map the source does not spell stays listed."""
+    factory = (
+        "import importlib\n"
+        "def lazy_attributes(package, public):\n"
+        "    def __getattr__(name):\n"
+        "        return getattr(importlib.import_module(f'{package}.{public[name]}'), name)\n"
+        "    return __getattr__\n"
+    )
+    use = "from spacl.data.exports import lazy_attributes\n"
+    root = _package(
+        tmp_path,
+        {
+            "data/exports.py": factory,
+            "pkg/__init__.py": use
+            + "_PUBLIC = {'f': 'mod'}\n__getattr__ = lazy_attributes(__name__, _PUBLIC)\n",
+            "pkg/mod.py": "from spacl.pkg import helper\n",
+            "data/__init__.py": use
+            + "__getattr__ = lazy_attributes('spacl.engine', {'M': 'model'})\n",
+            "data/more.py": use + "__getattr__ = lazy_attributes(__name__, dict(a='b'))\n",
+            "engine/model.py": "",
+        },
+    )
+    lazy = import_graph(root, lazy=True, rules=NO_RULES)
+    assert circles(lazy) == [] and upward_imports(_floored(lazy)) == []
+    unresolved = unresolved_dynamic_imports(root, NO_RULES)
+    assert [(m, f, kind) for m, _, f, kind, _ in unresolved] == [
+        ("spacl.data.exports", "lazy_attributes.__getattr__", "import")
+    ]
+    rules = Rules(
+        {}, {("spacl.data.exports", "lazy_attributes.__getattr__"): "lazy_attributes"}, {}
+    )
+    assert [(m, kind) for m, _, _, kind, _ in unresolved_dynamic_imports(root, rules)] == [
+        ("spacl.data.more", "lazy")
+    ]
+    assert circles(import_graph(root, rules=rules)) == []  # imported on first use only
+    lazy = import_graph(root, lazy=True, rules=rules)
+    assert circles(lazy) == [["spacl.pkg", "spacl.pkg.mod"]]
+    assert upward_imports(_floored(lazy)) == ["spacl.data -> spacl.engine.model"]
+
+
+def test_every_dynamic_import_is_resolved() -> None:
+    """A dynamic import whose target the test cannot resolve (a name neither spelled, nor
+    read by a loader of :data:`LOADERS` from its registry, nor built by a factory of
+    :data:`LAZY_FACTORIES` at call sites it can read), a registration or a factory call it
+    cannot read, or a ``"spacl.a:b"`` target no loader's registry holds, fails here unless
+    :data:`ALLOWED_UNRESOLVED` names it with a reason (empty)."""
+    found = unresolved_dynamic_imports()
+    assert found == [], "unresolved dynamic imports:\n" + "\n".join(map(str, found))
+
+
+def test_loaders_and_factories_are_the_trees_data_driven_imports() -> None:
+    """No stale entry: each loader, factory and allowed site is a dynamic import of a name
+    the source does not spell; each loader's registry names modules of the tree."""
+    bare = unresolved_dynamic_imports(rules=NO_RULES)
+    sites = {(module, function) for module, _, function, kind, _ in bare if kind == "import"}
+    assert sites == {*LOADERS, *LAZY_FACTORIES, *ALLOWED_UNRESOLVED}
+    targets = registrations(_parsed(ROOT))[0]
+    assert all(targets.values()), targets
+    assert {"spacl.tasks.kg", "spacl.engine.trainer"} <= targets["spacl.tasks", "_runner"]
+    assert "spacl.losses.kg" in targets["spacl.losses.registry", "ObjectiveSpec.load"]
+    lazy = import_graph(lazy=True)  # lazy_attributes(__name__, _PUBLIC) read
+    assert "spacl.tasks.kg.train" in lazy["spacl.tasks.kg"]
+    assert "spacl.tasks.text.task" in lazy["spacl.tasks.text"]
 
 
 def test_no_import_circle() -> None:

@@ -10,6 +10,10 @@
   through ``__import__("torch")`` or ``importlib.import_module("torch")``, the schema's
   ``resolve_device`` rather than :mod:`spacl.engine.device`'s): those are the engine's
   (:mod:`spacl.engine.loop`, :mod:`spacl.engine.optim`, :mod:`spacl.engine.device`);
+- the rest of the tree (``alignment``, ``evaluate``, ``geometry``, ``mining``, ...)
+  holds only the solvers and fixed placements of :data:`OUTSIDE_ENGINE`, each with its
+  reason (the linear probe's L-BFGS, ADB's radii solver on fixed features, SPACL's
+  own generator and discriminator), and no stale entry;
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
   (counted by a wrapper around it), and the engine's loop keeps its promises: early
   stopping with patience keeps the best epoch, a step-based checkpoint interval, a
@@ -30,6 +34,7 @@ from spacl.engine import loop as engine_loop
 from spacl.engine.loop import LoopBody, LoopPlan, StopRequested, TrainLoop
 
 TASKS = Path(__file__).resolve().parents[1] / "src" / "spacl" / "tasks"
+SRC = TASKS.parent
 
 
 #: calls that import a module named by a string: ``__import__("torch")``,
@@ -295,9 +300,92 @@ def test_no_study_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> No
     assert not found, f"{path.name}: the engine's work in a study:\n" + "\n".join(found)
 
 
-# ---------------------------------------------------- the bodies are given data
+#: Modules outside ``engine/``, ``tasks/`` and ``studies/`` whose code the reader flags,
+#: each with the kinds it may hold and why that is not a task's training loop, optimiser
+#: factory or device resolution.  Anything else the reader finds there fails, and so does
+#: an entry no longer needed.
+OUTSIDE_ENGINE: dict[str, tuple[frozenset[str], str]] = {
+    "alignment/surrogate.py": (
+        frozenset({"a training loop"}),
+        "random_pair_batches lists `steps` index batches; nothing is trained",
+    ),
+    "commands/embed.py": (
+        frozenset({"device resolution"}),
+        "rebuilds a run's data on the CPU: a fixed device, nothing resolved",
+    ),
+    "trained.py": (
+        frozenset({"device resolution"}),
+        "rebuilds a run's data on the CPU: a fixed device, nothing resolved",
+    ),
+    "evaluate/features.py": (
+        frozenset({"device resolution"}),
+        "the caller's device or the model's own, nothing resolved from `auto`",
+    ),
+    "evaluate/ranking.py": (
+        frozenset({"device resolution"}),
+        "the caller's device, nothing resolved from `auto`",
+    ),
+    "evaluate/adb.py": (
+        frozenset({"a training loop", "optimiser or schedule"}),
+        "fit_adb(solver='gradient'): ADB's K radii fitted on fixed features, a solver like "
+        "the linear probe's (the text detector's boundary stage runs in the engine's loop)",
+    ),
+    "evaluate/linear.py": (
+        frozenset({"optimiser or schedule"}),
+        "the linear probe's L-BFGS solve on fixed features",
+    ),
+    "geometry/inputs.py": (
+        frozenset({"a training loop"}),
+        "row_slices walks rows in chunks; nothing is trained",
+    ),
+    "geometry/uniformity.py": (
+        frozenset({"a training loop"}),
+        "a chunked pairwise sum; nothing is trained",
+    ),
+    "mining/adversarial.py": (
+        frozenset({"optimiser or schedule"}),
+        "SPACL's generator and discriminator train inside the loss with their own Adam "
+        "(SPEC 1.3), whatever loop the user runs",
+    ),
+    "schema_checks.py": (
+        frozenset({"device resolution"}),
+        "the one resolution of `train.device`, which spacl.engine.device serves",
+    ),
+}
 
-SRC = TASKS.parent
+
+def _kind(finding: str) -> str:
+    """``"a training loop"`` of ``"177: a training loop (steps, ...)"``."""
+    text = finding.split(": ", 1)[1]
+    for kind in ("a training loop", "optimiser or schedule", "device resolution"):
+        if text.startswith(kind):
+            return kind
+    return text
+
+
+def _outside_engine() -> list[Path]:
+    inside = {"engine", "tasks", "studies"}
+    return [p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).parts[0] not in inside]
+
+
+@pytest.mark.parametrize("path", _outside_engine(), ids=lambda p: str(p.relative_to(SRC)))
+def test_outside_the_engine_only_the_listed_solvers_and_placements(path: Path) -> None:
+    """The rest of the tree too: a loop, optimiser or device resolution outside the
+    engine, the tasks and the studies is one of :data:`OUTSIDE_ENGINE`'s, for its reason."""
+    rel = str(path.relative_to(SRC))
+    kinds = {_kind(f) for f in engine_work_in(path.read_text())}
+    allowed, reason = OUTSIDE_ENGINE.get(rel, (frozenset(), ""))
+    assert kinds <= allowed, f"{rel}: {sorted(kinds - allowed)} outside the engine"
+    if rel in OUTSIDE_ENGINE:
+        assert kinds, f"{rel} is listed ({reason}) but holds none of it any more"
+
+
+def test_the_outside_list_names_existing_modules() -> None:
+    missing = [rel for rel in OUTSIDE_ENGINE if not (SRC / rel).is_file()]
+    assert not missing, missing
+
+
+# ---------------------------------------------------- the bodies are given data
 BODY_BASES = ("LoopBody", "StageBody")
 #: the engine loop's own state, kept and restored by TrainLoop.state / load_state
 LOOP_STATE = ("progress", "train_seconds", "best")

@@ -228,18 +228,18 @@ def test_balanced_m_keeps_two_or_more_classes_per_batch(m: int, classes: int, wa
 def test_finetune_batches_hold_two_or_more_classes() -> None:
     """Batch 8 over 3 classes (an auxiliary fine-tune's case): every batch mixes classes;
     the uniform permutation can draw a batch of one class."""
-    from spacl.tasks.text.finetune import _batches
+    from spacl.tasks.text.finetune import epoch_batches
 
     labels = torch.arange(3).repeat_interleave(40)
     settings = FinetuneSettings("supcon", batch_size=8, samples_per_class=2)
     for epoch in range(3):
-        batches = list(_batches(settings, labels, epoch))
+        batches = list(epoch_batches(settings, labels, epoch))
         assert len(batches) == 120 // 8
         assert all(len(b) == 8 and labels[b].unique().numel() >= 2 for b in batches)
     skewed = torch.cat((torch.zeros(112, dtype=torch.long), torch.ones(8, dtype=torch.long)))
     uniform = FinetuneSettings("supcon", batch_size=8, samples_per_class=None)
-    assert any(skewed[b].unique().numel() == 1 for b in _batches(uniform, skewed, 0))
-    assert all(skewed[b].unique().numel() == 2 for b in _batches(settings, skewed, 0))
+    assert any(skewed[b].unique().numel() == 1 for b in epoch_batches(uniform, skewed, 0))
+    assert all(skewed[b].unique().numel() == 2 for b in epoch_batches(settings, skewed, 0))
 
 
 def _finetune_cfg(tmp_path: object, *extra: str) -> object:

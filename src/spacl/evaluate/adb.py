@@ -34,10 +34,11 @@ radii accept a share ``j / (n + 1) >= q`` of them in expectation (``j = ceil(q (
 training-mode (dropout) features of the training examples with ``solver="gradient"``
 (or ``"median"``, its exact minimiser).
 
-Not implemented: **DA-ADB** (Zhang et al. 2022) changes the *representation learning*
-(distance-aware, cosine-normalised features) before the same boundary step —
-``normalize=True`` runs this boundary step on unit features, which is the part that
-belongs here, but the DA representation objective is not provided; **MOGB** (Li et
+**DA-ADB** (Zhang et al. 2022) changes the *representation learning* (distance-aware,
+cosine-normalised features) before the same boundary step: ``normalize=True`` runs this
+boundary step on unit features; the whole detector, its representation stage
+included, is :mod:`spacl.tasks.text.adb` (which fits its radii with
+:func:`boundary_loss` in the engine's loop).  Not implemented: **MOGB** (Li et
 al., AAAI 2025, multi-granularity granular-ball boundaries): its decision rule is this
 one over many balls per class (nearest ball centre, open when ``d >= `` that ball's
 radius), but the balls come from a purity-driven granular-ball splitting that the paper
@@ -64,7 +65,7 @@ from spacl._validation import (
 )
 from spacl.evaluate.ood import MIN_CLASS_COUNT, conformal_thresholds
 
-__all__ = ["SOLVERS", "ADBModel", "adb_boundary_loss", "fit_adb"]
+__all__ = ["SOLVERS", "ADBModel", "adb_boundary_loss", "boundary_loss", "fit_adb"]
 
 SOLVERS = ("median", "gradient", "quantile")
 
@@ -118,14 +119,37 @@ class ADBModel:
         return torch.where(best < self.radii[k], known, torch.full_like(known, self.open_label))
 
 
+def boundary_loss(distances: Tensor, radii: Tensor) -> Tensor:
+    """ADB's boundary loss of examples at ``distances`` from their class centroids, whose
+    classes have radii ``radii`` (both ``[N]``, the radius of each example's class):
+
+        L_b = 1/N sum_i [ delta_i (d_i - Delta_i) + (1 - delta_i) (Delta_i - d_i) ]
+            = 1/N sum_i |d_i - Delta_i|,      delta_i = [d_i > Delta_i]
+
+    (the indicator carries no gradient; both forms have the same value and gradient in
+    ``Delta`` wherever ``d_i != Delta_i``).  The one form of the loss: the closed-form
+    check (:func:`adb_boundary_loss`), the gradient solver of :func:`fit_adb` and the
+    text detector's boundary stage (:mod:`spacl.tasks.text.adb`) all call it.
+
+    Example:
+        >>> import torch
+        >>> float(boundary_loss(torch.tensor([1.0, 3.0]), torch.tensor([2.0, 2.0])))
+        1.0
+    """
+    if distances.shape != radii.shape:
+        raise ValueError(
+            f"distances and radii must have one shape, got {tuple(distances.shape)} "
+            f"and {tuple(radii.shape)}"
+        )
+    return (distances - radii).abs().mean()
+
+
 def adb_boundary_loss(features: Tensor, labels: Tensor, model: ADBModel) -> Tensor:
-    """ADB's boundary loss ``L_b`` of ``model`` on labelled known-class features."""
+    """ADB's boundary loss ``L_b`` (:func:`boundary_loss`) of ``model`` on labelled
+    known-class features."""
     z = model._prepare(features)
     idx = _class_index(check_labels(labels, int(z.shape[0])).to(z.device), model.classes)
-    d = (z - model.centroids[idx]).norm(dim=1)
-    r = model.radii[idx]
-    outside = (d > r).to(z.dtype)
-    return (outside * (d - r) + (1 - outside) * (r - d)).mean()
+    return boundary_loss((z - model.centroids[idx]).norm(dim=1), model.radii[idx])
 
 
 def _class_index(labels: Tensor, classes: Tensor) -> Tensor:
@@ -314,9 +338,7 @@ def _gradient_radii(
             for start in range(0, n, size):
                 rows = slice(start, start + size) if order is None else order[start : start + size]
                 d, i = dist[rows], idx[rows]
-                r = F.softplus(raw)[i]
-                outside = (d > r).to(d.dtype)  # delta_i, no gradient (an indicator)
-                loss = (outside * (d - r) + (1 - outside) * (r - d)).mean()
+                loss = boundary_loss(d, F.softplus(raw)[i])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

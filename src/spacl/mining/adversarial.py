@@ -32,6 +32,7 @@ hard to tell apart from positives.  They enter the contrastive loss as constants
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -126,30 +127,28 @@ def _init_linear(layer: nn.Linear, generator: torch.Generator) -> None:
     nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
 
 
-def _fused_devices() -> tuple[str, ...]:
-    """Device types with a fused Adam kernel in this PyTorch (CPU from 2.4 on)."""
+@functools.cache
+def _has_fused_adam(device_type: str) -> bool:
+    """Whether this PyTorch has a fused Adam kernel for ``device_type`` (CUDA; CPU from
+    2.4 on), asked of the public constructor, which refuses a device without one."""
+    probe = torch.zeros(1, device=device_type, requires_grad=True)
     try:
-        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
-
-        return tuple(_get_fused_kernels_supported_devices())
-    except ImportError:  # pragma: no cover - old PyTorch
-        return ()
+        torch.optim.Adam([probe], fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def _adam(params: Any, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
-    """Adam on ``params`` (all on one device), fused where that device supports it."""
+    """Adam on ``params`` (all on one device), fused where that device has the kernel."""
     params = list(params)
-    if params and params[0].device.type in _fused_devices():
-        try:
-            return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
-        except (RuntimeError, TypeError):  # pragma: no cover - no CPU kernel (torch < 2.4)
-            pass
-    return torch.optim.Adam(params, lr=lr, betas=betas)
+    fused = bool(params) and _has_fused_adam(params[0].device.type)
+    return torch.optim.Adam(params, lr=lr, betas=betas, fused=True if fused else None)
 
 
 def _move_optimizer_state(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
     """Move every tensor of an optimiser's state (but Adam's CPU ``step``) to ``device``."""
-    fused = device.type in _fused_devices()
+    fused = _has_fused_adam(device.type)
     for group in optimizer.param_groups:
         if group.get("fused"):
             group["fused"] = fused  # a device without the fused kernel: the loop

@@ -36,7 +36,7 @@ score.
 **Stage 2, boundaries** (:func:`fit_boundaries`): centroids = class means of the
 eval-mode training features of the kept weights; radii ``Delta_k = softplus(r_k)``,
 ``r ~ N(0, 1)``, minimise ADB's boundary loss ``mean_i |d_i - Delta_{y_i}|`` (the sum of
-its two hinge terms, :func:`spacl.evaluate.adb.adb_boundary_loss`) by Adam at
+its two hinge terms, :func:`spacl.evaluate.adb.boundary_loss`) by Adam at
 ``boundary_lr`` (0.05) over the training texts' features **in training mode** (dropout
 on, fresh every epoch, as ``ADBManager.train``), batch 128; after every epoch the
 macro-F1 of the open classifier on the known-class dev texts picks the best radii
@@ -75,7 +75,7 @@ from spacl._validation import check_choice
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
-from spacl.evaluate.adb import ADBModel
+from spacl.evaluate.adb import ADBModel, boundary_loss
 from spacl.evaluate.ood import f1_per_class
 from spacl.losses.registry import build_objective
 from spacl.tasks.text.finetune import TopLayers
@@ -83,6 +83,7 @@ from spacl.tasks.text.states import CachedTexts, length_batches
 
 __all__ = [
     "ADB_METHODS",
+    "BOUNDARY_SEED_OFFSET",
     "ADBSchedule",
     "BoundarySteps",
     "Detector",
@@ -100,6 +101,9 @@ __all__ = [
 ADB_METHODS = ("adb", "da_adb", "spacl")
 #: dropout views per instance of the ``spacl`` method (view 0 included, SimCSE-style)
 SPACL_VIEWS = 5
+#: the boundary stage's generator (radii initialisation, batch order) is seeded with
+#: ``schedule.seed + BOUNDARY_SEED_OFFSET``, apart from the first stage's seed
+BOUNDARY_SEED_OFFSET = 1
 
 
 @dataclass(frozen=True)
@@ -453,7 +457,7 @@ class BoundarySteps(StageBody):
         self.net, (self.train, self.dev), self.schedule, self.log = net, data, schedule, log
         self.num_known = int(net.classifier.out_features)
         self.centroids = class_means(embed(net, self.train), self.train.labels, self.num_known)
-        self.gen = torch.Generator().manual_seed(schedule.seed + 1)
+        self.gen = torch.Generator().manual_seed(schedule.seed + BOUNDARY_SEED_OFFSET)
         self.raw = torch.randn(self.num_known, generator=self.gen).requires_grad_(True)
         self.opt = build_optimizer([self.raw], "adam", schedule.boundary_lr)
         classes = torch.arange(self.num_known)
@@ -484,8 +488,7 @@ class BoundarySteps(StageBody):
         with torch.no_grad():
             z = self.net.features(*self.train.batch(batch))
         d = (z - self.centroids[self.train.labels[batch]]).norm(dim=1)
-        radius = F.softplus(self.raw)[self.train.labels[batch]]
-        loss = (d - radius).abs().mean()
+        loss = boundary_loss(d, F.softplus(self.raw)[self.train.labels[batch]])
         self.opt.zero_grad()
         loss.backward()
         self.opt.step()

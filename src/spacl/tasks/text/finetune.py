@@ -62,6 +62,7 @@ from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, st
 from spacl.losses.registry import build_objective, objective_names
 
 __all__ = [
+    "EPOCH_SEED_STRIDE",
     "FINETUNE_OBJECTIVES",
     "FinetuneSettings",
     "FinetuneSteps",
@@ -71,13 +72,18 @@ __all__ = [
     "dev_accuracy_score",
     "embed_states",
     "encode_views",
+    "epoch_batches",
     "finetune",
+    "finetune_loss",
     "pad_states",
     "settings_of",
 ]
 
 #: the fine-tuning objectives: the ``text_finetune`` rows of :mod:`spacl.losses.registry`
 FINETUNE_OBJECTIVES = objective_names("text_finetune")
+#: epoch ``e`` of seed ``s`` shuffles with generator seed ``s * EPOCH_SEED_STRIDE + e``
+#: (no two (seed, epoch) pairs share a generator seed while epochs stay below the stride)
+EPOCH_SEED_STRIDE = 1_000_003
 
 
 def pad_states(states: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -261,11 +267,11 @@ def balanced_m(batch_size: int, num_classes: int, samples_per_class: int) -> int
     )
 
 
-def _batches(settings: FinetuneSettings, labels: Tensor, epoch: int) -> Iterator[Tensor]:
+def epoch_batches(settings: FinetuneSettings, labels: Tensor, epoch: int) -> Iterator[Tensor]:
     """The instance indices of every step of ``epoch`` (module docstring)."""
     n = labels.numel()
     if settings.samples_per_class is None:
-        gen = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
+        gen = torch.Generator().manual_seed(settings.seed * EPOCH_SEED_STRIDE + epoch)
         perm = torch.randperm(n, generator=gen)
         for i in range(0, n, settings.batch_size):
             if perm[i : i + settings.batch_size].numel() >= 2:  # skip a last batch of one
@@ -282,7 +288,7 @@ def _batches(settings: FinetuneSettings, labels: Tensor, epoch: int) -> Iterator
         yield plan.global_indices(epoch, step)
 
 
-def _loss_fn(settings: FinetuneSettings) -> nn.Module:
+def finetune_loss(settings: FinetuneSettings) -> nn.Module:
     """The loss of ``settings.objective`` from the one registry (:mod:`spacl.losses.registry`).
 
     The SPACL forms of the module docstring are the registry rows' defaults
@@ -322,7 +328,7 @@ def _objective_loss(
 
 class FinetuneSteps(StageBody):
     """The fine-tune's body in the engine's loop (:func:`finetune`): an epoch's batches
-    (:func:`_batches`), their views and the objective's loss, one Adam step; the epoch
+    (:func:`epoch_batches`), their views and the objective's loss, one Adam step; the epoch
     score (``score``) is the loop's validation, the best epoch's weights its snapshot."""
 
     def __init__(
@@ -344,7 +350,7 @@ class FinetuneSteps(StageBody):
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
         # an epoch's batches are a function of (seed, epoch): a resumed epoch skips ahead
-        return itertools.islice(_batches(self.settings, self.labels, epoch), start, None)
+        return itertools.islice(epoch_batches(self.settings, self.labels, epoch), start, None)
 
     def _parts(self) -> dict[str, Any]:
         return {
@@ -448,7 +454,7 @@ def finetune(
         dim = int(states[0].shape[1])
         classifier = nn.Linear(dim, num_classes).to(device)
         params += list(classifier.parameters())
-    loss_fn = _loss_fn(settings).to(device)
+    loss_fn = finetune_loss(settings).to(device)
     optimizer = build_optimizer(params, "adam", settings.lr)
     body = FinetuneSteps(
         top, (states, labels), settings, (classifier, loss_fn, optimizer), on_step, score, scores
