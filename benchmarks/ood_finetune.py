@@ -621,8 +621,8 @@ def _sources(n_runs: int, n_tuned: int) -> list[str]:
         f"- {SPACL_SOURCE}",
         f"- {ADB_SOURCE}",
         f"- {TEXTOIR_SOURCE}",
-        "- They train BERT-base's last layer and head only (TEXTOIR's "
-        "`freeze_backbone_parameters`), up to 100 epochs with early stopping on dev "
+        "- They train BERT-base's last layer (`encoder.layer.11`), pooler and head only (TEXTOIR's "
+        "`freeze_bert_parameters`), up to 100 epochs with early stopping on dev "
         "(patience 10), lr 2e-5, batch 128, 10 seeds; here 2 of MiniLM's 6 layers "
         "train for 3 epochs.  The paper tables and TEXTOIR's results.md give means only: "
         "against those the tests above take the published mean as exact (one-sample t).  "

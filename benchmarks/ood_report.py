@@ -2,7 +2,7 @@
 
 Published numbers are quoted with their source.  ADB and DA-ADB train BERT-base's last
 layer and pooler with their head on the known classes (TEXTOIR's
-``freeze_backbone_parameters``; 12 layers in all; SPACL's paper gives F1-OOD only,
+``freeze_bert_parameters``; 12 layers in all; SPACL's paper gives F1-OOD only,
 without the encoder),
 while the runs here train a small head on frozen all-MiniLM-L6-v2 embeddings (6 layers):
 the comparison shows where the frozen-encoder setting stands, not a like-for-like race.
@@ -422,8 +422,9 @@ def _published_sources() -> list[str]:
         "F1); they report means over their own seeds and known-class draws, not ours. "
         'Their "OOS" rows are CLINC150 with *held-out known classes*, not the real '
         "out-of-scope queries used here, so no published row is set beside CLINC150-oos.",
-        "- Both train BERT-base's last layer and head on the known classes (TEXTOIR's "
-        "`freeze_backbone_parameters`; up to 100 epochs, early stopping on dev, patience "
+        "- Both train BERT-base's last layer (`encoder.layer.11`), pooler and head on the "
+        "known classes (TEXTOIR's "
+        "`freeze_bert_parameters`; up to 100 epochs, early stopping on dev, patience "
         "10, lr 2e-5, batch 128); here the "
         "6-layer MiniLM encoder stays frozen and only a small head is trained.",
     ]

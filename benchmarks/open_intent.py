@@ -228,7 +228,8 @@ def select_runs(
 #: (accuracy, F1-known, F1-open, macro-F1) per method and (dataset, known ratio)
 PUBLISHED_SOURCE = (
     "TEXTOIR, github.com/thuiar/TEXTOIR open_intent_detection/results/results.md at commit "
-    "6bdf74c (rows with labelled ratio 1.0): BERT-base, its last layer and head trained, means "
+    "6bdf74c (rows with labelled ratio 1.0): BERT-base, its last layer (`encoder.layer.11`), "
+    "pooler and head trained, means "
     "over TEXTOIR's seeds"
 )
 PUBLISHED: dict[str, dict[tuple[str, float], tuple[float, float, float, float]]] = {

@@ -7,7 +7,7 @@ Representations and Decision Boundaries for Open Intent Detection") as TEXTOIR r
 
 **Network** (TEXTOIR's ``BERT`` / ``BERT_Disaware``): the encoder's token states, the
 top ``trainable_layers`` transformer layers trainable and the rest frozen (TEXTOIR's
-``freeze_backbone_parameters``: BERT-base's last layer only; here the frozen bottom runs
+``freeze_bert_parameters``: BERT-base's last layer and pooler; here the frozen bottom runs
 once per text, :func:`spacl.tasks.text.finetune.bottom_states`), mean pooling over the
 tokens, then a head ``z = dropout(relu(W h + b))`` (``W`` square): ``z`` is the
 feature the boundaries live on.
