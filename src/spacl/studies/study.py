@@ -32,16 +32,59 @@ from spacl.studies.verdicts import summarize
 
 __all__ = [
     "REGENERATED",
+    "RUNS_STAMP",
     "StudyRun",
+    "commit_kind",
     "committed_results",
     "finish_study",
     "group",
+    "invocation_runs_stamp",
     "stored_results",
     "values",
 ]
 
 #: the header line of a report rebuilt from its stored ``results.json`` (no model trained)
 REGENERATED = "Regenerated from the stored results.json: no model trained, no test set read"
+#: the header line that counts the commits the report's runs were trained at (the
+#: invocation's own commit is the header's "Commit:")
+RUNS_STAMP = "Runs' own commits:"
+
+
+def commit_kind(commit: str | None) -> str:
+    """What a run's recorded commit says of its code: ``"clean"`` (a commit, the code all
+    in it), ``"modified_tree"`` (``<sha>+dirty``: code not all in the commit) or
+    ``"no_commit"`` (none recorded, or ``"unknown"``)."""
+    if not commit or commit == "unknown":
+        return "no_commit"
+    return "modified_tree" if str(commit).endswith("+dirty") else "clean"
+
+
+def invocation_runs_stamp(report: StudyReport) -> None:
+    """The header line counting the commits of a study's runs when every run was trained
+    by the one invocation that wrote the results (the alignment and hard-negatives
+    studies: no run store, no run carries a commit of its own, so each run's commit is the
+    invocation's), in the words of the SPACL study's line: how many at a clean commit, on
+    a modified tree, with no recorded commit, and whether the seeds share one code
+    version.  Replaces an earlier such line (a regenerated report keeps its stored
+    stamps)."""
+    commit = report.commit or git_commit()
+    kind = commit_kind(commit)
+    counts = {"clean": 0, "modified_tree": 0, "no_commit": 0}
+    counts[kind] = len(report.runs)
+    version = {
+        "clean": "so every seed ran one code version",
+        "modified_tree": "one invocation, but its code was not all in the commit",
+        "no_commit": "so their code version is not known",
+    }[kind]
+    short = "unknown" if kind == "no_commit" else str(commit)[:7]
+    line = (
+        f"{RUNS_STAMP} of the {len(report.runs)} runs (results.json's `runs`: one per seed "
+        f"and configuration), {counts['clean']} at a clean commit, {counts['modified_tree']} "
+        f"on a modified tree, {counts['no_commit']} with no recorded commit: every run was "
+        "trained by the one invocation that wrote these results, at its commit above "
+        f"(`{short}{'+dirty' if kind == 'modified_tree' else ''}`), {version}"
+    )
+    report.stamps = [line, *(x for x in report.stamps if not x.startswith(RUNS_STAMP))]
 
 
 def values(group_: Mapping[str, Any], key: str, scale: float = 1.0) -> list[float]:
@@ -165,8 +208,14 @@ def finish_study(
     *,
     sections: Callable[[StudyReport, dict[str, Any]], None],
     plots: Callable[[StudyReport, dict[str, Any]], None],
+    invocation_runs: bool = False,
 ) -> dict[str, Any]:
-    """Evaluate the claims table, add the sections and plots, write the report files."""
+    """Evaluate the claims table, add the sections and plots, write the report files.
+
+    ``invocation_runs``: every run was trained by the invocation that wrote the results;
+    the header counts their commits (:func:`invocation_runs_stamp`)."""
+    if invocation_runs:
+        invocation_runs_stamp(study.report)
     metrics["timing"] = study.timing
     study.report.metrics = metrics
     evaluate_claims(study.report, claims, metrics)

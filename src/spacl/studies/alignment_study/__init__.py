@@ -107,6 +107,7 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
         claims(cfg),
         sections=lambda report, metrics: sections(report, cfg, metrics),
         plots=lambda report, metrics: plots(report, cfg, metrics),
+        invocation_runs=True,
     )
 
 
@@ -150,4 +151,5 @@ def run(
         claims(cfg),
         sections=lambda report, metrics: sections(report, cfg, metrics),
         plots=lambda report, metrics: plots(report, cfg, metrics),
+        invocation_runs=True,
     )

@@ -36,10 +36,14 @@ from spacl.studies.verdicts import (
     trend,
 )
 
-__all__ = ["claims"]
+__all__ = ["BATCH_FAMILY", "claims"]
 
 M = Mapping[str, Any]
 ABLATION = "paper, ablation table (statement, figures)"
+#: the family of the two batch-size claims: both read the same batch-size sweep (its
+#: equal-epoch and equal-step regimes), so their comparison tests are Holm-corrected
+#: together, as the SPACL study's per-setting claims are (issue 39)
+BATCH_FAMILY = "the batch-size sweep"
 
 
 def _vs_cl(m: M, metric: str) -> Verdict:
@@ -195,6 +199,7 @@ def _batch_claims() -> list[ClaimSpec]:
             "paper",
             lambda m: "CKA " + _batch_text(m, "B"),
             lambda m: _batch_trend(m, "B", False),
+            BATCH_FAMILY,
         ),
         ClaimSpec(
             "lr_sublinear_alignment_rises",
@@ -208,6 +213,7 @@ def _batch_claims() -> list[ClaimSpec]:
                 {f"lr ∝ {lbl}": _batch_trend(m, lbl, True) for lbl in sub},
                 what="learning-rate rules",
             ),
+            BATCH_FAMILY,
         ),
     ]
 

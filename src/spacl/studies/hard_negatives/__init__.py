@@ -110,6 +110,7 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
         claims(cfg, shape.num_classes, str(stored["config"]["data_source"])),
         sections=lambda report, metrics: sections(report, cfg, metrics, shape),
         plots=lambda report, metrics: plots(report, cfg, metrics),
+        invocation_runs=True,
     )
 
 
@@ -149,4 +150,5 @@ def run(
         claims(cfg, data.num_classes, data.source),
         sections=lambda report, metrics: sections(report, cfg, metrics, data.shape),
         plots=lambda report, metrics: plots(report, cfg, metrics),
+        invocation_runs=True,
     )

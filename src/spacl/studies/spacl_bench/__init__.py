@@ -24,6 +24,7 @@ from spacl.studies.spacl_bench.benches import BENCHES, load_bench
 from spacl.studies.spacl_bench.claims import CLAIM_KEYS, claim_specs
 from spacl.studies.spacl_bench.collect import collect_setting
 from spacl.studies.spacl_bench.diagnostics import run_diagnostics
+from spacl.studies.spacl_bench.edges import VAL_EXAMPLES, val_examples
 from spacl.studies.spacl_bench.methods import (
     BARLOW_LAMBDAS,
     BASE,
@@ -35,7 +36,14 @@ from spacl.studies.spacl_bench.methods import (
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.report import plots, sections
 from spacl.studies.spacl_bench.stages import run_setting, summary
-from spacl.studies.study import StudyRun, committed_results, finish_study, stored_results
+from spacl.studies.study import (
+    RUNS_STAMP,
+    StudyRun,
+    commit_kind,
+    committed_results,
+    finish_study,
+    stored_results,
+)
 from spacl.studies.verdicts import NOT_RUN
 
 __all__ = ["CLAIM_KEYS", "CRITERIA", "METRIC_KEYS", "PROJ_DIMS", "SEEDS", "run", "run_bench"]
@@ -203,13 +211,7 @@ def provenance(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     trained = [row for row in rows if row.get("method") not in UNTRAINED]
     counts = {"runs": len(trained), "clean": 0, "modified_tree": 0, "no_commit": 0}
     for row in trained:
-        commit = row.get("commit")
-        if not commit or commit == "unknown":
-            counts["no_commit"] += 1
-        elif str(commit).endswith("+dirty"):
-            counts["modified_tree"] += 1
-        else:
-            counts["clean"] += 1
+        counts[commit_kind(row.get("commit"))] += 1
     return counts
 
 
@@ -251,6 +253,7 @@ def run(
         metrics["benches"][name] = bench_metrics
     metrics["open_intent"] = open_intent_metrics(out)
     metrics["kg_seeds"] = kg_seed_metrics(out)
+    metrics[VAL_EXAMPLES] = val_examples(study.report.data_notes)
     metrics["compute"] = c = _compute(metrics)
     c["provenance"] = provenance(study.report.runs)
     _provenance_stamp(study, c["provenance"], untrained_rows(study.report.runs))
@@ -285,7 +288,12 @@ def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
     if not store.is_file():
         return {}
     rows = [json.loads(x) for x in store.read_text().splitlines() if x.strip()]
-    out: dict[str, Any] = {"source": "open_intent/runs.jsonl", "f1_open": {}, "seeds": {}}
+    out: dict[str, Any] = {
+        "source": "open_intent/runs.jsonl",
+        "f1_open": {},
+        "seeds": {},
+        "commits": {},
+    }
     for ratio in (0.25, 0.75):
         runs = sorted(
             (
@@ -300,7 +308,18 @@ def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
         )
         out["f1_open"][str(ratio)] = [float(r["test"]["boundary"]["f1_ood"]) for r in runs]
         out["seeds"][str(ratio)] = [int(r["seed"]) for r in runs]
+        out["commits"][str(ratio)] = [_open_intent_commit(r) for r in runs]
     return out
+
+
+def _open_intent_commit(row: Mapping[str, Any]) -> str | None:
+    """An open-intent run's commit as the study's runs record it (``+dirty`` where the
+    run's ``dirty`` flag says its tree was modified), ``None`` where it recorded none."""
+    commit = row.get("commit")
+    if not commit or commit == "unknown":
+        return None
+    dirty = row.get("dirty") and not str(commit).endswith("+dirty")
+    return str(commit) + ("+dirty" if dirty else "")
 
 
 #: the FB15k-237 claim's training budget (minutes of training per run, the recipes')
@@ -331,6 +350,15 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
     out["threads"] = sorted({int(r["threads"]) for r in rows})
     loads = [float(r["load_1min_at_end"]) for r in rows if r.get("load_1min_at_end") is not None]
     out["load_at_end"] = [min(loads), max(loads)] if loads else []
+    # per method, each run's (final process's) commit and every commit its processes
+    # recorded: the per-claim provenance of the report
+    out["run_commits"] = {
+        m: [r.get("commit") for r in rows if r["method"] == m] for m in KG_METHODS
+    }
+    out["run_spans"] = {
+        m: sorted({str(c) for r in rows if r["method"] == m for c in r.get("commits") or []})
+        for m in KG_METHODS
+    }
     counted = provenance(rows)
     out["dirty_or_unknown"] = counted["modified_tree"] + counted["no_commit"]
     out.update(kg_provenance(rows))
@@ -372,6 +400,8 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     selected_tuning(metrics, stored["runs"])
     metrics["open_intent"] = open_intent_metrics(where)  # the committed store, read again
     metrics["kg_seeds"] = kg_seed_metrics(where)
+    # each bench's validation size (the near-tie margin), from the stored data notes
+    metrics[VAL_EXAMPLES] = val_examples(list(stored["data"]))
     # counted again by the current rule (trained runs only; older results counted the
     # untrained rows among the runs with no recorded commit)
     metrics["compute"] = {**metrics["compute"], "provenance": provenance(study.report.runs)}
@@ -379,10 +409,6 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
-
-
-#: the header line that counts the runs' own commits (the invocation's is in "Commit:")
-RUNS_STAMP = "Runs' own commits:"
 
 
 def _provenance_stamp(study: StudyRun, p: Mapping[str, int], untrained: int) -> None:
@@ -397,7 +423,9 @@ def _provenance_stamp(study: StudyRun, p: Mapping[str, int], untrained: int) -> 
             f"{p['modified_tree']} on a modified tree, {p['no_commit']} with no recorded commit "
             f"(trained before runs recorded it); besides them, {untrained} untrained "
             f"baseline row(s) ({' / '.join(UNTRAINED)}: scored without training, no run of "
-            "any commit).  Each run's commit is in results.json's `runs`; see Compute"
+            "any commit).  Each run's commit is in results.json's `runs`; per claim (its "
+            "runs clean / on a modified tree / with no commit, and whether an arm's seeds "
+            "span code versions) in 'Provenance of each claim's runs'; see Compute"
         ),
     )
     study.report.stamps = stamps

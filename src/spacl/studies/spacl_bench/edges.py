@@ -12,12 +12,22 @@ the study (every baseline, SPACL's base and validation-chosen setting, every abl
 arm, the best-chance bench's arms, whose pre-registered grid does not grow), and
 :func:`edge_caveat` is the caveat a claim row states for the choices it compares, with
 why the grid did not grow further.
+
+A tie is an equal validation score (:func:`~.methods.same_score`: to ``1e-9``, the same
+number of validation examples right).  The selection rule counts nothing else as a tie,
+and it stays as it ran; but a score one validation example away is noise of the same
+kind, so :func:`near_ties` lists, beside the flags above, every interior choice whose
+grid-edge value scores within one validation example (``100 / n_val`` points: the
+scores are accuracies in %) of its own score, with both scores; :func:`edge_caveat`
+states them in the claim rows too.  ``n_val`` per bench is read from the study's data
+notes (:func:`val_examples`) into ``metrics["val_examples"]``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from spacl.studies.spacl_bench.methods import (
@@ -29,16 +39,106 @@ from spacl.studies.spacl_bench.methods import (
 
 __all__ = [
     "BEST_CHANCE",
+    "VAL_EXAMPLES",
     "edge_caveat",
     "edge_of",
     "grid_edges",
     "grown_grids",
+    "near_edge",
+    "near_ties",
+    "one_example",
     "tuned_choices",
+    "val_examples",
     "why_not_grown",
 ]
 
 #: the ``where`` of the best-chance bench's choices
 BEST_CHANCE = "best chance"
+#: the metrics key of each bench's validation size (:func:`val_examples`)
+VAL_EXAMPLES = "val_examples"
+#: how each bench's data note opens (``bench -> prefix``), and its validation size there
+_NOTE_NAMES = {"mnist5k": "MNIST-5k", "clinc150": "CLINC150", BEST_CHANCE: "best chance"}
+_VAL_SIZE = re.compile(r"(\d+) (?:val|dev \(validation\)) /")
+
+
+def val_examples(notes: Sequence[str]) -> dict[str, int]:
+    """Each bench's number of validation examples, read from the study's data notes
+    (``"... 3200 train / 800 val / 1000 test"``, CLINC150's ``"2250 dev (validation)"``);
+    a bench whose note is missing is left out.
+
+    Example:
+        >>> val_examples(["MNIST-5k digits: 3200 train / 800 val / 1000 test"])
+        {'mnist5k': 800}
+    """
+    out: dict[str, int] = {}
+    for note in notes:
+        for bench, prefix in _NOTE_NAMES.items():
+            hit = _VAL_SIZE.search(note)
+            if note.startswith(prefix) and hit:
+                out[bench] = int(hit.group(1))
+    return out
+
+
+def one_example(m: dict[str, Any], where: str) -> float | None:
+    """One validation example of ``where``'s bench in the scores' units (accuracy in %:
+    ``100 / n_val``), or ``None`` where the bench's validation size is not known."""
+    bench = BEST_CHANCE if where == BEST_CHANCE else where.split()[0]
+    n = (m.get(VAL_EXAMPLES) or {}).get(bench)
+    return 100.0 / float(n) if n else None
+
+
+def near_edge(
+    chosen: float, tune: dict[str, float], unit: float
+) -> list[tuple[str, float, float, float]]:
+    """The near-ties of an interior choice ``chosen`` of grid ``tune`` (value as text ->
+    validation score): ``(end, edge value, edge score, own score)`` for each end
+    (``"lowest"`` / ``"highest"``) whose score is within ``unit`` (one validation example)
+    of the choice's own score without being a tie (:func:`edge_of` flags ties and choices
+    at an edge; neither is a near-tie).
+
+    Example:
+        >>> near_edge(0.2, {"0.05": 80.0, "0.2": 87.9, "0.5": 87.8}, 0.125)
+        [('highest', 0.5, 87.8, 87.9)]
+        >>> near_edge(0.2, {"0.05": 80.0, "0.2": 87.9, "0.5": 87.7}, 0.125)
+        []
+    """
+    if edge_of(chosen, tune):
+        return []
+    values = {float(t): float(v) for t, v in tune.items()}
+    own = next((v for t, v in values.items() if math.isclose(t, chosen)), None)
+    if own is None:
+        return []
+    grid = sorted(values)
+    return [
+        (end, edge, values[edge], own)
+        for end, edge in (("lowest", grid[0]), ("highest", grid[-1]))
+        if abs(own - values[edge]) <= unit + 1e-9
+    ]
+
+
+def near_ties(m: dict[str, Any]) -> list[list[str]]:
+    """Every validation choice whose grid-edge value scores within one validation example
+    of it (:func:`near_edge`): ``[where, method, chosen, its score, edge, edge value's
+    score, difference, one example]`` rows, scores in %."""
+    rows = []
+    for where, name, chosen, tune in tuned_choices(m):
+        unit = one_example(m, where)
+        if unit is None:
+            continue
+        for end, edge, score, own in near_edge(float(chosen), tune, unit):
+            rows.append(
+                [
+                    where,
+                    name,
+                    f"{chosen:g}",
+                    f"{own:.3f}",
+                    f"{end} value {edge:g}",
+                    f"{score:.3f}",
+                    f"{own - score:+.3f}",
+                    f"{unit:.3f}",
+                ]
+            )
+    return rows
 
 
 def edge_of(chosen: float, tune: dict[str, float]) -> str:
@@ -119,7 +219,8 @@ def grown_grids(m: dict[str, Any]) -> int:
 def edge_caveat(m: dict[str, Any], choices: Iterable[tuple[str, str]]) -> str:
     """The caveat of a claim row comparing ``choices`` (``(where, method)`` pairs): one
     clause per choice at or tied with an edge of its grid (:func:`edge_of`), with why
-    its grid did not grow past that edge (:func:`why_not_grown`), or ``""``."""
+    its grid did not grow past that edge (:func:`why_not_grown`), then one per choice
+    within one validation example of an edge value (:func:`near_ties`), or ``""``."""
     flagged = {(where, name): row for where, name, *_, row in _flag_rows(m)}
     seen: list[str] = []
     for where, name in choices:
@@ -137,6 +238,18 @@ def edge_caveat(m: dict[str, Any], choices: Iterable[tuple[str, str]]) -> str:
             )
         if text not in seen:
             seen.append(text)
+    near = near_ties(m)
+    for where, name in choices:
+        for _, _, chosen, own, edge, score, _, unit in (
+            r for r in near if (r[0], r[1]) == (where, name)
+        ):
+            text = (
+                f"{where} {name}: {chosen} (validation {own}) is within one validation "
+                f"example ({unit} points) of the grid's {edge} ({score}), a near-tie the "
+                "selection rule does not count as a tie (the grid did not grow)"
+            )
+            if text not in seen:
+                seen.append(text)
     if not seen:
         return ""
     return (

@@ -1,0 +1,239 @@
+"""The runs each claim of the SPACL study reads, and the commits they were trained at.
+
+The study's runs span many invocations (one run store, resumed and grown), so the
+header's whole-study count (:func:`spacl.studies.spacl_bench.provenance`) says little of
+one claim.  :func:`claim_arms` lists, per claim key, the arms it compares and the
+recorded commit of every run whose number it reads (each arm's seeds at its chosen
+value; the best-chance arms; the open-intent and FB15k-237 seed runs; the diagnostics'
+encoders, which record no commit), and :func:`provenance_rows` turns them into the
+report's per-claim table: how many of those runs are at a clean commit, on a modified
+tree, with no recorded commit, and whether an arm's seeds were trained at more than one
+code version (more than one distinct recorded commit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spacl.studies.spacl_bench.claims import BENCH_SETTINGS, PAPER_ABLATION
+from spacl.studies.study import commit_kind
+
+__all__ = ["Arm", "arm_versions", "claim_arms", "provenance_rows"]
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One compared arm of a claim: its label, the recorded commit of each run read
+    (``None``: none recorded) and every commit its runs' processes recorded (a resumed
+    run may span several; by default the runs' own)."""
+
+    label: str
+    commits: tuple[str | None, ...]
+    spans: tuple[str, ...] = field(default=())
+
+    @property
+    def versions(self) -> list[str]:
+        """The distinct recorded commits of the arm's runs (every process's)."""
+        seen = [*self.spans, *(c for c in self.commits if commit_kind(c) != "no_commit")]
+        return sorted({str(c) for c in seen})
+
+
+def _tag(bench: str, setting: str) -> str:
+    return f"{bench}_{setting.replace('-', '_')}"
+
+
+def _rows_of(
+    runs: Rows, bench: str, setting: str, name: str, group: Mapping[str, Any] | None
+) -> tuple[str | None, ...]:
+    """The commits of ``name``'s runs at the group's chosen value over its seeds."""
+    if not group or group.get("tau") is None:
+        return ()
+    seeds = set(group.get("seeds") or [])
+    tau = float(group["tau"])
+    return tuple(
+        r.get("commit")
+        for r in runs
+        if r.get("bench") == bench
+        and r.get("setting") == setting
+        and r.get("method") == name
+        and r.get("tau") is not None
+        and math.isclose(float(r["tau"]), tau)
+        and r.get("seed") in seeds
+    )
+
+
+def _arm(
+    runs: Rows, where: tuple[str, str], label: str, name: str, group: Mapping[str, Any] | None
+) -> Arm:
+    """The arm ``label``: method ``name``'s runs at ``where`` (bench, setting) read by a
+    claim, at the group's chosen value over its seeds."""
+    return Arm(label, _rows_of(runs, *where, name, group))
+
+
+def _bench_arms(m: Mapping[str, Any], runs: Rows) -> dict[str, list[Arm]]:
+    out: dict[str, list[Arm]] = {}
+    ablations: dict[str, list[Arm]] = {f"ablation_{k}": [] for k in PAPER_ABLATION}
+    ib_h: list[Arm] = []
+    for where in BENCH_SETTINGS:
+        g = m["benches"].get(where[0], {}).get(where[1])
+        if g is None:
+            continue
+        tag = _tag(*where)
+        base = _arm(runs, where, f"{tag} SPACL base", g["base_name"], g["spacl"]["base"])
+        selected = _arm(
+            runs, where, f"{tag} SPACL selected", g["selected_name"], g["spacl"]["selected"]
+        )
+        best = g.get("best_baseline")
+        if best is not None:
+            best_arm = _arm(runs, where, f"{tag} {best}", best, g["baselines"][best])
+            out[f"paper_form_beats_best_baseline_{tag}"] = [base, best_arm]
+            out[f"spacl_beats_best_baseline_{tag}"] = [selected, best_arm]
+        if where[1] == "supervised" and "SupCon" in g["baselines"]:
+            supcon = _arm(runs, where, f"{tag} SupCon", "SupCon", g["baselines"]["SupCon"])
+            out[f"supervised_spacl_equivalent_to_supcon_{where[0]}"] = [selected, supcon]
+        arms = g.get("ablations") or {}
+        for short in PAPER_ABLATION:
+            if short in arms:
+                ablated = _arm(runs, where, f"{tag} {short}", arms[short]["name"], arms[short])
+                ablations[f"ablation_{short}"] += [base, ablated]
+        if "no_adversarial" in arms and "ib" in arms:
+            hi, lo = arms["no_adversarial"], arms["ib"]
+            ib_h += [
+                _arm(runs, where, f"{tag} IB+H", hi["name"], hi),
+                _arm(runs, where, f"{tag} IB", lo["name"], lo),
+            ]
+    out.update(ablations)
+    out["ib_h_beats_ib"] = ib_h
+    return out
+
+
+def _best_chance_arms(m: Mapping[str, Any], runs: Rows) -> dict[str, list[Arm]]:
+    """The best-chance claims' arms; the baseline of claim 23 is the better of
+    SupCon+queue and HSCL on validation, as the claim's rule picks it."""
+    arms = (m.get("best_chance") or {}).get("arms") or {}
+    where = ("best_chance", "supervised")
+
+    def arm(name: str) -> Arm:
+        return _arm(runs, where, f"best chance {name}", name, arms.get(name))
+
+    ran = {
+        n: float(arms[n]["val"]["ncc"]["mean"])
+        for n in ("SupCon+queue", "HSCL")
+        if arms.get(n, {}).get("seeds")
+    }
+    better = max(ran, key=lambda n: ran[n]) if ran else "SupCon+queue"
+    return {
+        "best_chance_cut_helps": [arm("SPACL IB+H"), arm("SPACL IB")],
+        "best_chance_full_beats_best_baseline": [arm("SPACL full"), arm(better)],
+    }
+
+
+def _diagnostics_arms(m: Mapping[str, Any]) -> dict[str, list[Arm]]:
+    """The diagnostics retrain their encoders (SPACL's base, SimCLR) per seed and record
+    no commit: every such run counts as one with no recorded commit."""
+    seeds = len((m.get("diagnostics") or {}).get("seeds") or [])
+    arms = [Arm(f"diagnostics {who} encoders", (None,) * seeds) for who in ("SPACL", "NT-Xent")]
+    keys = (
+        "lemma_2_4_negatives_saturate",
+        "corollary_2_2_spacl_certifies_more",
+        "theorem_2_1_spacl_farther_from_collapse",
+    )
+    return {key: arms for key in keys} if seeds else {}
+
+
+def _store_arms(m: Mapping[str, Any]) -> dict[str, list[Arm]]:
+    """The open-intent and FB15k-237 seed runs, from the commits their metrics record
+    (``commits`` per ratio / per method; results written before they did lack them)."""
+    out: dict[str, list[Arm]] = {}
+    oi = (m.get("open_intent") or {}).get("commits") or {}
+    for ratio, commits in oi.items():
+        key = f"stackoverflow_f1_open_{int(100 * float(ratio))}"
+        out[key] = [Arm(f"SPACL StackOverflow {ratio}", tuple(commits))]
+    kg = m.get("kg_seeds") or {}
+    per_method = kg.get("run_commits") or {}
+    spans = kg.get("run_spans") or {}
+
+    def arm(method: str, label: str) -> Arm:
+        return Arm(label, tuple(per_method.get(method) or ()), tuple(spans.get(method) or ()))
+
+    if per_method:
+        out["fb15k237_mrr_beats_best_baseline"] = [
+            arm("spacl", "FB15k-237 SPACL"),
+            arm("infonce", "FB15k-237 InfoNCE"),
+        ]
+        out["fb15k237_cut_helps"] = [
+            arm("spacl", "FB15k-237 SPACL"),
+            arm("spacl_nocut", "FB15k-237 SPACL without the cut"),
+        ]
+    return out
+
+
+def claim_arms(m: Mapping[str, Any], runs: Rows) -> dict[str, list[Arm]]:
+    """Claim key -> the arms it compares, each with the commits of the runs it reads
+    (``runs``: ``results.json["runs"]``); a claim whose runs are not known here (results
+    written before they were recorded) is left out."""
+    return {
+        **_bench_arms(m, runs),
+        **_best_chance_arms(m, runs),
+        **_diagnostics_arms(m),
+        **_store_arms(m),
+    }
+
+
+def arm_versions(arm: Arm) -> tuple[str, str]:
+    """Whether the arm's seeds were trained at more than one code version, and why:
+    ``("yes", "k commits")``, ``("no", "")`` (one clean commit), or ``("not known",
+    ...)`` (runs with no recorded commit, or one modified tree: its changes are not
+    recorded)."""
+    versions = arm.versions
+    missing = sum(commit_kind(c) == "no_commit" for c in arm.commits)
+    if len(versions) > 1:
+        return "yes", f"{len(versions)} commits"
+    if missing:
+        return "not known", f"{missing} of {len(arm.commits)} run(s) with no commit"
+    if versions and commit_kind(versions[0]) == "modified_tree":
+        return "not known", "one modified tree"
+    return "no", ""
+
+
+def provenance_rows(claims: Sequence[Any], m: Mapping[str, Any], runs: Rows) -> list[list[str]]:
+    """One row per claim of ``claims`` (the report's, numbered in order): ``[claim number,
+    key, runs read, clean, modified tree, no commit, seeds at more than one code
+    version]``; the last names the arms whose seeds span several commits (yes) and those
+    it cannot tell (not known), or says ``no`` for every arm.  (The first header is not
+    ``#``: a ``#`` table is a claims table to the documents' number checks.)"""
+    arms = claim_arms(m, runs)
+    rows = []
+    for i, claim in enumerate(claims, 1):
+        compared = arms.get(claim.key)
+        if not compared:
+            rows.append([str(i), f"`{claim.key}`", "0", "—", "—", "—", "no runs read"])
+            continue
+        unique: dict[str, Arm] = {a.label: a for a in compared}
+        commits = [c for a in unique.values() for c in a.commits]
+        kinds = [commit_kind(c) for c in commits]
+        said = {label: arm_versions(a) for label, a in unique.items()}
+        parts = [
+            f"{'**yes**' if answer == 'yes' else answer}: "
+            + ", ".join(f"{k} ({why})" for k, (a, why) in said.items() if a == answer)
+            for answer in ("yes", "not known")
+            if any(a == answer for a, _ in said.values())
+        ]
+        cell = "; ".join(parts) or f"no: each of its {len(unique)} arm(s) at one clean commit"
+        rows.append(
+            [
+                str(i),
+                f"`{claim.key}`",
+                f"{len(commits)} ({len(unique)} arm(s))",
+                str(kinds.count("clean")),
+                str(kinds.count("modified_tree")),
+                str(kinds.count("no_commit")),
+                cell,
+            ]
+        )
+    return rows
