@@ -65,10 +65,10 @@ def test_a_p_that_passes_within_its_claim_fails_under_the_joint_holm(tmp_path: P
     assert f"(family '{BATCH_FAMILY}', 16 tests)" in joint.claims[0].rule
     assert joint.claims[1].verdict == NOT_AT_SCALE
     assert joint.families == [
-        f"'{BATCH_FAMILY}': claims 1, 2, 16 comparison test(s), Holm-corrected together"
+        f"'{BATCH_FAMILY}': claims 1, 2: 16 comparison test(s), Holm-corrected together"
     ]
     # the report names the family beside the rules
-    assert f"'{BATCH_FAMILY}': claims 1, 2, 16 comparison test(s)" in joint.claims_table()
+    assert f"'{BATCH_FAMILY}': claims 1, 2: 16 comparison test(s)" in joint.claims_table()
 
 
 def test_committed_claim_7_reads_the_joint_holm(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_committed_claim_7_reads_the_joint_holm(tmp_path: Path) -> None:
     numbers = [i for i, c in enumerate(out["claims"], 1) if c["key"] in BATCH_KEYS]
     assert numbers == [7, 8]
     assert out["families"][0] == (
-        f"'{BATCH_FAMILY}': claims 7, 8, 16 comparison test(s), Holm-corrected together"
+        f"'{BATCH_FAMILY}': claims 7, 8: 16 comparison test(s), Holm-corrected together"
     )
     report = (tmp_path / "report.md").read_text()
     assert f"Families of tests (Holm's correction within each): '{BATCH_FAMILY}'" in report

@@ -320,7 +320,7 @@ def test_a_lucky_p_in_a_family_is_not_a_mixed_verdict(tmp_path: Path) -> None:
     assert "Holm-adjusted p = 0.24 (family 'claim 1', 5 tests)" in alone.rule
     assert fam.verdict == NOT_AT_SCALE and "Holm-adjusted p = 0.24" in fam.rule
     assert rep.families == [
-        "'F': claims 2, 5 comparison test(s), Holm-corrected together",
+        "'F': claims 2: 5 comparison test(s), Holm-corrected together",
         "'claim 1' (`alone`): 5 comparison tests, Holm-corrected within the claim",
     ]
     strong = evaluate_claims(

@@ -92,7 +92,7 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         decided.update((specs[i].key, v) for i, v in zip(rows, verdicts, strict=True))
         numbers = ", ".join(str(first + i) for i in rows)
         report.families.append(
-            f"'{name}': claims {numbers}, {size} comparison test(s), Holm-corrected together"
+            f"'{name}': claims {numbers}: {size} comparison test(s), Holm-corrected together"
         )
     for i, spec in enumerate(specs):
         if spec.family is not None:
