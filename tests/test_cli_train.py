@@ -80,8 +80,13 @@ def test_every_recipe_validates(recipe, tmp_path):
 
 def test_full_scale_recipes_name_the_missing_data_path(tmp_path):
     missing = tmp_path / "nowhere"
-    with pytest.raises(ValueError, match=r"config key 'data\.root'.*does not exist"):
+    with pytest.raises(ValueError, match=r"config key 'data\.root'.*does not exist") as err:
         load_config(CONFIGS / "cifar10" / "supcon.yaml", [f"data.root={missing}"])
+    assert "SPACL_DATA_DIR" in str(err.value)  # a built-in dataset may live in the data dir
+    # the user's own image folder (moved since training, say) is not looked for there
+    with pytest.raises(ValueError, match=r"image folder .*nowhere'? does not exist") as err:
+        load_config(CONFIGS / "imagefolder" / "supcon.yaml", [f"data.root={missing}"])
+    assert "SPACL_DATA_DIR" not in str(err.value) and "data.root=DIR" in str(err.value)
 
 
 def test_train_eval_resume_round_trip(tmp_path, capsys):

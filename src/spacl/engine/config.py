@@ -431,6 +431,11 @@ def _validate_data_dir(cfg: DictConfig) -> None:
             f"config key 'data.root': {str(root)!r} is a file, not a directory (for dataset "
             f"{d.name!r}: the folder that holds it; single images go to `spacl predict`)"
         )
+    if not root.is_dir() and d.name == "imagefolder":  # the user's own folder: no data dir
+        raise ValueError(
+            f"config key 'data.root': image folder {str(root)!r} does not exist (moved since "
+            "training? set data.root=DIR to where it is now)"
+        )
     if not root.is_dir():
         raise ValueError(
             f"config key 'data.root': directory {str(root)!r} for dataset {d.name!r} does "
