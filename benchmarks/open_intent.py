@@ -16,10 +16,16 @@ ratio, seed): ADB and DA-ADB on the same encoder outputs; the frozen-encoder bas
 (ADB's closed-form boundary, the per-class median distance, on the encoder's pooled
 outputs with no training); reject-all.  Test is scored once per run; every run's
 per-example dev and test predictions, distances and radii go to ``scores/*.npz``.
+Seeds 10-14 are the confirmation on fresh class draws (``PREREGISTRATION_confirm.md``):
+the top-layer detector and the frozen baseline only, in ``confirm_runs.jsonl`` only,
+reported by ``--render-confirm`` once a setting's five seeds are in.
 
     python benchmarks/open_intent.py --phase select --settings stackoverflow:0.25 ...
     python benchmarks/open_intent.py --phase table --settings stackoverflow:0.25 --seeds 0 1 2 3 4
     python benchmarks/open_intent.py --render
+    python benchmarks/open_intent.py --phase table --methods frozen da_adb_top1 \\
+        --settings stackoverflow:0.25 --seeds 10 11 12 13 14
+    python benchmarks/open_intent.py --render-confirm
 """
 
 from __future__ import annotations
@@ -63,6 +69,23 @@ PREREG_TOP = ROOT / "docs" / "results" / "open_intent" / "PREREGISTRATION_top_la
 PREREG_TOP_ALL = PREREG_TOP.with_name("PREREGISTRATION_top_layer_all.md")
 #: the third addendum: ADB with the top layer trained, the like-for-like baseline
 PREREG_ADB_TOP = PREREG_TOP.with_name("PREREGISTRATION_adb_top_layer.md")
+#: the confirmation on fresh class draws: its pre-registration, seeds, methods and store
+PREREG_CONFIRM = PREREG_TOP.with_name("PREREGISTRATION_confirm.md")
+CONFIRM_SEEDS = (10, 11, 12, 13, 14)
+CONFIRM_METHODS = ("frozen", "da_adb_top1")
+CONFIRM_STORE = OUT / "confirm_runs.jsonl"
+#: its settings, the primary first, in the pre-registered order
+CONFIRM_SETTINGS = (
+    "stackoverflow:0.25",
+    "stackoverflow:0.75",
+    "banking:0.25",
+    "oos:0.25",
+    "stackoverflow:0.5",
+    "banking:0.75",
+    "oos:0.75",
+    "banking:0.5",
+    "oos:0.5",
+)
 SELECT_SEEDS = (1000, 1001)
 
 
@@ -258,13 +281,21 @@ PUBLISHED: dict[str, dict[tuple[str, float], tuple[float, float, float, float]]]
 }
 
 
-def _check_preregistered(top: bool = False, adb_top: bool = False) -> dict[str, Any]:
+def _check_preregistered(
+    top: bool = False, adb_top: bool = False, confirm: bool = False
+) -> dict[str, Any]:
     """Refuse test scoring unless the pre-registration (and, for the top-layer rows,
-    its addenda) is committed and unchanged."""
+    its addenda; for the confirmation seeds, its own) is committed and unchanged."""
     prov = provenance()
+    if confirm:
+        prov["prereg_confirm_commit"] = _git(
+            "log", "-1", "--format=%H", "--", str(PREREG_CONFIRM.relative_to(ROOT))
+        )
     tops = [(PREREG_TOP, "prereg_top_commit"), (PREREG_TOP_ALL, "prereg_top_all_commit")]
     if adb_top:
         tops.append((PREREG_ADB_TOP, "prereg_adb_top_commit"))
+    if confirm:
+        tops.append((PREREG_CONFIRM, "prereg_confirm_commit"))
     for path, key in ((PREREG, "prereg_commit"), *(tops if top else [])):
         rel = str(path.relative_to(ROOT))
         if not prov[key]:
@@ -272,6 +303,24 @@ def _check_preregistered(top: bool = False, adb_top: bool = False) -> dict[str, 
         if _git("status", "--porcelain", "--", rel):
             raise SystemExit(f"--phase table: {rel} differs from its commit")
     return prov
+
+
+def confirm_plan(seeds: list[int], methods: tuple[str, ...], store: Path | None) -> bool:
+    """Whether a table command runs the confirmation (PREREGISTRATION_confirm.md): its
+    seeds go only to :data:`CONFIRM_STORE` and only with its methods; seeds of the table
+    and of the confirmation are never mixed in one command."""
+    fresh = [s for s in seeds if s in CONFIRM_SEEDS]
+    if not fresh:
+        if any(s >= min(CONFIRM_SEEDS) for s in seeds):
+            raise SystemExit(f"--seeds: only TEXTOIR's 0-9 or the confirmation's {CONFIRM_SEEDS}")
+        return False
+    if len(fresh) != len(seeds):
+        raise SystemExit("--seeds: the confirmation's seeds (10-14) run in a command of their own")
+    if set(methods) - set(CONFIRM_METHODS):
+        raise SystemExit(f"--methods: the confirmation runs {' '.join(CONFIRM_METHODS)} only")
+    if store is not None and store.resolve() != CONFIRM_STORE.resolve():
+        raise SystemExit(f"--store: the confirmation's runs go to {CONFIRM_STORE.name} only")
+    return True
 
 
 def _save_scores(path: Path, parts: dict[str, torch.Tensor]) -> None:
@@ -1247,6 +1296,84 @@ def _shortfall(rows: list[dict], selection: list[dict]) -> list[str]:
     ]
 
 
+CONFIRM_COMMAND = (
+    "python benchmarks/open_intent.py --phase table --methods frozen da_adb_top1 "
+    "--settings {setting} --seeds {seeds}"
+)
+
+
+def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
+    """One setting of the confirmation: its table and verdict once all of
+    :data:`CONFIRM_SEEDS` are in for both methods, else only which seeds are in."""
+    name, ratio_text = setting.split(":")
+    ratio = float(ratio_text)
+    title = f"### {LABELS[name]}, {int(100 * ratio)}% known"
+    by_method = {m: _runs_of(runs, m, name, ratio) for m in CONFIRM_METHODS}
+    lost = sorted({s for m in CONFIRM_METHODS for s in CONFIRM_SEEDS if s not in by_method[m]})
+    if lost:
+        have = sorted(by_method["da_adb_top1"])
+        command = CONFIRM_COMMAND.format(setting=setting, seeds=" ".join(map(str, lost)))
+        state = f"seeds {', '.join(map(str, have))} in" if have else "none in"
+        return [
+            title,
+            "",
+            f"Not judged: {state}, no number shown until all five are in; to run: `{command}`.",
+            "",
+        ]
+    top = [by_method["da_adb_top1"][s]["test"]["boundary"] for s in CONFIRM_SEEDS]
+    frozen = [by_method["frozen"][s] for s in CONFIRM_SEEDS]
+    head = ["row", "seeds", *[label for _, label in COLUMNS]]
+    lines = [title, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    named = (
+        ("DA-ADB, MiniLM's top layer trained too (`da_adb_top1`)", top),
+        (
+            "frozen MiniLM, ADB's closed-form boundary (untrained)",
+            [f["test"]["boundary"] for f in frozen],
+        ),
+        ("reject-all (every input open)", [f["reject_all"] for f in frozen]),
+    )
+    for label, values in named:
+        cells = [_cell([v[key] for v in values if key in v]) for key, _ in COLUMNS]
+        if label.startswith("reject-all"):
+            cells[-1] = "50.00"
+        lines.append(f"| {label} | {len(values)} | " + " | ".join(cells) + " |")
+    acc, known, open_, macro = PUBLISHED["DA-ADB"][(name, ratio)]
+    numbers = " | ".join(f"{v:.2f}" for v in (acc, known, open_, macro))
+    lines += [f"| DA-ADB, BERT-base (TEXTOIR, published) | — | {numbers} | — |", ""]
+    macros, opens = [t["macro_f1"] for t in top], [t["f1_ood"] for t in top]
+    met = _mean(macros) >= macro and _mean(opens) >= open_
+    lines.append(
+        f"**{'Met' if met else 'Short'}** on seeds 10-14: macro-F1 {_cell(macros)} vs "
+        f"{macro:.2f} ({_margin_in_ses(macros, macro)} SE), F1-open {_cell(opens)} vs "
+        f"{open_:.2f} ({_margin_in_ses(opens, open_)} SE)."
+    )
+    return [*lines, ""]
+
+
+def confirmation_report(rows: list[dict]) -> str:
+    """confirmation.md: the confirmation on fresh class draws (PREREGISTRATION_confirm.md),
+    every number from ``confirm_runs.jsonl``; a setting is judged only once complete."""
+    commits = sorted({r.get("prereg_confirm_commit", "") for r in rows} - {""})
+    dirty = sum(bool(r.get("dirty")) for r in rows)
+    return "\n".join(
+        [
+            "# Open-intent detection: the top-layer detector on fresh class draws",
+            "",
+            "Pre-registered in [PREREGISTRATION_confirm.md](PREREGISTRATION_confirm.md)"
+            + (f" (commit {', '.join(c[:10] for c in commits)})" if commits else "")
+            + ": TEXTOIR's class-draw procedure on seeds 10-14, which no earlier run used; "
+            "the detector unchanged; mean ± sample std over the five seeds, percent; the "
+            "margin from DA-ADB's published mean (TEXTOIR, BERT-base) in standard errors.  "
+            "Beside it, not pooled: the same detector on TEXTOIR's seeds 0-9 "
+            "([results.md](results.md)).  Store: `confirm_runs.jsonl` "
+            f"({len(rows)} runs, {dirty} on a modified tree); this file: "
+            "`python benchmarks/open_intent.py --render-confirm`.",
+            "",
+            *(line for setting in CONFIRM_SETTINGS for line in _confirm_setting(setting, rows)),
+        ]
+    )
+
+
 def results_report(rows: list[dict], selection: list[dict] | None = None) -> str:
     """results.md: provenance, the target, the table, the diagnosis, from runs.jsonl (and,
     for what was tried on dev, ``selection``: selection_runs.jsonl's rows)."""
@@ -1337,6 +1464,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--write", action="store_true", help="with --summarise: selection.md")
     parser.add_argument("--render", action="store_true", help="write results.md from runs.jsonl")
     parser.add_argument(
+        "--render-confirm",
+        action="store_true",
+        help="write confirmation.md from confirm_runs.jsonl (PREREGISTRATION_confirm.md)",
+    )
+    parser.add_argument(
         "--frozen-scores",
         action="store_true",
         help="write the score files the stored frozen runs lack (recomputed, checked)",
@@ -1420,11 +1552,14 @@ def run_table(
     options: dict[str, Any],
     store: Path,
     methods: tuple[str, ...],
+    confirm: bool = False,
 ) -> None:
     """The table phase, refused unless its pre-registrations are committed: every
-    (setting, seed, method) run that ``store`` lacks."""
+    (setting, seed, method) run that ``store`` lacks (``confirm``: the confirmation's)."""
     prov = _check_preregistered(
-        top=any(m in TOP_METHODS for m in methods), adb_top="adb_top1" in methods
+        top=any(m in TOP_METHODS for m in methods) or confirm,
+        adb_top="adb_top1" in methods,
+        confirm=confirm,
     )
     done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
     for enc, ratio in encoded_settings(settings, backbone):
@@ -1437,6 +1572,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         written = frozen_score_files(args.store or OUT / "runs.jsonl", load_backbone())
         print(f"{written} frozen score file(s) written")
+        return 0
+    if args.render_confirm:
+        text = confirmation_report(_load(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [])
+        (OUT / "confirmation.md").write_text(text)
+        print(text)
         return 0
     if args.render:
         text = results_report(
@@ -1459,9 +1599,10 @@ def main(argv: list[str] | None = None) -> int:
         store = args.store or OUT / "selection_runs.jsonl"
         run_select(backbone, args.settings, args.seeds or list(SELECT_SEEDS), options, store)
         return 0
-    store = args.store or OUT / "runs.jsonl"
     seeds = args.seeds or [0, 1, 2, 3, 4]
-    run_table(backbone, args.settings, seeds, options, store, tuple(args.methods))
+    confirm = confirm_plan(seeds, tuple(args.methods), args.store)
+    store = args.store or (CONFIRM_STORE if confirm else OUT / "runs.jsonl")
+    run_table(backbone, args.settings, seeds, options, store, tuple(args.methods), confirm)
     return 0
 
 
