@@ -5,6 +5,7 @@ macro-F1 and F1-open), with a counter-example on each side."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,38 @@ def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
     assert written == bench.confirmation_report(rows), (
         "confirmation.md differs from `python benchmarks/open_intent.py --render-confirm`"
     )
+
+
+def _confirm_runs(bench: Any) -> list[dict[str, Any]]:
+    if not bench.CONFIRM_STORE.is_file():
+        pytest.skip("no confirmation run stored yet (PREREGISTRATION_confirm.md's runs)")
+    return list(bench._load(bench.CONFIRM_STORE))
+
+
+def test_every_confirmation_run_ran_after_its_pre_registration(bench: Any) -> None:
+    """Each run records the commit of PREREGISTRATION_confirm.md, an ancestor of the
+    commit it ran at; its seed, method and known classes are the pre-registered ones."""
+    from spacl.data.textoir import textoir_known_classes
+
+    runs = _confirm_runs(bench)
+    prereg = subprocess.run(
+        ["git", "log", "-1", "--format=%H", "--", str(bench.PREREG_CONFIRM.relative_to(ROOT))],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert prereg
+    for run in runs:
+        assert run["prereg_confirm_commit"] == prereg and not run["dirty"]
+        ancestor = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", prereg, run["commit"]], cwd=ROOT, check=False
+        )
+        assert ancestor.returncode == 0, (run["seed"], run["commit"])
+        assert run["seed"] in bench.CONFIRM_SEEDS and run["method"] in bench.CONFIRM_METHODS
+        key = (run["dataset"], run["ratio"], run["seed"])
+        assert run["known_classes"] == textoir_known_classes(*key)
+
+
+def test_every_confirmation_run_has_scores_that_give_its_test_numbers(bench: Any) -> None:
+    from test_open_intent_store import check_scores
+
+    for run in _confirm_runs(bench):  # the detector's and the untrained baseline's
+        check_scores(run)

@@ -75,21 +75,26 @@ def test_every_run_has_scores_that_give_its_test_numbers(method: str) -> None:
     runs = [run for run in _runs() if run["method"] == method]
     assert runs
     for run in runs:
-        name = f"{run['dataset']}_{run['ratio']}_{run['seed']}_{method}.npz"
-        with np.load(OPEN_INTENT / "scores" / name) as scores:
-            arrays = {key: torch.from_numpy(scores[key]) for key in scores.files}
-        k = run["num_known"]
-        nearest, dist = arrays["test_nearest"].long(), arrays["test_dist"]
-        radius = arrays["radii"][nearest]
-        predicted = torch.where(dist < radius, nearest, torch.full_like(nearest, k))
-        labels = arrays["test_label"].long()
-        assert len(labels) == run["sizes"]["test"]
-        got = open_intent_metrics(labels, predicted, k, ood_scores=dist - radius)
-        for metric in ("accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"):
-            assert got[metric] == pytest.approx(run["test"]["boundary"][metric], abs=6e-4), (
-                name,
-                metric,
-            )
+        check_scores(run)
+
+
+def check_scores(run: dict[str, Any]) -> None:
+    """The boundary rule on ``run``'s score file gives back its stored test metrics."""
+    name = f"{run['dataset']}_{run['ratio']}_{run['seed']}_{run['method']}.npz"
+    with np.load(OPEN_INTENT / "scores" / name) as scores:
+        arrays = {key: torch.from_numpy(scores[key]) for key in scores.files}
+    k = run["num_known"]
+    nearest, dist = arrays["test_nearest"].long(), arrays["test_dist"]
+    radius = arrays["radii"][nearest]
+    predicted = torch.where(dist < radius, nearest, torch.full_like(nearest, k))
+    labels = arrays["test_label"].long()
+    assert len(labels) == run["sizes"]["test"]
+    got = open_intent_metrics(labels, predicted, k, ood_scores=dist - radius)
+    for metric in ("accuracy", "macro_f1", "f1_ood", "f1_ind", "auroc"):
+        assert got[metric] == pytest.approx(run["test"]["boundary"][metric], abs=6e-4), (
+            name,
+            metric,
+        )
 
 
 #: every committed open-intent run store (issue 37: "Every stored run carries its known
@@ -99,6 +104,7 @@ STORES = (
     OPEN_INTENT / "runs.jsonl",
     OPEN_INTENT / "selection_runs.jsonl",
     OPEN_INTENT / "reproductions.jsonl",
+    *[OPEN_INTENT / "confirm_runs.jsonl"] * (OPEN_INTENT / "confirm_runs.jsonl").is_file(),
     ROOT / "benchmarks" / "results" / "ood_runs" / "fixed_rule.jsonl",
     ROOT / "benchmarks" / "results" / "ood_finetune_runs.jsonl",
 )
