@@ -1313,7 +1313,11 @@ def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
     if lost:
         have = sorted(by_method["da_adb_top1"])
         command = CONFIRM_COMMAND.format(setting=setting, seeds=" ".join(map(str, lost)))
-        state = f"seeds {', '.join(map(str, have))} in" if have else "none in"
+        state = (
+            f"the detector's seeds {', '.join(map(str, have))} in"
+            if have
+            else "no detector seed in"
+        )
         return [
             title,
             "",
@@ -1325,7 +1329,7 @@ def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
     head = ["row", "seeds", *[label for _, label in COLUMNS]]
     lines = [title, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     named = (
-        ("DA-ADB, MiniLM's top layer trained too (`da_adb_top1`)", top),
+        ("DA-ADB, MiniLM's top layer trained too, fresh class draws (`da_adb_top1`)", top),
         (
             "frozen MiniLM, ADB's closed-form boundary (untrained)",
             [f["test"]["boundary"] for f in frozen],

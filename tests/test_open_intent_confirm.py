@@ -68,7 +68,7 @@ def _setting_text(report: str) -> str:
 def test_no_number_before_all_five_seeds_are_in(bench: Any) -> None:
     rows = [_row(bench, m, s, 90.0, 95.0) for m in ("frozen", "da_adb_top1") for s in (10, 11)]
     text = _setting_text(bench.confirmation_report(rows))
-    assert "Not judged: seeds 10, 11 in" in text
+    assert "Not judged: the detector's seeds 10, 11 in" in text
     assert "90.00" not in text and "95.00" not in text
     assert "--settings stackoverflow:0.25 --seeds 12 13 14" in text
     # the frozen baseline missing on one seed keeps the setting open too
@@ -102,7 +102,7 @@ def test_the_verdict_is_the_pre_registered_rule(
     assert "| reject-all (every input open) | 5 | 75.00 ± 0.00 | 0.00 ± 0.00 | 85.71 ± 0.00" in text
     assert "| frozen MiniLM, ADB's closed-form boundary (untrained) | 5 |" in text
     # the other settings have no runs: not judged
-    assert bench.confirmation_report(rows).count("Not judged: none in") == 8
+    assert bench.confirmation_report(rows).count("Not judged: no detector seed in") == 8
 
 
 def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
