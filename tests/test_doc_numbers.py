@@ -48,6 +48,7 @@ CHECKED_ROWS = (
     "results/demo_time.md",
     "results/kg.md",
     "../docs/results/open_intent/results.md",
+    "../docs/results/open_intent/confirmation.md",
 )
 LINKED = re.compile(r"\(results/(?P<name>[\w./-]+\.md)\)")
 #: a decimal number; a full stop after it ends a sentence, a digit after that dot a version
