@@ -1351,6 +1351,24 @@ def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
         f"{macro:.2f} ({_margin_in_ses(macros, macro)} SE), F1-open {_cell(opens)} vs "
         f"{open_:.2f} ({_margin_in_ses(opens, open_)} SE)."
     )
+    detector_runs = [by_method["da_adb_top1"][s] for s in CONFIRM_SEEDS]
+    if not met and all("scores_file" in r for r in detector_runs):
+        best = [
+            operating_points(dict(np.load(OUT / r["scores_file"])), r["num_known"])
+            for r in detector_runs
+        ]
+        achieved = {"macro_f1": _mean(macros), "f1_ood": _mean(opens)}
+        at_best = {
+            "macro_f1": _mean([b["oracle_macro_f1"] for b in best]),
+            "f1_ood": _mean([b["oracle_f1_open"] for b in best]),
+        }
+        published = {"macro_f1": macro, "f1_ood": open_}
+        lines.append(
+            "Where it falls short, each seed's best radius scale on test (a diagnostic that "
+            "reads test labels, not a rule) gives macro-F1 "
+            f"{at_best['macro_f1']:.2f} and F1-open {at_best['f1_ood']:.2f}: "
+            f"{reading(achieved, at_best, published)}."
+        )
     return [*lines, ""]
 
 
