@@ -937,6 +937,61 @@ def test_no_circle_even_through_lazy_or_type_checking_imports() -> None:
     assert found == [], "\n".join(" <-> ".join(c) for c in found)
 
 
+def part_circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Circles among the parts of each package: every module read as the direct child of
+    the package (a submodule or a subpackage) it lies in, so two subpackages that import
+    each other through different modules (``a.x -> b.y``, ``b.z -> a.w``: no module
+    circle) form one.  Each circle as :func:`circles` gives it, across all packages."""
+    packages = {name.rsplit(".", 1)[0] for name in graph if "." in name}
+    found: list[list[str]] = []
+    for package in sorted(packages):
+        prefix = package + "."
+
+        def part(module: str, prefix: str = prefix) -> str | None:
+            if not module.startswith(prefix):
+                return None
+            return prefix + module[len(prefix) :].split(".")[0]
+
+        parts: dict[str, set[str]] = {}
+        for source, targets in graph.items():
+            here = part(source)
+            if here is None:
+                continue
+            for target in targets:
+                there = part(target)
+                if there is not None and there != here:
+                    parts.setdefault(here, set()).add(there)
+        found.extend(circles(parts))
+    return sorted(found)
+
+
+def test_part_circle_finder_sees_subpackages_tied_through_different_modules(
+    tmp_path: Path,
+) -> None:
+    """A synthetic package whose modules form no circle while its parts do: ``reg`` imports
+    ``sub.x``, ``sub.y`` imports ``reg`` lazily (the shape ``tasks.registry`` and
+    ``tasks.kg`` / ``tasks.text`` had until the audit after issue 40)."""
+    sub = tmp_path / "spacl" / "pkg" / "sub"
+    sub.mkdir(parents=True)
+    (tmp_path / "spacl" / "__init__.py").write_text("")
+    (sub.parent / "__init__.py").write_text("")
+    (sub / "__init__.py").write_text("")
+    (sub / "x.py").write_text("X = 1\n")
+    (sub / "y.py").write_text("def f():\n    from spacl.pkg import reg\n    return reg\n")
+    (sub.parent / "reg.py").write_text("from spacl.pkg.sub.x import X\n")
+    graph = import_graph(tmp_path / "spacl", lazy=True, typing_only=True)
+    assert circles(graph) == []
+    assert part_circles(graph) == [["spacl.pkg.reg", "spacl.pkg.sub"]]
+    assert part_circles(import_graph(tmp_path / "spacl")) == []  # the lazy import ties them
+
+
+def test_no_circle_among_the_parts_of_a_package() -> None:
+    """No two parts of a package (subpackages, modules) import each other round a circle,
+    lazy and ``TYPE_CHECKING`` imports counted: a package's parts stack as its floors do."""
+    found = part_circles(import_graph(lazy=True, typing_only=True))
+    assert found == [], "\n".join(" <-> ".join(c) for c in found)
+
+
 def test_floor_rule_rejects_an_upward_arrow() -> None:
     """A synthetic graph: data importing the engine (lazily or not) runs up a floor."""
     graph = {

@@ -1,4 +1,4 @@
-"""Declarative claim tables of ``spacl reproduce`` (re-exported by :mod:`spacl.studies.verdicts`).
+"""Declarative claim tables of ``spacl reproduce``, judged by :mod:`spacl.studies.verdicts`.
 
 A study lists :class:`ClaimSpec` rows (claim, the paper's number with its source, the
 measured quantity, the rule), each a function of the study's metrics, and

@@ -2,7 +2,7 @@
 
 ``mean`` and sample ``std`` (``ddof = 1``) over seeds; Welch's unequal-variance t-test,
 two-sided.  The verdict rules built on them live in :mod:`spacl.studies.verdicts`, which
-re-exports everything here.
+re-exports the names of ``__all__`` here but ``welch_parts`` (its own helper).
 """
 
 from __future__ import annotations

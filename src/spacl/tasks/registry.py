@@ -6,8 +6,10 @@ below the tasks, and each task's schema module fills it.  This module imports th
 :mod:`spacl.tasks.text.config`) at its top, so every function here sees the built-in
 tasks; the schema imports none.  :mod:`spacl.tasks` re-exports every name
 (``spacl.tasks.load_recipe``), and ``spacl.load_recipe``, ``spacl train`` /
-``spacl eval``, ``spacl.load`` and the KG / text run readers all call
-:func:`load_recipe`.
+``spacl eval`` and ``spacl.load`` call :func:`load_recipe`.  The KG and text run readers
+(``tasks/kg/run.py``, ``tasks/text/run.py``) know their task: they call its loader
+(:func:`~spacl.tasks.kg.config.kg_config`, :func:`~spacl.tasks.text.config.ood_config`),
+the one :func:`load_recipe` dispatches to, so no task imports this module back.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from torch import Tensor
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, read_graph_vocabulary
 from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.models.kg import LinkPredictor
-from spacl.tasks import registry
+from spacl.tasks.kg.config import kg_config
 
 __all__ = ["LinkModel", "evaluate_kg_run", "load_link_model"]
 
@@ -121,7 +121,7 @@ def load_link_model(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> Li
     if raw.get("task") != "kg":
         raise ValueError(f"{run_dir} is a run of task {raw.get('task', 'image')!r}, not 'kg'")
     state = read_task_checkpoint(run_dir, "kg")
-    cfg = registry.load_recipe(raw).config  # the one way in (the KG schema)
+    cfg = kg_config(raw)  # the KG schema, the loader load_recipe dispatches to
     if kg is None:
         saved = Path(run_dir) / GRAPH_FILE
         kg = read_graph_vocabulary(saved) if saved.is_file() else _dataset_of(cfg)
@@ -147,7 +147,7 @@ def evaluate_kg_run(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> di
     from spacl.evaluate.ranking import evaluate_link_prediction
 
     if kg is None:
-        kg = _dataset_of(registry.load_recipe(run_config(run_dir)).config)
+        kg = _dataset_of(kg_config(run_config(run_dir)))
     saved = Path(run_dir) / GRAPH_FILE
     if saved.is_file():
         own = read_graph_vocabulary(saved)

@@ -28,7 +28,7 @@ from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
-from spacl.tasks import registry
+from spacl.tasks.text.config import ood_config
 
 __all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
 
@@ -99,7 +99,7 @@ def load_intent_detector(run_dir: str | Path, encoder: Any = None) -> IntentDete
             f"{run_dir} is an unfinished text run (its detector is built at the end): "
             f"continue it with: spacl train {run_dir} --resume"
         )
-    cfg = registry.load_recipe(raw).config  # the one way in (the text schema)
+    cfg = ood_config(raw)  # the text schema, the loader load_recipe dispatches to
     if cfg.detector.method is not None:
         return _adb_detector(cfg, state, encoder)
     if int(cfg.finetune.trainable_layers) > 0:
