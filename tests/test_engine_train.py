@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -115,6 +116,8 @@ def test_run_directory_holds_config_metrics_checkpoint_summary(tmp_path):
     assert set(metrics) >= {"linear_accuracy", "knn_accuracy", "ncc_accuracy"}
     summary = (run / "summary.md").read_text()
     assert "linear probe %" in summary and f"{100 * metrics['knn_accuracy']:.2f}" in summary
+    # the commands name the run as RUN, so a moved run's summary does not send one back
+    assert "`spacl eval RUN`" in summary and f"written at `{Path(run).resolve()}`" in summary
     assert not list((run / "checkpoints").glob(".*tmp"))
 
 

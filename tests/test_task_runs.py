@@ -126,6 +126,10 @@ def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
     capsys.readouterr()
     assert main(["eval", str(run), "--no-write"]) != 0
     assert "not found" in capsys.readouterr().err
+    # resuming the finished run returns its stored summary, naming where it is now
+    stored = train_kg(kg_recipe(root, epochs=2), log=None, run_dir=run, resume=True)
+    assert stored["run_dir"] == str(run.resolve())
+    assert json.loads((run / "summary.json").read_text())["run_dir"] == str(trained.resolve())
 
 
 def test_eval_of_a_run_on_own_triples_names_their_missing_directory(
@@ -213,6 +217,8 @@ def test_a_text_run_moved_without_its_data_loads_and_predicts(tmp_path: Path) ->
     shutil.move(str(trained), str(run))
     shutil.rmtree(data)
     assert load_intent_detector(run, encoder).predict(texts) == expected
+    stored = train_ood(cfg, encoder=encoder, split=split, log=None, run_dir=run, resume=True)
+    assert stored["run_dir"] == str(run.resolve())  # where it is now, not where it was
 
 
 def test_kg_predict_errors_name_the_input(kg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -116,12 +116,17 @@ def format_task_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _where(run_dir: str | Path | None) -> str:
+    """``run_dir`` for a command line: absolute (it works from any directory), quoted."""
+    return shlex.quote(str(Path(run_dir).resolve()) if run_dir is not None else "RUN")
+
+
 def interrupted_line(stop: Any, run_dir: str | Path | None) -> str:
     """The one line of a run stopped by Ctrl-C / SIGTERM (a
     :class:`~spacl.engine.loop.StopRequested`): where it stopped, how to resume."""
     return (
         f"spacl train: interrupted at step {stop.progress.global_step}; checkpoint "
-        f"saved, resume with: spacl train {shlex.quote(str(run_dir))} --resume"
+        f"saved, resume with: spacl train {_where(run_dir)} --resume"
     )
 
 
@@ -131,7 +136,7 @@ def saved_line(step: int | None, run_dir: str | Path) -> str:
     at = "" if step is None else f" at step {step}"
     return (
         f"spacl train: interrupted; the run is saved{at}, resume with: "
-        f"spacl train {shlex.quote(str(run_dir))} --resume"
+        f"spacl train {_where(run_dir)} --resume"
     )
 
 
@@ -140,7 +145,7 @@ def resume_hint(step: int, run_dir: str | Path | None) -> str:
     cause is fixed."""
     return (
         f"the run is saved at step {step}; once fixed, resume with: "
-        f"spacl train {shlex.quote(str(run_dir))} --resume"
+        f"spacl train {_where(run_dir)} --resume"
     )
 
 

@@ -191,6 +191,13 @@ class RunDirectory:
         self.write_json(self.eval_json, evaluation)
         self.write_json(self.path / "summary.json", summary)
 
+    def stored_summary(self) -> dict[str, Any]:
+        """A finished KG / text run's ``summary.json``, its ``run_dir`` where the run is now
+        (absolute): a moved run names its new place, not the one it was written at."""
+        summary = dict(json.loads((self.path / "summary.json").read_text()))
+        summary["run_dir"] = str(self.path.resolve())
+        return summary
+
 
 def jsonable(value: Any) -> Any:
     """``value`` with non-finite floats as strings (``"nan"``, ``"inf"``), keys as strings

@@ -97,8 +97,8 @@ def write_summary(
         "- `checkpoints/last.pt`: the final checkpoint (load with `weights_only=True`)",
         "- `eval.json`: every final metric",
         "",
-        f"Re-evaluate: `spacl eval {facts.path.resolve()}`.  Resume: "
-        f"`spacl train {facts.path.resolve()} --resume`.",
+        "Re-evaluate: `spacl eval RUN`.  Resume: `spacl train RUN --resume`.  `RUN` is "
+        f"this directory, written at `{facts.path.resolve()}` (it may be moved).",
         "",
     ]
     out.write_text("\n".join(lines))

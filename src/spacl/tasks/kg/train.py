@@ -461,7 +461,7 @@ def train_kg(
     saved = store.checkpoint() if store is not None and resume else None
     if store is not None and saved is not None and saved.get("finished"):
         say(f"{store.path}: finished; its stored summary")
-        return dict(json.loads((store.path / "summary.json").read_text()))
+        return store.stored_summary()
     if store is not None and saved is None:
         store.reset_metrics()
     if kg is None:  # a resumed run: its graph only now, since a finished one needs none

@@ -19,7 +19,6 @@ same way, here once:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -216,7 +215,7 @@ def stored_summary(
         state = run.checkpoint()
         if state is not None and state.get("finished"):
             say(f"{run.path}: finished; its stored summary")
-            return dict(json.loads((run.path / "summary.json").read_text()))
+            return run.stored_summary()
     run.reset_metrics()
     return None
 
