@@ -98,3 +98,25 @@ def test_the_committed_report_counts_and_flags_its_near_ties(tmp_path: Path) -> 
         "spacl_beats_best_baseline_clinc150_self_supervised",
     ):
         assert "clinc150 self-supervised Barlow Twins: 0.02 (validation 87.511)" in claims[key]
+
+
+def test_the_grown_best_chance_table_flags_a_near_tie_by_the_same_rule(tmp_path: Path) -> None:
+    """The addendum's "grown choice in its grid" reads ``near_edge``'s rule: SPACL IB+H on
+    the grown grid scores 58.724 at 0.5 and 58.594 at 1.25, exactly one validation example
+    (100 / 768) apart: a near-tie, flagged; SPACL full (58.854 vs 58.333) stays inside."""
+    from spacl.studies.spacl_bench.report import _grown_edge
+
+    unit = 100 / 768
+    tune = {"0.05": 21.875, "0.2": 55.46875, "0.5": 58.723958333333336, "1.25": 58.59375}
+    flag = _grown_edge("SPACL IB+H", 0.5, tune, unit)
+    assert flag.startswith("inside, **near-tie**: within one validation example (0.130 points)")
+    assert "of the highest value 1.25 (58.724 vs 58.594)" in flag
+    assert _grown_edge("SPACL IB+H", 0.5, {**tune, "1.25": 58.4}, unit) == "inside"
+    assert _grown_edge("SPACL IB+H", 0.5, tune) == "inside"  # no validation size known
+    assert _grown_edge("A", 1.25, tune, unit).startswith("highest (")  # at the edge itself
+    spacl_bench.regenerate(RESULTS, tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    addendum = report.split("## Addendum: SPACL's best chance on a grown grid")[1]
+    rows = {r.split(" | ")[0]: r for r in addendum.splitlines() if r.startswith("| SPACL")}
+    assert "**near-tie**" in rows["| SPACL IB+H"]
+    assert "| inside |" in rows["| SPACL full"] and "| inside |" in rows["| SPACL IB"]

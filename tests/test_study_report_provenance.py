@@ -15,7 +15,13 @@ from spacl.studies import alignment_study, hard_negatives, spacl_bench
 from spacl.studies.spacl_bench.claim_runs import Arm, arm_versions, claim_arms, provenance_rows
 from spacl.studies.spacl_bench.claims import claim_specs
 from spacl.studies.spacl_bench.report import protocol_text
-from spacl.studies.study import RUNS_STAMP, StudyRun, commit_kind, invocation_runs_stamp
+from spacl.studies.study import (
+    RUNS_STAMP,
+    StudyRun,
+    commit_kind,
+    distinct_runs,
+    invocation_runs_stamp,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -25,28 +31,73 @@ def _stamp(report: str) -> list[str]:
     return [x for x in report.splitlines() if x.startswith(f"- {RUNS_STAMP}")]
 
 
+#: the alignment study's header: 105 rows of results.json's runs, 95 distinct runs (its
+#: C'=10 / tau = 0.5 / B = 200 point is listed by the class, temperature and batch sweeps)
+ALIGNMENT_RUNS = (
+    "the 95 distinct runs (results.json's `runs` holds 105 rows, one per seed and "
+    "configuration of each part of the study; 10 of them repeat a run another part lists, "
+    "equal in every stored field but the part's name (configuration, seed and every "
+    "measured value), and are counted once)"
+)
+
+
 @pytest.mark.parametrize(
     ("name", "module", "runs", "commit"),
     [
-        ("alignment", alignment_study, 105, "892fb93"),
+        ("alignment", alignment_study, 95, "892fb93"),
         ("hard-negatives", hard_negatives, 125, "3227688"),
     ],
 )
 def test_one_invocation_studies_count_their_runs_commits_in_the_header(
     tmp_path: Path, name: str, module: object, runs: int, commit: str
 ) -> None:
-    """Counted the SPACL report's way, "0 on a modified tree" included; a report
-    regenerated from a regenerated one keeps one such line."""
+    """Counted the SPACL report's way, "0 on a modified tree" included, over the distinct
+    runs (:func:`distinct_runs`); a report regenerated from a regenerated one keeps one
+    such line."""
     module.regenerate(RESULTS / name, tmp_path / "once")  # type: ignore[attr-defined]
     line = _stamp((tmp_path / "once" / "report.md").read_text())
+    counted = (
+        ALIGNMENT_RUNS
+        if name == "alignment"
+        else f"the {runs} runs (results.json's `runs`: one per seed and configuration)"
+    )
     assert line == [
-        f"- {RUNS_STAMP} of the {runs} runs (results.json's `runs`: one per seed and "
-        f"configuration), {runs} at a clean commit, 0 on a modified tree, 0 with no recorded "
-        "commit: every run was trained by the one invocation that wrote these results, at "
-        f"its commit above (`{commit}`), so every seed ran one code version"
+        f"- {RUNS_STAMP} of {counted}, {runs} at a clean commit, 0 on a modified tree, 0 with "
+        "no recorded commit: every run was trained by the one invocation that wrote these "
+        f"results, at its commit above (`{commit}`), so every seed ran one code version"
     ]
     module.regenerate(tmp_path / "once", tmp_path / "twice")  # type: ignore[attr-defined]
     assert _stamp((tmp_path / "twice" / "report.md").read_text()) == line
+
+
+def test_a_run_listed_by_two_parts_counts_once(tmp_path: Path) -> None:
+    """A synthetic store: one run listed by two sweeps (every stored field equal but the
+    part's name) counts once; the same configuration and seed with other measured values
+    (another regime) is another run; so is another seed."""
+    point = {"classes": 10, "tau": 0.5, "batch": 200, "lr": 0.07, "cka_NSCL": 0.8159}
+    rows = [
+        {"part": "sweep", **point, "seed": 0},
+        {"part": "batch", **point, "seed": 0},  # the same run, listed by the batch sweep
+        {"part": "batch_steps", **point, "seed": 0, "cka_NSCL": 0.9201},  # equal steps
+        {"part": "sweep", **point, "seed": 1},
+    ]
+    assert distinct_runs(rows) == 3
+    assert distinct_runs(rows[:1] + rows[2:]) == 3  # nothing repeated: every row a run
+    study = StudyRun.start("s", "S", tmp_path, "cmd", {}, [0, 1], False)
+    study.report.runs, study.report.commit = rows, "abc1234567"
+    invocation_runs_stamp(study.report)
+    line = study.report.stamps[0]
+    assert line.startswith(
+        f"{RUNS_STAMP} of the 3 distinct runs (results.json's `runs` holds 4 rows, one per "
+        "seed and configuration of each part of the study; 1 of them repeat"
+    )
+    assert "and are counted once), 3 at a clean commit, 0 on a modified tree" in line
+    study.report.runs = rows[:1] + rows[2:]
+    invocation_runs_stamp(study.report)
+    assert study.report.stamps[0].startswith(
+        f"{RUNS_STAMP} of the 3 runs (results.json's `runs`: one per seed and configuration), "
+        "3 at a clean commit"
+    )
 
 
 def test_the_invocation_stamp_counts_a_modified_tree_and_a_missing_commit(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ returns the per-seed records; :func:`group` summarises them
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ __all__ = [
     "StudyRun",
     "commit_kind",
     "committed_results",
+    "distinct_runs",
     "finish_study",
     "group",
     "invocation_runs_stamp",
@@ -59,6 +61,25 @@ def commit_kind(commit: str | None) -> str:
     return "modified_tree" if str(commit).endswith("+dirty") else "clean"
 
 
+def distinct_runs(runs: Sequence[Mapping[str, Any]]) -> int:
+    """How many distinct trained runs ``runs`` (``results.json``'s ``runs``) holds.  A run
+    is known by every stored field but ``part`` (the part of the study that lists it): its
+    configuration tags, its seed and every value it measured.  Rows equal on all of them
+    are one run listed by several parts (the alignment study's C'=10, tau = 0.5, B = 200
+    point is its class sweep's, its temperature sweep's and its batch sweep's) and count
+    once; rows of one configuration and seed that measured different values (equal
+    epochs vs equal steps) are different runs.
+
+    Example:
+        >>> distinct_runs([{"part": "a", "seed": 0, "x": 1.0}, {"part": "b", "seed": 0, "x": 1.0},
+        ...                {"part": "b", "seed": 0, "x": 2.0}])
+        2
+    """
+    return len(
+        {json.dumps({k: v for k, v in r.items() if k != "part"}, sort_keys=True) for r in runs}
+    )
+
+
 def invocation_runs_stamp(report: StudyReport) -> None:
     """The header line counting the commits of a study's runs when every run was trained
     by the one invocation that wrote the results (the alignment and hard-negatives
@@ -70,16 +91,25 @@ def invocation_runs_stamp(report: StudyReport) -> None:
     commit = report.commit or git_commit()
     kind = commit_kind(commit)
     counts = {"clean": 0, "modified_tree": 0, "no_commit": 0}
-    counts[kind] = len(report.runs)
+    runs = distinct_runs(report.runs)
+    counts[kind] = runs
     version = {
         "clean": "so every seed ran one code version",
         "modified_tree": "one invocation, but its code was not all in the commit",
         "no_commit": "so their code version is not known",
     }[kind]
     short = "unknown" if kind == "no_commit" else str(commit)[:7]
+    repeats = len(report.runs) - runs
+    rows = (
+        f"the {runs} distinct runs (results.json's `runs` holds {len(report.runs)} rows, one "
+        f"per seed and configuration of each part of the study; {repeats} of them repeat a "
+        "run another part lists, equal in every stored field but the part's name "
+        "(configuration, seed and every measured value), and are counted once)"
+        if repeats
+        else f"the {runs} runs (results.json's `runs`: one per seed and configuration)"
+    )
     line = (
-        f"{RUNS_STAMP} of the {len(report.runs)} runs (results.json's `runs`: one per seed "
-        f"and configuration), {counts['clean']} at a clean commit, {counts['modified_tree']} "
+        f"{RUNS_STAMP} of {rows}, {counts['clean']} at a clean commit, {counts['modified_tree']} "
         f"on a modified tree, {counts['no_commit']} with no recorded commit: every run was "
         "trained by the one invocation that wrote these results, at its commit above "
         f"(`{short}{'+dirty' if kind == 'modified_tree' else ''}`), {version}"

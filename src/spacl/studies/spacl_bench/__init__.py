@@ -347,6 +347,13 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
                     KG_METHODS}  # fmt: skip
     out["epochs"] = {m: [float(r["epochs"]) for r in rows if r["method"] == m] for m in
                      KG_METHODS}  # fmt: skip
+    # the validation-chosen epoch, 1-based, counting the one the budget cut short (so it
+    # may exceed "epochs", the steps done over an epoch's steps): spacl_bench.budget_edge;
+    # a method with a row that lacks it has a shorter list, which that module leaves out
+    out["best_epoch"] = {
+        m: [int(r["best_epoch"]) for r in rows if r["method"] == m and "best_epoch" in r]
+        for m in KG_METHODS
+    }
     out["threads"] = sorted({int(r["threads"]) for r in rows})
     loads = [float(r["load_1min_at_end"]) for r in rows if r.get("load_1min_at_end") is not None]
     out["load_at_end"] = [min(loads), max(loads)] if loads else []

@@ -14,6 +14,7 @@ from typing import Any
 
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
+from spacl.studies.spacl_bench.budget_edge import budget_edge_text
 from spacl.studies.spacl_bench.edges import BEST_CHANCE, edge_caveat
 from spacl.studies.verdicts import (
     NO_SIGNAL,
@@ -643,7 +644,7 @@ def _kg_claim() -> ClaimSpec:
             f"{'; '.join(parts)} (filtered test, {kg.get('minutes', 0):g} min of training "
             f"each, torch threads {kg.get('threads')}, {host}; "
             f"benchmarks/kg_seeds.py; {_kg_provenance_text(kg)})"
-        )
+        ) + budget_edge_text(kg, ("spacl", "infonce", "spacl_nocut"))
 
     def rule(m: Metrics) -> Verdict:
         spacl, infonce = got(m, "mrr", "spacl"), got(m, "mrr", "infonce")
@@ -718,7 +719,7 @@ def _kg_cut_claim() -> ClaimSpec:
             f"Hits@10 {fmt(got(m, 'hits@10', 'spacl'), digits=4)} vs "
             f"{fmt(got(m, 'hits@10', 'spacl_nocut'), digits=4)} ({kg.get('minutes', 0):g} "
             f"min of training each; benchmarks/kg_seeds.py; {_kg_provenance_text(kg)})"
-        )
+        ) + budget_edge_text(kg, ("spacl", "spacl_nocut"))
 
     def rule(m: Metrics) -> Verdict:
         cut, nocut = got(m, "mrr", "spacl"), got(m, "mrr", "spacl_nocut")

@@ -9,6 +9,12 @@ from typing import Any
 from spacl.studies.common import new_figure
 from spacl.studies.report import StudyReport
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
+from spacl.studies.spacl_bench.budget_edge import (
+    beyond_epochs,
+    budget_edge_rows,
+    budget_edge_stamp,
+    epoch_choices,
+)
 from spacl.studies.spacl_bench.claim_runs import provenance_rows
 from spacl.studies.spacl_bench.claims import (
     ABLATIONS,
@@ -18,11 +24,14 @@ from spacl.studies.spacl_bench.claims import (
     describe,
 )
 from spacl.studies.spacl_bench.edges import (
+    BEST_CHANCE,
     VAL_EXAMPLES,
     edge_of,
     grid_edges,
     grown_grids,
+    near_edge,
     near_ties,
+    one_example,
     tuned_choices,
     why_not_grown,
 )
@@ -226,7 +235,7 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
     _edges_section(report, m)
     _diagnostics_section(report, m.get("diagnostics") or {})
     _best_chance_section(report, m["best_chance"])
-    _grown_best_chance_section(report, m["best_chance"])
+    _grown_best_chance_section(report, m["best_chance"], one_example(m, BEST_CHANCE))
     _compute_section(report, m)
 
 
@@ -324,14 +333,52 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             ],
             near,
         )
+    kg = m.get("kg_seeds") or {}
+    _budget_edge_text(report, kg)
     stamp = (
         f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
         f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9) "
         f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
         f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
-        "grids grown (flagged in 'Choices at a grid edge' and in the claim rows)"
+        f"grids grown{budget_edge_stamp(kg)} (flagged in 'Choices at a grid edge' and in "
+        "the claim rows)"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
+
+
+def _budget_edge_text(report: StudyReport, kg: dict[str, Any]) -> None:
+    """The FB15k-237 seed runs' chosen epochs against the budget's edge (claims 26, 27;
+    :mod:`.budget_edge`)."""
+    rows = budget_edge_rows(kg)
+    if not rows:
+        return
+    edge = sum(r.at_edge for runs in epoch_choices(kg).values() for r in runs)
+    beyond = beyond_epochs(kg)
+    report.text(
+        f"**Epochs at the budget's edge** (FB15k-237, claims 26 and 27: {edge} of "
+        f"{len(rows)} seed runs at it): each run keeps the epoch of best validation MRR, "
+        "validated every epoch and after the epoch the training budget cuts short.  The "
+        "store's `epochs` counts the training steps done over the steps of one epoch; its "
+        "`best_epoch` numbers the validated epochs from 1, the cut-short one included.  So "
+        "a run's last validated epoch is `epochs` rounded up, and a `best_epoch` above "
+        "`epochs` is that cut-short epoch"
+        + (f" ({', '.join(beyond)})" if beyond else "")
+        + ", not a wrong record (a resumed run restores both counts from its checkpoint, "
+        "the steps after its last checkpoint redone and counted once).  A run that chose "
+        "its last validated epoch may "
+        "still have been improving on validation when the budget ran out: the budget, not "
+        "the method, may bound it; each is stated in the claim rows that read it."
+    )
+    report.table(
+        [
+            "run",
+            "epochs trained",
+            "epoch chosen (validation MRR)",
+            "last validated epoch",
+            "the choice",
+        ],
+        rows,
+    )
 
 
 def _test_values(group: dict[str, Any], crit: str) -> list[float]:
@@ -562,8 +609,11 @@ GROWN_COMPARISONS = (
 )
 
 
-def _grown_best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
-    """The addendum (issue 39): the best-chance arms on grown grids, not pre-registered."""
+def _grown_best_chance_section(
+    report: StudyReport, bc: dict[str, Any], unit: float | None = None
+) -> None:
+    """The addendum (issue 39): the best-chance arms on grown grids, not pre-registered;
+    ``unit``: one validation example in points (the near-tie margin, :func:`near_edge`)."""
     grown = bc.get("grown") or {}
     if not grown.get("arms"):
         return
@@ -587,7 +637,7 @@ def _grown_best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
                 name,
                 ", ".join(f"{t}: {v:.1f}" for t, v in tune.items()),
                 f"{_tau(pre)} -> {_tau(g)}",
-                _grown_edge(name, float(g["tau"]), tune),
+                _grown_edge(name, float(g["tau"]), tune, unit),
                 _cell(pre, "test", "ncc"),
                 _cell(g, "test", "ncc"),
                 str(len(g.get("seeds", []))),
@@ -604,7 +654,9 @@ def _grown_best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
             "seeds",
         ],
         rows,
-        note="mean ± std (%) over the pre-registered seeds.",
+        note="mean ± std (%) over the pre-registered seeds.  A near-tie (an edge value "
+        "within one validation example of the choice's score, not a tie: the rule does not "
+        "grow the grid past it) is flagged as in 'Choices at a grid edge'.",
     )
     rows = []
     for label, hi, lo, claim in GROWN_COMPARISONS:
@@ -619,10 +671,21 @@ def _grown_best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
     )
 
 
-def _grown_edge(name: str, tau: float, tune: dict[str, float]) -> str:
-    """``inside``, or the edge a grown choice still sits at or ties, and why it stayed."""
+def _grown_edge(name: str, tau: float, tune: dict[str, float], unit: float | None = None) -> str:
+    """``inside``, or the edge a grown choice still sits at or ties, and why it stayed;
+    an inside choice within one validation example (``unit`` points) of an edge value's
+    score is a near-tie, flagged by :func:`near_edge`'s rule (the benches' near-ties)."""
     edge = edge_of(tau, tune)
-    return f"{edge} ({why_not_grown('addendum', name, edge, tune)})" if edge else "inside"
+    if edge:
+        return f"{edge} ({why_not_grown('addendum', name, edge, tune)})"
+    near = [] if unit is None else near_edge(tau, tune, unit)
+    if not near:
+        return "inside"
+    return "inside, **near-tie**: " + "; ".join(
+        f"within one validation example ({unit:.3f} points) of the {end} value {value:g} "
+        f"({own:.3f} vs {score:.3f}): the grid did not grow past it"
+        for end, value, score, own in near
+    )
 
 
 def _better_on_val(arms: dict[str, Any], names: tuple[str, ...]) -> str:
