@@ -147,3 +147,55 @@ def test_every_confirmation_run_has_scores_that_give_its_test_numbers(bench: Any
 
     for run in _confirm_runs(bench):  # the detector's and the untrained baseline's
         check_scores(run)
+
+
+def test_the_runner_refuses_test_scores_before_a_committed_pre_registration(
+    bench: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_check_preregistered``: no test score while a pre-registration file is uncommitted
+    or differs from its commit; the commits it records otherwise."""
+    answers = {"log": "", "status": "", "rev-parse": "c0ffee"}
+    monkeypatch.setattr(bench, "_git", lambda *args: answers[args[0]])
+    monkeypatch.setattr(bench, "tree_is_modified", lambda root, stores: False)
+    with pytest.raises(SystemExit, match=r"PREREGISTRATION\.md is not committed"):
+        bench._check_preregistered()
+    answers["log"] = "feed"
+    answers["status"] = " M docs/results/open_intent/PREREGISTRATION.md"
+    with pytest.raises(SystemExit, match=r"PREREGISTRATION\.md differs from its commit"):
+        bench._check_preregistered()
+    with pytest.raises(SystemExit, match="differs from its commit"):
+        bench._check_preregistered(top=True, confirm=True)
+    answers["status"] = ""
+    prov = bench._check_preregistered(top=True, confirm=True)
+    assert prov["prereg_commit"] == prov["prereg_confirm_commit"] == "feed"
+    assert prov["commit"] == "c0ffee" and prov["dirty"] is False
+
+
+def test_a_new_untracked_source_file_makes_the_tree_modified(bench: Any, tmp_path: Path) -> None:
+    """``tree_is_modified``: an untracked (not ignored) file counts as a change, as does an
+    edited tracked one; the stores the benchmark appends to do not."""
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+            cwd=tmp_path, check=True, capture_output=True,
+        )  # fmt: skip
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("*.pyc\n")
+    stores = tmp_path / "out"
+    stores.mkdir()
+    (stores / "runs.jsonl").write_text("")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    assert not bench.tree_is_modified(tmp_path, stores)
+    (stores / "runs.jsonl").write_text("{}\n")
+    (stores / "scores.npz").write_bytes(b"x")
+    (tmp_path / "cache.pyc").write_bytes(b"x")
+    assert not bench.tree_is_modified(tmp_path, stores)
+    (tmp_path / "new.py").write_text("y = 2\n")
+    assert bench.tree_is_modified(tmp_path, stores)
+    (tmp_path / "new.py").unlink()
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert bench.tree_is_modified(tmp_path, stores)

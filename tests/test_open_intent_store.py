@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,34 @@ def test_no_open_intent_store_is_left_out() -> None:
     found = {*OPEN_INTENT.rglob("*.jsonl"), *results.rglob("ood*.jsonl")}
     found |= set((results / "ood_runs").rglob("*.jsonl"))
     assert found == set(STORES), sorted(str(p) for p in found ^ set(STORES))
+
+
+def _is_ancestor(older: str, newer: str) -> bool:
+    root = OPEN_INTENT.parents[2]
+    found = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=root)
+    return found.returncode == 0
+
+
+def test_every_run_ran_after_the_pre_registrations_it_records() -> None:
+    """Issue 37: no TEXTOIR-seed test score before its pre-registration.  Every commit a run
+    records for a pre-registration file is an ancestor of the commit the run ran at, and
+    that commit is in this repository's history (an ancestor of HEAD)."""
+    pairs: set[tuple[str, str]] = set()
+    for run in _runs():
+        assert _is_ancestor(run["commit"], "HEAD"), run["commit"]
+        pairs.update((run[key], run["commit"]) for key in PREREGISTRATIONS if run.get(key))
+    late = [pair for pair in sorted(pairs) if not _is_ancestor(*pair)]
+    assert not late, f"runs at commits that do not descend from their pre-registration: {late}"
+
+
+def test_the_ancestry_check_sees_a_run_before_its_pre_registration() -> None:
+    """The counter-example: a commit before PREREGISTRATION.md's is not its descendant."""
+    root = OPEN_INTENT.parents[2]
+    prereg = subprocess.run(
+        ["git", "log", "-1", "--format=%H", "--", "docs/results/open_intent/PREREGISTRATION.md"],
+        cwd=root, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    before = subprocess.run(
+        ["git", "rev-parse", f"{prereg}~1"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert _is_ancestor(before, prereg) and not _is_ancestor(prereg, before)
