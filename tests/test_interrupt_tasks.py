@@ -32,6 +32,25 @@ def epoch_rows(run: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("objective", "signum"), [("infonce", signal.SIGINT), ("spacl", signal.SIGTERM)]
 )
+class Killed(BaseException):
+    """A process killed outright: no handler runs, nothing is saved at the step."""
+
+
+def killed_at_step(patch: pytest.MonkeyPatch, step: int) -> type[Killed]:
+    """Make every engine loop die when it is about to run ``step`` (its global step count
+    reaching ``step``), as a kill -9 would: the run keeps only its last checkpoint.
+    ``patch.undo()`` or the context's end restores the loop."""
+    original = TrainLoop._one_step
+
+    def die_at_step(self: TrainLoop, batch: Any) -> None:
+        if self.progress.global_step == step:
+            raise Killed
+        original(self, batch)
+
+    patch.setattr(TrainLoop, "_one_step", die_at_step)
+    return Killed
+
+
 def test_a_kg_run_stopped_mid_epoch_resumes_at_the_step_to_the_uninterrupted_result(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -64,20 +83,9 @@ def test_a_step_interval_checkpoint_is_a_mid_epoch_resume_point(tmp_path: Path) 
     saved = read_task_checkpoint(tmp_path / "whole", "kg")
     assert saved["loop"]["progress"]["global_step"] == 8 and saved["finished"]
 
-    class Killed(BaseException):
-        pass
-
-    original = TrainLoop._one_step
-
-    def die_after_step_5(self: TrainLoop, batch: Any) -> None:
-        if self.progress.global_step == 5:
-            raise Killed  # nothing saved here: the last checkpoint is step 3's
-        original(self, batch)
-
     run = tmp_path / "killed"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(TrainLoop, "_one_step", die_after_step_5)
-        with pytest.raises(Killed):
+        with pytest.raises(killed_at_step(patch, 5)):  # the last checkpoint is step 3's
             train_kg(recipe, log=None, run_dir=run)
     saved = read_task_checkpoint(run, "kg")
     assert saved["loop"]["progress"]["global_step"] == 4  # the epoch-1 end (step 3's came before)

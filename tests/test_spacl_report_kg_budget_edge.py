@@ -23,6 +23,7 @@ from spacl.studies.spacl_bench.budget_edge import (
     epoch_choices,
     last_validated_epoch,
 )
+from test_interrupt_tasks import killed_at_step
 from test_kg_model import cycle_graph
 from test_task_runs import kg_recipe
 
@@ -118,23 +119,12 @@ def test_a_budget_cut_epoch_is_validated_and_numbered_past_the_epochs_trained(
     def budget(self: TrainLoop, started: float) -> bool:
         return self.progress.global_step >= 14  # the budget runs out after step 14
 
-    class Killed(BaseException):
-        pass
-
-    original = TrainLoop._one_step
-
-    def die_at_step_11(self: TrainLoop, batch: Any) -> None:
-        if self.progress.global_step == 11:
-            raise Killed  # nothing saved here: the last checkpoint is step 9's
-        original(self, batch)
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(TrainLoop, "_out_of_time", budget)
         whole = train_kg(recipe, log=None, run_dir=tmp_path / "whole")
-        patch.setattr(TrainLoop, "_one_step", die_at_step_11)
-        with pytest.raises(Killed):
-            train_kg(recipe, log=None, run_dir=tmp_path / "killed")
-        patch.setattr(TrainLoop, "_one_step", original)
+        with pytest.MonkeyPatch.context() as kill:
+            with pytest.raises(killed_at_step(kill, 11)):  # the last checkpoint is step 9's
+                train_kg(recipe, log=None, run_dir=tmp_path / "killed")
         resumed = train_kg(recipe, log=None, run_dir=tmp_path / "killed", resume=True)
     for summary in (whole, resumed):
         assert summary["epochs"] == 3.5
