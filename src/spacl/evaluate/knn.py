@@ -8,7 +8,9 @@ entries::
 
 This is the protocol of InstDisc, MoCo and lightly's ``knn_predict`` (defaults
 ``k = 200``, ``t = 0.1``).  It is vectorised over chunks of test rows, so memory is
-``O(chunk_size * N_train)``.  Ties in ``score`` go to the smallest class index.
+``O(chunk_size * N_train)``.  Ties in ``score`` go to the smallest class index.  The
+weights are computed as ``exp((s_j - max_i s_i) / t)`` (the same ratios, so the same
+prediction) in at least float32, so no weight overflows at a small ``t`` or in float16.
 """
 
 from __future__ import annotations
@@ -36,8 +38,15 @@ def knn_predict(
 ) -> Tensor:
     """Predicted labels ``LongTensor[M]`` of ``test_features[M, d]`` (see module docstring).
 
-    ``k`` is clipped to the size of the bank. Inputs are assumed validated; use
-    :func:`knn_accuracy` for the checked entry point.
+    ``y_hat(x) = argmax_c sum_{j in N_k(x)} exp(s_j / t) [y_j = c]`` with ``s_j`` the cosine
+    similarity (Wu et al. 2018).  ``k`` is clipped to the size of the bank. Inputs are
+    assumed validated; use :func:`knn_accuracy` for the checked entry point.
+
+    Example:
+        >>> bank = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+        >>> query = torch.tensor([[0.1, 1.0]])
+        >>> knn_predict(bank, torch.tensor([0, 0, 1]), query, num_classes=2, k=1)
+        tensor([1])
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
@@ -48,8 +57,11 @@ def knn_predict(
     preds = []
     for start in range(0, int(test_features.shape[0]), chunk_size):
         query = F.normalize(test_features[start : start + chunk_size], dim=1)
-        sims, idx = (query @ bank.T).topk(k_eff, dim=1)
-        weights = (sims / t).exp()
+        sims, idx = (query @ bank.T).topk(k_eff, dim=1)  # sorted: column 0 is the row max
+        # exp((s_j - s_max) / t): the same argmax as exp(s_j / t), but no weight overflows
+        # (exp(10) at t = 0.1 is inf in float16, exp(1/t) from t ~ 0.011 in float32)
+        wide = torch.promote_types(sims.dtype, torch.float32)
+        weights = ((sims.to(wide) - sims[:, :1].to(wide)) / t).exp()
         scores = torch.zeros(
             query.shape[0], num_classes, dtype=weights.dtype, device=weights.device
         )
@@ -69,7 +81,17 @@ def knn_accuracy(
     num_classes: int | None = None,
     chunk_size: int = 1024,
 ) -> float:
-    """Top-1 accuracy in ``[0, 1]`` of the weighted kNN classifier (module docstring).
+    """Top-1 accuracy in ``[0, 1]`` of the weighted kNN classifier of InstDisc
+    (Wu et al. 2018): ``y_hat(x) = argmax_c sum_{j in N_k(x)} exp(s_j / t) [y_j = c]``,
+    ``s_j`` the cosine similarity of ``x`` to bank entry ``j``.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> centres = torch.eye(3) * 4
+        >>> y = torch.arange(3).repeat(20)
+        >>> x = centres[y] + torch.randn(60, 3, generator=g)
+        >>> knn_accuracy(x[:45], y[:45], x[45:], y[45:], k=5)
+        1.0
 
     Args:
         train_features, train_labels: the bank ``[N, d]``, ``[N]``.

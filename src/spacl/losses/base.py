@@ -38,7 +38,9 @@ class PairwiseContrastiveLoss(nn.Module):
     explicit negative mask) and may set :meth:`kernel_options` (hardness tilt,
     debiasing).  Anchors that have no positive (or, for decoupled losses, no negative)
     are left out of the reduction; if *no* anchor is usable a ``ValueError`` says why
-    (never NaN, never a silent zero).
+    (never NaN, never a silent zero).  With ``reduction="none"`` the result has one value
+    per anchor, in anchor order, and 0 at an anchor left out (as torch's ``ignore_index``):
+    its sum over the usable anchors, divided by their number, is the ``"mean"``.
 
     ``needs_negative_pair`` (class attribute, default ``True``): whether the loss is
     undefined on a batch without any negative pair (a single class).  Losses whose
@@ -120,6 +122,10 @@ class PairwiseContrastiveLoss(nn.Module):
             raise ValueError(f"{name} is unsupervised and takes no labels")
         if batch.labels is None and self.requires_labels:
             raise ValueError(f"{name} needs labels: call loss(features, labels)")
+        if batch.num_instances == 0:
+            raise ValueError(
+                f"{name}: features is an empty batch, of shape {tuple(batch.views.shape)}"
+            )
         if batch.num_instances < 2 and self.needs_negative_pair:
             raise ValueError(
                 f"{name}: a batch needs at least 2 instances to have a negative, got "
@@ -195,7 +201,14 @@ class PairwiseContrastiveLoss(nn.Module):
         per_anchor = den - pos_mean
         if valid is not None:
             per_anchor = per_anchor[valid]
-        return reduce_anchors(per_anchor, self.reduction)
+        return self._reduce_kept(per_anchor, valid)
+
+    def _reduce_kept(self, per_kept: Tensor, kept: Tensor | None) -> Tensor:
+        """Reduce the losses of the ``kept`` anchors (``None``: all); with ``"none"``, one
+        value per anchor, 0 at an anchor left out (as ``ignore_index`` in torch's losses)."""
+        if kept is not None and self.reduction == "none":
+            return per_kept.new_zeros(kept.shape).masked_scatter(kept, per_kept)
+        return reduce_anchors(per_kept, self.reduction)
 
     def _usable_anchors(
         self,
@@ -247,6 +260,7 @@ class PairwiseContrastiveLoss(nn.Module):
         positive_logits: Tensor | None = None,
     ) -> Tensor:
         num_anchors, num_cand = logits.shape
+        kept: Tensor | None = None
         if isinstance(positives, GroupPositives) or positives.dtype == torch.bool:
             if isinstance(positives, GroupPositives):
                 pos_count = positives.counts(self_index)
@@ -260,6 +274,7 @@ class PairwiseContrastiveLoss(nn.Module):
                     positives = positives[valid]
                 logits, self_index = logits[valid], self_index[valid]
                 negatives = None if negatives is None else negatives[valid]
+                kept = valid
         elif negatives is not None:
             has_neg = negatives.any(1)
             if not bool(has_neg.all()):
@@ -270,6 +285,7 @@ class PairwiseContrastiveLoss(nn.Module):
                 keep = has_neg
                 logits, positives, self_index = logits[keep], positives[keep], self_index[keep]
                 negatives = negatives[keep]
+                kept = keep
         per_anchor = contrastive_kernel(
             logits,
             positives,
@@ -282,7 +298,7 @@ class PairwiseContrastiveLoss(nn.Module):
             logit_bound=None if self.normalize == "none" else 1.0 / self.temperature,
             **self.kernel_options(),
         )
-        return reduce_anchors(per_anchor, self.reduction)
+        return self._reduce_kept(per_anchor, kept)
 
     def extra_repr(self) -> str:
         return (

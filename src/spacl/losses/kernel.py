@@ -216,7 +216,7 @@ def contrastive_kernel(
         logits: ``[A, K]`` anchor-candidate similarities divided by the temperature.
         positives: bool mask ``[A, K]``, long index ``[A, P]`` or :class:`GroupPositives`
             of each anchor's positives.  Every anchor must have at least one (callers
-            drop the others).
+            drop the others; a ``ValueError`` otherwise).
         negative_mask: ``[A, K]`` bool; ``None`` = every candidate that is neither a
             positive nor ``self_index``.
         self_index: ``[A]`` candidate index of each anchor itself (excluded from both
@@ -257,6 +257,17 @@ def contrastive_kernel(
             return _group_mean_loss(logits, positives, self_index, inplace, logit_bound)
         positives = positives.mask(self_index)
     as_index = positives.dtype != torch.bool
+    if as_index and positives.shape[1] == 0:
+        found = f"an index of shape {tuple(positives.shape)}"
+    elif not as_index and not bool(positives.any(1).all()):
+        found = f"a mask with {int((~positives.any(1)).sum())} of {positives.shape[0]} rows empty"
+    else:
+        found = ""
+    if found:
+        raise ValueError(
+            "positives: every anchor needs at least one positive (the loss of an anchor "
+            f"without one is undefined; drop those rows first), got {found}"
+        )
 
     if simple:
         # P u Q = every candidate but the anchor itself: one logsumexp, no mask

@@ -22,7 +22,7 @@ def check_normalize_mode(mode: str) -> NormalizeMode:
 def normalize(z: Tensor, mode: NormalizeMode | str = "sphere", dim: int = -1) -> Tensor:
     """Project embeddings onto the unit sphere, into the unit ball, or leave them.
 
-    - ``"sphere"``: ``z / ||z||`` (L2; a zero vector stays zero),
+    - ``"sphere"``: ``z / ||z||`` (L2; a zero vector stays zero, with a zero gradient),
     - ``"ball"``:   ``z / max(1, ||z||)`` (only vectors outside the ball are shrunk),
     - ``"none"``:   ``z`` unchanged.
 
@@ -37,5 +37,7 @@ def normalize(z: Tensor, mode: NormalizeMode | str = "sphere", dim: int = -1) ->
         return z
     norm = torch.linalg.vector_norm(z, dim=dim, keepdim=True)
     if mode == "sphere":
-        return z / norm.clamp_min(torch.finfo(z.dtype).tiny)
+        # exact z / ||z|| for every nonzero row; a zero row maps to zero with a zero
+        # gradient (its direction is undefined: 1 / clamp would send ~1e38 back through it)
+        return z / norm.clamp_min(torch.finfo(z.dtype).tiny) * (norm > 0)
     return z / norm.clamp_min(1.0)

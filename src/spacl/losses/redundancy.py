@@ -144,7 +144,8 @@ class BarlowTwinsLoss(nn.Module):
                     f"z0 and z1 must have the same shape, got {tuple(features.shape)} "
                     f"and {tuple(other.shape)}"
                 )
-            views = [features, other]
+            wide = torch.promote_types(features.dtype, other.dtype)  # as parse_views does
+            views = [features.to(wide), other.to(wide)]
         else:
             stacked = parse_views(features, other).views
             views = [stacked[:, i] for i in range(int(stacked.shape[1]))]

@@ -14,7 +14,13 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_positive
 from spacl.losses.kernel import masked_logsumexp
-from spacl.losses.kg.terms import WEIGHTINGS, check_link_inputs, known_pairs, reduce_pairs
+from spacl.losses.kg.terms import (
+    WEIGHTINGS,
+    check_link_inputs,
+    check_link_loss,
+    known_pairs,
+    reduce_pairs,
+)
 
 
 class LinkInfoNCELoss(nn.Module):
@@ -70,7 +76,7 @@ class LinkInfoNCELoss(nn.Module):
     ) -> Tensor:
         """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
         entries, if the caller has them (saves a ``[B, E]`` scan; ignored when sampling)."""
-        check_link_inputs(query, entities, positives)
+        query, entities = check_link_inputs(query, entities, positives)
         if self.num_negatives is not None:
             sampled = torch.randint(
                 0, entities.shape[0], (self.num_negatives,), generator=self.rng
@@ -83,7 +89,8 @@ class LinkInfoNCELoss(nn.Module):
         neg = masked_logsumexp(logits, ~positives)  # [B]
         pos = logits[row, col]
         per_pair = torch.logaddexp(neg[row], pos) - pos  # -log(e^l / (e^l + e^neg))
-        return reduce_pairs(per_pair, row, query.shape[0], self.weighting)
+        loss = reduce_pairs(per_pair, row, query.shape[0], self.weighting)
+        return check_link_loss(loss, query, entities, "LinkInfoNCELoss")
 
     def extra_repr(self) -> str:
         return (

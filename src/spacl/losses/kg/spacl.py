@@ -21,6 +21,7 @@ from spacl.losses.kg.terms import (
     WEIGHTINGS,
     KeptLogSumExp,
     check_link_inputs,
+    check_link_loss,
     known_pairs,
     reduce_pairs,
 )
@@ -345,7 +346,7 @@ class LinkSPACLLoss(LazyGameModule):
     ) -> Tensor:
         """The loss; ``known``: the ``(row, col)`` pairs of ``positives``' ``True``
         entries, if the caller has them (saves a ``[B, E]`` scan)."""
-        check_link_inputs(query, entities, positives)
+        query, entities = check_link_inputs(query, entities, positives)
         b = positives.shape[0]
         known_row, known_col, n_positives = known_pairs(positives, known)  # a few per query
         known = (known_row, known_col)
@@ -389,7 +390,7 @@ class LinkSPACLLoss(LazyGameModule):
             d_loss=d_loss,
             g_loss=g_loss,
         )
-        return loss
+        return check_link_loss(loss, query, entities, type(self).__name__)
 
     def extra_repr(self) -> str:
         return (

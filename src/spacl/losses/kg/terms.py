@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from spacl._validation import check_finite, check_tensor
+
 #: how the per-pair losses are averaged: over queries, or over training triples
 WEIGHTINGS = ("query", "triple")
 
@@ -66,17 +68,41 @@ class KeptLogSumExp(torch.autograd.Function):
         return e.mul_(scale.unsqueeze(1)), None, None, None  # e is not needed again
 
 
-def check_link_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> None:
+def check_link_inputs(
+    query: Tensor, entities: Tensor, positives: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``(query, entities)`` checked (floating, ``[B, d]`` and ``[E, d]``, neither empty,
+    ``positives`` a ``[B, E]`` bool mask) and brought to their common dtype, as the
+    pairwise losses promote theirs.  Their values are checked by
+    :func:`check_link_loss` only when the loss is not finite (one scalar read, not a
+    pass over ``[E, d]``, per step)."""
+    check_tensor(query, "query", finite=False)
+    check_tensor(entities, "entities", finite=False)
     if query.ndim != 2 or entities.ndim != 2 or query.shape[1] != entities.shape[1]:
         raise ValueError(
             f"query must be [B, d] and entities [E, d], got {tuple(query.shape)} and "
             f"{tuple(entities.shape)}"
         )
+    for name, x in (("query", query), ("entities", entities)):
+        if x.shape[0] == 0:
+            raise ValueError(f"{name} is empty, of shape {tuple(x.shape)}")
     if positives.dtype != torch.bool or positives.shape != (query.shape[0], entities.shape[0]):
         raise ValueError(
             f"positives must be a bool [B, E] = [{query.shape[0]}, {entities.shape[0]}] mask, "
             f"got {positives.dtype} {tuple(positives.shape)}"
         )
+    wide = torch.promote_types(query.dtype, entities.dtype)
+    return query.to(wide), entities.to(wide)
+
+
+def check_link_loss(loss: Tensor, query: Tensor, entities: Tensor, name: str) -> Tensor:
+    """``loss`` if finite; else a ``ValueError`` naming the non-finite input, or saying
+    that finite inputs overflowed (one scalar host wait per call)."""
+    if not bool(torch.isfinite(loss)):
+        check_finite(query, "query")
+        check_finite(entities, "entities")
+        raise ValueError(f"{name} is {float(loss)} on finite inputs (overflow?)")
+    return loss
 
 
 def known_pairs(

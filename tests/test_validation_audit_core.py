@@ -1,0 +1,166 @@
+"""Regression tests from an audit of the public API's edge cases (session of 2026-12-05):
+the kNN weights that overflowed, the gradient through a zero embedding, ``reduction="none"``
+that dropped anchors, empty batches, the kernel on an anchor with no positive, and the
+link and Barlow losses on mixed dtypes or non-finite inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from spacl.evaluate import knn_accuracy
+from spacl.losses import (
+    BarlowTwinsLoss,
+    DebiasedContrastiveLoss,
+    DecoupledContrastiveLoss,
+    HardNegativeLoss,
+    NTXentLoss,
+    SupConLoss,
+    contrastive_kernel,
+    normalize,
+)
+from spacl.losses.kg import LinkInfoNCELoss
+
+
+def knn_reference(
+    bank: torch.Tensor, y: torch.Tensor, query: torch.Tensor, k: int, t: float
+) -> int:
+    """The weighted vote of one query, literally ``sum exp(s_j / t)`` in Python floats (no
+    overflow at these ``t``)."""
+    b = torch.nn.functional.normalize(bank.double(), dim=1)
+    q = torch.nn.functional.normalize(query.double(), dim=0)
+    sims, idx = (b @ q).topk(min(k, b.shape[0]))
+    scores: dict[int, float] = {}
+    for s, j in zip(sims.tolist(), idx.tolist(), strict=True):
+        scores[int(y[j])] = scores.get(int(y[j]), 0.0) + math.exp(s / t)
+    return max(sorted(scores), key=lambda c: scores[c])
+
+
+def test_knn_weights_do_not_overflow_at_a_small_temperature_or_in_half_precision() -> None:
+    """``exp(s / t)`` overflowed to inf for two classes at once, and argmax then took the
+    lowest index: wrong at t = 0.01 in float32 and at the defaults in float16."""
+    bank = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.8, 0.3]])
+    labels, query = torch.tensor([1, 0, 0]), torch.tensor([[1.0, 0.0]])
+    assert knn_reference(bank, labels, query[0], 3, 0.01) == 1
+    for dtype in (torch.float32, torch.float64):
+        acc = knn_accuracy(bank.to(dtype), labels, query.to(dtype), torch.tensor([1]), k=3, t=0.01)
+        assert acc == 1.0
+    bank = torch.tensor([[1.0, 0.0]] * 4 + [[1.0, 0.01]] * 10)
+    labels = torch.tensor([0] * 4 + [1] * 10)
+    assert knn_reference(bank, labels, query[0], 200, 0.1) == 1
+    for dtype in (torch.float16, torch.float32, torch.float64):
+        assert knn_accuracy(bank.to(dtype), labels, query.to(dtype), torch.tensor([1])) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_zero_embedding_gets_a_zero_gradient_and_the_others_are_unchanged(
+    dtype: torch.dtype,
+) -> None:
+    """1 / clamp(||z||, tiny) sent ~1e38 (float32) or ~1e306 (float64) back through a zero
+    row, so the batch's gradient norm was inf and gradient clipping zeroed every row."""
+    torch.manual_seed(0)
+    z0, z1 = torch.randn(8, 16, dtype=dtype), torch.randn(8, 16, dtype=dtype)
+    z0[3] = 0.0
+    z0.requires_grad_()
+    NTXentLoss()(z0, z1).backward()
+    assert z0.grad is not None and bool(torch.isfinite(z0.grad).all())
+    assert float(z0.grad[3].abs().max()) == 0.0
+    # every other row's gradient is the one through an exact z / ||z||
+    ref = z0.detach().clone().requires_grad_()
+    unit = torch.cat((ref[:3] / ref[:3].norm(dim=1, keepdim=True), ref[3:4].detach() * 0.0,
+                      ref[4:] / ref[4:].norm(dim=1, keepdim=True)))  # fmt: skip
+    NTXentLoss(normalize="none")(unit, normalize(z1)).backward()
+    assert ref.grad is not None
+    tol = 1e-6 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(z0.grad, ref.grad, rtol=tol, atol=tol)
+    assert normalize(torch.zeros(2, 3, dtype=dtype)).abs().max() == 0.0
+
+
+LOSSES_THAT_DROP_ANCHORS = [SupConLoss, HardNegativeLoss, DebiasedContrastiveLoss]
+
+
+@pytest.mark.parametrize("loss_cls", LOSSES_THAT_DROP_ANCHORS)
+def test_reduction_none_gives_one_value_per_anchor_and_zero_where_one_is_left_out(
+    loss_cls: type,
+) -> None:
+    """``reduction="none"`` returned only the usable anchors (2 rows for 6 anchors), with
+    nothing saying which; now one row per anchor, 0 where left out, summing to the mean."""
+    torch.manual_seed(1)
+    labels = torch.tensor([0, 0, 1, 2, 3, 4])  # one view: only the class-0 rows have a positive
+    feats = torch.randn(6, 1, 8, dtype=torch.float64)
+    per_anchor = loss_cls(reduction="none")(feats, labels)
+    assert per_anchor.shape == (6,)
+    assert bool((per_anchor[:2] > 0).all()) and per_anchor[2:].abs().max() == 0.0
+    mean = loss_cls()(feats, labels)
+    torch.testing.assert_close(per_anchor.sum() / 2, mean, rtol=1e-12, atol=1e-12)
+    total = loss_cls(reduction="sum")(feats, labels)
+    torch.testing.assert_close(per_anchor.sum(), total, rtol=1e-12, atol=1e-12)
+    # two views: every anchor has its other view, so none is left out and none is zero
+    two = loss_cls(reduction="none")(torch.randn(6, 2, 8, dtype=torch.float64), labels)
+    assert two.shape == (12,) and bool((two > 0).all())
+
+
+def test_reduction_none_keeps_the_dropped_anchors_gradient_at_zero() -> None:
+    feats = torch.randn(6, 1, 8, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([0, 0, 1, 2, 3, 4])
+    SupConLoss(reduction="none")(feats, labels).sum().backward()
+    assert feats.grad is not None and bool(torch.isfinite(feats.grad).all())
+    # the singleton rows are still negatives of the class-0 anchors: they get a gradient
+    assert float(feats.grad[2:].abs().sum()) > 0.0
+
+
+@pytest.mark.parametrize(
+    "loss_cls", [SupConLoss, NTXentLoss, HardNegativeLoss, DecoupledContrastiveLoss]
+)
+def test_an_empty_batch_is_a_value_error_naming_the_features(loss_cls: type) -> None:
+    """SupCon returned NaN on an empty batch, or a raw aminmax() RuntimeError with labels."""
+    with pytest.raises(ValueError, match=r"features is an empty batch.*\(0, 2, 8\)"):
+        loss_cls()(torch.randn(0, 2, 8))
+    if loss_cls in (SupConLoss, HardNegativeLoss):
+        with pytest.raises(ValueError, match="features is an empty batch"):
+            loss_cls()(torch.randn(0, 2, 8), torch.zeros(0, dtype=torch.long))
+
+
+def test_the_kernel_refuses_an_anchor_with_no_positive() -> None:
+    """The exported kernel returned NaN for such a row (its docstring asked callers to
+    drop them; nothing enforced it)."""
+    logits = torch.randn(3, 3)
+    mask = torch.eye(3, dtype=torch.bool)
+    mask[1] = False
+    with pytest.raises(ValueError, match=r"positives.*1 of 3 rows empty"):
+        contrastive_kernel(logits, mask)
+    with pytest.raises(ValueError, match=r"positives.*index of shape \(3, 0\)"):
+        contrastive_kernel(logits, torch.zeros(3, 0, dtype=torch.long))
+    assert bool(torch.isfinite(contrastive_kernel(logits, torch.eye(3, dtype=torch.bool))).all())
+
+
+def test_the_link_loss_refuses_empty_and_non_finite_inputs_and_promotes_dtypes() -> None:
+    loss = LinkInfoNCELoss()
+    mask = torch.eye(2, 10, dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"query is empty, of shape \(0, 8\)"):
+        loss(torch.randn(0, 8), torch.randn(10, 8), torch.zeros(0, 10, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"entities is empty"):
+        loss(torch.randn(2, 8), torch.randn(0, 8), torch.zeros(2, 0, dtype=torch.bool))
+    bad = torch.randn(10, 8)
+    bad[4, 2] = float("nan")
+    with pytest.raises(ValueError, match="entities contains 1 non-finite"):
+        loss(torch.randn(2, 8), bad, mask)
+    with pytest.raises(TypeError, match="query must be a floating-point tensor"):
+        loss(torch.ones(2, 8, dtype=torch.long), torch.randn(10, 8), mask)
+    torch.manual_seed(2)
+    q, e = torch.randn(2, 8, dtype=torch.float64), torch.randn(10, 8, dtype=torch.float64)
+    mixed = loss(q, e.float(), mask)
+    assert mixed.dtype == torch.float64
+    torch.testing.assert_close(mixed, loss(q, e.float().double(), mask), rtol=0, atol=0)
+
+
+def test_barlow_twins_promotes_two_views_of_different_dtypes() -> None:
+    """Mixed float32/float64 views raised a raw matmul dtype error; the pairwise losses
+    promote, and so does Barlow Twins now."""
+    torch.manual_seed(3)
+    z0, z1 = torch.randn(8, 4, dtype=torch.float64), torch.randn(8, 4)
+    mixed = BarlowTwinsLoss()(z0, z1)
+    assert mixed.dtype == torch.float64
+    torch.testing.assert_close(mixed, BarlowTwinsLoss()(z0, z1.double()), rtol=0, atol=0)
