@@ -164,3 +164,20 @@ def test_barlow_twins_promotes_two_views_of_different_dtypes() -> None:
     mixed = BarlowTwinsLoss()(z0, z1)
     assert mixed.dtype == torch.float64
     torch.testing.assert_close(mixed, BarlowTwinsLoss()(z0, z1.double()), rtol=0, atol=0)
+
+
+def test_knn_predict_checks_its_inputs_as_knn_accuracy_does() -> None:
+    """Called directly it gave raw torch errors (width, label length) and a raw scatter
+    error for a label at or above ``num_classes``; mixed dtypes are promoted."""
+    from spacl.evaluate import knn_predict
+
+    bank, labels = torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 2])
+    with pytest.raises(ValueError, match="same width, got 3 and 4"):
+        knn_predict(bank, labels, torch.randn(2, 4), num_classes=3)
+    with pytest.raises(ValueError, match="train_labels has length 4"):
+        knn_predict(bank, labels[:4], torch.randn(2, 3), num_classes=3)
+    with pytest.raises(ValueError, match="num_classes must exceed every train label, got 2"):
+        knn_predict(bank, labels, torch.randn(2, 3), num_classes=2)
+    query = torch.randn(4, 3, dtype=torch.float64)
+    mixed = knn_predict(bank, labels, query, num_classes=3, k=3)
+    assert torch.equal(mixed, knn_predict(bank.double(), labels, query, num_classes=3, k=3))

@@ -1,13 +1,15 @@
 """Boundary checks shared by every public function: clear errors, never silent NaN.
 
-The value checks (:func:`check_choice`, :func:`check_positive`, :func:`check_in_range`)
-need no torch, so the CLI's config validation (``spacl recipes``, ``spacl --help``) starts
-without it; the tensor checks import torch where they run.
+The value checks (:func:`check_choice`, :func:`check_flag`, :func:`check_real`,
+:func:`check_int`, :func:`check_positive`, :func:`check_in_range`) need no torch, so the
+CLI's config validation (``spacl recipes``, ``spacl --help``) starts without it; the
+tensor checks import torch where they run.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -102,7 +104,12 @@ def check_all_finite(named: dict[str, Tensor | None]) -> None:
 
 
 def check_labels(labels: Any, n: int, name: str = "labels") -> Tensor:
-    """Return ``labels`` as an integer tensor of length ``n`` or raise naming the mismatch."""
+    """Return ``labels`` as an int64 tensor of length ``n`` or raise naming the mismatch.
+
+    Any integer dtype is accepted and cast to ``int64`` (``uint8``, ``int32``, ...: the
+    losses index and group with the labels, which needs ``int64``); an ``int64`` tensor
+    is returned as it is.  Floating, complex and bool tensors are a ``TypeError``.
+    """
     import torch
 
     if not isinstance(labels, torch.Tensor):
@@ -113,13 +120,64 @@ def check_labels(labels: Any, n: int, name: str = "labels") -> Tensor:
         raise TypeError(f"{name} must be an integer tensor, got dtype {labels.dtype}")
     if labels.shape[0] != n:
         raise ValueError(f"{name} has length {labels.shape[0]} but the batch has {n} instances")
-    return labels
+    return labels if labels.dtype == torch.int64 else labels.to(torch.int64)
+
+
+def _is_numpy_bool(value: Any) -> bool:
+    """Whether ``value`` is a numpy boolean scalar (checked without importing numpy)."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """Return ``value`` as a ``bool`` if it is one (a numpy bool too), else ``TypeError``.
+
+    A switch takes ``True`` or ``False`` only: ``bool("no")`` is ``True``, so a string
+    (or ``0`` / ``1``, or a tensor) would silently flip a configuration.
+    ``check_flag("no", "detach_weights")`` raises
+    ``TypeError("detach_weights must be a bool (True or False), got str 'no'")``.
+    """
+    if isinstance(value, bool) or _is_numpy_bool(value):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} {value!r}")
+
+
+def _check_number_type(value: Any, name: str) -> None:
+    """``TypeError`` unless ``value`` is a real number: not a bool, a string or a tensor."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or _is_numpy_bool(value):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+
+
+def check_real(value: Any, name: str, *, finite: bool = True) -> float:
+    """Return ``value`` as a ``float`` if it is a real number (finite unless ``finite=False``).
+
+    Python and numpy ints and floats are numbers; a bool, a string (``"0.5"``) or a
+    tensor (``torch.tensor(0.5)``) is a ``TypeError`` naming ``name`` and the value; NaN
+    or an infinity a ``ValueError``.
+    """
+    _check_number_type(value, name)
+    if finite and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_int(value: Any, name: str, *, low: int | None = None) -> int:
+    """Return ``value`` as an ``int`` if it is an integer ``>= low`` (``None``: no bound).
+
+    Python and numpy integers are accepted; a bool (``True`` is not a count), a float or
+    a string is a ``TypeError``, an integer below ``low`` a ``ValueError``, both naming
+    ``name`` and the value.
+    """
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
 
 
 def check_positive(value: float, name: str) -> float:
-    """Require a finite number ``> 0``."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    """Require a finite number ``> 0`` (a bool, string or tensor is a ``TypeError``)."""
+    _check_number_type(value, name)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return float(value)
@@ -135,8 +193,7 @@ def check_in_range(
     high_inclusive: bool = True,
 ) -> float:
     """Require ``low <= value <= high`` (bounds inclusive or not), else ``ValueError``."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    _check_number_type(value, name)
     ok_low = value >= low if low_inclusive else value > low
     ok_high = value <= high if high_inclusive else value < high
     if not (math.isfinite(value) and ok_low and ok_high):

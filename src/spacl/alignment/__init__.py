@@ -1,7 +1,8 @@
 """Representation alignment: CKA, RSA and the CL-vs-NSCL bound (SPEC §3).
 
 Inputs are torch tensors or numpy arrays ``[N, d]`` (rows are samples, the same samples in
-both representations); outputs are Python floats or dicts of floats.
+both representations); outputs are Python floats or dicts of floats.  Everything is
+accumulated in float64, so the two representations may have different float dtypes.
 
 * :func:`linear_cka`, :func:`debiased_cka`, :func:`minibatch_cka` - feature-space forms,
   O(N d^2) time, O(d^2) memory, float64 accumulation on centred features.

@@ -52,6 +52,11 @@ def alignment_bound(
 ) -> dict[str, float]:
     """Evaluate Theorem 1 and, given the normalisers, the CKA / RSA lower bounds.
 
+    ``||Sigma_T^CL - Sigma_T^NSCL||_F <= exp(S / (2 tau^2 B)) S / (tau sqrt(B)) Delta``,
+    ``S = sum_t eta_t``, ``Delta = 2 e^{2/tau} (pi_max + eps) / (1 - pi_max - eps)``,
+    ``eps = sqrt(log(T B / delta) / (2B))`` (Theorem 1 of OpenReview JkitQScjuL; module
+    docstring).
+
     Args:
         tau: temperature ``> 0``.
         batch_size: ``B >= 1``.
@@ -67,6 +72,13 @@ def alignment_bound(
     Returns:
         ``{"epsilon", "Delta", "total_step", "drift_bound", "vacuous"}`` (``vacuous`` is 1.0
         when ``pi_max + epsilon >= 1``) plus the optional entries above.
+
+    Example:
+        >>> out = alignment_bound(1.0, 4096, 0.01, pi_max=0.1, steps=10, kernel_norm=100.0)
+        >>> out["vacuous"], round(out["total_step"], 4), round(out["drift_bound"], 4)
+        (0.0, 0.1, 0.0038)
+        >>> round(out["cka_lower_bound"], 4)
+        0.9999
     """
     tau = check_positive(tau, "tau")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -103,12 +115,28 @@ def alignment_bound(
 
 
 def cka_lower_bound(rho: float) -> float:
-    """Corollary 1: ``(1 - rho) / (1 + rho)`` (``-1`` in the limit ``rho = inf``)."""
+    """Corollary 1: ``CKA_T >= (1 - rho) / (1 + rho)`` (``-1`` in the limit ``rho = inf``).
+
+    ``rho`` bounds ``||K^CL - K^NSCL||_F / ||K^CL||_F`` (OpenReview JkitQScjuL; e.g. from
+    :func:`kernel_drift` or :func:`alignment_bound`); ``rho`` must be a number ``>= 0``.
+
+    Example:
+        >>> cka_lower_bound(0.0), round(cka_lower_bound(1 / 3), 4), cka_lower_bound(float("inf"))
+        (1.0, 0.5, -1.0)
+    """
     return _ratio_bound(rho, "rho")
 
 
 def rsa_lower_bound(r: float) -> float:
-    """Corollary 2: ``(1 - r) / (1 + r)`` (``-1`` in the limit ``r = inf``)."""
+    """Corollary 2: ``RSA_T >= (1 - r) / (1 + r)`` (``-1`` in the limit ``r = inf``).
+
+    ``r = ||b - a||_2 / (sqrt(M) sigma_a)`` for the two RDMs (OpenReview JkitQScjuL; e.g.
+    from :func:`rdm_drift`); ``r`` must be a number ``>= 0``.
+
+    Example:
+        >>> rsa_lower_bound(0.0), round(rsa_lower_bound(1 / 3), 4)
+        (1.0, 0.5)
+    """
     return _ratio_bound(r, "r")
 
 
@@ -117,7 +145,17 @@ def kernel_drift(Z_a: Any, Z_b: Any) -> float:
 
     ``||K_a - K_b||_F^2 = ||A^T A||^2 + ||B^T B||^2 - 2 ||A^T B||^2`` on centred features
     ``A, B`` (float64); no ``N x N`` matrix.  Corollary 1 then says
-    ``linear_cka(Z_a, Z_b) >= cka_lower_bound(rho)``.
+    ``linear_cka(Z_a, Z_b) >= cka_lower_bound(rho)``.  ``Z_a`` and ``Z_b`` need the same
+    number of rows; their widths and float dtypes may differ (float64 throughout).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> Z_a = torch.randn(50, 8)
+        >>> Z_b = Z_a + 0.3 * torch.randn(50, 8)
+        >>> kernel_drift(Z_a, Z_a)
+        0.0
+        >>> linear_cka(Z_a, Z_b) >= cka_lower_bound(kernel_drift(Z_a, Z_b))  # Corollary 1
+        True
     """
     a = as_matrix(Z_a, "Z_a", min_rows=2)
     b = as_matrix(Z_b, "Z_b", min_rows=2)
@@ -134,7 +172,16 @@ def rdm_drift(Z_a: Any, Z_b: Any, rdm: RdmKind = "cosine") -> float:
     """Measured ``r = ||b - a||_2 / (sqrt(M) sigma_a)`` for the RDMs ``a`` of Z_a and ``b`` of Z_b.
 
     Computed in row blocks (O(N^2 d) time, O(N * block) memory).  Corollary 2 then says
-    ``rsa(Z_a, Z_b) >= rsa_lower_bound(r)``.
+    ``rsa(Z_a, Z_b) >= rsa_lower_bound(r)`` (Pearson RSA on the same ``rdm``).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> Z_a = torch.randn(30, 8)
+        >>> Z_b = Z_a + 0.3 * torch.randn(30, 8)
+        >>> rdm_drift(Z_a, Z_a)
+        0.0
+        >>> rsa(Z_a, Z_b) >= rsa_lower_bound(rdm_drift(Z_a, Z_b))  # Corollary 2
+        True
     """
     kind = check_rdm_kind(rdm)
     a = as_matrix(Z_a, "Z_a", min_rows=3)

@@ -1,7 +1,10 @@
 """Centred kernel alignment (Kornblith et al. 2019) computed exactly and in feature space.
 
 All functions take ``X [N, dx]`` and ``Y [N, dy]`` (torch tensors or numpy arrays, rows are
-the same N samples) and return a Python float.
+the same N samples; ``dx`` and ``dy`` may differ, and so may the floating dtypes: every
+product is computed in float64, so a float32 ``X`` with a float64 ``Y`` gives the float64
+answer) and return a Python float.  A different number of rows is a ``ValueError`` naming
+``X`` and ``Y``.
 
 Numerics (the reasons the peer packages disagree, see PEERS.md):
 
@@ -61,6 +64,15 @@ def linear_cka(X: Any, Y: Any) -> float:
     ``K = X X^T``, ``L = Y Y^T`` (biased HSIC), at cost O(N (dx^2 + dy^2 + dx dy)) and O(d^2)
     memory.  Invariant to orthogonal transforms and isotropic scaling of either side.
     Requires ``N >= 2``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))  # an orthogonal matrix
+        >>> round(linear_cka(X, 3.0 * X @ Q), 4)
+        1.0
+        >>> linear_cka(X, torch.randn(50, 8)) < 0.5  # independent representations
+        True
     """
     xt, yt = _pair(X, Y, 2, check_finite=False)  # from_batch checks the column sums
     terms = hsic_terms(PairMoments.from_batch(xt, yt, higher=False))
@@ -74,6 +86,15 @@ def debiased_cka(X: Any, Y: Any) -> float:
     2021), computed in feature space from ``X~^T X~``, ``Y~^T Y~``, ``X~^T Y~`` and the row
     norms (see :func:`spacl.alignment._moments.hsic_terms`), so O(N d^2) like
     :func:`linear_cka`.  Can be negative.  Requires ``N >= 4``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))
+        >>> round(debiased_cka(X, 3.0 * X @ Q), 4)
+        1.0
+        >>> abs(debiased_cka(X, torch.randn(50, 8))) < 0.2  # about 0 when independent
+        True
     """
     xt, yt = _pair(X, Y, 4, check_finite=False)  # from_batch checks the column sums
     terms = hsic_terms(PairMoments.from_batch(xt, yt))
@@ -85,6 +106,12 @@ def unbiased_hsic(X: Any, Y: Any) -> float:
 
     ``[tr(K~L~) + 1^T K~ 1 1^T L~ 1 / ((N-1)(N-2)) - 2/(N-2) 1^T K~ L~ 1] / (N (N-3))`` with
     ``K~ = X X^T`` and ``L~ = Y Y^T`` with zeroed diagonals.  Requires ``N >= 4``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> round(unbiased_hsic(X, 2.0 * X) / unbiased_hsic(X, X), 4)  # linear in each kernel
+        4.0
     """
     xt, yt = _pair(X, Y, 4)
     return hsic_terms(PairMoments.from_batch(xt, yt)).unbiased_xy
@@ -104,6 +131,12 @@ def minibatch_cka(
     ``generator`` is given).  **Decision**: a trailing partial minibatch is kept when it has
     at least 4 rows and dropped otherwise.  All full minibatches are processed together as
     one batched product.  Requires ``4 <= batch_size``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> round(minibatch_cka(X, 3.0 * X, batch_size=10), 4)
+        1.0
     """
     xt, yt = _pair(X, Y, 4)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int):
@@ -148,6 +181,14 @@ def rbf_cka(X: Any, Y: Any, sigma: float = 1.0, *, relative: bool = True) -> flo
     The kernel is not linear, so this is O(N^2 d) time, but it is computed in row blocks:
     ``<HKH, HLH>_F = sum K*L - 2/N sum_i r_i^K r_i^L + (1^T K 1)(1^T L 1)/N^2`` with row sums
     ``r``, so memory is O(N * block) apart from the median's O(N^2) pair distances.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> round(rbf_cka(X, 5.0 * X), 4)  # the relative bandwidth follows the scale
+        1.0
+        >>> rbf_cka(X, torch.randn(50, 8)) < 0.5
+        True
     """
     xt, yt = _pair(X, Y, 2)
     sigma = check_positive(sigma, "sigma")

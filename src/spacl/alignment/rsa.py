@@ -34,6 +34,13 @@ def rdm(features: Any, kind: RdmKind = "cosine") -> Tensor:
     "euclidean" is squared Euclidean divided by the dimension: Pearson RSA on it equals
     ``sqeuclidean`` here, Spearman RSA is the same for all three Euclidean variants.)
     Memory O(N^2); :func:`rsa` with ``method="pearson"`` does not need it.
+    RDMs as in Kriegeskorte, Mur & Bandettini (2008).
+
+    Example:
+        >>> rdm(torch.eye(3))  # pairs (0, 1), (0, 2), (1, 2) of orthogonal rows
+        tensor([1., 1., 1.], dtype=torch.float64)
+        >>> [round(v, 4) for v in rdm(torch.eye(3), "sqeuclidean").tolist()]
+        [2.0, 2.0, 2.0]
     """
     x = prepare_inputs(
         as_matrix(features, "features", min_rows=2), check_rdm_kind(kind), "features"
@@ -53,7 +60,20 @@ def rsa(
     merges of the block means and co-moments.  ``method="spearman"`` is the Pearson
     correlation of the ranks, with average ranks for ties (as ``scipy.stats.spearmanr``);
     it needs the whole condensed RDMs (O(N^2) memory).  A constant RDM gives NaN with a
-    warning.  Zero rows are an error for the cosine RDM.
+    warning.  Zero rows are an error for the cosine RDM.  ``dx`` and ``dy`` may differ;
+    the RDMs are computed in float64, so float32 and float64 inputs may be mixed.
+
+    ``RSA(X, Y) = corr(a, b)``, ``a``, ``b`` the upper triangles of the RDMs of ``X`` and
+    ``Y`` (Kriegeskorte, Mur & Bandettini 2008).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(30, 8)
+        >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))
+        >>> round(rsa(X, 2.0 * X), 4)
+        1.0
+        >>> round(rsa(X, X @ Q, rdm="sqeuclidean", method="spearman"), 4)  # distances kept
+        1.0
     """
     kind = check_rdm_kind(rdm)
     check_choice(method, "method", ("pearson", "spearman"))

@@ -31,6 +31,19 @@ class CKAAccumulator:
     ``merge(other)`` adds another accumulator's samples; ``all_reduce()`` does the same across
     the processes of an initialised ``torch.distributed`` group (all-gather, then merge in
     rank order, so every rank ends with identical statistics).  Memory is O(dx^2 + dy^2).
+    The formulas are those of :func:`~spacl.alignment.linear_cka` (Kornblith et al. 2019)
+    and :func:`~spacl.alignment.debiased_cka` (Song et al. 2012's unbiased HSIC).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> X = torch.randn(50, 8)
+        >>> Y = X + 0.3 * torch.randn(50, 8)
+        >>> acc = CKAAccumulator()
+        >>> for xb, yb in zip(X.split(10), Y.split(10)):
+        ...     acc.update(xb, yb)
+        >>> out = acc.compute()
+        >>> acc.n, abs(out["linear_cka"] - linear_cka(X, Y)) < 1e-12
+        (50, True)
     """
 
     def __init__(self) -> None:

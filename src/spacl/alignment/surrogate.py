@@ -122,7 +122,18 @@ def surrogate_drift(
     """``||Sigma_t^CL - Sigma_t^NSCL||_F`` after each step of shared-batch similarity descent.
 
     ``batches[t]`` are the rows of step ``t``; ``step_sizes`` one ``eta`` or one per step.
-    Compare with :func:`spacl.alignment.alignment_bound` evaluated on the first ``t`` steps.
+    Both runs follow ``Sigma_{t+1} = Sigma_t - eta_t G_t`` (module docstring), DCL for CL and
+    NSCL, from the same ``sigma0`` on the same batches (the setting of Theorem 1, OpenReview
+    JkitQScjuL).  Compare with :func:`spacl.alignment.alignment_bound` evaluated on the
+    first ``t`` steps.
+
+    Example:
+        >>> from spacl.alignment.surrogate import random_pair_batches, two_view_reference
+        >>> sigma0, labels, partner = two_view_reference(instances=16, classes=4)
+        >>> batches = random_pair_batches(16, per_batch=8, steps=3)
+        >>> drift = surrogate_drift(sigma0, labels, partner, batches, 0.1, tau=1.0)
+        >>> len(drift), drift[-1] > drift[0] > 0
+        (3, True)
     """
     _check(sigma0, labels, partner)
     etas = (
@@ -195,7 +206,14 @@ def surrogate_bound_check(
 
     ``batch_rows`` anchors per batch (``batch_rows // 2`` instances, both views) over a
     :func:`two_view_reference` of ``instances`` instances; returns ``{"drift",
-    "drift_bound", "ratio", "vacuous"}`` (``ratio = 0`` when the bound is vacuous).
+    "drift_bound", "ratio", "vacuous"}`` (``ratio = 0`` when the bound is vacuous): the
+    measured ``||Sigma_T^CL - Sigma_T^NSCL||_F`` of :func:`surrogate_drift` against
+    Theorem 1's bound (:func:`~spacl.alignment.alignment_bound`, OpenReview JkitQScjuL).
+
+    Example:
+        >>> out = surrogate_bound_check(1.0, batch_rows=64, step_size=0.1, steps=5, classes=10)
+        >>> out["vacuous"], out["drift"] <= out["drift_bound"]
+        (0.0, True)
     """
     from spacl.alignment.bound import alignment_bound
 

@@ -12,6 +12,9 @@ test_f, test_y, k, t)``
 ``open_intent_metrics(...)``        accuracy, macro-F1, F1-OOD, F1-IND
 ``fit_adb(features, labels, ...)``  ADB (Zhang et al. 2021): learned radii around centroids
 =================================  =========================================================
+
+Train and test features of different float dtypes are promoted to the wider one (never
+narrowed); features of different widths are a ``ValueError`` naming both arguments.
 """
 
 from spacl.evaluate.adb import ADBModel, fit_adb

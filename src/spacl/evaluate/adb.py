@@ -76,7 +76,15 @@ class ADBModel:
 
     ``predict`` assigns the nearest centroid's class (Euclidean distance, as the
     authors' code) when the input lies strictly inside that class's ball
-    (``d < Delta``; the code's ``d >= Delta`` is open), else ``open_label``.
+    (``d < Delta``; the code's ``d >= Delta`` is open), else ``open_label``:
+    ``predict(z) = y_{k*}`` if ``||z - c_{k*}|| < Delta_{k*}``, ``k* = argmin_k ||z - c_k||``
+    (Zhang, Xu & Lin 2021).  Features of another float dtype than the centroids are
+    compared in the wider of the two.
+
+    Example:
+        >>> model = ADBModel(torch.eye(2), torch.tensor([0.5, 0.5]), torch.tensor([3, 7]))
+        >>> model.predict(torch.tensor([[0.9, 0.1], [0.0, 1.2], [5.0, 5.0]]))
+        tensor([ 3,  7, -1])
     """
 
     centroids: Tensor  # [K, d]
@@ -94,18 +102,26 @@ class ADBModel:
         """What :meth:`predict` returns for an open input (``open_label``)."""
         return self.open_label
 
-    def _prepare(self, features: Tensor) -> Tensor:
-        check_tensor(features, "features", ndim=2)
+    def _prepare(self, features: Tensor, name: str = "features") -> Tensor:
+        """``features`` checked (``name`` in the errors), on the centroids' device, in the
+        wider of the two float dtypes, normalised when the model is."""
+        check_tensor(features, name, ndim=2)
         if int(features.shape[1]) != int(self.centroids.shape[1]):
             raise ValueError(
-                f"features must be [N, {int(self.centroids.shape[1])}], got {tuple(features.shape)}"
+                f"{name} must be [N, {int(self.centroids.shape[1])}] (the centroids' width), "
+                f"got shape {tuple(features.shape)}"
             )
-        z = features.to(self.centroids.dtype).to(self.centroids.device)
+        wide = torch.promote_types(features.dtype, self.centroids.dtype)
+        z = features.to(device=self.centroids.device, dtype=wide)
         return F.normalize(z, dim=1) if self.normalize else z
 
     def distances(self, features: Tensor) -> Tensor:
         """``[N, K]`` Euclidean distances to the centroids."""
-        return torch.cdist(self._prepare(features), self.centroids)
+        return self._distances(features, "features")
+
+    def _distances(self, features: Tensor, name: str) -> Tensor:
+        z = self._prepare(features, name)
+        return torch.cdist(z, self.centroids.to(z.dtype))
 
     def open_score(self, features: Tensor) -> Tensor:
         """``[N]`` distance to the nearest centroid minus its radius (``>= 0``: open)."""
@@ -207,6 +223,17 @@ def fit_adb(
 
     Returns:
         An :class:`ADBModel` (centroids: the class means of the (normalised) features).
+
+    The radii minimise ADB's boundary loss ``L_b = 1/N sum_i |d_i - Delta_{y_i}|``,
+    ``d_i = ||z_i - c_{y_i}||`` (Zhang, Xu & Lin 2021; module docstring).
+
+    Example:
+        >>> features = torch.tensor([[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [9.0, 0.0], [9.0, 2.0]])
+        >>> model = fit_adb(features, torch.tensor([0, 0, 0, 1, 1]))  # centroids (0, 1), (9, 1)
+        >>> model.radii  # the median distance of each class to its centroid
+        tensor([1., 1.])
+        >>> model.predict(torch.tensor([[0.0, 1.5], [4.5, 1.0]]))
+        tensor([ 0, -1])
     """
     check_tensor(features, "features", ndim=2)
     labels = check_labels(labels, int(features.shape[0])).to(features.device)
@@ -223,11 +250,6 @@ def fit_adb(
         return ADBModel(centroids, _class_medians(dist, idx, k), classes, open_label, normalize)
     model = ADBModel(centroids, torch.zeros(k, dtype=z.dtype), classes, open_label, normalize)
     if solver == "quantile":
-        if dev is None:
-            raise ValueError(
-                "solver='quantile' fits the radii on known-class dev features: pass "
-                "dev=(features, labels), or use solver='median' / 'gradient'"
-            )
         model.radii = _dev_quantile_radii(model, dev, quantile, min_class_count)
         return model
     score = None if dev is None else _dev_score(model, dev)
@@ -277,15 +299,20 @@ def _dev_score(model: ADBModel, dev: tuple[Tensor, Tensor]) -> Callable[[Tensor]
 
 
 def _dev_quantile_radii(
-    model: ADBModel, dev: tuple[Tensor, Tensor], q: float, min_class_count: int
+    model: ADBModel, dev: tuple[Tensor, Tensor] | None, q: float, min_class_count: int
 ) -> Tensor:
     """Radii of ``solver="quantile"``: per-assigned-class conformal quantiles of the dev
     examples' nearest-centroid distances, raised to the next float (``predict`` is strict)."""
+    if dev is None:
+        raise ValueError(
+            "solver='quantile' fits the radii on known-class dev features: pass "
+            "dev=(features, labels), or use solver='median' / 'gradient'"
+        )
     dev_z, dev_y = dev
     check_tensor(dev_z, "dev features", ndim=2)
     dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels")
     _class_index(dev_y.to(model.classes.device), model.classes)  # known classes only
-    best, assigned = model.distances(dev_z).min(dim=1)
+    best, assigned = model._distances(dev_z, "dev features").min(dim=1)
     radii = conformal_thresholds(best, assigned, model.num_known, q, min_class_count)
     return torch.nextafter(radii, torch.full_like(radii, torch.inf))
 

@@ -16,7 +16,18 @@ FEATURE_KINDS = ("features", "projections")
 
 
 def unwrap_model(model: nn.Module) -> nn.Module:
-    """The module inside ``DistributedDataParallel`` / ``torch.compile`` wrappers."""
+    """The module inside ``DistributedDataParallel`` / ``torch.compile`` wrappers.
+
+    Follows ``.module`` (DDP, DataParallel) and ``._orig_mod`` (``torch.compile``) until a
+    plain module is left.
+
+    Example:
+        >>> net = torch.nn.Linear(4, 2)
+        >>> wrapper = torch.nn.Module()
+        >>> wrapper.module = net  # as DistributedDataParallel holds it
+        >>> unwrap_model(wrapper) is net
+        True
+    """
     inner = model
     while True:
         if hasattr(inner, "module") and isinstance(inner.module, nn.Module):
@@ -64,6 +75,14 @@ def extract_features(
 
     Features come back on the CPU as float32 (float64 if the model is float64), labels as
     ``LongTensor``.  The model's train/eval mode is restored afterwards.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = torch.nn.Linear(4, 2)
+        >>> batches = [(torch.randn(3, 4), torch.tensor([0, 1, 0]))] * 2
+        >>> features, labels = extract_features(model, batches)
+        >>> features.shape, labels.tolist()
+        (torch.Size([6, 2]), [0, 1, 0, 0, 1, 0])
     """
     check_choice(which, "which", list(FEATURE_KINDS))
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:

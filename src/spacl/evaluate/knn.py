@@ -20,7 +20,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from spacl._validation import check_positive
-from spacl.evaluate._inputs import check_chunk_size, check_pair, num_classes_of
+from spacl.evaluate._inputs import (
+    check_chunk_size,
+    check_pair,
+    check_queries,
+    check_split,
+    num_classes_of,
+)
 
 __all__ = ["knn_accuracy", "knn_predict"]
 
@@ -39,8 +45,8 @@ def knn_predict(
     """Predicted labels ``LongTensor[M]`` of ``test_features[M, d]`` (see module docstring).
 
     ``y_hat(x) = argmax_c sum_{j in N_k(x)} exp(s_j / t) [y_j = c]`` with ``s_j`` the cosine
-    similarity (Wu et al. 2018).  ``k`` is clipped to the size of the bank. Inputs are
-    assumed validated; use :func:`knn_accuracy` for the checked entry point.
+    similarity (Wu et al. 2018).  ``k`` is clipped to the size of the bank; the two feature
+    sets are brought to the wider of their dtypes.
 
     Example:
         >>> bank = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
@@ -48,6 +54,29 @@ def knn_predict(
         >>> knn_predict(bank, torch.tensor([0, 0, 1]), query, num_classes=2, k=1)
         tensor([1])
     """
+    train_features, train_labels = check_split(train_features, train_labels, "train")
+    train_features, test_features = check_queries(train_features, test_features)
+    if int(train_labels.max()) >= num_classes:
+        raise ValueError(
+            f"num_classes must exceed every train label, got {num_classes} for labels up to "
+            f"{int(train_labels.max())}"
+        )
+    return _weighted_vote(
+        train_features, train_labels, test_features, num_classes, k, t, chunk_size
+    )
+
+
+@torch.no_grad()
+def _weighted_vote(
+    train_features: Tensor,
+    train_labels: Tensor,
+    test_features: Tensor,
+    num_classes: int,
+    k: int,
+    t: float,
+    chunk_size: int,
+) -> Tensor:
+    """:func:`knn_predict` on validated inputs of one dtype and device."""
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     check_positive(t, "t")
@@ -102,5 +131,5 @@ def knn_accuracy(
     """
     tr_f, tr_y, te_f, te_y = check_pair(train_features, train_labels, test_features, test_labels)
     c = num_classes_of(tr_y, te_y, num_classes)
-    pred = knn_predict(tr_f, tr_y, te_f, num_classes=c, k=k, t=t, chunk_size=chunk_size)
+    pred = _weighted_vote(tr_f, tr_y, te_f, c, k, t, chunk_size)
     return float((pred == te_y).double().mean())

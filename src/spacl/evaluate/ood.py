@@ -73,6 +73,7 @@ interval of the true spread a few seeds allow.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -117,26 +118,51 @@ def _unit(z: Tensor) -> Tensor:
     return z / z.norm(dim=1, keepdim=True).clamp_min(torch.finfo(z.dtype).tiny)
 
 
-def class_centres(z: Tensor, labels: Tensor, num_classes: int) -> Tensor:
+def class_centres(
+    z: Tensor,
+    labels: Tensor,
+    num_classes: int,
+    *,
+    names: tuple[str, str, str] = ("z", "labels", "num_classes"),
+) -> Tensor:
     """``[K, d]`` unit-normalised means of the unit-normalised embeddings of each class.
 
-    Raises ``ValueError`` naming the class if one has no example.
+    Raises ``ValueError`` naming the class if one has no example; ``names`` are the
+    caller's names of ``z``, ``labels`` and ``num_classes`` for the error messages.
     """
-    check_tensor(z, "z", ndim=2)
-    check_labels(labels, z.shape[0])
+    z_name, labels_name, k_name = names
+    check_tensor(z, z_name, ndim=2)
+    check_labels(labels, z.shape[0], labels_name)
+    num_classes = _count(num_classes, k_name)
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= num_classes):
+        raise ValueError(
+            f"{labels_name} must hold labels in [0, {num_classes}) ({k_name}={num_classes}), "
+            f"got values in [{int(labels.min())}, {int(labels.max())}]"
+        )
     counts = torch.bincount(labels, minlength=num_classes)
-    if counts.shape[0] > num_classes:
-        raise ValueError(f"labels hold values >= num_classes ({num_classes})")
     empty = (counts == 0).nonzero()
     if empty.numel():
         raise ValueError(f"class {int(empty[0, 0])} has no example to compute its centre from")
-    sums = torch.zeros(num_classes, z.shape[1], dtype=z.dtype).index_add_(0, labels, _unit(z))
-    return _unit(sums / counts.unsqueeze(1).to(z.dtype))
+    sums = torch.zeros(num_classes, z.shape[1], dtype=z.dtype, device=z.device)
+    sums.index_add_(0, labels.to(z.device), _unit(z))
+    return _unit(sums / counts.unsqueeze(1).to(device=z.device, dtype=z.dtype))
 
 
 @dataclass
 class OpenClassifier:
-    """Nearest class centre with per-class rejection thresholds (module docstring)."""
+    """Nearest class centre with per-class rejection thresholds (module docstring).
+
+    ``predict(z) = k*`` if ``d_{k*}(z) <= thresholds[k*]`` else ``K`` (OOD), with
+    ``d_k(z) = 1 - <z/|z|, c_k>`` and ``k* = argmin_k d_k(z)``: a distance-based open
+    classifier as in ADB (Zhang, Xu & Lin 2021).  Usually built by
+    :func:`fit_open_classifier`.  Queries of another float dtype than the centres are
+    compared in the wider of the two.
+
+    Example:
+        >>> rule = OpenClassifier(torch.eye(2), torch.tensor([0.1, 0.1]))
+        >>> rule.predict(torch.tensor([[2.0, 0.1], [0.0, 3.0], [1.0, 1.0]]))
+        tensor([0, 1, 2])
+    """
 
     centres: Tensor  # [K, d] unit
     thresholds: Tensor  # [K] cosine distances
@@ -150,9 +176,16 @@ class OpenClassifier:
         return self.num_known
 
     def distances(self, z: Tensor) -> Tensor:
-        """``[N, K]`` cosine distances ``1 - <unit(z), c_k>``."""
+        """``[N, K]`` cosine distances ``1 - <unit(z), c_k>`` (in the wider float dtype)."""
         check_tensor(z, "z", ndim=2)
-        return 1.0 - _unit(z) @ self.centres.T
+        d = int(self.centres.shape[1])
+        if int(z.shape[1]) != d:
+            raise ValueError(
+                f"z must have the centres' width {d} (shape [N, {d}]), got shape {tuple(z.shape)}"
+            )
+        wide = torch.promote_types(z.dtype, self.centres.dtype)
+        z = z.to(device=self.centres.device, dtype=wide)
+        return 1.0 - _unit(z) @ self.centres.to(wide).T
 
     def predict(self, z: Tensor) -> Tensor:
         """``LongTensor[N]``: the nearest known class, or ``K`` (OOD) beyond its threshold."""
@@ -189,6 +222,10 @@ def fit_open_classifier(
 ) -> OpenClassifier:
     """Centres from train, thresholds from known-class dev data (module docstring).
 
+    ``method="quantile"``: ``t = s_(j)``, ``j = min(n, ceil(q (n + 1)))`` over the dev
+    examples' nearest-centre cosine distances ``s`` (split conformal prediction: Vovk et
+    al. 2005; Angelopoulos & Bates 2021), the rule of an ADB-style open classifier.
+
     Args:
         train_z, train_y: features ``[N, d]`` and labels ``[N]`` (``0..K-1``) the class
             centres are computed from.
@@ -204,26 +241,28 @@ def fit_open_classifier(
         min_class_count: fewest dev examples assigned to a class for it to get its own
             quantile (``scope="class"``; the others share a pooled one).
 
+    ``train_z`` and ``dev_z`` must have the same width; of different float dtypes, both
+    are promoted to the wider one (and the centres and thresholds come in it).
+
     Raises:
         ValueError: an unknown ``method`` / ``scope``, ``quantile`` outside ``[0, 1]``,
-            ``min_class_count < 1``, ``dev_y`` outside ``[0, K)``, or a known class
-            without train or dev example.
+            ``min_class_count < 1``, ``train_y`` / ``dev_y`` outside ``[0, K)``,
+            ``train_z`` and ``dev_z`` of different widths, or a known class without train
+            or dev example.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> y = torch.arange(2).repeat(30)
+        >>> z = torch.eye(3)[y] + 0.1 * torch.randn(60, 3)
+        >>> rule = fit_open_classifier(z[:30], y[:30], z[30:], y[30:], num_known=2)
+        >>> rule.predict(torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+        tensor([0, 1, 2])
     """
     check_choice(method, "method", THRESHOLD_METHODS)
     check_in_range(quantile, "quantile", 0.0, 1.0)
     check_choice(scope, "scope", THRESHOLD_SCOPES)
     _check_min_count(min_class_count)
-    centres = class_centres(train_z, train_y, num_known)
-    check_tensor(dev_z, "dev_z", ndim=2)
-    check_labels(dev_y, dev_z.shape[0], "dev_y")
-    if int(dev_y.max()) >= num_known or int(dev_y.min()) < 0:
-        raise ValueError(f"dev_y must hold known-class labels in [0, {num_known})")
-    counts = torch.bincount(dev_y, minlength=num_known)
-    missing = (counts == 0).nonzero()
-    if missing.numel():
-        raise ValueError(
-            f"known class {int(missing[0, 0])} has no dev example to fit its threshold"
-        )
+    centres, dev_z, dev_y = _centres_and_dev(train_z, train_y, dev_z, dev_y, num_known)
     dist = 1.0 - _unit(dev_z) @ centres.T  # [N_dev, K]
     if method == "pseudo_ood":
         return OpenClassifier(centres, _pseudo_ood_thresholds(dist, dev_y, num_known, scope))
@@ -235,6 +274,54 @@ def fit_open_classifier(
     return OpenClassifier(
         centres, conformal_thresholds(score, assigned, num_known, quantile, min_class_count)
     )
+
+
+def _centres_and_dev(
+    train_z: Tensor, train_y: Tensor, dev_z: Tensor, dev_y: Tensor, num_known: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The checks of :func:`fit_open_classifier`'s data (errors name its arguments): the
+    class centres of ``train_z`` and ``dev_z`` / ``dev_y`` in the wider of the two dtypes,
+    on the centres' device, every known class with a dev example."""
+    check_tensor(train_z, "train_z", ndim=2)
+    check_tensor(dev_z, "dev_z", ndim=2)
+    check_labels(dev_y, dev_z.shape[0], "dev_y")
+    if int(train_z.shape[1]) != int(dev_z.shape[1]):
+        raise ValueError(
+            f"train_z and dev_z must have the same width, got shapes {tuple(train_z.shape)} "
+            f"and {tuple(dev_z.shape)}"
+        )
+    wide = torch.promote_types(train_z.dtype, dev_z.dtype)
+    centres = class_centres(
+        train_z.to(wide), train_y, num_known, names=("train_z", "train_y", "num_known")
+    )
+    dev_z = dev_z.to(device=centres.device, dtype=wide)
+    dev_y = dev_y.to(centres.device)
+    if dev_y.numel() == 0:
+        raise ValueError("dev_z and dev_y are empty: the thresholds need dev examples")
+    if int(dev_y.max()) >= num_known or int(dev_y.min()) < 0:
+        raise ValueError(
+            f"dev_y must hold known-class labels in [0, {num_known}), got values in "
+            f"[{int(dev_y.min())}, {int(dev_y.max())}]"
+        )
+    missing = (torch.bincount(dev_y, minlength=num_known) == 0).nonzero()
+    if missing.numel():
+        raise ValueError(
+            f"known class {int(missing[0, 0])} has no dev example to fit its threshold"
+        )
+    return centres, dev_z, dev_y
+
+
+def _count(value: object, name: str) -> int:
+    """``value`` as an ``int >= 1`` (numpy / 0-d torch integers accepted), else raise."""
+    try:
+        k = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        k = None
+    if k is None or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if k < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {k}")
+    return k
 
 
 def _check_min_count(min_class_count: object) -> None:
@@ -343,13 +430,20 @@ def f1_per_class(y_true: Tensor, y_pred: Tensor, num_classes: int) -> Tensor:
 def open_intent_metrics(
     y_true: Tensor, y_pred: Tensor, num_known: int, *, ood_scores: Tensor | None = None
 ) -> dict[str, float]:
-    """Accuracy, macro-F1 (``K + 1`` classes), F1-OOD and F1-IND, in percent.
+    """Accuracy, macro-F1 (``K + 1`` classes), F1-OOD and F1-IND, in percent (TEXTOIR,
+    Zhang et al. 2021).
 
     Labels ``0..K-1`` are known classes, ``K`` is OOD.  ``F1 = 2 TP / (2 TP + FP + FN)``
     per class, 0 for a class never predicted nor present.  With ``ood_scores`` (``[N]``,
     higher = more OOD, e.g. the nearest-centre distance) the threshold-free ``auroc``
     (:func:`ood_auroc`) and ``fpr_at_95_tpr`` (:func:`fpr_at_tpr`) are added, when
     ``y_true`` holds both known and OOD examples.
+
+    Example:
+        >>> y_true = torch.tensor([0, 0, 1, 1, 2, 2])  # K = 2 known classes, 2 = OOD
+        >>> y_pred = torch.tensor([0, 0, 1, 2, 2, 2])
+        >>> {k: round(v, 2) for k, v in open_intent_metrics(y_true, y_pred, 2).items()}
+        {'accuracy': 83.33, 'macro_f1': 82.22, 'f1_ood': 80.0, 'f1_ind': 83.33}
     """
     check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
     check_labels(y_pred, y_true.shape[0], "y_pred")

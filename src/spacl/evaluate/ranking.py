@@ -62,6 +62,15 @@ def filtered_ranks(
         ties: ``"mean"`` | ``"optimistic"`` | ``"pessimistic"`` (module docstring).
         device: where ids are sent before calling ``scorer`` (default: CPU).
         progress: a tqdm bar over the batches (``None``: when stderr is a terminal).
+
+    ``rank = 1 + #{e not filtered : s_e > s_t} + ties`` (module docstring; the filtered
+    setting of Bordes et al. 2013).
+
+    Example:
+        >>> scores = torch.tensor([[0.1, 0.9, 0.5], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0]])
+        >>> scorer = lambda heads, relations: scores[heads]
+        >>> filtered_ranks(scorer, torch.tensor([[0, 0, 1], [1, 0, 2]]), None)
+        tensor([1., 3.], dtype=torch.float64)
     """
     from spacl._progress import iterate
 
@@ -69,7 +78,9 @@ def filtered_ranks(
     if not isinstance(queries, Tensor) or queries.ndim != 2 or queries.shape[1] != 3:
         got = tuple(queries.shape) if isinstance(queries, Tensor) else type(queries).__name__
         raise ValueError(f"queries must be a LongTensor [N, 3], got {got}")
-    if not isinstance(batch_size, int) or batch_size < 1:
+    if queries.is_floating_point() or queries.is_complex() or queries.dtype == torch.bool:
+        raise TypeError(f"queries must hold integer ids (a LongTensor), got dtype {queries.dtype}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     ranks = []
     starts = range(0, queries.shape[0], batch_size)
@@ -113,11 +124,26 @@ def _ranks_of(
 
 
 def ranking_metrics(ranks: Tensor, ks: Sequence[int] = (1, 3, 10)) -> dict[str, float]:
-    """``{"mrr": mean 1/rank, "hits@k": mean [rank <= k], "mr": mean rank, "count": N}``."""
+    """``{"mrr": mean 1/rank, "hits@k": mean [rank <= k], "mr": mean rank, "count": N}``.
+
+    The link-prediction metrics of Bordes et al. (2013) over (filtered) ranks ``>= 1``, e.g.
+    from :func:`filtered_ranks`; ``ks`` are positive ints.
+
+    Example:
+        >>> out = ranking_metrics(torch.tensor([1.0, 2.0, 4.0]), ks=(1, 3))
+        >>> {k: round(v, 4) for k, v in out.items()}
+        {'mrr': 0.5833, 'mr': 2.3333, 'count': 3.0, 'hits@1': 0.3333, 'hits@3': 0.6667}
+    """
     if not isinstance(ranks, Tensor) or ranks.ndim != 1 or ranks.numel() == 0:
-        raise ValueError("ranks must be a non-empty 1-D tensor")
-    if bool((ranks < 1).any()):
-        raise ValueError("ranks must be >= 1")
+        got = tuple(ranks.shape) if isinstance(ranks, Tensor) else type(ranks).__name__
+        raise ValueError(f"ranks must be a non-empty 1-D tensor, got {got}")
+    if ranks.is_complex() or ranks.dtype == torch.bool:
+        raise TypeError(f"ranks must be a real tensor, got dtype {ranks.dtype}")
+    if not bool((ranks >= 1).all()):  # also catches NaN
+        raise ValueError(f"ranks must be >= 1, got minimum {float(ranks.double().min())}")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"ks must hold ints >= 1, got {list(ks)!r}")
     r = ranks.to(torch.float64)
     out = {"mrr": float((1.0 / r).mean()), "mr": float(r.mean()), "count": float(r.numel())}
     for k in ks:
@@ -142,6 +168,16 @@ def evaluate_link_prediction(
     ``num_relations`` is ``R`` (reciprocal of ``r`` is ``r + R``).  Returns the
     metrics over all ``2N`` queries plus ``tail_mrr`` and ``head_mrr``.  ``progress``:
     a tqdm bar over the scoring batches (``None``: when stderr is a terminal).
+    ``MRR = mean 1/rank``, ``Hits@k = mean [rank <= k]`` over the ``2N`` filtered ranks
+    (Bordes et al. 2013; module docstring).
+
+    Example:
+        >>> def scorer(heads, relations):  # relation 0 maps e to e + 1, its reciprocal back
+        ...     return torch.nn.functional.one_hot((heads + 1 - 2 * relations) % 3, 3).float()
+        >>> triples = torch.tensor([[0, 0, 1], [1, 0, 2]])
+        >>> out = evaluate_link_prediction(scorer, triples, num_relations=1, filter_index=None)
+        >>> out["mrr"], out["hits@1"], out["count"]
+        (1.0, 1.0, 4.0)
     """
     both = add_reciprocals(triples, num_relations)
     ranks = filtered_ranks(

@@ -42,7 +42,12 @@ _log = logging.getLogger("spacl.evaluate")
 
 
 def geometry_available() -> bool:
-    """Whether ``spacl.geometry.geometry_report`` can be imported in this build."""
+    """Whether ``spacl.geometry.geometry_report`` can be imported in this build.
+
+    Example:
+        >>> geometry_available()
+        True
+    """
     try:
         module = importlib.import_module("spacl.geometry")
     except ImportError:
@@ -53,7 +58,19 @@ def geometry_available() -> bool:
 def geometry_summary(
     features: Tensor, labels: Tensor, classifier: tuple[Tensor, Tensor] | None = None
 ) -> dict[str, float]:
-    """Scalar entries of ``spacl.geometry.geometry_report`` (``{}`` if unavailable)."""
+    """Scalar entries of ``spacl.geometry.geometry_report`` (``{}`` if unavailable).
+
+    Neural collapse (Papyan, Han & Donoho 2020; e.g. ``nc1 = tr(Sigma_W Sigma_B^+) / C``),
+    effective rank (Roy & Vetterli 2007), RankMe (Garrido et al. 2023) and uniformity
+    (Wang & Isola 2020) of ``features [N, d]`` with ``labels [N]``; ``classifier`` a
+    ``(weight, bias)`` pair adds NC3 / NC4.
+
+    Example:
+        >>> labels = torch.arange(3).repeat(4)
+        >>> summary = geometry_summary(torch.eye(3)[labels] - 1 / 3, labels)  # a simplex ETF
+        >>> summary["n"], round(summary["nc1"], 4), round(summary["nc2_etf_deviation"], 4)
+        (12.0, 0.0, 0.0)
+    """
     if not geometry_available():
         return {}
     from spacl.geometry import geometry_report
@@ -85,8 +102,22 @@ def evaluate_representation(
 ) -> dict[str, float]:
     """kNN, NCC, optional linear probe and geometry of one representation (module doc).
 
+    Weighted kNN accuracy (Wu et al. 2018), nearest-class-centre accuracy ``mean [argmin_c
+    ||x - mu_c|| = y]`` (Papyan, Han & Donoho 2020), the L2 logistic-regression probe
+    (Kolesnikov, Zhai & Beyer 2019) and the ``geometry/`` scalars of the test features.
     Runs under ``torch.random.fork_rng`` so evaluating never changes the caller's
     random state (runs that evaluate and runs that do not stay bit-identical).
+    Mixed float32/float64 train and test features are promoted to the wider dtype.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> y = torch.arange(3).repeat(20)
+        >>> x = 4.0 * torch.eye(3)[y] + 0.5 * torch.randn(60, 3)
+        >>> out = evaluate_representation(x[:45], y[:45], x[45:], y[45:], knn_k=5)
+        >>> out["knn_accuracy"], out["ncc_accuracy"], out["linear_accuracy"]
+        (1.0, 1.0, 1.0)
+        >>> round(out["geometry/num_classes"])
+        3
     """
     with torch.random.fork_rng(devices=[]):
         out: dict[str, float] = {

@@ -4,7 +4,9 @@ Shared by :mod:`spacl.geometry` and :mod:`spacl.alignment` (public for that reas
 
 Every public function accepts torch tensors or numpy arrays; these helpers turn them into
 validated torch tensors (no copy for numpy) and provide the chunked float64 passes that keep
-memory independent of the number of samples.
+memory independent of the number of samples.  Every metric is computed in float64, so two
+inputs of different floating dtypes (float32 and float64, or float16) are promoted to
+float64 alike: mixing them is allowed and gives the float64 answer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "as_labels",
     "as_matrix",
     "as_tensor",
+    "check_same_columns",
     "check_same_rows",
     "check_sums_finite",
     "chunk_rows",
@@ -93,6 +96,15 @@ def check_same_rows(x: Tensor, y: Tensor, x_name: str = "X", y_name: str = "Y") 
         raise ValueError(
             f"{x_name} and {y_name} must have the same number of rows (samples), "
             f"got {x.shape[0]} and {y.shape[0]}"
+        )
+
+
+def check_same_columns(x: Tensor, y: Tensor, x_name: str = "X", y_name: str = "Y") -> None:
+    """Raise ``ValueError`` unless ``x`` and ``y`` have the same number of feature columns."""
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(
+            f"{x_name} and {y_name} must have the same number of columns (features), "
+            f"got shapes {tuple(x.shape)} and {tuple(y.shape)}"
         )
 
 

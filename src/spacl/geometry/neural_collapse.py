@@ -163,10 +163,31 @@ def neural_collapse(
 ) -> dict[str, float]:
     """All neural-collapse metrics of ``features [N, d]`` with integer ``labels [N]``.
 
+    NC1-NC4 of Papyan, Han & Donoho (2020), CDNV of Galanti et al. (2022) and the uncentred
+    metrics of the NC/DC paper, with ``mu_c`` the class means, ``M~`` the means centred at
+    their mean and ``Sigma_W`` / ``Sigma_B`` the within / between-class covariances:
+
+    * ``nc1 = tr(Sigma_W Sigma_B^+) / C``;
+    * ``nc2_etf_deviation = || G/||G||_F - (I - 11^T/C)/sqrt(C-1) ||_F``, ``G = M~ M~^T``
+      (0 for a simplex ETF), ``nc2_equinorm`` and ``nc2_equiangularity``;
+    * ``nc3 = || W/||W||_F - M~/||M~||_F ||_F^2`` and ``nc4`` (share of samples where the
+      nearest class mean and the classifier disagree), with a ``classifier``;
+    * ``cdnv = mean_{c < c'} (Var_c + Var_c') / (2 ||mu_c - mu_c'||^2)``;
+    * ``nc_zero_sum``, ``nc_unit_norm``, ``nc_equal_inner_product`` and
+      ``nc_within_class_distance`` (the module docstring has every formula in full).
+
     ``classifier``: a linear classifier whose row ``k`` scores label ``k`` - a ``[K, d]``
     weight matrix, a ``(weight, bias)`` pair or an ``nn.Linear``; adds ``nc3`` and ``nc4``
-    (labels must then lie in ``[0, K)``).  See the module docstring for every formula.
-    Requires at least 2 classes and 2 samples per class.  Returns plain floats.
+    (labels must then lie in ``[0, K)``).  Requires at least 2 classes and 2 samples per
+    class.  Computed in float64 (float32 features with a float64 classifier are fine).
+    Returns plain floats.
+
+    Example:
+        >>> labels = torch.arange(3).repeat(4)
+        >>> etf = torch.eye(3) - 1 / 3  # a simplex ETF: the centred standard basis
+        >>> out = neural_collapse(etf[labels], labels, classifier=etf)
+        >>> {k: round(out[k], 4) for k in ("nc1", "nc2_etf_deviation", "nc3", "nc4")}
+        {'nc1': 0.0, 'nc2_etf_deviation': 0.0, 'nc3': 0.0, 'nc4': 0.0}
     """
     x = as_matrix(features, "features", min_rows=4)
     y = as_labels(labels, x.shape[0])

@@ -19,7 +19,7 @@ import torch
 from scipy.optimize import linprog
 from torch import Tensor
 
-from spacl._validation import check_choice, check_positive
+from spacl._validation import check_choice, check_in_range, check_positive
 from spacl.geometry.inputs import F64, as_tensor
 
 __all__ = ["collapse_condition", "gradient_norm", "non_collapse_certificate"]
@@ -28,26 +28,35 @@ __all__ = ["collapse_condition", "gradient_norm", "non_collapse_certificate"]
 def _batched(
     anchor: Any, anchor_name: str, others: list[tuple[Any, str, bool]]
 ) -> tuple[bool, Tensor, list[Tensor]]:
-    """Validate and broadcast to ``[B, d]`` / ``[B, K, d]`` float64; report single or batch."""
+    """Validate and broadcast to ``[B, d]`` / ``[B, K, d]`` float64; report single or batch.
+
+    Errors report the shapes the caller passed (never the broadcast ones).  Every input is
+    converted to float64, so float32 and float64 arguments may be mixed.
+    """
     a = as_tensor(anchor, anchor_name, (1, 2)).to(F64)
+    anchor_shape = tuple(a.shape)
     single = a.ndim == 1
     a = a[None] if single else a
     b, d = a.shape
     out = []
     for value, name, is_set in others:
         t = as_tensor(value, name, ((2, 3) if is_set else (1, 2))).to(F64).to(a.device)
+        given = tuple(t.shape)
         if is_set:
             if t.ndim == 2:
                 t = t[None].expand(b, *t.shape)
             if t.shape[0] != b or t.shape[2] != d or t.shape[1] < 1:
+                want = f"[K, {d}]" if single else f"[K, {d}] or [{b}, K, {d}]"
                 raise ValueError(
-                    f"{name} must have shape [K, {d}] or [{b}, K, {d}] with K >= 1, "
-                    f"got {tuple(t.shape)}"
+                    f"{name} must have shape {want} with K >= 1 for {anchor_name} of shape "
+                    f"{anchor_shape}, got {given}"
                 )
         else:
             t = t[None] if t.ndim == 1 else t
             if t.shape != (b, d):
-                raise ValueError(f"{name} must match {anchor_name}'s shape, got {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must have the shape of {anchor_name}, {anchor_shape}, got {given}"
+                )
         out.append(t)
     return single, a, out
 
@@ -70,9 +79,18 @@ def collapse_condition(
     parallel to ``p``.  **Decision**: ``r = 0`` (so ``C = 0``) counts as parallel, since
     ``x = p`` is then stationary too; check ``coefficient`` to tell the cases apart.
     ``collapsed`` says whether the given anchor already equals the positive
-    (``||x - p|| <= tol * max(1, ||p||)``).
+    (``||x - p|| <= tol * max(1, ||p||)``).  ``tol`` must be a finite number ``>= 0``.
+
+    Example:
+        >>> p = torch.tensor([0.0, 0.0, 1.0])
+        >>> out = collapse_condition(p, p, -p[None])  # r = -p is parallel to p
+        >>> out["condition"], out["coefficient"], out["collapsed"]
+        (True, -1.0, True)
+        >>> collapse_condition(p, p, torch.tensor([[1.0, 0.0, 0.0]]))["condition"]
+        False
     """
     temperature = check_positive(temperature, "temperature")
+    tol = check_in_range(tol, "tol", 0.0, math.inf, high_inclusive=False)
     single, xs, (ps, ns) = _batched(x, "x", [(p, "p", False), (negatives, "negatives", True)])
     w = torch.softmax((ns @ ps[:, :, None]).squeeze(-1) / temperature, dim=1)  # [B, K]
     r = (w[:, :, None] * ns).sum(1)  # [B, d]
@@ -110,6 +128,14 @@ def non_collapse_certificate(p: Any, negatives: Any, *, tol: float = 1e-9) -> di
     collapse is not excluded.  Returns ``certified``, ``feasible``, ``c_max``, ``c_min``
     (``None`` when infeasible), ``zero_in_hull`` and a ``reason``; a batch adds
     ``share_certified``.  (One LP pair per anchor: scipy solves one problem at a time.)
+
+    Example:
+        >>> p = torch.tensor([0.0, 0.0, 1.0])
+        >>> non_collapse_certificate(p, torch.tensor([[1.0, 0.0, 0.0]]))["certified"]
+        True
+        >>> out = non_collapse_certificate(p, -p[None])  # -p itself is in the hull
+        >>> out["certified"], round(out["c_max"], 4)
+        (False, -1.0)
     """
     tol = check_positive(tol, "tol")
     single, ps, (ns,) = _batched(p, "p", [(negatives, "negatives", True)])
@@ -211,6 +237,13 @@ def gradient_norm(
     ambient space, which is what the lemma's ``2 sigmoid(2)`` measures; ``"tangent"`` is the
     Riemannian gradient ``(I - x^ x^T) grad`` on the sphere (its one-positive/one-negative
     maximum is about 1.27 at ``tau = 1``, since at ``x = n`` the gradient is radial).
+
+    Example:
+        >>> n = torch.tensor([[1.0, 0.0]])
+        >>> round(gradient_norm(n[0], -n, n), 4)  # p = -n, x = n: 2 sigmoid(2)
+        1.7616
+        >>> [round(v, 4) for v in gradient_norm(torch.eye(2), -n, n)]  # a batch of anchors
+        [1.7616, 1.0]
     """
     temperature = check_positive(temperature, "temperature")
     check_choice(projection, "projection", ("none", "tangent"))

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from spacl.geometry._state import batch_state
-from spacl.geometry.inputs import as_labels, as_matrix
+from spacl.geometry.inputs import as_labels, as_matrix, check_same_columns, check_same_rows
 from spacl.geometry.neural_collapse import Classifier, nc4, resolve_classifier
 from spacl.geometry.spectrum import (
     FeatureSpectra,
@@ -17,7 +17,7 @@ from spacl.geometry.spectrum import (
     spectrum_entries,
 )
 from spacl.geometry.streaming import Report, state_report
-from spacl.geometry.uniformity import alignment, uniformity
+from spacl.geometry.uniformity import pair_alignment, uniformity
 
 __all__ = ["geometry_report"]
 
@@ -50,10 +50,31 @@ def geometry_report(
     pairs of at most ``uniformity_sample`` points drawn with
     ``torch.Generator().manual_seed(seed)`` (``None``: all N points, exact, O(N^2 d) time).
     Uniformity and alignment are computed on L2-normalised features (Wang & Isola 2020);
-    the other metrics on the raw features.
+    the other metrics on the raw features, all in float64 (float32 ``features`` with
+    float64 ``views`` are fine).  ``views`` must have the shape of ``features``; that is
+    checked before any pass over the data.
+
+    Formulas: :func:`~spacl.geometry.neural_collapse` (Papyan, Han & Donoho 2020),
+    :func:`~spacl.geometry.effective_rank` (Roy & Vetterli 2007),
+    :func:`~spacl.geometry.rankme` (Garrido et al. 2023),
+    :func:`~spacl.geometry.alignment` / :func:`~spacl.geometry.uniformity` (Wang & Isola 2020).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> labels = torch.arange(3).repeat(10)
+        >>> features = torch.eye(3)[labels] + 0.01 * torch.randn(30, 3)
+        >>> report = geometry_report(features, labels, views=features)
+        >>> report["n"], report["dim"], report["alignment"]
+        (30.0, 3.0, 0.0)
+        >>> report["nc1"] < 1e-3  # near-perfect within-class collapse
+        True
     """
     x = as_matrix(features, "features", min_rows=4, check_finite=False)  # see batch_state
     n, d = x.shape
+    if views is not None:  # the shapes before the passes over the data
+        v = as_matrix(views, "views", check_finite=False)
+        check_same_rows(x, v, "features", "views")
+        check_same_columns(x, v, "features", "views")
     report: Report = {"n": float(n), "dim": float(d)}
     if labels is None:
         if classifier is not None:
@@ -79,7 +100,7 @@ def geometry_report(
         x, uniformity_t, sample=uniformity_sample, generator=generator, check_finite=False
     )
     if views is not None:
-        report["alignment"] = alignment(x, views)
+        report["alignment"] = pair_alignment(x, views, 2.0, True, ("features", "views"))
     return report
 
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_positive
 from spacl.geometry._state import batch_state
 from spacl.geometry.inputs import (
     F64,
@@ -123,6 +123,14 @@ def spectrum(features: Any, labels: Any = None) -> dict[str, list[float]]:
     * with ``labels``: ``class_mean_singular_values`` (the top ``C - 1`` of ``M~``, the
       centred class means),
       ``class_mean_covariance_eigenvalues`` (``M~^T M~ / C``) and ``class_mean_log_spectrum``.
+
+    Example:
+        >>> x = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
+        >>> out = spectrum(x)
+        >>> [round(v, 4) for v in out["singular_values"]]
+        [2.8284, 1.4142]
+        >>> [round(v, 4) for v in out["covariance_eigenvalues"]]  # sigma^2 / N
+        [2.0, 0.5]
     """
     x = as_matrix(features, "features", min_rows=2)
     spectra = feature_spectra(x)
@@ -177,6 +185,14 @@ def effective_rank(
     ``p = sigma^2 / sum(sigma^2)`` over the covariance eigenvalues.  The two (and the
     participation ratio) differ by up to 2-3x on real embeddings; say which you report.
     An isotropic Gaussian in ``d`` dimensions gives close to ``d`` for both.
+
+    Example:
+        >>> round(effective_rank(torch.eye(3)), 4)  # centred: two equal singular values
+        2.0
+        >>> round(effective_rank(torch.eye(3), center=False), 4)
+        3.0
+        >>> round(effective_rank(torch.eye(3), "eigen"), 4)
+        2.0
     """
     check_choice(spectrum, "spectrum", ("singular", "eigen"))
     x = as_matrix(features, "features", min_rows=2)
@@ -190,7 +206,15 @@ def rankme(features: Any, eps: float = 1e-7) -> float:
 
     On the singular values of the *uncentred* embedding matrix, as in the paper, with the
     paper's ``eps = 1e-7`` (which makes it slightly differ from :func:`effective_rank`).
+    ``eps`` must be a finite number ``> 0`` (``p_k log p_k`` is undefined for ``p_k <= 0``).
+
+    Example:
+        >>> round(rankme(torch.eye(4)), 4)  # four equal singular values
+        4.0
+        >>> round(rankme(torch.ones(5, 3)), 4)  # rank one
+        1.0
     """
+    eps = check_positive(eps, "eps")
     x = as_matrix(features, "features", min_rows=1)
     return rankme_from_eigenvalues(feature_spectra(x).uncentred, eps)
 

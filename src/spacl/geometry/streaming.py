@@ -46,7 +46,21 @@ class GeometryAccumulator:
 
     Labels must lie in ``[0, num_classes)``; classes never seen are left out at ``compute``.
     ``merge`` and ``all_reduce`` (torch.distributed: all-gather, then merge in rank order)
-    combine accumulators exactly.
+    combine accumulators exactly.  The formulas are those of
+    :func:`~spacl.geometry.neural_collapse` (Papyan, Han & Donoho 2020) and
+    :func:`~spacl.geometry.effective_rank` (Roy & Vetterli 2007); the merge of two batches
+    ``(n_a, m_a, S_a)``, ``(n_b, m_b, S_b)`` is ``S = S_a + S_b + n_a n_b / n (m_b - m_a)
+    (m_b - m_a)^T``.
+
+    Example:
+        >>> acc = GeometryAccumulator(num_classes=3)
+        >>> labels = torch.arange(3).repeat(4)
+        >>> etf = torch.eye(3) - 1 / 3  # a simplex ETF: perfect collapse
+        >>> for part in labels.split(5):
+        ...     acc.update(etf[part], part)
+        >>> out = acc.compute()
+        >>> acc.n, round(out["nc1"], 4), round(out["nc2_etf_deviation"], 4)
+        (12, 0.0, 0.0)
     """
 
     def __init__(self, num_classes: int | None = None) -> None:

@@ -9,22 +9,47 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_positive
-from spacl.geometry.inputs import F64, as_matrix, check_same_rows, chunk_rows, column_mean
+from spacl.geometry.inputs import (
+    F64,
+    as_matrix,
+    check_same_columns,
+    check_same_rows,
+    chunk_rows,
+    column_mean,
+)
 
 __all__ = ["alignment", "alignment_uniformity", "uniformity"]
 
 
 def alignment(z0: Any, z1: Any, alpha: float = 2.0, *, normalize: bool = True) -> float:
-    """``E ||f(x) - f(y)||^alpha`` over the positive pairs (rows of ``z0`` and ``z1``).
+    """Alignment ``mean_i ||z0_i - z1_i||^alpha`` of the positive pairs (Wang & Isola 2020).
 
-    **Decision**: ``normalize=True`` (default) projects both views onto the unit sphere
-    first, where the metric is defined (Wang & Isola 2020).
+    The rows ``z0[i]`` and ``z1[i]`` (both ``[N, d]``) are the two views of sample ``i``;
+    lower is better aligned.  **Decision**: ``normalize=True`` (default) projects both views
+    onto the unit sphere first, where the metric is defined (Wang & Isola 2020).  Computed in
+    float64, so a float32 and a float64 view may be mixed.  ``z0`` and ``z1`` must have the
+    same shape (``ValueError`` naming both otherwise).
+
+    Example:
+        >>> z = torch.eye(3)
+        >>> alignment(z, z)
+        0.0
+        >>> round(alignment(z, z.roll(1, dims=0)), 4)  # orthogonal unit pairs: ||u - v||^2 = 2
+        2.0
     """
-    a = as_matrix(z0, "z0")
-    b = as_matrix(z1, "z1")
-    check_same_rows(a, b, "z0", "z1")
+    return pair_alignment(z0, z1, alpha, normalize, ("z0", "z1"))
+
+
+def pair_alignment(
+    z0: Any, z1: Any, alpha: float, normalize: bool, names: tuple[str, str]
+) -> float:
+    """:func:`alignment` whose errors name the caller's arguments ``names``."""
+    a = as_matrix(z0, names[0])
+    b = as_matrix(z1, names[1])
+    check_same_rows(a, b, *names)
+    check_same_columns(a, b, *names)
     alpha = check_positive(alpha, "alpha")
-    a64, b64 = _maybe_normalize(a, normalize, "z0"), _maybe_normalize(b, normalize, "z1")
+    a64, b64 = _maybe_normalize(a, normalize, names[0]), _maybe_normalize(b, normalize, names[1])
     return float((a64 - b64).norm(dim=1).pow(alpha).mean())
 
 
@@ -45,6 +70,15 @@ def uniformity(
     uses all pairs among them: an unbiased estimate at O(m^2 d) cost.  ``normalize=True``
     (default, as in :func:`alignment`) works on the unit sphere; ``False`` on the raw rows.
     ``check_finite=False`` skips the scan of ``z`` (for callers that validated it already).
+    Lower (more negative) is more uniform; the minimum over ``N`` points is reached by a
+    regular simplex.
+
+    Example:
+        >>> round(uniformity(torch.eye(4)), 4)  # every pair at ||u - v||^2 = 2: log e^{-2t}
+        -4.0
+        >>> _ = torch.manual_seed(0)
+        >>> uniformity(torch.randn(100, 8)) < uniformity(torch.randn(100, 8) + 5.0)
+        True
     """
     x = as_matrix(z, "z", min_rows=2, check_finite=check_finite)
     t = check_positive(t, "t")
@@ -74,13 +108,21 @@ def alignment_uniformity(
     """Wang & Isola's alignment of the pairs ``(z0_i, z1_i)`` and the uniformity of each view.
 
     Returns ``{"alignment", "uniformity", "uniformity_z0", "uniformity_z1"}`` where
-    ``uniformity`` is the mean of the two views' uniformity (as in their training code).
-    See :func:`alignment` and :func:`uniformity` for the arguments.
+    ``uniformity`` is the mean of the two views' uniformity (as in their training code):
+    ``E ||z0_i - z1_i||^alpha`` and ``log E_{i<j} exp(-t ||z_i - z_j||^2)`` (Wang & Isola
+    2020).  See :func:`alignment` and :func:`uniformity` for the arguments; the shapes of
+    ``z0`` and ``z1`` are checked before any pairwise work.
+
+    Example:
+        >>> z = torch.eye(4)
+        >>> {k: round(v, 4) for k, v in alignment_uniformity(z, z).items()}
+        {'alignment': 0.0, 'uniformity': -4.0, 'uniformity_z0': -4.0, 'uniformity_z1': -4.0}
     """
+    aligned = alignment(z0, z1, alpha, normalize=normalize)  # checks the shapes first
     u0 = uniformity(z0, t, normalize=normalize, sample=sample, generator=generator)
     u1 = uniformity(z1, t, normalize=normalize, sample=sample, generator=generator)
     return {
-        "alignment": alignment(z0, z1, alpha, normalize=normalize),
+        "alignment": aligned,
         "uniformity": 0.5 * (u0 + u1),
         "uniformity_z0": u0,
         "uniformity_z1": u1,

@@ -16,7 +16,16 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_choice, check_in_range, check_labels, check_tensor
+from spacl._validation import (
+    check_choice,
+    check_flag,
+    check_in_range,
+    check_int,
+    check_labels,
+    check_positive,
+    check_real,
+    check_tensor,
+)
 from spacl.losses._batch import PairLayout, parse_views
 from spacl.losses.base import (
     PairwiseContrastiveLoss,
@@ -26,6 +35,16 @@ from spacl.losses.base import (
 )
 from spacl.losses.kernel import GroupPositives, contrastive_kernel, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
+
+REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")
+
+
+def check_beta(beta: float) -> float:
+    """Require a finite real ``beta >= 0`` (the tilt ``exp(beta <a, n>)``)."""
+    value = check_real(beta, "beta", finite=False)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"beta must be a finite number >= 0, got {beta}")
+    return value
 
 
 class HardNegativeLoss(PairwiseContrastiveLoss):
@@ -70,13 +89,9 @@ class HardNegativeLoss(PairwiseContrastiveLoss):
         super().__init__(
             temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
         )
-        if not isinstance(beta, (int, float)) or isinstance(beta, bool):
-            raise TypeError(f"beta must be a number, got {type(beta).__name__}")
-        if not math.isfinite(beta) or beta < 0:
-            raise ValueError(f"beta must be a finite number >= 0, got {beta}")
-        self.beta = float(beta)
+        self.beta = check_beta(beta)
         self.tau_plus = check_in_range(tau_plus, "tau_plus", 0.0, 1.0, high_inclusive=False)
-        self.detach_weights = bool(detach_weights)
+        self.detach_weights = check_flag(detach_weights, "detach_weights")
 
     def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         if layout.anchor_labels is not None:
@@ -94,6 +109,17 @@ class HardNegativeLoss(PairwiseContrastiveLoss):
             f"beta={self.beta}, tau_plus={self.tau_plus}, detach_weights={self.detach_weights}, "
             + super().extra_repr()
         )
+
+
+def check_generator(generator: torch.Generator | None) -> torch.Generator:
+    """``generator``, or a fresh ``torch.Generator`` for ``None``; anything else a ``TypeError``."""
+    if generator is None:
+        return torch.Generator()
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    return generator
 
 
 class TiltedNegativeSampler(nn.Module):
@@ -123,15 +149,11 @@ class TiltedNegativeSampler(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if not math.isfinite(beta) or beta < 0:
-            raise ValueError(f"beta must be a finite number >= 0, got {beta}")
-        if not isinstance(num_negatives, int) or num_negatives < 1:
-            raise ValueError(f"num_negatives must be an integer >= 1, got {num_negatives!r}")
+        self.beta = check_beta(beta)
+        self.num_negatives = check_int(num_negatives, "num_negatives", low=1)
         check_choice(scope, "scope", ("class", "all"))
-        self.beta = float(beta)
-        self.num_negatives = num_negatives
         self.scope = scope
-        self.generator = generator if generator is not None else torch.Generator()
+        self.generator = check_generator(generator)
 
     def allowed(self, n: int, labels: Tensor | None, device: torch.device) -> Tensor:
         """``[N, N]`` bool mask of admissible negatives for every anchor."""
@@ -204,18 +226,16 @@ class SampledHardNegativeLoss(nn.Module):
         reduction: str = "mean",
     ) -> None:
         super().__init__()
-        if not math.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        self.temperature = float(temperature)
+        self.temperature = check_positive(temperature, "temperature")
         self.normalize = check_normalize_mode(normalize)
-        self.reduction = reduction
-        self.beta = float(beta)
-        self.num_negatives = num_negatives
+        self.reduction = check_choice(reduction, "reduction", REDUCTIONS)
+        self.beta = check_beta(beta)
+        self.num_negatives = check_int(num_negatives, "num_negatives", low=1)
         self.sampler_class = TiltedNegativeSampler(
-            beta, num_negatives, scope="class", generator=generator
+            self.beta, self.num_negatives, scope="class", generator=generator
         )
         self.sampler_all = TiltedNegativeSampler(
-            beta, num_negatives, scope="all", generator=self.sampler_class.generator
+            self.beta, self.num_negatives, scope="all", generator=self.sampler_class.generator
         )
 
     def forward(
@@ -224,6 +244,11 @@ class SampledHardNegativeLoss(nn.Module):
         """Loss for ``features[B, V, d]`` (+ labels) or two views ``(z0, z1)``."""
         batch = parse_views(features, other, labels)
         b, v, d = batch.views.shape
+        if b == 0:
+            raise ValueError(
+                "SampledHardNegativeLoss: features is an empty batch, of shape "
+                f"{tuple(features.shape)} (it needs at least 1 instance)"
+            )
         z = normalize(batch.views.reshape(b * v, d), self.normalize)
         inst = torch.arange(b, device=z.device).repeat_interleave(v)
         if batch.labels is not None:
@@ -234,8 +259,12 @@ class SampledHardNegativeLoss(nn.Module):
             pos = (inst.unsqueeze(1) == inst.unsqueeze(0)) & ~torch.eye(
                 b * v, dtype=torch.bool, device=z.device
             )
-            if not bool(pos.any()):
-                raise ValueError("without labels SampledHardNegativeLoss needs V >= 2 views")
+            if v < 2:
+                raise ValueError(
+                    "without labels SampledHardNegativeLoss needs V >= 2 views (the positives "
+                    f"are the other views of an instance), got features of shape "
+                    f"{tuple(batch.views.shape)}"
+                )
             idx = self.sampler_all(z.detach())
         counts = torch.zeros(b * v, b * v, dtype=z.dtype, device=z.device)
         counts.scatter_add_(1, idx, torch.ones_like(idx, dtype=z.dtype))

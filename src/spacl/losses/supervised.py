@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_flag
 from spacl.losses._batch import PairLayout
 from spacl.losses.base import PairwiseContrastiveLoss, instance_select, label_select
 from spacl.losses.kernel import GroupPositives
@@ -108,7 +108,9 @@ class NSCLLoss(PairwiseContrastiveLoss):
         super().__init__(
             temperature, normalize=normalize, anchor_mode=anchor_mode, reduction=reduction
         )
-        self.positive_in_denominator = bool(positive_in_denominator)
+        self.positive_in_denominator = check_flag(
+            positive_in_denominator, "positive_in_denominator"
+        )
 
     def select(self, layout: PairLayout) -> tuple[Tensor | GroupPositives, Tensor | None]:
         positives, _ = instance_select(layout)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from spacl._validation import check_positive
+from spacl._validation import check_flag, check_positive
 from spacl.losses._batch import parse_views
 from spacl.losses.kernel import masked_logsumexp, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
@@ -79,8 +79,8 @@ class VarConLoss(nn.Module):
                 f"(so that tau2 > 0), got {epsilon}"
             )
         self.epsilon = float(epsilon)
-        self.detach_centroids = bool(detach_centroids)
-        self.detach_confidence = bool(detach_confidence)
+        self.detach_centroids = check_flag(detach_centroids, "detach_centroids")
+        self.detach_confidence = check_flag(detach_confidence, "detach_confidence")
         self.normalize = check_normalize_mode(normalize)
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_in_range, check_positive
+from spacl._validation import check_flag, check_in_range, check_positive
 from spacl.losses._batch import check_anchor_mode, check_extra_negatives, parse_views
 from spacl.losses.kernel import masked_logsumexp, reduce_anchors
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode, normalize
@@ -78,7 +78,7 @@ class MaskConLoss(nn.Module):
         self.temperature = check_positive(temperature, "temperature")
         self.target_temperature = check_positive(target_temperature, "target_temperature")
         self.weight = check_in_range(weight, "weight", 0.0, 1.0)
-        self.in_batch_keys = bool(in_batch_keys)
+        self.in_batch_keys = check_flag(in_batch_keys, "in_batch_keys")
         self.anchor_mode = check_anchor_mode(anchor_mode)
         self.normalize = check_normalize_mode(normalize)
         if reduction not in ("mean", "sum", "none"):
@@ -105,6 +105,11 @@ class MaskConLoss(nn.Module):
         batch = parse_views(features, other, labels, targets)
         if batch.labels is None:
             raise ValueError("MaskConLoss needs (coarse) labels: call loss(features, labels)")
+        if batch.num_instances == 0:
+            raise ValueError(
+                f"MaskConLoss: features is an empty batch, of shape {tuple(features.shape)} "
+                "(it needs at least 1 instance)"
+            )
         queue, queue_labels = check_extra_negatives(extra_negatives, extra_negative_labels, batch)
         v = int(batch.views.shape[1])
         if v < 2:

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.profiler import record_function
 
-from spacl._validation import check_all_finite, check_positive, check_tensor
+from spacl._validation import check_all_finite, check_flag, check_positive, check_tensor
 
 
 def saved_players_shape(state_dict: dict[str, Any], prefix: str) -> tuple[int, int, int] | None:
@@ -174,6 +174,23 @@ class AdversarialNegatives(nn.Module):
 
     Use: ``d_loss, g_loss = adv.step(anchors, positives)`` once per training step, then
     ``adv.sample(anchors) -> [B, K_adv, d]`` unit-norm negatives (no gradient).
+
+    The game (SPACL, ICLR 2026, OpenReview 4cZvjp8Iwk, SPEC §1.3; the GAN objective of
+    Goodfellow et al., NeurIPS 2014, non-saturating for ``G``)::
+
+        min_G max_D  E_{z+ in P^h}[log D(z+)] + E_{xi ~ N(0, I)}[log(1 - D(G(z_i, xi)))]
+
+    Example (one round on 4 anchors with 2 hard positives each, then 2 negatives each):
+        >>> draws = torch.Generator().manual_seed(0)
+        >>> adv = AdversarialNegatives(8, num_negatives=2, generator=draws)
+        >>> anchors = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> positives = torch.nn.functional.normalize(torch.randn(4, 2, 8), dim=-1)
+        >>> d_loss, g_loss = adv.step(anchors, positives)  # one D step, then one G step
+        >>> bool(abs(d_loss - 2 * torch.log(torch.tensor(2.0))) < 0.5)  # near 2 log 2
+        True
+        >>> negatives = adv.sample(anchors)
+        >>> negatives.shape, torch.allclose(negatives.norm(dim=-1), torch.ones(4, 2))
+        (torch.Size([4, 2, 8]), True)
     """
 
     def __init__(
@@ -201,7 +218,7 @@ class AdversarialNegatives(nn.Module):
         self.num_negatives = num_negatives
         self.hidden = hidden
         self.noise_dim = noise_dim
-        self.conditional = bool(conditional)
+        self.conditional = check_flag(conditional, "conditional")
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
         self.generator = nn.Sequential(
             nn.Linear(dim + noise_dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)

@@ -61,7 +61,14 @@ def hardness_from_dissimilarity(dissimilarity: Tensor) -> Tensor:
 def hardness(pool: Tensor) -> Tensor:
     """Hardness ``h(u) = 1/(|C_i|-1) sum_{v != u} (1 - <u, v>)`` of every view, ``[B, V]``.
 
-    ``pool[B, V, d]`` is normalised to the unit sphere first (SPEC §1.2).
+    ``pool[B, V, d]`` is normalised to the unit sphere first; ``C_i`` is instance ``i``'s
+    pool of ``V`` views (SPACL, ICLR 2026, OpenReview 4cZvjp8Iwk, SPEC §1.2).  The
+    hardest view, ``argmax_u h(u)``, is :class:`DynamicAnchor`'s anchor.
+
+    Example (the third view points away from the two others):
+        >>> pool = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]])
+        >>> hardness(pool)
+        tensor([[0.5000, 0.5000, 1.0000]])
     """
     check_pool(pool, min_views=2)
     return hardness_from_dissimilarity(pool_dissimilarity(unit(pool)))
@@ -72,9 +79,17 @@ class DynamicAnchor(nn.Module):
 
     ``a_i = argmax_u h(u)``, ``h(u) = 1/(|C_i|-1) sum_{v != u} (1 - <u, v>)`` on the unit
     sphere: the view farthest, on average, from the instance's other views.  Ties go to
-    the lowest view index.  No gradient.
+    the lowest view index.  No gradient.  SPACL (ICLR 2026, OpenReview 4cZvjp8Iwk).
 
     Call: ``DynamicAnchor()(pool[B, V, d]) -> LongTensor[B]`` (view index of the anchor).
+
+    Example (two instances of three views; the anchor is the odd view out):
+        >>> pool = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]],
+        ...                      [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])
+        >>> DynamicAnchor()(pool)
+        tensor([2, 1])
+        >>> DynamicAnchor()(torch.randn(8, 5, 16)).shape  # pool[B, V, d] -> [B]
+        torch.Size([8])
     """
 
     @torch.no_grad()
@@ -224,7 +239,18 @@ class FarthestPointPositives(nn.Module):
     ``pool.reshape(B * V, d)`` (instance ``r // V``, view ``r % V``).
 
     Call: ``FarthestPointPositives(num_positives)(pool[B, V, d], anchor[B], labels=None)
-    -> LongTensor[B, num_positives]``.
+    -> LongTensor[B, num_positives]``.  SPACL (ICLR 2026, OpenReview 4cZvjp8Iwk); the
+    greedy rule is Gonzalez's farthest-point traversal (1985).
+
+    Example (from the anchor ``(1, 0)``: first its antipode, then the orthogonal view):
+        >>> pool = torch.tensor([[[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-1.0, 0.0]]])
+        >>> FarthestPointPositives(num_positives=2)(pool, torch.tensor([0]))
+        tensor([[3, 2]])
+        >>> pool, labels = torch.randn(4, 3, 8), torch.tensor([0, 1, 0, 1])
+        >>> miner = FarthestPointPositives(2, positive_pool="class")
+        >>> flat = miner(pool, torch.zeros(4, dtype=torch.long), labels)  # rows of [B*V, d]
+        >>> flat.shape, bool((labels[flat // 3] == labels[:, None]).all())
+        (torch.Size([4, 2]), True)
     """
 
     def __init__(self, num_positives: int = 2, positive_pool: str = "instance") -> None:

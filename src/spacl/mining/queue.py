@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from spacl._validation import check_labels, check_tensor
+from spacl._validation import check_flag, check_labels, check_tensor
 
 __all__ = ["NegativeQueue"]
 
@@ -44,6 +44,19 @@ class NegativeQueue(nn.Module):
         dtype: storage dtype (default ``torch.float32``).
         device: storage device (moved with the module by ``.to()``).
         gather_distributed: all-gather every pushed batch across ranks.
+
+    Reference: He et al., "Momentum Contrast for Unsupervised Visual Representation
+    Learning", CVPR 2020 (MoCo).  With ``n`` rows pushed in all, the queue holds rows
+    ``max(0, n - size) .. n - 1``, oldest first.
+
+    Example (a queue of 4 rows: the fifth push drops the oldest):
+        >>> queue = NegativeQueue(size=4, dim=2)
+        >>> queue.push(torch.ones(3, 2), labels=torch.tensor([0, 1, 2]))
+        >>> queue.push(torch.zeros(2, 2), labels=torch.tensor([3, 4]))
+        >>> len(queue), queue.labels, queue.embeddings.shape
+        (4, tensor([1, 2, 3, 4]), torch.Size([4, 2]))
+        >>> sorted(queue.loss_kwargs(with_labels=True))  # the keywords of a loss call
+        ['extra_negative_labels', 'extra_negatives']
     """
 
     def __init__(
@@ -63,7 +76,7 @@ class NegativeQueue(nn.Module):
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         self.size = size
         self.dim = dim
-        self.gather_distributed = bool(gather_distributed)
+        self.gather_distributed = check_flag(gather_distributed, "gather_distributed")
         self.register_buffer("rows", torch.zeros(size, dim, dtype=dtype, device=device))
         self.register_buffer("row_labels", torch.zeros(size, dtype=torch.long, device=device))
         self.register_buffer("pointer", torch.zeros((), dtype=torch.long, device=device))

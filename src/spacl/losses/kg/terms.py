@@ -68,9 +68,7 @@ class KeptLogSumExp(torch.autograd.Function):
         return e.mul_(scale.unsqueeze(1)), None, None, None  # e is not needed again
 
 
-def check_link_inputs(
-    query: Tensor, entities: Tensor, positives: Tensor
-) -> tuple[Tensor, Tensor]:
+def check_link_inputs(query: Tensor, entities: Tensor, positives: Tensor) -> tuple[Tensor, Tensor]:
     """``(query, entities)`` checked (floating, ``[B, d]`` and ``[E, d]``, neither empty,
     ``positives`` a ``[B, E]`` bool mask) and brought to their common dtype, as the
     pairwise losses promote theirs.  Their values are checked by

@@ -37,7 +37,9 @@ How the online anchor ``f(a_i)`` is obtained (``forward(anchors, pool, ...)``):
   every other instance (``B-1``).  With labels, same-class instances are never
   negatives (SPEC §1.3).  ``extra_negatives=[Q, d]`` (a :class:`~spacl.mining.NegativeQueue`
   of past target embeddings) join ``Q_i`` *before* the cut; with labels, queue rows of
-  the anchor's class are not negatives (and are positives under ``"instance_class"``).
+  the anchor's class are not negatives (and are positives under ``"instance_class"``),
+  so a labelled batch needs ``extra_negative_labels=[Q]`` under every ``positive_pool``
+  (a ``ValueError`` without them, as for the baseline losses).
 - How labels enter (SPEC §1.2 revised; the paper does not say), ``positive_pool``:
 
   ====================  ===========================================  ================

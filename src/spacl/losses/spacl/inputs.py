@@ -137,7 +137,13 @@ def check_extra(
     extra: Tensor | None,
     extra_labels: Tensor | None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    """Validate ``extra_negatives`` / ``extra_negative_labels``; ``None`` for an empty queue."""
+    """Validate ``extra_negatives`` / ``extra_negative_labels``; ``None`` for an empty queue.
+
+    As for the baseline losses (:func:`spacl.losses._batch.check_extra_negatives`), the
+    queue's labels are required exactly when the batch has labels, whatever
+    ``positive_pool``: a queue row of the anchor's class is never a negative, which
+    needs its label (and labels of a queue without batch labels would be ignored).
+    """
     if extra is None:
         if extra_labels is not None:
             raise ValueError("extra_negative_labels given without extra_negatives")
@@ -149,14 +155,22 @@ def check_extra(
         )
     if extra.dtype != pool.dtype:
         raise TypeError(f"extra_negatives dtype {extra.dtype} differs from pool {pool.dtype}")
-    if extra_labels is not None:
+    if labels is None:
+        if extra_labels is not None:
+            raise ValueError(
+                "extra_negative_labels given, but the loss is computed without labels "
+                "(pass labels for the batch, or drop extra_negative_labels)"
+            )
+    elif extra_labels is None:
+        raise ValueError(
+            "the batch has labels, so extra_negatives needs extra_negative_labels[Q] "
+            "(a queue row of the anchor's class is no negative; "
+            f"positive_pool={options.positive_pool!r}), got extra_negatives of shape "
+            f"{tuple(extra.shape)} and extra_negative_labels=None"
+        )
+    else:
         extra_labels = check_labels(extra_labels, extra.shape[0], "extra_negative_labels")
         extra_labels = extra_labels.to(pool.device)
-    elif labels is not None and options.positive_pool != "instance":
-        raise ValueError(
-            f"positive_pool={options.positive_pool!r} with extra_negatives needs "
-            "extra_negative_labels (a queue of the wrong class would be a negative)"
-        )
     if extra.shape[0] == 0:
         return None, None
-    return extra.to(pool.device), extra_labels if labels is not None else None
+    return extra.to(pool.device), extra_labels

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 from torch.profiler import record_function
 
+from spacl._validation import check_int
 from spacl.losses.game import LazyGameModule
 from spacl.losses.kernel import reduce_anchors
 from spacl.losses.normalize import NormalizeMode
@@ -168,6 +169,12 @@ class SPACLLoss(LazyGameModule):
             conditional_discriminator=conditional_discriminator,
             reduction=reduction,
         )
+        if embedding_dim is not None:
+            embedding_dim = check_int(embedding_dim, "embedding_dim", low=1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+            )
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
         options = self.options
         self.cut = RelativeThresholdNegatives(
@@ -272,8 +279,9 @@ class SPACLLoss(LazyGameModule):
                 variant's choice; with ``anchors[B, d]`` it names the embedded view).
             extra_negatives: optional ``[Q, d]`` constant candidates (a negative queue),
                 joined to ``Q_i`` before the cut.
-            extra_negative_labels: ``[Q]`` labels of ``extra_negatives`` (used with
-                ``labels``: same-class rows are not negatives).
+            extra_negative_labels: ``[Q]`` labels of ``extra_negatives``, required exactly
+                when ``labels`` are given (same-class rows are not negatives), whatever
+                ``positive_pool``; a ``ValueError`` otherwise, as for the baselines.
 
         Under :mod:`torch.profiler` the call is the region ``"spacl/loss"``, with
         ``"spacl/mine"`` (anchor and positives), ``"spacl/game"`` (the generator and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spacl._validation import check_choice, check_positive
+from spacl._validation import check_choice, check_flag, check_int, check_positive
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode
 from spacl.mining.adversarial import PlayerOptions
 from spacl.mining.cut import MASSES, check_share
@@ -106,9 +106,16 @@ class SPACLOptions:
             "num_positives": check_num_positives(self.num_positives),
             "share": check_share(self.share),
             "normalize": check_normalize_mode(self.normalize),
-            "detach_candidates": bool(self.detach_candidates),
+            "detach_candidates": check_flag(self.detach_candidates, "detach_candidates"),
             "adversarial_lr": check_positive(self.adversarial_lr, "adversarial_lr"),
-            "conditional_discriminator": bool(self.conditional_discriminator),
+            "adversarial_hidden": (
+                None
+                if self.adversarial_hidden is None
+                else check_int(self.adversarial_hidden, "adversarial_hidden", low=1)
+            ),
+            "conditional_discriminator": check_flag(
+                self.conditional_discriminator, "conditional_discriminator"
+            ),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)

@@ -96,7 +96,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.profiler import record_function
 
-from spacl._validation import check_choice, check_positive, check_tensor
+from spacl._validation import check_choice, check_flag, check_positive, check_tensor
 from spacl.mining.cut import kernel as cut_kernel
 from spacl.mining.cut.compiled import PASSES
 from spacl.mining.cut.exact import (
@@ -194,7 +194,12 @@ class RelativeThresholdNegatives(nn.Module):
     logits).  ``mass="similarity"`` (default): ``w = s``, the paper's formula on raw
     similarities; ``"exp"``: ``w = exp(logits)``; ``"linear"``: ``w = (1 + s) / 2``.
     See the module docstring for the exact prefix definition, tie rule and algorithm.
-    No gradient.
+    No gradient.  With the candidates ``q_1, q_2, ...`` of anchor ``i`` sorted by
+    decreasing logit::
+
+        Q_i^h = {q_1, ..., q_m},  m the smallest with  sum_{j <= m} w_ij >= share * sum_j w_ij
+
+    (SPACL, ICLR 2026, OpenReview 4cZvjp8Iwk, SPEC §1.4; ``share`` is its ``lambda_Q``).
 
     Call: ``RelativeThresholdNegatives(share, mass, temperature)(logits[B, K],
     valid_mask=None) -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off
@@ -207,6 +212,16 @@ class RelativeThresholdNegatives(nn.Module):
     passes over ``[B, K]``; the first call compiles (tens of seconds, cached on disk by
     inductor); where compilation fails, a warning and the eager passes.  On a GPU
     (:data:`SORTED_DEVICES`) every row takes one stable sort instead, ``compiled`` or not.
+
+    Example (similarities ``0.9 + 0.5 = 1.4`` reach ``0.8`` of the total ``1.3``):
+        >>> logits = torch.tensor([[0.9, 0.5, 0.1, -0.2]])
+        >>> RelativeThresholdNegatives(share=0.8)(logits)
+        tensor([[ True,  True, False, False]])
+        >>> RelativeThresholdNegatives(share=1.0)(logits)  # lambda_Q = 1: no selection
+        tensor([[True, True, True, True]])
+        >>> valid = torch.tensor([[False, True, True, True]])  # column 0 is no candidate
+        >>> RelativeThresholdNegatives(share=0.8)(logits, valid)
+        tensor([[False,  True, False, False]])
     """
 
     def __init__(
@@ -222,9 +237,7 @@ class RelativeThresholdNegatives(nn.Module):
         check_choice(mass, "mass", MASSES)
         self.mass = mass
         self.temperature = check_positive(temperature, "temperature")
-        if not isinstance(compiled, bool):
-            raise TypeError(f"compiled must be a bool, got {type(compiled).__name__}")
-        self.compiled = compiled
+        self.compiled = check_flag(compiled, "compiled")
 
     def weights(self, logits: Tensor, valid_mask: Tensor) -> Tensor:
         """Float64 ``[B, K]`` weights (0 off ``valid_mask``); scaled per row for ``exp``.
@@ -250,6 +263,11 @@ class RelativeThresholdNegatives(nn.Module):
         """The keep mask ``[B, K]`` after checking the inputs (``valid_mask=None``: every
         column a candidate): :meth:`select` with ``form="mask"``."""
         check_tensor(logits, "logits", ndim=2)
+        if logits.shape[1] == 0:
+            raise ValueError(
+                "logits must hold at least one candidate column (K >= 1), got shape "
+                f"{tuple(logits.shape)}"
+            )
         return self.select(logits, checked_mask(valid_mask, logits, "valid_mask"))
 
     @overload
