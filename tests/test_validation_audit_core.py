@@ -6,10 +6,13 @@ link and Barlow losses on mixed dtypes or non-finite inputs."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
 
+from spacl.data.sampling import BatchPlan
+from spacl.data.views import NoiseViews, SameClassViews
 from spacl.evaluate import knn_accuracy
 from spacl.losses import (
     BarlowTwinsLoss,
@@ -21,7 +24,9 @@ from spacl.losses import (
     contrastive_kernel,
     normalize,
 )
-from spacl.losses.kg import LinkInfoNCELoss
+from spacl.losses.kg import LinkInfoNCELoss, LinkSPACLLoss
+from spacl.models.backbones import ResNetEncoder
+from spacl.models.kg import LinkPredictor
 
 
 def knn_reference(
@@ -181,3 +186,63 @@ def test_knn_predict_checks_its_inputs_as_knn_accuracy_does() -> None:
     query = torch.randn(4, 3, dtype=torch.float64)
     mixed = knn_predict(bank, labels, query, num_classes=3, k=3)
     assert torch.equal(mixed, knn_predict(bank.double(), labels, query, num_classes=3, k=3))
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (
+            lambda v: BarlowTwinsLoss(gather_distributed=v),
+            "gather_distributed",
+        ),
+        (
+            lambda v: LinkSPACLLoss(compiled_cut=v),
+            "compiled_cut",
+        ),
+        (
+            lambda v: LinkPredictor(5, 2, 4, normalize=v),
+            "normalize",
+        ),
+        (
+            lambda v: ResNetEncoder(cifar_stem=v),
+            "cifar_stem",
+        ),
+        (
+            lambda v: BatchPlan(8, 4, balanced=v),
+            "balanced",
+        ),
+        (
+            lambda v: BatchPlan(8, 4, drop_last=v),
+            "drop_last",
+        ),
+        (
+            lambda v: NoiseViews(keep_original=v),
+            "keep_original",
+        ),
+        (
+            lambda v: SameClassViews(keep_original=v),
+            "keep_original",
+        ),
+    ],
+)
+def test_a_switch_outside_the_losses_takes_a_bool_only(build: Any, name: str) -> None:
+    """``bool("no")`` is True: these switches silently flipped on a string before."""
+    for bad in ("no", "False", 0, None):
+        with pytest.raises(TypeError, match=f"{name} must be a bool"):
+            build(bad)
+
+
+def test_link_spacl_checks_its_adversarial_width_at_construction() -> None:
+    with pytest.raises(ValueError, match="adversarial_hidden must be an integer >= 1, got -3"):
+        LinkSPACLLoss(adversarial_hidden=-3)
+
+
+def test_the_pool_unit_vectors_give_a_zero_row_a_zero_gradient() -> None:
+    from spacl.mining.pool import unit
+
+    z = torch.randn(4, 6, dtype=torch.float64)
+    z[1] = 0.0
+    z.requires_grad_()
+    (unit(z) * torch.randn(4, 6, dtype=torch.float64)).sum().backward()
+    assert z.grad is not None and bool(torch.isfinite(z.grad).all())
+    assert float(z.grad[1].abs().max()) == 0.0

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_in_range
+from .._validation import check_flag, check_in_range
 from .labeled import LabeledData
 from .views import Params, ViewMaker, check_num_views
 
@@ -118,7 +118,7 @@ class ImageAugment(ViewMaker):
             raise ValueError(f"std must be > 0, got {std!r}")
         self.mean = mean
         self.std = std
-        self.keep_original = bool(keep_original)
+        self.keep_original = check_flag(keep_original, "keep_original")
 
     # ------------------------------------------------------------- sampling
     def sample(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .._validation import check_flag
 from .seeding import generator_for
 
 __all__ = ["BatchPlan"]
@@ -82,8 +83,8 @@ class BatchPlan:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         self.seed = seed
-        self.balanced = bool(balanced)
-        self.drop_last = bool(drop_last)
+        self.balanced = check_flag(balanced, "balanced")
+        self.drop_last = check_flag(drop_last, "drop_last")
         if self.world_size > 1 and not self.drop_last:
             raise ValueError(
                 f"drop_last must be True when world_size > 1 (got drop_last={drop_last}, "

@@ -36,7 +36,7 @@ import abc
 import torch
 from torch import Tensor
 
-from .._validation import check_positive
+from .._validation import check_flag, check_positive
 from .labeled import LabeledData
 
 __all__ = ["IdentityViews", "NoiseViews", "SameClassViews", "ViewMaker", "check_num_views"]
@@ -110,7 +110,7 @@ class NoiseViews(ViewMaker):
 
     def __init__(self, sigma: float = 0.1, keep_original: bool = True) -> None:
         self.sigma = check_positive(sigma, "sigma")
-        self.keep_original = bool(keep_original)
+        self.keep_original = check_flag(keep_original, "keep_original")
 
     def sample(
         self, data: LabeledData, index: Tensor, num_views: int, generator: torch.Generator
@@ -144,7 +144,7 @@ class SameClassViews(ViewMaker):
     """
 
     def __init__(self, keep_original: bool = True) -> None:
-        self.keep_original = bool(keep_original)
+        self.keep_original = check_flag(keep_original, "keep_original")
         self._cache_labels: Tensor | None = None  # strong reference: no id reuse
         self._cache: tuple[Tensor, Tensor, Tensor, Tensor, Tensor] | None = None
 

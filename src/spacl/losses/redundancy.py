@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from spacl._validation import check_tensor
+from spacl._validation import check_flag, check_tensor
 from spacl.losses._batch import parse_views
 
 __all__ = ["BarlowTwinsLoss"]
@@ -101,7 +101,7 @@ class BarlowTwinsLoss(nn.Module):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         self.lambda_offdiag = float(lambda_offdiag)
         self.eps = float(eps)
-        self.gather_distributed = bool(gather_distributed)
+        self.gather_distributed = check_flag(gather_distributed, "gather_distributed")
 
     def _standardise(self, z: Tensor) -> Tensor:
         """``[N, d]`` standardised along the batch (global statistics when gathering)."""

@@ -22,9 +22,10 @@ __all__ = [
 
 
 def unit(z: Tensor) -> Tensor:
-    """``z / ||z||`` along the last dimension (a zero vector stays zero)."""
+    """``z / ||z||`` along the last dimension (a zero vector stays zero, with a zero
+    gradient: as :func:`spacl.losses.normalize`, whose package this one may not import)."""
     norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
-    return z / norm.clamp_min(torch.finfo(z.dtype).tiny)
+    return z / norm.clamp_min(torch.finfo(z.dtype).tiny) * (norm > 0)
 
 
 def check_pool(pool: Tensor, name: str = "pool", *, min_views: int = 1) -> Tensor:

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.models import resnet18, resnet50
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_flag
 
 __all__ = ["BACKBONES", "MLP", "ResNetEncoder", "SmallCNN", "build_backbone", "feature_dim_of"]
 
@@ -66,7 +66,7 @@ class ResNetEncoder(nn.Module):
         net.fc = nn.Identity()
         self.net = net
         self.depth = depth
-        self.cifar_stem = bool(cifar_stem)
+        self.cifar_stem = check_flag(cifar_stem, "cifar_stem")
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)

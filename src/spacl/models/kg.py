@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_flag
 
 __all__ = ["KG_INTERACTIONS", "LinkPredictor"]
 
@@ -75,7 +75,7 @@ class LinkPredictor(nn.Module):
             raise ValueError(f"init_scale must be > 0, got {init_scale}")
         self.kind = kind
         self.dim = dim
-        self.normalize = bool(normalize)
+        self.normalize = check_flag(normalize, "normalize")
         self.entity = nn.Embedding(num_entities, dim)
         self.relation = nn.Embedding(num_relations, dim)
         nn.init.normal_(self.entity.weight, std=init_scale)

@@ -38,6 +38,7 @@ from torch import Tensor, nn
 
 from spacl._extras import MissingExtraError
 from spacl._progress import progress_enabled
+from spacl._validation import check_flag
 from spacl.schema_checks import resolve_device
 
 __all__ = [
@@ -151,7 +152,7 @@ class MiniLMEncoder:
         if device == "auto":  # the one reading of "auto" (module docstring: device)
             device = str(resolve_device(device))
         self.device = device
-        self.normalize = bool(normalize)
+        self.normalize = check_flag(normalize, "normalize")
         self.progress = progress
         self._model: Any = None
         try:
@@ -363,7 +364,7 @@ class TopLayersMiniLM(nn.Module):
             device = str(resolve_device(device))
         st = load_sentence_transformer(device)
         self.st = st
-        self.normalize = bool(normalize)
+        self.normalize = check_flag(normalize, "normalize")
         transformer = st[0].auto_model
         layers = transformer.encoder.layer
         if not 0 <= trainable_layers <= len(layers):

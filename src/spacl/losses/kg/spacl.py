@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from spacl._validation import check_choice, check_in_range, check_positive
+from spacl._validation import check_choice, check_flag, check_in_range, check_int, check_positive
 from spacl.losses.game import LazyGameModule
 from spacl.losses.kernel import masked_logsumexp, segment_logsumexp
 from spacl.losses.kg.terms import (
@@ -145,12 +145,19 @@ class LinkSPACLLoss(LazyGameModule):
         self.adversarial_lr = check_positive(adversarial_lr, "adversarial_lr")
         if game_batch is not None and (not isinstance(game_batch, int) or game_batch < 1):
             raise ValueError(f"game_batch must be None or an int >= 1, got {game_batch!r}")
-        self.adversarial_hidden = adversarial_hidden
+        self.adversarial_hidden = (
+            None
+            if adversarial_hidden is None
+            else check_int(adversarial_hidden, "adversarial_hidden", low=1)
+        )
         self.game_batch = game_batch
         self.num_adversarial = 0 if variant == "no_adversarial" else num_adversarial
         effective_share = 1.0 if variant == "no_negative_selection" else self.share
         self.cut = RelativeThresholdNegatives(
-            effective_share, mass, self.temperature, compiled=compiled_cut
+            effective_share,
+            mass,
+            self.temperature,
+            compiled=check_flag(compiled_cut, "compiled_cut"),
         )
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
         self.register_module("adversarial", None)

@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_flag
 from spacl.engine.device import device_of
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
@@ -155,7 +155,7 @@ class TopLayers(nn.Module):
         self.layers = nn.ModuleList(copy.deepcopy(layer) for layer in layers)
         for p in self.layers.parameters():
             p.requires_grad_(True)
-        self.normalize = bool(normalize)
+        self.normalize = check_flag(normalize, "normalize")
 
     def pooled(self, states: Tensor, mask: Tensor) -> Tensor:
         """Mean-pooled output of the layers, not normalised: ``[B, d]``."""
