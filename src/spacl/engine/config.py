@@ -193,7 +193,7 @@ class TrainConfig(TrainSection):
     log_every: int = 10  # steps between metric records (0: epoch records only)
     drop_last: bool = True  # drop each epoch's incomplete last batch (needed under DDP)
     progress: bool | None = None  # tqdm bar; None: only when stderr is a terminal
-    deterministic: bool = False  # torch.use_deterministic_algorithms
+    deterministic: bool | None = None  # torch.use_deterministic_algorithms; None: on a CPU
     threads: int | None = None  # torch.set_num_threads for the process (None: leave)
 
 
@@ -203,7 +203,7 @@ class EvalConfig(EvalSection):
     :class:`spacl.schema.EvalSection`)."""
 
     every_epochs: int = 1  # online kNN (+ geometry) every N epochs; 0: never
-    features: str = "features"  # features (backbone) | projections
+    features: str = "features"  # features (= backbone, its other name) | projections
     knn_k: int = 200
     knn_t: float = 0.1
     linear_probe: bool = True  # final linear probe
@@ -481,7 +481,8 @@ def _validate_train_eval(cfg: DictConfig) -> None:
     if t.precision in ("bf16", "fp16") and t.device == "cpu":
         raise fail("train.precision", t.precision, "(mixed precision) needs a CUDA device")
     int_at_least("eval.every_epochs", e.every_epochs, 0)
-    choice("eval.features", e.features, ("features", "projections"))
+    # "backbone" is "features" by the name embed, predict and .embed use for that output
+    choice("eval.features", e.features, ("features", "backbone", "projections"))
     int_at_least("eval.knn_k", e.knn_k, 1)
     positive("eval.knn_t", e.knn_t)
     positive("eval.probe_weight_decay", e.probe_weight_decay)

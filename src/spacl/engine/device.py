@@ -14,7 +14,7 @@ from torch import nn
 
 from spacl.schema_checks import resolve_device as _resolve
 
-__all__ = ["device_of", "resolve_device"]
+__all__ = ["deterministic_algorithms", "device_of", "resolve_device"]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -28,3 +28,21 @@ def device_of(module: nn.Module) -> torch.device:
     for p in module.parameters():
         return p.device
     return torch.device("cpu")
+
+
+def deterministic_algorithms(requested: bool | None, device: torch.device) -> bool:
+    """Turn on ``torch.use_deterministic_algorithms`` for the process when ``requested``,
+    or, by default (``None``), for a run on the CPU; return whether it is on.
+
+    On the CPU, with more than one thread, the backward of advanced indexing
+    (``x[index]``, an accumulating ``index_put_``) sums in thread order, so two runs of
+    one seed differ from their first step (by ~1e-7, growing to ~1e-2 in the weights)
+    and a resumed run could not equal the uninterrupted one.  The deterministic
+    implementations cost little there (measured: the losses' steps within the noise); on
+    CUDA they can cost more and some ops have none, so there the default leaves them off.
+    ``False`` leaves the process's setting as it is.
+    """
+    on = device.type == "cpu" if requested is None else bool(requested)
+    if on:
+        torch.use_deterministic_algorithms(True)
+    return on

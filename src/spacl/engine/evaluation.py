@@ -59,7 +59,7 @@ class Evaluator:
             idx = torch.randperm(len(train), generator=gen)[:bank_limit].sort().values
             train = train[idx.to(train.inputs.device)]
         kw: dict[str, Any] = {
-            "which": e.features,
+            "which": "features" if e.features == "backbone" else e.features,  # one output
             "batch_size": int(e.batch_size),
             "transform": self.data.eval_transform,
         }

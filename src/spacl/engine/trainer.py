@@ -50,6 +50,7 @@ from spacl.engine.checkpoint import (
 )
 from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
+from spacl.engine.device import deterministic_algorithms
 from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.evaluation import Evaluator
 from spacl.engine.interrupt import StopOnSignal
@@ -163,9 +164,8 @@ class Trainer:
         if cfg.train.threads is not None:
             torch.set_num_threads(int(cfg.train.threads))
         _seed_everything(int(cfg.train.seed))
-        if cfg.train.deterministic:
-            torch.use_deterministic_algorithms(True)
-        elif self.ctx.device.type == "cuda":
+        on = deterministic_algorithms(cfg.train.deterministic, self.ctx.device)
+        if not on and self.ctx.device.type == "cuda":
             torch.backends.cudnn.benchmark = True
         # an image folder's split: recorded by a fresh run, held to the record otherwise
         fresh = not read_only and checkpoint is None

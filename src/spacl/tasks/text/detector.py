@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
+from spacl.engine.device import deterministic_algorithms, resolve_device
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import StopRequested
 from spacl.engine.rundir import RunDirectory
@@ -122,6 +123,8 @@ def open_text_run(
         saved, stored = None, stored_summary(run, resume, say)
     if stored is None and cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
+    if stored is None:  # on for a CPU run: a resume then equals the uninterrupted run
+        deterministic_algorithms(None, resolve_device(str(cfg.encoder.device)))
     return run, stored, saved
 
 
