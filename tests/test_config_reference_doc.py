@@ -55,15 +55,3 @@ def test_the_check_finds_a_missing_key() -> None:
     """Counter-example: a paragraph without ``queue_size`` fails the check."""
     assert not documented("`name` [simclr]; `temperature`", "queue_size")
     assert documented("`synthetic.{num_classes, dim, samples_per_class}`", "dim")
-
-
-def test_eval_features_takes_the_backbone_name_embed_and_predict_use() -> None:
-    """``spacl eval RUN eval.features=backbone`` was an error while ``spacl embed
-    --features backbone`` and ``.embed(features="backbone")`` name the same output so."""
-    from spacl import load_recipe
-
-    for name in ("backbone", "features", "projections"):
-        cfg = load_recipe("digits/supcon", [f"eval.features={name}"]).config
-        assert cfg.eval.features == name
-    with pytest.raises(ValueError, match=r"eval\.features"):
-        load_recipe("digits/supcon", ["eval.features=logits"])

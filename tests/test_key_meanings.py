@@ -103,3 +103,13 @@ def test_text_spacl_defaults_are_the_losss() -> None:
     loss = build_text_loss(cfg, 0)
     default = inspect.signature(SPACLLoss).parameters["positive_pool"].default
     assert isinstance(loss, SPACLLoss) and loss.positive_pool == default
+
+
+def test_eval_features_takes_the_backbone_name_embed_and_predict_use() -> None:
+    """``spacl eval RUN eval.features=backbone`` was an error while ``spacl embed
+    --features backbone`` and ``.embed(features="backbone")`` name the same output so."""
+    for name in ("backbone", "features", "projections"):
+        cfg = load_recipe("digits/supcon", [f"eval.features={name}"]).config
+        assert cfg.eval.features == name
+    with pytest.raises(ValueError, match=r"eval\.features"):
+        load_recipe("digits/supcon", ["eval.features=logits"])

@@ -104,3 +104,16 @@ def test_own_graph_section_runs(
     shown = repr(spacl.load(run))
     assert shown.startswith("LinkModel(") and "graph='mygraph'" in shown
     assert "entities=36, relations=3" in shown and len(shown) < 200 and "person0" not in shown
+
+
+def test_a_detector_with_few_steps_an_epoch_says_so_with_a_batch_size_that_fits() -> None:
+    """120 texts at batch 128 are one step an epoch: the head stayed at chance until its
+    patience ran out, silently (a new-user audit's own intents)."""
+    from spacl.tasks.text.adb_run import MIN_STEPS_PER_EPOCH, few_steps_note
+
+    note = few_steps_note(120, 128)
+    assert note is not None and "120 training texts make 1 step(s)" in note
+    assert note.endswith("try detector.batch_size=15")
+    assert -(-120 // 15) >= MIN_STEPS_PER_EPOCH
+    assert few_steps_note(120, 15) is None
+    assert few_steps_note(3000, 128) is None  # StackOverflow 25%: 24 steps, no note

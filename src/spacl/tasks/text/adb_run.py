@@ -52,6 +52,7 @@ __all__ = [
     "HeadFeatures",
     "adb_intent_parts",
     "detector_backbone",
+    "few_steps_note",
     "pooled_encoder",
     "schedule_of",
     "top_layers_of",
@@ -73,6 +74,29 @@ def schedule_of(cfg: DictConfig) -> ADBSchedule:
         dropout=float(det.dropout),
         boundary_lr=float(det.boundary_lr),
         seed=int(cfg.train.seed),
+    )
+
+
+#: fewer optimiser steps an epoch than this: the head may stop before it learns
+MIN_STEPS_PER_EPOCH = 8
+
+
+def few_steps_note(num_train: int, batch_size: int) -> str | None:
+    """A one-line note when ``num_train`` texts make fewer than
+    :data:`MIN_STEPS_PER_EPOCH` steps an epoch at ``batch_size``, with the batch size
+    that gives that many; ``None`` otherwise (every TEXTOIR setting: 1,000+ texts).
+
+    Early stopping counts epochs: at 120 texts and batch 128 an epoch is one step, and a
+    head at lr 1e-4 was still at chance (loss ln 3, dev 1/3) when its patience ran out.
+    """
+    steps = -(-num_train // batch_size)
+    if steps >= MIN_STEPS_PER_EPOCH:
+        return None
+    better = max(1, num_train // MIN_STEPS_PER_EPOCH)
+    return (
+        f"note: {num_train} training texts make {steps} step(s) an epoch at "
+        f"detector.batch_size={batch_size}; early stopping counts epochs, so the head may "
+        f"stop before it learns: try detector.batch_size={better}"
     )
 
 
@@ -155,6 +179,9 @@ def train_adb_run(
     start = time.perf_counter()
     split = split if split is not None else split_of(cfg)
     schedule = schedule_of(cfg)
+    note = few_steps_note(len(split.train_texts), schedule.batch_size)
+    if note:
+        say(note)
     if schedule.trainable_layers > 0:
         say(
             f"computing the frozen layers' token states of {_count(split)} texts once, then "
