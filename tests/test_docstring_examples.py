@@ -18,36 +18,41 @@ import spacl.mining
 import spacl.tasks.text.states
 
 
+def scope(package: ModuleType) -> dict[str, object]:
+    """What an example may use without importing it: ``torch`` and the package's names."""
+    return {"torch": torch, **{n: getattr(package, n) for n in package.__all__}}
+
+
+def run_examples(obj: object, globs: dict[str, object], label: str, min_examples: int = 1) -> None:
+    """Run every ``>>>`` example in ``obj``'s own docstring (seeded, the global RNG
+    restored); fail if there is none, or fewer than ``min_examples`` lines, or one fails."""
+    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
+    assert tests, f"{label} has no example in its docstring"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        for test in tests:
+            result = runner.run(test)
+            assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
+            assert result.attempted >= min_examples, f"{test.name}: {result.attempted} lines"
+
+
 @pytest.mark.parametrize(
     "obj",
     [spacl.losses, spacl.losses.spacl.SPACLLoss, spacl.tasks.text.states],
     ids=lambda o: getattr(o, "__name__", str(o)),
 )
 def test_docstring_examples_run(obj: object) -> None:
-    globs = {"torch": torch, **{name: getattr(spacl.losses, name) for name in spacl.losses.__all__}}
-    globs.update(vars(spacl.tasks.text.states))
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
-    assert tests, f"{obj!r} has no example"
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in tests:
-        result = runner.run(test)
-        assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
+    globs = {**scope(spacl.losses), **vars(spacl.tasks.text.states)}
+    run_examples(obj, globs, getattr(obj, "__name__", str(obj)))
 
 
 @pytest.mark.parametrize("name", spacl.losses.__all__)
 def test_every_public_loss_has_an_example_that_runs(name: str) -> None:
     """Issue 38: every loss (and the kernel, the normaliser) shows a runnable example."""
-    globs = {"torch": torch, **{n: getattr(spacl.losses, n) for n in spacl.losses.__all__}}
-    obj = getattr(spacl.losses, name)
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
     if name == "PairwiseContrastiveLoss":  # the base class: its subclasses carry the examples
         return
-    assert tests, f"spacl.losses.{name} has no example in its docstring"
-    torch.manual_seed(0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in tests:
-        result = runner.run(test)
-        assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
+    run_examples(getattr(spacl.losses, name), scope(spacl.losses), f"spacl.losses.{name}")
 
 
 def test_the_losses_overview_names_every_public_name() -> None:
@@ -77,15 +82,7 @@ def test_the_kg_losses_are_all_doctested() -> None:
 def test_every_public_link_loss_has_an_example_that_runs(name: str) -> None:
     """Issue 38: the link-prediction losses of ``spacl.losses.kg`` show runnable examples."""
     obj = getattr(spacl.losses.kg, name)
-    globs = {"torch": torch, **{n: getattr(spacl.losses.kg, n) for n in spacl.losses.kg.__all__}}
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
-    assert tests, f"spacl.losses.kg.{name} has no example in its docstring"
-    torch.manual_seed(0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in tests:
-        result = runner.run(test)
-        assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
-        assert result.attempted >= 3
+    run_examples(obj, scope(spacl.losses.kg), f"spacl.losses.kg.{name}", min_examples=3)
 
 
 def test_the_cut_sort_path_example_runs() -> None:
@@ -120,17 +117,7 @@ def test_every_public_metric_evaluator_and_miner_has_an_example_that_runs(
     qualified = f"{package.__name__}.{name}"
     if qualified in EXAMPLE_EXEMPT:
         pytest.skip(EXAMPLE_EXEMPT[qualified])
-    public = package.__all__
-    globs = {"torch": torch, **{n: getattr(package, n) for n in public}}
-    obj = getattr(package, name)
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
-    assert tests, f"{qualified} has no example in its docstring"
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        for test in tests:
-            result = runner.run(test)
-            assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
+    run_examples(getattr(package, name), scope(package), qualified)
 
 
 def test_the_example_exemptions_are_public_names() -> None:

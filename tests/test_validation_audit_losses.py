@@ -8,7 +8,6 @@ code before the fix."""
 
 from __future__ import annotations
 
-import doctest
 import re
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +17,6 @@ import pytest
 import torch
 from torch import nn
 
-import spacl.mining
 from spacl._validation import check_flag, check_int, check_labels, check_positive, check_real
 from spacl.losses import (
     DebiasedContrastiveLoss,
@@ -276,19 +274,3 @@ def test_spacl_adversarial_hidden_and_embedding_dim_valid() -> None:
         SPACLLoss(embedding_dim=0)
     with pytest.raises(TypeError, match=r"^generator must be a torch.Generator"):
         SPACLLoss(generator=0)  # type: ignore[arg-type]
-
-
-# -- spacl.mining: every public name shows a runnable example -----------------------------
-
-
-@pytest.mark.parametrize("name", spacl.mining.__all__)
-def test_every_public_miner_has_an_example_that_runs(name: str) -> None:
-    globs = {"torch": torch, **{n: getattr(spacl.mining, n) for n in spacl.mining.__all__}}
-    obj = getattr(spacl.mining, name)
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
-    assert tests, f"spacl.mining.{name} has no example in its docstring"
-    torch.manual_seed(0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in tests:
-        result = runner.run(test)
-        assert result.failed == 0, f"{test.name}: {result.failed} of {result.attempted} failed"
