@@ -48,8 +48,8 @@ def load(
     the open-intent detector (``.predict(texts)``), KG runs the link predictor.
 
     Example:
-        >>> model = spacl.load("runs/mnist")            # doctest: +SKIP
-        >>> features = model.embed(["digit.png"])
+        >>> model = spacl.load("runs/mnist")           # doctest: +SKIP
+        >>> features = model.embed(["digit.png"])      # doctest: +SKIP
     """
     from spacl.trained import load as load_run
 

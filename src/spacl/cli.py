@@ -82,7 +82,109 @@ def build_parser(command: str | None = "") -> argparse.ArgumentParser:
         sub.description = plain_text(sub.description)
         for action in sub._actions:
             action.help = plain_text(action.help)
+            if not action.option_strings and action.nargs == argparse.ZERO_OR_MORE:
+                # argparse marks a `nargs="*"` positional without a default as required:
+                # `spacl train` alone would say "required: config, overrides"
+                action.required = False
     return parser
+
+
+def subcommand_parser(
+    parser: argparse.ArgumentParser, command: str | None
+) -> argparse.ArgumentParser:
+    """The parser of sub-command ``command`` (``parser`` itself when there is none), whose
+    usage an error of that command's arguments shows."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            sub: argparse.ArgumentParser = action.choices[command]
+            return sub
+    return parser
+
+
+#: the commands whose ``key=value`` words are config keys (the flag hint of
+#: :func:`config_key_hint`): the keys each takes (``None``: any key of the recipe) and an
+#: example
+OVERRIDE_KEYS: dict[str, tuple[tuple[str, ...] | None, str]] = {
+    "train": (None, "train.epochs=5; `spacl recipes NAME` prints a recipe's keys"),
+    "eval": (("eval.", "data.root"), "eval.knn_k=20"),
+}
+
+
+def _recipe_keys(args: argparse.Namespace) -> list[str]:
+    """The dotted keys of the recipe (``spacl train CONFIG``) or run directory the command
+    reads, with the sections every task shares; ``[]`` when it cannot be read."""
+    import dataclasses
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from spacl import schema
+
+    keys: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if prefix or key != "base":
+                    walk(value, f"{prefix}{key}.")
+        elif prefix:
+            keys.append(prefix[:-1])
+
+    source = getattr(args, "config", None) or getattr(args, "run_dir", None)
+    try:
+        if source is not None and Path(source).is_dir():
+            walk(OmegaConf.to_container(OmegaConf.load(Path(source) / "config.yaml")), "")
+        elif source is not None:
+            walk(OmegaConf.to_container(schema.recipe_layer([str(source)])), "")
+    except Exception:  # an unreadable recipe: only the shared keys
+        pass
+    shared = {
+        "data": schema.DataSection,
+        "optim": schema.OptimSection,
+        "train": schema.TrainSection,
+        "eval": schema.EvalSection,
+    }
+    for section, cls in shared.items():
+        keys += [f"{section}.{f.name}" for f in dataclasses.fields(cls)]
+    return list(dict.fromkeys(keys))
+
+
+def config_key_hint(args: argparse.Namespace, stray: list[str]) -> str:
+    """For an unknown flag of a command that takes ``key=value`` overrides, the override
+    it may have meant: ``--epochs 1`` -> ``train.epochs=1`` (a key of the recipe whose
+    last part, or whole name, is the flag's; dashes read as underscores)."""
+    import difflib
+
+    command = getattr(args, "command", None)
+    if command not in OVERRIDE_KEYS or not any(w.startswith("--") for w in stray):
+        return ""
+    allowed, example = OVERRIDE_KEYS[command]
+    keys = [k for k in _recipe_keys(args) if allowed is None or k.startswith(allowed)]
+    leaves = sorted({k.rsplit(".", 1)[-1] for k in keys})
+    meant = []
+    for i, word in enumerate(stray):
+        if not word.startswith("--"):
+            continue
+        name, eq, value = word[2:].partition("=")
+        following = stray[i + 1] if i + 1 < len(stray) else ""
+        if not eq and following and not following.startswith("-") and "=" not in following:
+            value = following
+        name = name.replace("-", "_")
+        names = [name]
+        if not any(name in (k, k.rsplit(".", 1)[-1]) for k in keys):
+            names = difflib.get_close_matches(name, leaves, n=3)  # --epoch, --knn
+        matches = [
+            f"{k}={value or 'VALUE'}"
+            for near in names
+            for k in keys
+            if near in (k, k.rsplit(".", 1)[-1])
+        ]
+        if matches:
+            others = f" (or {' or '.join(matches[1:])})" if matches[1:] else ""
+            meant.append(matches[0] + others)
+    if meant:
+        return f" (config keys are key=value words: did you mean {' '.join(meant)}?)"
+    return f" (config keys are key=value words, e.g. {example})"
 
 
 #: reStructuredText markup of the docstrings the help reuses: ``code`` and :role:`target`
@@ -116,7 +218,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
         takes_overrides = isinstance(getattr(args, "overrides", None), list)
         stray = [w for w in rest if w.startswith("-") or "=" not in w]
         if not takes_overrides or stray:
-            parser.error(f"unrecognized arguments: {' '.join(stray or rest)}")
+            hint = config_key_hint(args, stray or rest)
+            sub = subcommand_parser(parser, getattr(args, "command", None))
+            sub.error(f"unrecognized arguments: {' '.join(stray or rest)}{hint}")
         args.overrides = [*args.overrides, *rest]
     return args
 

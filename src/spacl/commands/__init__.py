@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["one_line"]
+import re
+from collections.abc import Sequence
+
+__all__ = ["close_names", "did_you_mean", "one_line"]
 
 
 def one_line(err: BaseException) -> str:
@@ -15,3 +18,38 @@ def one_line(err: BaseException) -> str:
         last = lines[-1]  # "module.ErrorType: message"
         return last.split(": ", 1)[1] if ": " in last else last
     return text
+
+
+#: the words of a name: ``/people/person/places_lived`` -> people, person, places, lived
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def close_names(word: str, names: Sequence[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``names`` close to ``word``, closest first: by :mod:`difflib` (as
+    an unknown recipe name or config key is matched), then names with a word close to
+    ``word`` (``lives`` finds ``/people/person/places_lived``), then names holding it."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(names), n=n)
+    query = word.lower()
+    words = {name: [w.lower() for w in _WORDS.findall(name)] for name in names}
+    for name in names:
+        if len(found) >= n:
+            break
+        near = difflib.get_close_matches(query, words[name], n=1, cutoff=0.75)
+        if name not in found and (near or (len(query) >= 3 and query in name.lower())):
+            found.append(name)
+    return found[:n]
+
+
+def did_you_mean(word: str, names: Sequence[str], n: int = 3) -> str:
+    """``"; did you mean 'a', 'b'?"`` for :func:`close_names`; with none close, the names
+    themselves (the first ``n`` of more, and how many); ``""`` when ``names`` is empty."""
+    close = close_names(word, names, n)
+    if close:
+        return f"; did you mean {', '.join(repr(c) for c in close)}?"
+    if not names:
+        return ""
+    shown = ", ".join(repr(c) for c in names[:n])
+    more = f", ... ({len(names)} in all)" if len(names) > n else ""
+    return f"; the names are {shown}{more}"

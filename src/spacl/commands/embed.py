@@ -1,23 +1,8 @@
 """``spacl embed`` and ``spacl export``: a trained run's encoder outside its run directory.
 
-``spacl embed RUN_DIR [data.root=DIR] --out FILE [--split train|test] [--features
-backbone|projections] [--data IMAGE_FOLDER] [--arm NAME]`` writes ``features [N, d]``
-(float32) and ``labels [N]`` of a data set to ``FILE`` (``.npz`` or ``.pt``), which
-``spacl geometry FILE`` and ``spacl align`` read as they are.  ``data.root=DIR`` says
-where an image run's folder is now when it moved since training (the run's own split
-is made again from there, held to the run's ``split.json``, as ``spacl eval RUN
-data.root=DIR`` does).  Features are written batch by batch into a memory map next to
-``FILE`` (then packed), so the memory used is one batch plus the labels.
-
-``spacl export RUN_DIR --out FILE [--arm NAME]`` writes the encoder as a ``torch.export``
-program: ``torch.export.load(FILE).module()`` runs it without spacl installed (see
-:func:`spacl.trained.export_encoder` for its input and its metadata).  For a text run
-(an open-intent detector) ``--out`` is a new folder: the sentence-transformers encoder
-(fine-tuned layers included), the head as a ``torch.export`` program, the class
-centres, thresholds and names, and a README with the code that runs it without spacl
-(:mod:`spacl.tasks.text.export`).  For a KG run ``--out`` is a new folder too: the entity
-and relation tables, the names, and a README with the scoring code
-(:mod:`spacl.tasks.kg.export`).
+Each sub-command has its own help (:data:`EMBED_HELP`, :data:`EXPORT_HELP`): ``spacl
+embed`` writes the features of a data set, ``spacl export`` the trained model in a form
+that runs without spacl.
 """
 
 from __future__ import annotations
@@ -31,7 +16,38 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl embed --help` is quick
     from torch import Tensor
 
-__all__ = ["embed_batches", "register", "write_features"]
+__all__ = ["EMBED_HELP", "EXPORT_HELP", "embed_batches", "register", "write_features"]
+
+#: ``spacl embed --help``
+EMBED_HELP = """``spacl embed RUN_DIR [data.root=DIR] --out FILE [--split train|test] [--features
+backbone|projections] [--data IMAGE_FOLDER] [--arm NAME]``: the features of a data set
+under a trained run's encoder.
+
+Writes ``features [N, d]`` (float32) and ``labels [N]`` to ``FILE`` (``.npz`` or
+``.pt``), which ``spacl geometry FILE`` and ``spacl align`` read as they are.
+``data.root=DIR`` says where an image run's folder is now when it moved since training
+(the run's own split is made again from there, held to the run's ``split.json``, as
+``spacl eval RUN data.root=DIR`` does).  Features are written batch by batch into a
+memory map next to ``FILE`` (then packed), so the memory used is one batch plus the
+labels.  Text runs give the head outputs of a split's texts, KG runs every entity's
+embedding.
+"""
+
+#: ``spacl export --help``
+EXPORT_HELP = """``spacl export RUN_DIR --out PATH [--arm NAME]``: a trained run in a form that runs
+without spacl.  It reads the run directory alone (no dataset).
+
+* Image runs: ``--out FILE.pt2``, the encoder (of ``--arm``, default the run's first) as
+  a ``torch.export`` program: ``torch.export.load(FILE).module()`` runs it without spacl
+  installed (see :func:`spacl.trained.export_encoder` for its input and its metadata).
+* Text runs (an open-intent detector): ``--out`` is a new (or empty) folder holding the
+  sentence-transformers encoder (fine-tuned layers included), the head as a
+  ``torch.export`` program, the class centres, thresholds and names, and a README with
+  the code that runs it without spacl (:mod:`spacl.tasks.text.export`).
+* KG runs (a link predictor): ``--out`` is a new (or empty) folder holding the entity and
+  relation tables, the names, and a README with the scoring code
+  (:mod:`spacl.tasks.kg.export`).
+"""
 
 
 def register(subparsers: Any) -> None:
@@ -39,7 +55,7 @@ def register(subparsers: Any) -> None:
     embed = subparsers.add_parser(
         "embed",
         help="write the features of a data set under a trained run's encoder",
-        description=__doc__,
+        description=EMBED_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     embed.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
@@ -65,7 +81,7 @@ def register(subparsers: Any) -> None:
         "export",
         help="write a trained run's encoder (image runs), open-intent detector (text runs) "
         "or link predictor (kg runs) in a form that runs without spacl",
-        description=__doc__,
+        description=EXPORT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("run_dir", type=Path, help="a run directory written by spacl train")

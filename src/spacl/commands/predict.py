@@ -2,7 +2,8 @@
 
 * **Image runs** (``spacl predict RUN IMAGE ...``): each image goes to the nearest class
   centre of the run's evaluation (``RUN_DIR/centres.pt``, the float64 training means of
-  the features ``spacl eval`` probes).  One line per input: ``PATH<TAB>CLASS<TAB>DISTANCE``,
+  the features ``spacl eval`` probes).  One line per input: ``PATH<TAB>CLASS<TAB>DISTANCE``
+  (the Euclidean distance to that centre, 6 significant digits: smaller is closer),
   the class by name (the image folder's, CIFAR's) or, for data without names, its label.
 * **Open intent** (``spacl predict RUN "sentence" ...`` or ``--file FILE``, one text per
   line; a TSV's first column): the intent name, or ``open`` when the distance to the
@@ -10,7 +11,8 @@
   ``INTENT<TAB>DISTANCE<TAB>TEXT`` (the distance is the score the rule thresholds).
 * **KG** (``spacl predict RUN --head H --relation R [--top 10] [--filter]``, or
   ``--tail T --relation R`` for heads): ranked entities ``RANK<TAB>NAME<TAB>SCORE``;
-  ``--filter`` leaves out answers that complete a known training triple.  Names or ids.
+  ``--filter`` leaves out answers that complete a known training triple.  Names or ids;
+  an unknown name is refused with the graph's closest names.
 
 ``--json`` prints one JSON object per line instead.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spacl._validation import check_choice
+from spacl.commands import did_you_mean
 
 if TYPE_CHECKING:  # torch is imported where used: `spacl predict --help` is quick
     import torch
@@ -112,6 +115,8 @@ def _predict_kg(args: argparse.Namespace) -> int:
     if args.relation is None or (args.head is None) == (args.tail is None):
         raise ValueError("give --relation and exactly one of --head and --tail")
     link = load_link_model(args.run_dir)
+    _known_name(args.relation, link.kg.relations.names, "relation")
+    _known_name(args.head if args.head is not None else args.tail, link.kg.entities.names, "entity")
     answers = link.predict(
         args.relation,
         head=args.head,
@@ -125,6 +130,17 @@ def _predict_kg(args: argparse.Namespace) -> int:
         else:
             print(f"{rank}\t{name}\t{score:.6g}")
     return 0
+
+
+def _known_name(name: str, names: list[str], what: str) -> None:
+    """An unknown entity or relation name is refused with the graph's closest names
+    (``unknown relation 'lives' ...; did you mean 'lives_in'?``); ids are checked by the
+    link model."""
+    if name.isdigit() or name in set(names):
+        return
+    raise ValueError(
+        f"unknown {what} {name!r} (not a name in the graph, nor an id){did_you_mean(name, names)}"
+    )
 
 
 def read_texts(path: Path) -> list[str]:
