@@ -29,9 +29,6 @@ def epoch_rows(run: Path) -> list[dict[str, Any]]:
     return [r for r in rows if r["kind"] == "epoch"]
 
 
-@pytest.mark.parametrize(
-    ("objective", "signum"), [("infonce", signal.SIGINT), ("spacl", signal.SIGTERM)]
-)
 class Killed(BaseException):
     """A process killed outright: no handler runs, nothing is saved at the step."""
 
@@ -51,6 +48,9 @@ def killed_at_step(patch: pytest.MonkeyPatch, step: int) -> type[Killed]:
     return Killed
 
 
+@pytest.mark.parametrize(
+    ("objective", "signum"), [("infonce", signal.SIGINT), ("spacl", signal.SIGTERM)]
+)
 def test_a_kg_run_stopped_mid_epoch_resumes_at_the_step_to_the_uninterrupted_result(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
