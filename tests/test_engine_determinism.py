@@ -6,6 +6,7 @@ the resume tests forced one thread)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,9 +29,10 @@ def process_settings() -> Iterator[None]:
     torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
 
 
-def test_the_default_is_deterministic_on_a_cpu_and_left_alone_on_cuda(
-    process_settings: None,
+def test_the_default_is_deterministic_on_a_cpu_and_off_on_cuda(
+    process_settings: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     torch.use_deterministic_algorithms(False)
     assert not deterministic_algorithms(None, torch.device("cuda"))
     assert not torch.are_deterministic_algorithms_enabled()
@@ -38,6 +40,20 @@ def test_the_default_is_deterministic_on_a_cpu_and_left_alone_on_cuda(
     assert not torch.are_deterministic_algorithms_enabled()
     assert deterministic_algorithms(None, torch.device("cpu"))
     assert torch.are_deterministic_algorithms_enabled()
+    # a CUDA run after it in the same process (a notebook): what the CPU run set goes
+    assert not deterministic_algorithms(None, torch.device("cuda"))
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert deterministic_algorithms(None, torch.device("cpu"))
+    assert not deterministic_algorithms(False, torch.device("cuda"))
+    # but the user's own setting stays, and True on CUDA sets cuBLAS's workspace
+    torch.use_deterministic_algorithms(False)
+    torch.use_deterministic_algorithms(True)
+    assert deterministic_algorithms(None, torch.device("cuda"))
+    assert deterministic_algorithms(False, torch.device("cuda"))
+    assert torch.are_deterministic_algorithms_enabled()
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    assert deterministic_algorithms(True, torch.device("cuda"))
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
 def test_an_indexing_backward_on_two_threads_is_repeatable_once_on(

@@ -6,6 +6,7 @@ link and Barlow losses on mixed dtypes or non-finite inputs."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,3 +247,46 @@ def test_the_pool_unit_vectors_give_a_zero_row_a_zero_gradient() -> None:
     (unit(z) * torch.randn(4, 6, dtype=torch.float64)).sum().backward()
     assert z.grad is not None and bool(torch.isfinite(z.grad).all())
     assert float(z.grad[1].abs().max()) == 0.0
+
+
+def test_the_open_intent_functions_take_labels_of_any_integer_dtype() -> None:
+    """They ignored the int64 labels ``check_labels`` returns: uint8 or int16 labels gave
+    a raw ``index_add_`` dtype error (a review of the audit's changes)."""
+    from spacl.evaluate.ood import class_centres, open_intent_metrics
+
+    torch.manual_seed(4)
+    z, y = torch.randn(12, 5, dtype=torch.float64), torch.arange(12) % 3
+    for dtype in (torch.uint8, torch.int16, torch.int32):
+        torch.testing.assert_close(class_centres(z, y.to(dtype), 3), class_centres(z, y, 3))
+        pred = (y + 1) % 4
+        assert open_intent_metrics(y.to(dtype), pred.to(dtype), 3) == open_intent_metrics(
+            y, pred, 3
+        )
+
+
+def test_the_kernel_check_can_be_skipped_by_a_caller_that_built_the_positives() -> None:
+    logits = torch.randn(3, 3)
+    mask = torch.eye(3, dtype=torch.bool)
+    torch.testing.assert_close(
+        contrastive_kernel(logits, mask, check_positives=False), contrastive_kernel(logits, mask)
+    )
+
+
+def test_a_non_finite_kg_step_names_its_epoch_and_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The link loss's own finiteness check came before the step's, whose message gives
+    the epoch and step: the error named only the loss's argument (a review)."""
+    from spacl.tasks.kg import train_kg
+    from test_kg_model import cycle_graph
+    from test_task_runs import kg_recipe
+
+    original = LinkPredictor.query
+
+    def nan_query(self: LinkPredictor, h: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return original(self, h, r) * float("nan")
+
+    monkeypatch.setattr(LinkPredictor, "query", nan_query)
+    recipe = kg_recipe(cycle_graph(tmp_path / "toy"), epochs=1)
+    with pytest.raises(ValueError, match=r"at epoch 1, step 0: query contains \d+ non-finite"):
+        train_kg(recipe, log=None, run_dir=tmp_path / "run")

@@ -9,6 +9,8 @@ module's parameters live.
 
 from __future__ import annotations
 
+import os
+
 import torch
 from torch import nn
 
@@ -30,19 +32,36 @@ def device_of(module: nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
+#: whether the deterministic mode now on was turned on by :func:`deterministic_algorithms`
+#: for a CPU run (a later run that should not have it turns it off again)
+_TURNED_ON_FOR_A_CPU_RUN = False
+
+
 def deterministic_algorithms(requested: bool | None, device: torch.device) -> bool:
-    """Turn on ``torch.use_deterministic_algorithms`` for the process when ``requested``,
-    or, by default (``None``), for a run on the CPU; return whether it is on.
+    """Set ``torch.use_deterministic_algorithms`` for a run on ``device`` and return
+    whether it is on: ``True`` on; ``None`` (the default) on for a run on the CPU, else as
+    ``False``; ``False`` off, unless it was on before spacl turned it on (the user's).
 
     On the CPU, with more than one thread, the backward of advanced indexing
     (``x[index]``, an accumulating ``index_put_``) sums in thread order, so two runs of
     one seed differ from their first step (by ~1e-7, growing to ~1e-2 in the weights)
     and a resumed run could not equal the uninterrupted one.  The deterministic
     implementations cost little there (measured: the losses' steps within the noise); on
-    CUDA they can cost more and some ops have none, so there the default leaves them off.
-    ``False`` leaves the process's setting as it is.
+    CUDA they can cost more and some ops have none, so there the default leaves them off:
+    a CUDA run after a CPU run in one process (a notebook) turns off again what the CPU
+    run turned on.  On CUDA, ``True`` also sets ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` where
+    it is unset, which cuBLAS needs for deterministic matmuls (effective before the
+    process's first matmul on the GPU).
     """
+    global _TURNED_ON_FOR_A_CPU_RUN
     on = device.type == "cpu" if requested is None else bool(requested)
     if on:
-        torch.use_deterministic_algorithms(True)
-    return on
+        if device.type == "cuda":
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        if not torch.are_deterministic_algorithms_enabled():
+            torch.use_deterministic_algorithms(True)
+            _TURNED_ON_FOR_A_CPU_RUN = requested is None
+    elif _TURNED_ON_FOR_A_CPU_RUN:
+        torch.use_deterministic_algorithms(False)
+        _TURNED_ON_FOR_A_CPU_RUN = False
+    return torch.are_deterministic_algorithms_enabled()

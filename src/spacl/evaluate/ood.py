@@ -132,7 +132,7 @@ def class_centres(
     """
     z_name, labels_name, k_name = names
     check_tensor(z, z_name, ndim=2)
-    check_labels(labels, z.shape[0], labels_name)
+    labels = check_labels(labels, z.shape[0], labels_name)
     num_classes = _count(num_classes, k_name)
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= num_classes):
         raise ValueError(
@@ -284,7 +284,7 @@ def _centres_and_dev(
     on the centres' device, every known class with a dev example."""
     check_tensor(train_z, "train_z", ndim=2)
     check_tensor(dev_z, "dev_z", ndim=2)
-    check_labels(dev_y, dev_z.shape[0], "dev_y")
+    dev_y = check_labels(dev_y, dev_z.shape[0], "dev_y")
     if int(train_z.shape[1]) != int(dev_z.shape[1]):
         raise ValueError(
             f"train_z and dev_z must have the same width, got shapes {tuple(train_z.shape)} "
@@ -375,7 +375,7 @@ def conformal_thresholds(
             or ``min_class_count < 1``.
     """
     check_tensor(scores, "scores", ndim=1)
-    check_labels(assigned, scores.shape[0], "assigned")
+    assigned = check_labels(assigned, scores.shape[0], "assigned")
     check_in_range(q, "q", 0.0, 1.0)
     _check_min_count(min_class_count)
     if scores.numel() and (int(assigned.min()) < 0 or int(assigned.max()) >= num_classes):
@@ -445,8 +445,8 @@ def open_intent_metrics(
         >>> {k: round(v, 2) for k, v in open_intent_metrics(y_true, y_pred, 2).items()}
         {'accuracy': 83.33, 'macro_f1': 82.22, 'f1_ood': 80.0, 'f1_ind': 83.33}
     """
-    check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
-    check_labels(y_pred, y_true.shape[0], "y_pred")
+    y_true = check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
+    y_pred = check_labels(y_pred, y_true.shape[0], "y_pred")
     if y_true.numel() == 0:
         raise ValueError("y_true is empty")
     c = num_known + 1
@@ -543,7 +543,7 @@ def reject_all_metrics(y_true: Tensor, num_known: int) -> dict[str, float]:
     Its score is constant: AUROC 50 (ranks nothing), reported as ``auroc``, and 95% TPR
     needs every input accepted, so ``fpr_at_95_tpr`` is 100.
     """
-    check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
+    y_true = check_labels(y_true, y_true.shape[0] if isinstance(y_true, Tensor) else 0, "y_true")
     metrics = open_intent_metrics(y_true, torch.full_like(y_true, num_known), num_known)
     metrics["auroc"] = 50.0
     metrics["fpr_at_95_tpr"] = 100.0

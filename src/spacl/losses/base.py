@@ -296,6 +296,7 @@ class PairwiseContrastiveLoss(nn.Module):
             inplace=True,
             positive_logits=positive_logits,
             logit_bound=None if self.normalize == "none" else 1.0 / self.temperature,
+            check_positives=False,  # the rows kept above all have a positive
             **self.kernel_options(),
         )
         return self._reduce_kept(per_anchor, kept)

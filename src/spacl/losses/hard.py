@@ -271,7 +271,12 @@ class SampledHardNegativeLoss(nn.Module):
         neg = counts > 0
         log_w = (counts.clamp_min(1.0) / self.num_negatives).log()
         logits = (z / self.temperature) @ z.T
-        per_anchor = contrastive_kernel(
-            logits, pos, neg, negative_log_weights=log_w, positive_mode="pairwise"
+        per_anchor = contrastive_kernel(  # a positive each: itself (labels) or a view
+            logits,
+            pos,
+            neg,
+            negative_log_weights=log_w,
+            positive_mode="pairwise",
+            check_positives=False,
         )
         return reduce_anchors(per_anchor, self.reduction)

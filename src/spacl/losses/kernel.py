@@ -209,6 +209,7 @@ def contrastive_kernel(
     inplace: bool = False,
     positive_logits: Tensor | None = None,
     logit_bound: float | None = None,
+    check_positives: bool = True,
 ) -> Tensor:
     """Per-anchor contrastive loss ``[A]`` (formula in the module docstring).
 
@@ -235,6 +236,8 @@ def contrastive_kernel(
             path skip indexing into ``logits`` (whose backward is a dense ``[A, K]`` fill).
         logit_bound: a bound on ``|logits|`` known to the caller (``1/tau`` for
             embeddings on the sphere or in the ball); enables a fixed-shift logsumexp.
+        check_positives: verify that every anchor has a positive (one pass and one
+            device-to-host read); ``False`` for a caller that built them so (the losses).
 
     Example (one positive per row, in the denominator: cross-entropy on the logits):
         >>> logits = torch.randn(5, 5)
@@ -257,9 +260,9 @@ def contrastive_kernel(
             return _group_mean_loss(logits, positives, self_index, inplace, logit_bound)
         positives = positives.mask(self_index)
     as_index = positives.dtype != torch.bool
-    if as_index and positives.shape[1] == 0:
+    if check_positives and as_index and positives.shape[1] == 0:
         found = f"an index of shape {tuple(positives.shape)}"
-    elif not as_index and not bool(positives.any(1).all()):
+    elif check_positives and not as_index and not bool(positives.any(1).all()):
         found = f"a mask with {int((~positives.any(1)).sum())} of {positives.shape[0]} rows empty"
     else:
         found = ""

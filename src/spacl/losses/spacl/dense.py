@@ -79,6 +79,8 @@ def dense_objective(
     else:  # the common case: the P positive columns, as an index (no [A, K] mask)
         positives = torch.arange(n_cand, n_cand + p, device=device).expand(a, p)
     mode: PositiveMode = "log_sum_exp" if options.positive_mode == "log_sum_exp" else "mean"
-    per_anchor = contrastive_kernel(logits, positives, kept, positive_mode=mode)
+    per_anchor = contrastive_kernel(  # every anchor holds its P >= 1 positive columns
+        logits, positives, kept, positive_mode=mode, check_positives=False
+    )
     kept_gen = kept[:, n_cand + p : n_cand + p + k_adv].sum(1)
     return per_anchor, candidates, kept, kept_gen

@@ -140,7 +140,10 @@ def kg_step(setup: KGSetup, train_index: Any, chunk: Tensor, epoch: int, step: i
     # the pairs too: the objective need not scan the [B, E] mask for them
     known = (row, tail)
     query = setup.model.query(h, r)
-    loss = setup.objective(query, setup.model.entities(), positives, known)
+    try:  # a non-finite query or entity table is named by the objective's own check
+        loss = setup.objective(query, setup.model.entities(), positives, known)
+    except ValueError as err:
+        raise ValueError(f"at epoch {epoch}, step {step}: {err}") from err
     n3 = float(setup.cfg.optim.n3)
     if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
         loss = loss + n3 * setup.model.n3(h[row], r[row], tail)

@@ -173,7 +173,8 @@ def train_adb_run(
     """One detector run (module docstring); returns its summary (``test``, ``reject_all``,
     ``dev_accuracy``, ``known_classes``, the stages' ``record``, ``seconds``)."""
     say = log or _logger.info
-    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
+    # the detector's loops train where its encoder runs
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say, str(cfg.encoder.device))
     if stored is not None:
         return stored
     start = time.perf_counter()

@@ -107,12 +107,17 @@ def run_name(cfg: DictConfig) -> str:
 
 
 def open_text_run(
-    cfg: DictConfig, run_dir: str | Path | None, resume: bool, say: Callable[[str], None]
+    cfg: DictConfig,
+    run_dir: str | Path | None,
+    resume: bool,
+    say: Callable[[str], None],
+    train_device: str,
 ) -> tuple[RunDirectory | None, dict[str, Any] | None, dict[str, Any] | None]:
     """``(run, stored, saved)``: the run directory of ``cfg`` (``None`` without one); when
     resuming a finished run, its stored summary; when resuming an unfinished one, its
-    checkpoint (:func:`checkpointed_stages` continues it).  Sets ``train.threads`` unless
-    the run is finished."""
+    checkpoint (:func:`checkpointed_stages` continues it).  Unless the run is finished,
+    sets ``train.threads`` and the deterministic algorithms of a run that trains on the
+    CPU (``train_device``: the device its loops train on)."""
     run = RunDirectory.open_task_run(cfg, "text", run_name(cfg), run_dir, resume)
     saved = run.checkpoint() if run is not None and resume else None
     if saved is not None and not saved.get("finished") and "stages" in saved:
@@ -124,7 +129,7 @@ def open_text_run(
     if stored is None and cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
     if stored is None:  # on for a CPU run: a resume then equals the uninterrupted run
-        deterministic_algorithms(None, resolve_device(str(cfg.encoder.device)))
+        deterministic_algorithms(None, resolve_device(train_device))
     return run, stored, saved
 
 

@@ -182,7 +182,7 @@ def train_ood(
         )
     if int(cfg.finetune.trainable_layers) > 0:  # the fine-tuned encoder (issue 18)
         return train_finetuned(cfg, split=split, log=log, run_dir=run_dir, resume=resume)
-    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say, str(cfg.train.device))
     if stored is not None:
         return stored
     start = time.perf_counter()
@@ -224,7 +224,7 @@ def train_finetuned(
     """One fine-tuned open-intent run (module docstring); its summary, as ``train_ood``'s
     (plus ``steps``).  ``backbone`` replaces all-MiniLM-L6-v2 (tests), ``split`` the data."""
     say = log or _logger.info
-    run, stored, saved = open_text_run(cfg, run_dir, resume, say)
+    run, stored, saved = open_text_run(cfg, run_dir, resume, say, str(cfg.train.device))
     if stored is not None:
         return stored
     start = time.perf_counter()
