@@ -1411,7 +1411,8 @@ def confirmation_report(rows: list[dict]) -> str:
             "before its five seeds were in.  CLINC150-oos 25% seed 12's first run was "
             "stopped at a session's end before it stored a result, and ran again at a later "
             "commit whose code differs from the earlier one in this renderer only.  The "
-            "runs at cbf6c0f (BANKING77 50% seeds 13-14, CLINC150-oos 75% from seed 11) "
+            "runs at cbf6c0f (BANKING77 50% seeds 13-14, CLINC150-oos 75% from seed 11, 50% "
+            "from seed 13) "
             "came after a session's changes to run directories, study reports and the "
             "tasks' import layout, none in code this benchmark calls (the class draw, the "
             "encoder, the detector's training and ADB's boundary are as at 291a453).",
