@@ -124,3 +124,12 @@ def test_the_example_exemptions_are_public_names() -> None:
     """An exemption for a name that left ``__all__`` (or gained an example) is stale."""
     public = {f"{pkg.__name__}.{n}" for pkg in EXAMPLE_PACKAGES for n in pkg.__all__}
     assert set(EXAMPLE_EXEMPT) <= public
+
+
+@pytest.mark.parametrize("name", ["load", "load_recipe", "run_recipe"])
+def test_every_top_level_function_has_an_example_that_runs(name: str) -> None:
+    """The functions ``help(spacl)`` lists show an example that runs (a two-step digits
+    run for ``load`` and ``run_recipe``), none skipped."""
+    function = getattr(spacl, name)
+    assert "+SKIP" not in (function.__doc__ or "")
+    run_examples(function, {"spacl": spacl}, f"spacl.{name}", min_examples=2)

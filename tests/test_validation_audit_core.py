@@ -290,3 +290,24 @@ def test_a_non_finite_kg_step_names_its_epoch_and_step(
     recipe = kg_recipe(cycle_graph(tmp_path / "toy"), epochs=1)
     with pytest.raises(ValueError, match=r"at epoch 1, step 0: query contains \d+ non-finite"):
         train_kg(recipe, log=None, run_dir=tmp_path / "run")
+
+
+def test_a_non_finite_n3_term_names_its_epoch_and_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The N3 regulariser is added after the link loss's own check: the step's one read
+    of the summed loss still stops a non-finite value before it reaches the weights."""
+    from spacl.tasks.kg import train_kg
+    from test_kg_model import cycle_graph
+    from test_task_runs import kg_recipe
+
+    def nan_n3(
+        self: LinkPredictor, h: torch.Tensor, r: torch.Tensor, t: torch.Tensor
+    ) -> torch.Tensor:
+        return torch.tensor(float("nan"))
+
+    monkeypatch.setattr(LinkPredictor, "n3", nan_n3)
+    recipe = kg_recipe(cycle_graph(tmp_path / "toy"), epochs=1)
+    recipe["optim"] = {"name": "adam", "lr": 0.05, "n3": 0.01}
+    with pytest.raises(ValueError, match=r"non-finite training loss at epoch 1, step 0"):
+        train_kg(recipe, log=None, run_dir=tmp_path / "run")

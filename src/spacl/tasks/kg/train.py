@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -147,12 +148,13 @@ def kg_step(setup: KGSetup, train_index: Any, chunk: Tensor, epoch: int, step: i
     n3 = float(setup.cfg.optim.n3)
     if n3 > 0:  # per training triple (h, r, t), as in Lacroix et al. (2018)
         loss = loss + n3 * setup.model.n3(h[row], r[row], tail)
-    if not bool(torch.isfinite(loss)):
+    value = float(loss.detach())  # the step's one read of the loss (the N3 term included)
+    if not math.isfinite(value):
         raise ValueError(f"non-finite training loss at epoch {epoch}, step {step}")
     setup.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     setup.optimizer.step()
-    return float(loss.detach())
+    return value
 
 
 def build_link_predictor(cfg: DictConfig, kg: KnowledgeGraph) -> LinkPredictor:
