@@ -28,7 +28,7 @@ half ``A`` (``held_out_classes`` also sees ``H_fit`` as its hidden classes) and 
 by the macro-F1 over the kept classes + OOD on dev half ``B`` plus every dev example
 of ``H_eval`` as OOD: classes no rule has seen, as the test's unknown classes.  The
 highest score wins; ties go to the earlier rule of :data:`DECISION_RULES`.  With fewer
-than 4 known classes there is no such split and ``pseudo_ood/global``
+than ``MIN_KNOWN_FOR_HIDDEN`` (4) known classes there is no such split and ``pseudo_ood/global``
 (:data:`SELECT_FALLBACK`) is used.  The test set is never read by the choice; every rule is still
 evaluated on test for transparency (reported as "not used for selection").
 """
@@ -81,7 +81,15 @@ DECISION_RULES = (
 )
 #: the task's fixed rule (``ood.method=quantile``, ``ood.scope=class``, q = 0.95)
 DEFAULT_RULE = "quantile/class"
-#: the rule ``select`` falls back on below 4 known classes (its stated criterion)
+#: the fewest hidden classes, for both uses: the selection cuts them into ``H_fit`` and
+#: ``H_eval`` (both non-empty), and a threshold set on a single hidden class would measure
+#: that one class's distance, not unseen data's; with two classes always kept trained,
+#: both uses need at least ``MIN_HIDDEN + 2`` known classes
+MIN_HIDDEN = 2
+#: the fewest known classes the held-out-class split (and so ``select``) works with
+MIN_KNOWN_FOR_HIDDEN = MIN_HIDDEN + 2
+#: the rule ``select`` falls back on below ``MIN_KNOWN_FOR_HIDDEN`` known classes (its
+#: stated criterion)
 SELECT_FALLBACK = "pseudo_ood/global"
 
 SELECTION_CRITERION = (
@@ -89,7 +97,8 @@ SELECTION_CRITERION = (
     "trained without a held-out share H of the known classes; rules fitted on half A of "
     "the kept classes' dev examples (held_out_classes also sees the first half of H), "
     "scored on half B plus the dev examples of the other half of H as OOD; highest wins, "
-    "ties to the earlier rule; fewer than 4 known classes: pseudo_ood/global. "
+    f"ties to the earlier rule; fewer than {MIN_KNOWN_FOR_HIDDEN} known classes: "
+    "pseudo_ood/global. "
     "No test example is used."
 )
 
@@ -122,11 +131,6 @@ class HeldOutHead:
 #: classes are hidden, and the halves of every class's dev examples
 HIDDEN_CLASSES_SEED = 7919
 DEV_HALVES_SEED = 104729
-#: the fewest hidden classes, for both uses: the selection cuts them into ``H_fit`` and
-#: ``H_eval`` (both non-empty), and a threshold set on a single hidden class would measure
-#: that one class's distance, not unseen data's; with two classes always kept trained,
-#: both uses need at least ``MIN_HIDDEN + 2`` known classes
-MIN_HIDDEN = 2
 
 
 def hidden_classes(num_known: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
@@ -137,12 +141,13 @@ def hidden_classes(num_known: int, fraction: float, seed: int) -> tuple[Tensor, 
     (seed ``seed + HIDDEN_CLASSES_SEED``).  ``kept`` is sorted.
 
     Raises:
-        ValueError: fewer than ``MIN_HIDDEN + 2`` known classes, or ``fraction`` outside
+        ValueError: fewer than ``MIN_KNOWN_FOR_HIDDEN`` (4) known classes, or ``fraction`` outside
             ``(0, 1)`` (both callers' checks).
     """
-    if num_known < MIN_HIDDEN + 2:
+    if num_known < MIN_KNOWN_FOR_HIDDEN:
         raise ValueError(
-            f"the held-out-class split needs >= {MIN_HIDDEN + 2} known classes, got {num_known}"
+            f"the held-out-class split needs >= {MIN_KNOWN_FOR_HIDDEN} known classes, "
+            f"got {num_known}"
         )
     if isinstance(fraction, bool) or not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction!r}")
@@ -184,7 +189,8 @@ def held_out_head(
     ``H`` is :func:`hidden_classes` (at least ``MIN_HIDDEN``, 2, classes).
 
     Raises:
-        ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
+        ValueError: fewer than ``MIN_KNOWN_FOR_HIDDEN`` (4) known classes, or
+            ``fraction`` outside ``(0, 1)``.
     """
     split = hidden_classes(num_known, fraction, seed)
     head, remap, rows = _train_without(split, train_x, train_y, num_known, train_head)
@@ -222,13 +228,14 @@ def held_out_threshold(
     with the head trained on every known class.
 
     Raises:
-        ValueError: fewer than 4 known classes, or ``fraction`` outside ``(0, 1)``.
+        ValueError: fewer than ``MIN_KNOWN_FOR_HIDDEN`` (4) known classes, or
+            ``fraction`` outside ``(0, 1)``.
     """
     # hidden_classes refuses the same counts; checked here first so that the error names
     # the option the user set (ood.method), not the split
-    if num_known < MIN_HIDDEN + 2:
+    if num_known < MIN_KNOWN_FOR_HIDDEN:
         raise ValueError(
-            f"ood.method='held_out_classes' needs at least {MIN_HIDDEN + 2} known classes, "
+            f"ood.method='held_out_classes' needs at least {MIN_KNOWN_FOR_HIDDEN} known classes, "
             f"got {num_known}"
         )
     split = hidden_classes(num_known, fraction, seed)
@@ -346,8 +353,9 @@ def choose_rule(
 ) -> RuleChoice:
     """Fit every rule on the main head's features and choose one by the dev criterion.
 
-    ``aux`` is the :func:`held_out_head` (``None`` with fewer than 4 known classes:
-    ``held_out_classes`` is then not fitted and :data:`SELECT_FALLBACK` is chosen).
+    ``aux`` is the :func:`held_out_head` (``None`` with fewer than
+    ``MIN_KNOWN_FOR_HIDDEN`` known classes: ``held_out_classes`` is then not fitted and
+    :data:`SELECT_FALLBACK` is chosen).
     """
     held = None
     if aux is not None:
@@ -448,7 +456,7 @@ def select_rule(
     k = split.num_known
     train_z, dev_z, _ = features
     aux = None
-    if k >= 4:
+    if k >= MIN_KNOWN_FOR_HIDDEN:
         aux = held_out_head(
             inputs[0],
             split.train_labels,
