@@ -296,6 +296,28 @@ def test_a_committed_report_regenerates_from_its_committed_results(
     assert "no stored results.json" in err and "\n" not in err
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("{}", "missing study, title"),
+        ("not json", "not a JSON file"),
+        ("[1, 2]", "holds an object, got list"),
+        ('{"study": "spacl"}', "missing title"),
+    ],
+)
+def test_report_only_on_a_malformed_store_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str
+) -> None:
+    """A ``--from`` file that is not a study's results.json: one line naming the file and
+    what is wrong, exit 2 (a review found a 20-line ``KeyError`` for ``{}``)."""
+    bad = tmp_path / "results.json"
+    bad.write_text(text)
+    args = ["reproduce", "spacl", "--report-only", "--from", str(bad), "--out", str(tmp_path / "o")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and str(bad) in err and "\n" not in err, err
+
+
 def test_report_only_without_from_reads_the_committed_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -272,12 +272,44 @@ def committed_results(name: str) -> Path | None:
 def stored_results(source: str | Path) -> dict[str, Any]:
     """The ``results.json`` of a finished study (``source``: the file or its directory).
 
-    Raises ``FileNotFoundError`` with one line naming the path when it is missing."""
+    Raises ``FileNotFoundError`` with one line naming the path when it is missing, and
+    ``ValueError`` naming it when it is not JSON, or not a study's results (an object
+    holding every key of :data:`STORED_KEYS`, the ones a report is rebuilt from)."""
     import json
 
     path = Path(source)
     path = path / "results.json" if path.is_dir() else path
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no stored results.json to regenerate the report from")
-    stored: dict[str, Any] = json.loads(path.read_text())
+    try:
+        stored = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a JSON file ({err})") from None
+    if not isinstance(stored, dict):
+        raise ValueError(
+            f"{path}: a study's results.json holds an object, got {type(stored).__name__}"
+        )
+    missing = [key for key in STORED_KEYS if key not in stored]
+    if missing:
+        raise ValueError(
+            f"{path}: not a study's results.json, missing {', '.join(missing)} "
+            "(written by `spacl reproduce NAME`)"
+        )
     return stored
+
+
+#: the keys of a study's ``results.json`` that :meth:`StudyRun.restore` reads
+STORED_KEYS = (
+    "study",
+    "title",
+    "command",
+    "config",
+    "seeds",
+    "quick",
+    "data",
+    "runs",
+    "commit",
+    "wall_time_s",
+    "threads",
+    "metrics",
+)
