@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from spacl.studies import alignment_study
-from spacl.studies.alignment_study.claims import BATCH_FAMILY, claims
+from spacl.studies.alignment_study.claims import BATCH_FAMILY, BATCH_FAMILY_NOTE, claims
 from spacl.studies.alignment_study.config import FULL
 from spacl.studies.claim_table import evaluate_claims
 from spacl.studies.report import StudyReport
@@ -66,6 +66,7 @@ def test_a_p_that_passes_within_its_claim_fails_under_the_joint_holm(tmp_path: P
     assert joint.claims[1].verdict == NOT_AT_SCALE
     assert joint.families == [
         f"'{BATCH_FAMILY}': claims 1, 2: 16 comparison test(s), Holm-corrected together"
+        f" ({BATCH_FAMILY_NOTE})"
     ]
     # the report names the family beside the rules
     assert f"'{BATCH_FAMILY}': claims 1, 2: 16 comparison test(s)" in joint.claims_table()
@@ -90,6 +91,9 @@ def test_committed_claim_7_reads_the_joint_holm(tmp_path: Path) -> None:
     assert numbers == [7, 8]
     assert out["families"][0] == (
         f"'{BATCH_FAMILY}': claims 7, 8: 16 comparison test(s), Holm-corrected together"
+        f" ({BATCH_FAMILY_NOTE})"
     )
+    # the family was formed after the per-claim verdicts were read: the report says so
+    assert "formed after the verdicts had been read" in BATCH_FAMILY_NOTE
     report = (tmp_path / "report.md").read_text()
     assert f"Families of tests (Holm's correction within each): '{BATCH_FAMILY}'" in report

@@ -210,6 +210,59 @@ def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> 
     assert rep.claim("k4", "§1", "c", "p", "m", V.compare(HIGH, LOW)).verdict == REPRODUCED
 
 
+def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> None:
+    """Two regimes, each a trend that is not reproduced because one step is inside the
+    noise, whose clear steps go opposite ways: the whole stays not reproduced (no part is
+    reproduced or opposite), but its row says that the corrected comparisons disagree; a
+    review found alignment claim 7 reading "not reproduced" with nothing said of it.
+    Counter-examples: clear steps that go one way, or none clear, say nothing of it."""
+    mid = [2.0, 2.1, 2.05, 1.95, 2.02]
+    up_then_flat = V.trend([LOW, mid, [x + 0.01 for x in mid]])  # one step up, one flat
+    down_then_flat = V.trend([HIGH, mid, [x + 0.01 for x in mid]])  # one down, one flat
+    assert up_then_flat.verdict == down_then_flat.verdict == NOT_AT_SCALE
+    assert up_then_flat.leans == (REPRODUCED,) and down_then_flat.leans == (OPPOSITE,)
+    both = V.combine({"equal epochs": down_then_flat, "equal steps": up_then_flat}, what="regimes")
+    assert both.verdict == NOT_AT_SCALE and both.from_rule
+    said = (
+        "regimes disagree in their corrected comparisons: equal epochs opposite, "
+        "equal steps reproduced"
+    )
+    assert both.row.startswith(said), both.row
+    assert both.leans == (OPPOSITE, REPRODUCED)
+    # one level up the disagreement is still named, part by part
+    outer = V.combine({"lr a": both, "lr b": up_then_flat}, what="rules")
+    assert outer.row.startswith(
+        "rules disagree in their corrected comparisons: "
+        "lr a opposite and reproduced, lr b reproduced"
+    )
+    # the same directions, or nothing clear: no such sentence
+    same = V.combine({"x": up_then_flat, "y": up_then_flat}, what="regimes")
+    flat = V.trend([NOISE, NOISE, NOISE])
+    assert flat.leans == ()
+    for quiet in (
+        same,
+        V.combine({"x": flat, "y": up_then_flat}),
+        V.combine({"x": flat, "y": flat}),
+    ):
+        assert "disagree" not in quiet.row and quiet.verdict == NOT_AT_SCALE
+    # a clear part beside a part that leans the other way: "differ", and the disagreement
+    mixed_below = V.combine({"x": V.compare(HIGH, LOW), "y": down_then_flat}, what="regimes")
+    assert mixed_below.verdict == NOT_AT_SCALE
+    assert mixed_below.row.startswith(
+        "regimes disagree in their corrected comparisons: x reproduced, y opposite; regimes differ:"
+    )
+    # per setting, the same
+    settings = V.per_setting({"a": down_then_flat, "b": up_then_flat})
+    assert settings.verdict == NOT_AT_SCALE
+    assert settings.row.startswith(
+        "settings disagree in their corrected comparisons: a opposite, b reproduced"
+    )
+    # the leanings are sealed: edited, the verdict is refused
+    import dataclasses
+
+    assert not dataclasses.replace(both, leans=(REPRODUCED,)).from_rule
+
+
 def test_the_seal_binds_the_verdicts_content(tmp_path: Path) -> None:
     """A sealed verdict whose fields are changed afterwards, or a verdict handed another
     verdict's seal, is refused: the seal vouches for the content it was made with."""

@@ -41,6 +41,8 @@ class ClaimSpec:
         family: the family of claims read together (``None``: the claim is its own):
             the comparison tests of a family's claims are Holm-corrected together
             (:func:`spacl.studies.verdicts.holm_family`), and the report names it.
+        family_note: what the report says of the family beside its name (when it was
+            formed, if after the verdicts were read); the claims of a family may share one.
     """
 
     key: str
@@ -51,6 +53,7 @@ class ClaimSpec:
     measured: Callable[[Metrics], str]
     rule: Callable[[Metrics], Verdict]
     family: str | None = None
+    family_note: str = ""
 
     def __post_init__(self) -> None:
         check_choice(self.source, f"claim {self.key!r}: source", SOURCES)
@@ -91,8 +94,10 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         verdicts, size = _named(specs[rows[0]].key, partial(holm_family, name, rules))
         decided.update((specs[i].key, v) for i, v in zip(rows, verdicts, strict=True))
         numbers = ", ".join(str(first + i) for i in rows)
+        notes = dict.fromkeys(specs[i].family_note for i in rows if specs[i].family_note)
+        said = "".join(f" ({note})" for note in notes)
         report.families.append(
-            f"'{name}': claims {numbers}: {size} comparison test(s), Holm-corrected together"
+            f"'{name}': claims {numbers}: {size} comparison test(s), Holm-corrected together{said}"
         )
     for i, spec in enumerate(specs):
         if spec.family is not None:

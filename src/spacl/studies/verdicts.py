@@ -87,7 +87,7 @@ import hmac
 import json
 import math
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,10 +223,11 @@ VERDICT_RULES = (
 _SEAL_KEY = secrets.token_bytes(32)
 
 
-def _digest(verdict: str, rule: str, by: str, row: str = "") -> str:
+def _digest(verdict: str, rule: str, by: str, row: str = "", leans: tuple[str, ...] = ()) -> str:
     """The seal of a verdict with this content: an HMAC of its outcome, rule text, rule
-    function and row note under :data:`_SEAL_KEY`, so a seal vouches for these fields."""
-    content = json.dumps([verdict, rule, by, row]).encode()
+    function, row note and leanings under :data:`_SEAL_KEY`, so a seal vouches for these
+    fields."""
+    content = json.dumps([verdict, rule, by, row, list(leans)]).encode()
     return hmac.new(_SEAL_KEY, content, hashlib.sha256).hexdigest()
 
 
@@ -250,6 +251,11 @@ class Verdict:
     #: what the claims row states beside the measured numbers (a bound rule: how many
     #: runs break the bound); "" for none
     row: str = ""
+    #: the directions (:data:`REPRODUCED`, :data:`OPPOSITE`, sorted) of the corrected
+    #: comparisons that are clear inside a verdict that is neither (a trend with one
+    #: significant step): what :func:`combine` reads to say that parts disagree below
+    #: their own verdicts; () for none
+    leans: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_choice(self.verdict, "verdict", VERDICTS)
@@ -261,21 +267,24 @@ class Verdict:
             self.by in RULE_TESTS
             and isinstance(self._seal, str)
             and isinstance(self.row, str)
-            and hmac.compare_digest(self._seal, _digest(self.verdict, self.rule, self.by, self.row))
+            and isinstance(self.leans, tuple)
+            and hmac.compare_digest(
+                self._seal, _digest(self.verdict, self.rule, self.by, self.row, self.leans)
+            )
         )
 
 
-def _ruled(verdict: str, rule: str, by: str, row: str = "") -> Verdict:
+def _ruled(verdict: str, rule: str, by: str, row: str = "", leans: tuple[str, ...] = ()) -> Verdict:
     """A verdict of rule function ``by`` of this module, sealed over its content."""
-    return Verdict(verdict, rule, by, _digest(verdict, rule, by, row), row)
+    return Verdict(verdict, rule, by, _digest(verdict, rule, by, row, leans), row, leans)
 
 
 def reworded(verdict: Verdict, rule: str) -> Verdict:
     """``verdict`` with another rule text (its outcome, rule function and row note kept),
     sealed again only if it was sealed (a hand-built verdict stays unsealed)."""
     if verdict.from_rule:
-        return _ruled(verdict.verdict, rule, verdict.by, verdict.row)
-    return Verdict(verdict.verdict, rule, verdict.by, row=verdict.row)
+        return _ruled(verdict.verdict, rule, verdict.by, verdict.row, verdict.leans)
+    return Verdict(verdict.verdict, rule, verdict.by, row=verdict.row, leans=verdict.leans)
 
 
 def not_run(what: str) -> Verdict:
@@ -455,7 +464,34 @@ def best_of(
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="best_of")
     row = _clear_comparisons({f"vs {k}": v for k, v in parts.items()}, "comparisons")
-    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="best_of", row=row)
+    leans = _leanings(parts.values())
+    return _ruled(
+        NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="best_of", row=row, leans=leans
+    )
+
+
+def _leanings(parts: Iterable[Verdict]) -> tuple[str, ...]:
+    """The directions of the clear verdicts among ``parts`` (a part's own outcome when it
+    is reproduced or opposite, else its :attr:`Verdict.leans`), sorted."""
+    found: set[str] = set()
+    for part in parts:
+        if part.verdict in (REPRODUCED, OPPOSITE):
+            found.add(part.verdict)
+        else:
+            found.update(part.leans)
+    return tuple(sorted(found))
+
+
+def _hidden_disagreement(parts: Mapping[str, Verdict], what: str) -> str:
+    """``"<what> disagree in their corrected comparisons: <part> opposite, <part>
+    reproduced"`` when the parts' clear directions (:func:`_leanings`) go both ways, so
+    a row whose parts are each "not reproduced" still says that corrected tests point
+    opposite ways; ``""`` otherwise."""
+    directions = {k: _leanings([v]) for k, v in parts.items()}
+    if {REPRODUCED, OPPOSITE} - {d for ds in directions.values() for d in ds}:
+        return ""
+    named = ", ".join(f"{k} {' and '.join(ds)}" for k, ds in directions.items() if ds)
+    return f"{what} disagree in their corrected comparisons: {named}"
 
 
 def _clear_comparisons(parts: Mapping[str, Verdict], what: str) -> str:
@@ -534,7 +570,8 @@ def trend(
     row = _clear_comparisons(
         {f"{names[i]} -> {names[i + 1]}": v for i, v in enumerate(steps)}, "steps"
     )
-    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="trend", row=row)
+    leans = _leanings(steps)
+    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="trend", row=row, leans=leans)
 
 
 def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
@@ -563,13 +600,17 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
         )
         disagree = f"{what} disagree: {split}"
         return _ruled(MIXED, f"{disagree}; {rule}", by="combine", row=disagree)
-    # the parts' own row notes (a bound's count, regimes that differ) reach the row
+    # the parts' own row notes (a bound's count, regimes that differ) reach the row, and
+    # corrected comparisons inside the parts that point both ways are said first
     notes = [f"[{k}] {v.row}" for k, v in parts.items() if v.row]
+    hidden = _hidden_disagreement(parts, what)
+    leans = _leanings(parts.values())
     if len(set(verdicts)) > 1:  # a clear part beside a part inside the noise: said
         differ = f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
-        row = "; ".join([differ, *notes])
-        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=row)
-    return _ruled(NOT_AT_SCALE, rule, by="combine", row="; ".join(notes))
+        row = "; ".join(x for x in [hidden, differ, *notes] if x)
+        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=row, leans=leans)
+    row = "; ".join(x for x in [hidden, *notes] if x)
+    return _ruled(NOT_AT_SCALE, rule, by="combine", row=row, leans=leans)
 
 
 def broken_count(broken: int, total: int, *, runs: str = "runs") -> str:
@@ -636,14 +677,19 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
         return _ruled(MIXED, f"{disagree}; {rule}", by="per_setting", row=disagree)
     if missing:
         return Verdict(NOT_RUN, f"{len(missing)} setting(s) not run ({missing}): {rule}")
+    hidden = _hidden_disagreement(ran, "settings")
+    leans = _leanings(ran.values())
     if len(outcomes) > 1:  # a clear setting beside settings inside the noise: said
         others = len(ran) - len(clear)
         differ = "settings differ: " + ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
         differ += f"; {others} other(s) {NOT_AT_SCALE}"
-        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="per_setting", row=differ)
+        row = "; ".join(x for x in [hidden, differ] if x)
+        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="per_setting", row=row, leans=leans)
     outcome = outcomes.pop()
     if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
         outcome = NOT_AT_SCALE
+    if outcome == NOT_AT_SCALE:
+        return _ruled(outcome, rule, by="per_setting", row=hidden, leans=leans)
     return _ruled(outcome, rule, by="per_setting")
 
 
