@@ -4,9 +4,13 @@ Which imports count.  Every module under ``src/spacl`` is parsed with :mod:`ast`
 imported).  An edge ``a -> b`` is an ``import spacl.b`` / ``from spacl.b import x`` (or a
 relative import resolving to ``spacl.b``), at any depth of nesting (``if`` / ``try`` /
 ``with`` / loops / ``match`` cases), or a dynamic import of a name the source spells:
-``importlib.import_module("spacl.b")`` or ``__import__("spacl.b")`` (the name a literal,
-a module-level string constant or ``__name__``), and ``import_module(f"spacl.b.{x}")``
+``importlib.import_module("spacl.b")`` or ``__import__("spacl.b")``, also through an alias
+(``import importlib as il``, ``from importlib import import_module as im``, a name rebound
+to one; :func:`importer_names`) (the name a literal, a module-level string constant or
+``__name__``), and ``import_module(f"spacl.b.{x}")``
 (a name built from a literal beginning) is an edge to every module under ``spacl.b.``.
+An edge to ``spacl.pkg.sub`` from outside ``spacl.pkg`` is one to ``spacl.pkg`` too: its
+``__init__`` runs first.  An importer handed on uncalled counts as unresolved.
 Imports whose module name is data count too (the audit after issue 40).  A *loader*
 (:data:`LOADERS`: ``ObjectiveSpec.load`` of ``spacl.losses.registry``, ``_runner`` of
 ``spacl.tasks``) imports the ``"spacl.b:attr"`` targets of its registry: its dynamic
@@ -97,8 +101,41 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 #: calls that import a module named by a string (``importlib.import_module`` also when
-#: imported by name)
+#: imported by name); :func:`importer_names` adds a module's aliases of them
 DYNAMIC_IMPORTS = ("importlib.import_module", "import_module", "__import__", "importlib.__import__")
+#: the functions of DYNAMIC_IMPORTS by module: what an alias of that module reaches
+IMPORTING_FUNCTIONS = {"importlib": ("import_module", "__import__"), "builtins": ("__import__",)}
+
+
+def importer_names(tree: ast.AST) -> set[str]:
+    """The callee spellings that import a module by name in ``tree``: DYNAMIC_IMPORTS,
+    ``X.import_module`` for ``import importlib as X``, ``Y`` for ``from importlib import
+    import_module as Y`` (``__import__`` too, and ``builtins``), and ``Z`` for a name bound
+    to one of those (``Z = importlib.import_module``), at any depth (the audit of issue
+    40: an alias hid a circle)."""
+    names = set(DYNAMIC_IMPORTS) | {"builtins.__import__"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in IMPORTING_FUNCTIONS:
+                    bound = alias.asname or alias.name
+                    names.update(f"{bound}.{f}" for f in IMPORTING_FUNCTIONS[alias.name])
+        elif isinstance(node, ast.ImportFrom) and node.module in IMPORTING_FUNCTIONS:
+            for alias in node.names:
+                if alias.name in IMPORTING_FUNCTIONS[node.module]:
+                    names.add(alias.asname or alias.name)
+    changed = True
+    while changed:  # names bound to an importer, also in a chain (a = b = import_module)
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _dotted(node.value) in names:
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id not in names:
+                        names.add(target.id)
+                        changed = True
+    return names
+
+
 #: the fields of a compound statement that hold statements run with it
 BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
@@ -406,18 +443,22 @@ def dynamic_imports(
     typing_only: bool = False,
     constants: Mapping[str, str] | None = None,
     loads: Mapping[str, set[str]] | None = None,
+    importers: set[str] | None = None,
 ) -> set[str]:
     """The ``spacl`` modules (keys of ``known``) that the dynamic imports among
-    :func:`_statements` name: ``importlib.import_module("spacl.x")`` (or ``__import__``)
+    :func:`_statements` name (a call of one of ``importers``, by default
+    :func:`importer_names` of ``body``): ``importlib.import_module("spacl.x")`` (or ``__import__``)
     is an edge to ``spacl.x``; a name built from a literal beginning
     (``import_module(f"spacl.studies.{name}")``) an edge to every module under it; a name
     the source does not spell, in a function of ``loads`` (a loader), an edge to each
     module ``loads`` gives it (:func:`registrations`)."""
     found: set[str] = set()
     quals = _qualnames(body)
+    if importers is None:
+        importers = importer_names(ast.Module(body=body, type_ignores=[]))
     for stmt in _statements(body, lazy, typing_only):
         for node in _own_expressions(stmt):
-            if not (isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS):
+            if not (isinstance(node, ast.Call) and _dotted(node.func) in importers):
                 continue
             named = _named_modules(_argument(node, 0, "name"), name, constants or {})
             if named is None:
@@ -485,7 +526,10 @@ def _tree_imports(
             ]
         found.update(t for t in targets if t in known and t != name)
     constants = _string_constants(tree, name)
-    dynamic = dynamic_imports(tree.body, name, known, lazy, typing_only, constants, loads)
+    importers = importer_names(tree)
+    dynamic = dynamic_imports(
+        tree.body, name, known, lazy, typing_only, constants, loads, importers
+    )
     deferred = lazy_attribute_imports(tree, name, known, rules) if lazy else set()
     return found | dynamic | deferred
 
@@ -519,8 +563,24 @@ def import_graph(
     graph: dict[str, set[str]] = {}
     for name, (tree, is_package) in trees.items():
         loads = {qual: found for (module, qual), found in targets.items() if module == name}
-        graph[name] = _tree_imports(tree, name, trees, is_package, lazy, typing_only, loads, rules)
+        found = _tree_imports(tree, name, trees, is_package, lazy, typing_only, loads, rules)
+        graph[name] = found | _entered_packages(name, found, trees)
     return graph
+
+
+def _entered_packages(name: str, targets: set[str], known: Mapping[str, object]) -> set[str]:
+    """The packages that importing ``targets`` runs first: every package above a target
+    (its ``__init__``), unless it is also above ``name`` (already being imported).  So
+    ``spacl.x -> spacl.pkg.sub`` is also ``spacl.x -> spacl.pkg``, and a ``pkg/__init__``
+    that imports ``spacl.x`` closes a circle (the audit of issue 40)."""
+    above_name = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}
+    entered: set[str] = set()
+    for target in targets:
+        for i in range(1, target.count(".") + 1):
+            package = target.rsplit(".", i)[0]
+            if package in known and package not in above_name and package != name:
+                entered.add(package)
+    return entered
 
 
 def unresolved_dynamic_imports(
@@ -540,8 +600,22 @@ def unresolved_dynamic_imports(
         constants = _string_constants(tree, name)
         maps = _dict_constants(tree, name, constants)
         quals = _qualnames(tree.body)
+        importers = importer_names(tree)
+        # a callee, or the value of a plain rebinding (``importer_names`` follows it)
+        followed = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)} | {
+            id(n.value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets)
+        }
         for node in ast.walk(tree):
             site = (name, getattr(node, "lineno", 0), quals.get(id(node), ""))
+            if (
+                isinstance(node, ast.Name | ast.Attribute)
+                and id(node) not in followed
+                and _dotted(node) in importers
+                and isinstance(node.ctx, ast.Load)
+            ):  # an importer handed on (``map(importlib.import_module, names)``): unread
+                found.append((*site, "import", ast.unparse(node)))
             text = (
                 _text(node, name, constants)
                 if isinstance(node, ast.Constant | ast.JoinedStr)
@@ -552,7 +626,7 @@ def unresolved_dynamic_imports(
             if not isinstance(node, ast.Call):
                 continue
             func = _dotted(node.func)
-            if func in DYNAMIC_IMPORTS and (name, site[2]) not in resolved:
+            if func in importers and (name, site[2]) not in resolved:
                 if _named_modules(_argument(node, 0, "name"), name, constants) is None:
                     found.append((*site, "import", ast.unparse(node)))
             elif func.rsplit(".", 1)[-1] in factories:
@@ -769,7 +843,54 @@ def test_circle_and_floor_rules_count_dynamic_imports(tmp_path: Path) -> None:
     lazy = import_graph(root, lazy=True)
     assert circles(lazy) == [["spacl.pkg.a", "spacl.pkg.b"], ["spacl.pkg.c", "spacl.pkg.d"]]
     assert upward_imports({k: v for k, v in lazy.items() if not k.startswith("spacl.pkg")}) == [
-        "spacl.data.x -> spacl.engine.y"
+        "spacl.data.x -> spacl.engine",  # the package's __init__ runs first
+        "spacl.data.x -> spacl.engine.y",
+    ]
+
+
+def test_circle_rules_see_aliased_importers_and_entered_packages(tmp_path: Path) -> None:
+    """The audit after issue 40 built circles the test missed: through ``import importlib
+    as il; il.import_module(...)``, ``from importlib import import_module as im``, a
+    name rebound to it, and ``spacl.x -> spacl.pkg.sub`` beside a ``pkg/__init__`` that
+    imports ``spacl.x`` (importing the submodule runs the package first).  Each is a
+    circle now; an importer handed on without a call is an unresolved dynamic import."""
+    root = _package(
+        tmp_path,
+        {
+            "one/a.py": "from spacl.one.b import f\n",
+            "one/b.py": (
+                "import importlib as il\ndef f():\n    return il.import_module('spacl.one.a')\n"
+            ),
+            "two/a.py": "from spacl.two.b import f\n",
+            "two/b.py": (
+                "from importlib import import_module as im\n"
+                "def f():\n    return im('spacl.two.a')\n"
+            ),
+            "three/a.py": "from spacl.three.b import f\n",
+            "three/b.py": (
+                "import importlib\nload = importlib.import_module\nagain = load\n"
+                "def f():\n    return again('spacl.three.a')\n"
+            ),
+            "four/x.py": "import spacl.four.pkg.sub\n",
+            "four/pkg/__init__.py": "from spacl.four import x\n",
+            "four/pkg/sub.py": "",
+            "five/a.py": (
+                "import importlib\n"
+                "def f(names):\n    return list(map(importlib.import_module, names))\n"
+            ),
+        },
+    )
+    lazy = import_graph(root, lazy=True)
+    assert circles(lazy) == [
+        ["spacl.four.pkg", "spacl.four.x"],
+        ["spacl.one.a", "spacl.one.b"],
+        ["spacl.three.a", "spacl.three.b"],
+        ["spacl.two.a", "spacl.two.b"],
+    ]
+    assert circles(import_graph(root)) == [["spacl.four.pkg", "spacl.four.x"]]
+    unresolved = unresolved_dynamic_imports(root, NO_RULES)
+    assert [(m, kind, code) for m, _, _, kind, code in unresolved] == [
+        ("spacl.five.a", "import", "importlib.import_module")
     ]
 
 
@@ -827,7 +948,10 @@ def test_circle_and_floor_rules_count_registry_targets(tmp_path: Path) -> None:
         ["spacl.data.reg", "spacl.engine.y"],
         ["spacl.pkg.a", "spacl.pkg.registry"],
     ]
-    assert upward_imports(_floored(lazy)) == ["spacl.data.reg -> spacl.engine.y"]
+    assert upward_imports(_floored(lazy)) == [
+        "spacl.data.reg -> spacl.engine",
+        "spacl.data.reg -> spacl.engine.y",
+    ]
 
 
 def _floored(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
@@ -875,7 +999,10 @@ def test_circle_and_floor_rules_count_lazy_attribute_maps(tmp_path: Path) -> Non
     assert circles(import_graph(root, rules=rules)) == []  # imported on first use only
     lazy = import_graph(root, lazy=True, rules=rules)
     assert circles(lazy) == [["spacl.pkg", "spacl.pkg.mod"]]
-    assert upward_imports(_floored(lazy)) == ["spacl.data -> spacl.engine.model"]
+    assert upward_imports(_floored(lazy)) == [
+        "spacl.data -> spacl.engine",
+        "spacl.data -> spacl.engine.model",
+    ]
 
 
 def test_every_dynamic_import_is_resolved() -> None:
