@@ -25,10 +25,13 @@ from spacl.losses.kg.terms import (
     known_pairs,
     reduce_pairs,
 )
+from spacl.losses.spacl.options import VARIANT_PARTS
 from spacl.mining.adversarial import AdversarialNegatives, PlayerOptions, game_players
 from spacl.mining.cut import MASSES, RelativeThresholdNegatives
 from spacl.mining.positives import farthest_point_from_dissimilarity, random_positives
 
+#: the variants of :data:`spacl.losses.spacl.options.VARIANT_PARTS` that a link query has
+#: (no second view to anchor: the dynamic anchor's ablations do not apply)
 KG_SPACL_VARIANTS = ("full", "no_hard_positive", "no_adversarial", "no_negative_selection")
 
 
@@ -151,8 +154,10 @@ class LinkSPACLLoss(LazyGameModule):
             else check_int(adversarial_hidden, "adversarial_hidden", low=1)
         )
         self.game_batch = game_batch
-        self.num_adversarial = 0 if variant == "no_adversarial" else num_adversarial
-        effective_share = 1.0 if variant == "no_negative_selection" else self.share
+        # the parts the variant keeps, as the image loss reads them (SPACLOptions)
+        self.parts = VARIANT_PARTS[variant]
+        self.num_adversarial = num_adversarial if self.parts.adversarial else 0
+        effective_share = self.share if self.parts.negative_selection else 1.0
         self.cut = RelativeThresholdNegatives(
             effective_share,
             mass,
@@ -239,7 +244,7 @@ class LinkSPACLLoss(LazyGameModule):
         k = int(min(self.pool_size, int(members.sum(1).max())))
         pool = random_positives(members, k, self.rng)  # [b, k] a random subset of the tails
         valid = members.gather(1, pool)
-        if self.variant == "no_hard_positive":
+        if not self.parts.hard_positives:
             scores = torch.rand(pool.shape, generator=self.rng).to(pool.device)
             order = scores.masked_fill(~valid, -1.0).topk(self.num_positives, 1).indices
             chosen = pool.gather(1, order)
