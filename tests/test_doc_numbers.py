@@ -18,7 +18,9 @@ README.md stays short (at most :data:`README_MAX_LINES` lines); every result liv
 docs/results.md, one numbers block per benchmark.
 
 A number counts as written when the same digits stand in the file as a number (``0.4``
-does not match inside ``10.45``).  Integers are not checked (counts, batch sizes, seeds).
+does not match inside ``10.45``).  In a numbers block, integers of two digits or more
+("58 of 95 runs") are checked too (:func:`counts`), outside code spans and link targets;
+one-digit integers (seeds, "3 seeds") are not.
 """
 
 from __future__ import annotations
@@ -61,6 +63,25 @@ def decimals(text: str) -> list[str]:
     return DECIMAL.findall(text)
 
 
+#: an integer of two digits or more standing alone (not in a decimal, a word, a range's
+#: hyphen or a path)
+COUNT = re.compile(r"(?<![\w.\-/])\d{2,}(?![\w.]|\.\d)")
+#: a whole number as a source writes it (for :func:`counts`)
+WHOLE = re.compile(r"(?<![\w.])\d+(?!\w|\.\d)")
+
+
+def counts(text: str) -> list[str]:
+    """The integers of two digits or more in ``text`` outside code spans and link
+    targets (``58`` and ``95`` of "58 of 95 runs"; not ``2026`` of a commit or path)."""
+    prose = re.sub(r"`[^`]*`", "", re.sub(r"\]\([^)]*\)", "]", text))
+    return COUNT.findall(prose)
+
+
+def missing_counts(numbers: list[str], sources: list[str]) -> list[str]:
+    written = {n for text in sources for n in WHOLE.findall(text)}
+    return sorted({n for n in numbers if n not in written})
+
+
 def missing(numbers: list[str], sources: list[str]) -> list[str]:
     written = {n for text in sources for n in decimals(text)}
     return sorted({n for n in numbers if n not in written})
@@ -71,6 +92,12 @@ def test_decimal_matching_is_whole_numbers_only() -> None:
     assert decimals("CE 92.97 / 93.39. Next") == ["92.97", "93.39"]
     assert missing(["0.4"], ["10.45 and 0.45"]) == ["0.4"]
     assert missing(["0.45"], ["10.45 and 0.45"]) == []
+    # counts: two digits or more, outside code and links; written as whole numbers
+    assert counts("58 of 95 runs, 3 seeds, 0-9, `--seeds 10`, [x](a/2026.md), 4.25") == [
+        "58",
+        "95",
+    ]
+    assert missing_counts(["58", "95"], ["37 of 95 runs, 58.1"]) == ["58"]
 
 
 def _index_rows() -> dict[str, str]:
@@ -112,6 +139,8 @@ def test_number_blocks_come_from_their_files(doc: str) -> None:
             sources.append(path.read_text())
         bad = missing(decimals(block.group("body")), sources)
         assert not bad, f"{doc} block from {files} quotes {bad}, in none of those files"
+        bad = missing_counts(counts(block.group("body")), sources)
+        assert not bad, f"{doc} block from {files} quotes the counts {bad}, in none of those files"
 
 
 def unsourced_table_rows(text: str) -> list[str]:
