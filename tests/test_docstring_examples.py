@@ -128,8 +128,9 @@ def test_the_example_exemptions_are_public_names() -> None:
 
 @pytest.mark.parametrize("name", ["load", "load_recipe", "run_recipe"])
 def test_every_top_level_function_has_an_example_that_runs(name: str) -> None:
-    """The functions ``help(spacl)`` lists show an example that runs (a two-step digits
-    run for ``load`` and ``run_recipe``), none skipped."""
+    """The functions ``help(spacl)`` lists show an example (a two-step digits run for
+    ``load`` and ``run_recipe``), none skipped; ``test_cli_paper_cuts`` runs them all
+    under doctest (``doctest.testmod(spacl)``), so they are not trained twice here."""
     function = getattr(spacl, name)
-    assert "+SKIP" not in (function.__doc__ or "")
-    run_examples(function, {"spacl": spacl}, f"spacl.{name}", min_examples=2)
+    doc = function.__doc__ or ""
+    assert "+SKIP" not in doc and doc.count(">>> ") >= 2, doc

@@ -40,6 +40,15 @@ def train_rows(run: Path) -> list[tuple[str, int]]:
     ]
 
 
+def every_row(run: Path) -> list[tuple[str, str, object, int]]:
+    """``(kind, arm, epoch, step)`` of every row of ``metrics.jsonl`` (train, eval, epoch
+    and final rows alike): a resumed run must hold each once, as an uninterrupted one."""
+    return [
+        (r["kind"], r.get("arm", ""), r.get("epoch"), r["step"])
+        for r in read_metrics(run / "metrics.jsonl")
+    ]
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_checkpoints_at_the_step_and_resume_ends_as_an_uninterrupted_run(
     tmp_path: Path, signum: int
@@ -59,6 +68,8 @@ def test_a_signal_checkpoints_at_the_step_and_resume_ends_as_an_uninterrupted_ru
     )
     rows = train_rows(run)
     assert len(rows) == len(set(rows)) and rows == train_rows(tmp_path / "whole")
+    every = every_row(run)
+    assert len(every) == len(set(every)) and every == every_row(tmp_path / "whole")
 
 
 def test_the_handlers_are_restored_and_a_second_signal_stops_at_once() -> None:
@@ -258,6 +269,9 @@ def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
     assert whole.returncode == 0, whole.stderr[-2000:]
     rows = train_rows(run)
     assert len(rows) == len(set(rows)) and rows == train_rows(tmp_path / "whole")
+    # no row of any kind twice (a repeated epoch, eval or final row was not checked)
+    every = every_row(run)
+    assert len(every) == len(set(every)) and every == every_row(tmp_path / "whole")
     assert json.loads((run / "eval.json").read_text()) == json.loads(
         (tmp_path / "whole" / "eval.json").read_text()
     )

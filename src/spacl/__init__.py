@@ -49,7 +49,7 @@ def load(
 
     Example (a two-step run on the built-in digits, then its model; ``model.embed`` also
     takes image files):
-        >>> import tempfile, torch
+        >>> import tempfile, torch, spacl
         >>> quick = ["train.max_steps=2", "eval.every_epochs=0", "eval.linear_probe=false",
         ...          "eval.geometry=false"]
         >>> with tempfile.TemporaryDirectory() as out:
@@ -68,6 +68,7 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> Any:
     ``task`` (image, kg or text) and its typed ``config``.
 
     Example:
+        >>> import spacl
         >>> recipe = spacl.load_recipe("mnist5k/spacl", ["train.epochs=1"])
         >>> recipe.task, recipe.config.train.epochs
         ('image', 1)
@@ -89,7 +90,7 @@ def run_recipe(
 
     Example (two steps of SimCLR on the built-in digits; the final kNN and NCC accuracies
     come back in ``metrics``, the run directory holds the checkpoint and ``eval.json``):
-        >>> import tempfile
+        >>> import tempfile, spacl
         >>> quick = ["train.max_steps=2", "eval.every_epochs=0", "eval.linear_probe=false",
         ...          "eval.geometry=false"]
         >>> with tempfile.TemporaryDirectory() as out:

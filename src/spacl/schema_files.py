@@ -72,13 +72,29 @@ def upgrade_renamed_keys(cfg: Any) -> tuple[DictConfig, list[str]]:
     return out, moved
 
 
+def load_run_yaml(path: str | Path) -> DictConfig:
+    """A run directory's ``config.yaml`` as written (no upgrade): a ``ValueError`` of one
+    line naming the file when it is not valid YAML or not a mapping (a damaged file)."""
+    path = Path(path)
+    try:
+        raw = OmegaConf.load(path)
+    except Exception as err:  # yaml's and OmegaConf's own errors: one line, the file named
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(
+            f"{path} is damaged, not valid YAML ({first}); the run's config cannot be read"
+        ) from None
+    if not isinstance(raw, DictConfig):
+        raise ValueError(f"{path} is damaged: it must hold a mapping, got {type(raw).__name__}")
+    return raw
+
+
 def read_run_config(path: str | Path) -> DictConfig:
     """A run directory's saved ``config.yaml``, upgraded by :func:`upgrade_renamed_keys`
     (logged when a key moved)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path.parent} is not a run directory: {path} is missing")
-    cfg, moved = upgrade_renamed_keys(OmegaConf.load(path))
+    cfg, moved = upgrade_renamed_keys(load_run_yaml(path))
     if moved:
         import logging
 

@@ -169,8 +169,9 @@ class TrainedModel:
                 f"got {tuple(inputs.shape)}{hint}"
             )
         if not inputs.is_floating_point():
+            given = str(inputs.dtype).replace("torch.", "numpy " if array else "torch.")
             raise TypeError(
-                f"inputs must be a float tensor or array, got {inputs.dtype} (images: "
+                f"inputs must be a float tensor or array, got {given} (images: "
                 "divide 0-255 values by 255)"
             )
         if not inputs.numel():

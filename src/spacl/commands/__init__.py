@@ -4,8 +4,37 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["close_names", "did_you_mean", "one_line"]
+__all__ = ["check_directory_out", "check_file_out", "close_names", "did_you_mean", "one_line"]
+
+#: suffixes of the files spacl writes or reads: a directory option ending in one is a
+#: file name given where a directory is written
+FILE_SUFFIXES = (
+    ".pt", ".pth", ".pt2", ".npz", ".npy", ".json", ".jsonl", ".yaml", ".yml", ".png",
+    ".jpg", ".jpeg", ".pdf", ".svg", ".onnx", ".zip", ".txt", ".tsv", ".csv", ".md",
+)  # fmt: skip
+
+
+def check_file_out(path: str | Path, option: str, suffixes: Sequence[str]) -> None:
+    """``ValueError`` of one line when ``path``, the file ``option`` writes, does not end
+    in one of ``suffixes`` (what is written there): a name must say what the file holds."""
+    if Path(path).suffix.lower() not in suffixes:
+        raise ValueError(
+            f"{option} writes a {' or '.join(suffixes)} file; got {str(path)!r}: "
+            f"end it in {suffixes[0]}"
+        )
+
+
+def check_directory_out(path: str | Path, option: str) -> None:
+    """``ValueError`` of one line when ``path``, the directory ``option`` writes, ends in a
+    file suffix of :data:`FILE_SUFFIXES` (``--out runs/d.pt`` would make a directory
+    named like a file)."""
+    if Path(path).suffix.lower() in FILE_SUFFIXES:
+        raise ValueError(
+            f"{option} names the directory the run writes, got {str(path)!r}, a file name "
+            f"({Path(path).suffix}); give a directory, e.g. {str(Path(path).with_suffix(''))!r}"
+        )
 
 
 def one_line(err: BaseException) -> str:

@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spacl.commands import check_file_out
+
 if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl geometry --help` is quick
     from torch import Tensor
 
@@ -112,12 +114,18 @@ def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
         OSError,
         EOFError,
         RuntimeError,
+        KeyError,  # torch's weights-only reader on a file that is not a torch archive
+        TypeError,
+        AttributeError,
+        IndexError,
         pickle.UnpicklingError,
         zipfile.BadZipFile,
     ) as err:
         if str(err).startswith(f"{path}:"):  # our own check of what the file holds
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if isinstance(err, KeyError | TypeError | AttributeError | IndexError):
+            first = f"{type(err).__name__} {first} while reading it"  # a reader's own error
         raise ValueError(f"{path} is not a readable {suffix} file ({first})") from None
 
 
@@ -163,6 +171,7 @@ def run_geometry(args: argparse.Namespace) -> int:
     """Entry point of ``spacl geometry``."""
     from spacl.geometry import geometry_report
 
+    _check_outputs(args)
     features, labels = load_features(args.features, args.labels)
     if args.uniformity_sample < 0:
         raise ValueError(f"--uniformity-sample must be >= 0, got {args.uniformity_sample}")
@@ -194,6 +203,7 @@ def run_align(args: argparse.Namespace) -> int:
     from spacl.alignment import debiased_cka, linear_cka, minibatch_cka, rsa
     from spacl.geometry.spectrum import spectrum
 
+    _check_outputs(args)
     a, _ = load_features(args.a)
     b, _ = load_features(args.b)
     if a.shape[0] != b.shape[0]:
@@ -228,6 +238,15 @@ def run_align(args: argparse.Namespace) -> int:
     if args.json:
         _write_json(results, args.json)
     return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--plot`` writes a PNG and ``--json`` JSON: names that say otherwise are refused
+    before any work (one line)."""
+    if args.plot is not None and not args.no_plot:
+        check_file_out(args.plot, "--plot", (".png",))
+    if args.json is not None:
+        check_file_out(args.json, "--json", (".json",))
 
 
 def _table(values: dict[str, Any]) -> str:

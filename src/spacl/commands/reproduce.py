@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from spacl._validation import check_choice
+from spacl.commands import check_directory_out
 
 __all__ = ["STUDIES", "register", "run", "run_study"]
 
@@ -149,6 +150,8 @@ def run_study(
 def run(args: argparse.Namespace) -> int:
     from spacl._progress import progress
 
+    if args.out:
+        check_directory_out(args.out, "--out")
     out = Path(args.out) if args.out else Path("runs") / "reproduce" / args.name
     started = time.time()
     if args.report_only:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from spacl.commands import one_line
+from spacl.commands import check_directory_out, one_line
 
 __all__ = [
     "format_task_summary",
@@ -257,6 +257,8 @@ def removed_if_nothing_saved(run_dir: Path | None, out_dir: Any = None) -> Itera
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_directory_out(args.out, "--out")
     loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
     if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
         return run_task(args, loaded, run_dir)

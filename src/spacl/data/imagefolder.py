@@ -100,9 +100,16 @@ def read_rgb(path: str) -> Any:
             return img.convert("RGB")
     except DECODE_ERRORS as err:
         raise UnreadableImageError(
-            f"unreadable image {path} ({type(err).__name__}: {err}); remove it or set "
-            "data.bad_images=skip"
+            f"unreadable image {path} ({type(err).__name__}: {err}); {BAD_IMAGE_ADVICE}"
         ) from None
+
+
+#: what to do about an unreadable file: a new run can leave it out; a trained run's split
+#: holds it, so evaluating or embedding that run needs the file back
+BAD_IMAGE_ADVICE = (
+    "remove it or set data.bad_images=skip to train without it; a trained run's split "
+    "includes it, so for spacl eval / embed / --resume restore the file"
+)
 
 
 def check_images(dataset: ImageFolder, policy: str = "error") -> int:
@@ -127,8 +134,7 @@ def check_images(dataset: ImageFolder, policy: str = "error") -> int:
         except DECODE_ERRORS as err:
             if policy == "error":
                 raise ValueError(
-                    f"unreadable image {path} ({type(err).__name__}); remove it or set "
-                    "data.bad_images=skip"
+                    f"unreadable image {path} ({type(err).__name__}); {BAD_IMAGE_ADVICE}"
                 ) from None
             continue
         keep.append((path, label))

@@ -433,8 +433,8 @@ def _validate_data_dir(cfg: DictConfig) -> None:
         )
     if not root.is_dir() and d.name == "imagefolder":  # the user's own folder: no data dir
         raise ValueError(
-            f"config key 'data.root': image folder {str(root)!r} does not exist (moved since "
-            "training? set data.root=DIR to where it is now)"
+            f"config key 'data.root': image folder {str(root)!r} does not exist (a typo? for "
+            "a trained run moved since: set data.root=DIR to where it is now)"
         )
     if not root.is_dir():
         raise ValueError(

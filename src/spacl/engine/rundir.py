@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf
 
 from spacl.engine.checkpoint import load_checkpoint, save_checkpoint
+from spacl.schema_files import load_run_yaml
 
 __all__ = [
     "TASK_CHECKPOINT_FORMAT",
@@ -136,7 +137,14 @@ class RunDirectory:
         self.checkpoints.mkdir(parents=True, exist_ok=True)
 
     def write_config(self, cfg: DictConfig) -> None:
+        """Save ``cfg`` as ``config.yaml`` (atomically); a relative ``out_dir`` is written
+        absolute (from the working directory), so the run's record names no path relative
+        to where ``spacl train`` ran."""
         self.create()
+        out_dir = cfg.get("out_dir") if isinstance(cfg, DictConfig) else None
+        if isinstance(out_dir, str) and out_dir and not Path(out_dir).expanduser().is_absolute():
+            cfg = cfg.copy()
+            cfg.out_dir = str(Path(out_dir).expanduser().resolve())
         tmp = self.config.with_suffix(".yaml.tmp")
         tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
         tmp.replace(self.config)
@@ -144,7 +152,7 @@ class RunDirectory:
     def read_config_dict(self) -> dict[str, Any]:
         if not self.config.is_file():
             raise not_a_run_directory(self.path)
-        data = OmegaConf.to_container(OmegaConf.load(self.config), resolve=True)
+        data = OmegaConf.to_container(load_run_yaml(self.config), resolve=True)
         assert isinstance(data, dict)
         return data  # type: ignore[return-value]
 
@@ -341,6 +349,4 @@ def run_config(run_dir: str | Path) -> DictConfig:
     rd = RunDirectory(run_dir)
     if not rd.config.is_file():
         raise not_a_run_directory(rd.path)
-    cfg = OmegaConf.load(rd.config)
-    assert isinstance(cfg, DictConfig)
-    return cfg
+    return load_run_yaml(rd.config)

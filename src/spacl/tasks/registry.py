@@ -98,7 +98,8 @@ def load_recipe(source: Any, overrides: Sequence[str] = ()) -> LoadedRecipe:
 
 #: the config keys that name a file or directory the run reads again later (any task's
 #: schema; a key a task lacks is skipped).  ``out_dir`` is not one: it is only the parent
-#: of a new run directory, relative to where ``spacl train`` runs, and read at no later time.
+#: of a new run directory, relative to where ``spacl train`` runs, and read at no later time
+#: (the run's ``config.yaml`` stores it absolute: :meth:`RunDirectory.write_config`).
 _PATH_KEYS = ("data.root", "encoder.cache_dir")
 
 
