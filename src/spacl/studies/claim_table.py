@@ -43,6 +43,8 @@ class ClaimSpec:
             (:func:`spacl.studies.verdicts.holm_family`), and the report names it.
         family_note: what the report says of the family beside its name (when it was
             formed, if after the verdicts were read); the claims of a family may share one.
+            On a claim outside any family: why it is decided apart from claims whose runs
+            it shares (the report then names it as a family of its own).
     """
 
     key: str
@@ -106,8 +108,15 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         verdict, size = _named(spec.key, partial(holm_within, own, _bound_rule(spec, metrics)))
         decided[spec.key] = verdict
         if size > 1:
+            said = f" ({spec.family_note})" if spec.family_note else ""
             report.families.append(
-                f"'{own}' (`{spec.key}`): {size} comparison tests, Holm-corrected within the claim"
+                f"'{own}' (`{spec.key}`): {size} comparison tests, Holm-corrected within the "
+                f"claim{said}"
+            )
+        elif spec.family_note:  # a claim decided apart from runs it shares: why, named
+            report.families.append(
+                f"'{own}' (`{spec.key}`): {size} comparison test(s), its own family "
+                f"({spec.family_note})"
             )
     added = []
     for spec in specs:
