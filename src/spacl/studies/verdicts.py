@@ -583,7 +583,10 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
     Parts that differ otherwise (one reproduced or opposite, another inside the noise)
     give :data:`NOT_AT_SCALE`, and the rule and the row note say so: ``"<what> differ:
     <part> reproduced, <part> not reproduced at this scale"``; a not-reproduced whole
-    carries its parts' row notes (``"[<part>] <note>"``)."""
+    carries its parts' row notes (``"[<part>] <note>"``), led by ``"<what> disagree in
+    their corrected comparisons: ..."`` when the clear comparisons inside its parts
+    (:attr:`Verdict.leans`) point both ways although no part is itself reproduced and
+    another opposite (the outcome stays not reproduced)."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
