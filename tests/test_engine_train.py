@@ -101,7 +101,11 @@ def test_run_directory_holds_config_metrics_checkpoint_summary(tmp_path):
         "summary.md",
     }
     saved = load_config(run / "config.yaml")
-    assert saved == cfg  # the resolved config round-trips
+    # the resolved config round-trips, its out_dir stored absolute (issue 38: no path
+    # relative to the working directory in a run's record)
+    assert saved.out_dir == str(Path(cfg.out_dir).resolve())
+    saved.out_dir = cfg.out_dir
+    assert saved == cfg
     records = read_metrics(run / "metrics.jsonl")
     kinds = [r["kind"] for r in records]
     assert kinds.count("train") == 4 and kinds.count("epoch") == 2 and kinds.count("eval") == 2
