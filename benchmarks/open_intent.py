@@ -1451,10 +1451,14 @@ def confirmation_report(rows: list[dict]) -> str:
             "stopped at a session's end before it stored a result, and ran again at a later "
             "commit whose code differs from the earlier one in this renderer only.  The "
             "runs at cbf6c0f (BANKING77 50% seeds 13-14, CLINC150-oos 75% from seed 11, 50% "
-            "from seed 13) "
+            "every run) "
             "came after a session's changes to run directories, study reports and the "
             "tasks' import layout, none in code this benchmark calls (the class draw, the "
-            "encoder, the detector's training and ADB's boundary are as at 291a453).",
+            "encoder, the detector's training and ADB's boundary are as at 291a453).  The "
+            "last of them (from CLINC150-oos 75% detector seed 14 and 50% seed 11 on) ran in a "
+            "later session, at the same commit, in an environment installed again from the same "
+            "package index (torch 2.14.1); the environment's versions are not recorded in "
+            "the runs.",
             "",
             "## Summary",
             "",
