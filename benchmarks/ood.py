@@ -13,7 +13,7 @@ recipes' ``ood.method=quantile``, ``scope=class``, q = 0.95, issue 18,
 ``docs/kg_and_text.md``); the other rules' and ADB's test numbers are shown too,
 marked "not used for selection".  ``--set ood.method=select`` reproduces the per-run
 selection of earlier versions.  Targets are margins over the frozen baseline, decided
-by Welch's t-test at 5% (:func:`spacl.studies.common.compare`).
+by Welch's t-test at 5% (:func:`spacl.studies.verdicts.compare`).
 
 Run store (crash-safe): with ``--store FILE.jsonl`` every finished run is appended as
 one JSON line, and a rerun skips the (dataset, known ratio, seed, method) runs the file

@@ -46,7 +46,7 @@ from _common import header, write_result
 from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, TEXTOIR_SOURCE
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.evaluate.ood import seed_spread, seeds_to_settle, std_interval
+from spacl.evaluate.spread import seed_spread, seeds_to_settle, std_interval
 from spacl.tasks.text.states import Backbone, load_backbone
 
 log = logging.getLogger("benchmarks.ood_finetune")
@@ -255,7 +255,7 @@ def _stability(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
 def _tests(sel: list[dict[str, Any]], name: str, ratio: float) -> list[str]:
     from scipy import stats
 
-    from spacl.studies.common import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
+    from spacl.studies.verdicts import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
 
     word = {
         REPRODUCED: "**higher** (Welch, 5%)",
@@ -443,7 +443,7 @@ def _bounds_confidence(
     runs: list[dict[str, Any]], methods: list[str], level: float = 0.90
 ) -> list[str]:
     """What the seeds can show about each bound: the ``level`` chi-square interval of the
-    true std (``spacl.evaluate.ood.std_interval``) of every complete cell, and which verdicts
+    true std (``spacl.evaluate.spread.std_interval``) of every complete cell, and which verdicts
     the interval settles (wholly above the bound: over it; wholly at or below: under it).
 
     Informative only: the verdict above stays the issue's rule (sample std <= bound)."""
@@ -483,7 +483,7 @@ def _bounds_confidence(
     return [
         f"What {len(SEEDS)} seeds can show: the {level:.0%} confidence interval of the true "
         "std of each cell (macro-F1 / F1-OOD; chi-square interval for normal values, "
-        "`spacl.evaluate.ood.std_interval`), informative only (the verdict above is the sample "
+        "`spacl.evaluate.spread.std_interval`), informative only (the verdict above is the sample "
         "std against the bound):",
         "",
         *_grid(methods, rows),
@@ -496,7 +496,7 @@ def _bounds_confidence(
         f"{open_count + len(over) + len(under)} (cell, metric) entries.",
         "",
         "Seeds each open entry would need for its interval to leave the bound, if its "
-        "sample std held (`spacl.evaluate.ood.seeds_to_settle`; a planning figure, not a "
+        "sample std held (`spacl.evaluate.spread.seeds_to_settle`; a planning figure, not a "
         "test: with more seeds the std moves too; `over` / `under`: settled now):",
         "",
         *_grid(methods, plan_rows),

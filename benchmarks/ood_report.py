@@ -14,8 +14,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from spacl.evaluate.ood import seed_spread, std_interval
-from spacl.studies.common import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
+from spacl.evaluate.spread import seed_spread, std_interval
+from spacl.studies.verdicts import NOT_AT_SCALE, OPPOSITE, REPRODUCED, compare
 
 #: a margin target's outcome from the comparison rule
 TARGET = {
@@ -364,9 +364,9 @@ def _protocol() -> list[str]:
         "split-conformal quantile of dev distances (`spacl.evaluate.fit_adb`, "
         "`solver=quantile`), not ADB's boundary loss, on the same unit-normalised features, and "
         "the other rules on test, are **not used for selection**.  The std over seeds of "
-        "every thresholded metric is `spacl.evaluate.seed_spread`; the bounds are "
+        "every thresholded metric is `spacl.evaluate.spread.seed_spread`; the bounds are "
         "issue 18's (macro-F1 <= 3.0, F1-OOD <= 5.0 points); beside them the 90% "
-        "chi-square interval of the true std (`spacl.evaluate.ood.std_interval`, normal "
+        "chi-square interval of the true std (`spacl.evaluate.spread.std_interval`, normal "
         "values assumed): a bound is settled by the seeds only where the interval lies "
         "wholly on one side of it.",
         "",

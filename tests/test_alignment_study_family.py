@@ -14,7 +14,8 @@ from spacl.studies.alignment_study.claims import BATCH_FAMILY, BATCH_FAMILY_NOTE
 from spacl.studies.alignment_study.config import FULL
 from spacl.studies.claim_table import evaluate_claims
 from spacl.studies.report import StudyReport
-from spacl.studies.verdicts import MIXED, NOT_AT_SCALE, REPRODUCED, holm_within, welch
+from spacl.studies.stats import welch
+from spacl.studies.verdicts import MIXED, NOT_AT_SCALE, REPRODUCED, holm_within
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH_KEYS = ("lr_linear_alignment_falls", "lr_sublinear_alignment_rises")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spacl._validation import check_choice
-from spacl.schema import choice
+from spacl.schema_checks import choice
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "spacl"
 

@@ -9,14 +9,10 @@ import pytest
 import torch
 
 from spacl.data.kg import load_kg
+from spacl.losses.kg import LinkInfoNCELoss, LinkSPACLLoss
 from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg import (
-    LinkInfoNCELoss,
-    LinkSPACLLoss,
-    kg_config,
-    train_kg,
-)
+from spacl.tasks.kg import kg_config, train_kg
 
 torch.set_default_dtype(torch.float32)
 

@@ -95,7 +95,7 @@ def test_bounds_confidence_settles_only_what_the_seeds_can_show(bench: Any) -> N
     rows = [line for line in lines if line.startswith("| StackOverflow 25% |")]
     assert "[0.29, 2.2] / [3.44, 26.3]" in rows[0]
     # the planning table: settled entries say so, the open one the seeds it would need
-    from spacl.evaluate.ood import seeds_to_settle, std_interval
+    from spacl.evaluate.spread import seeds_to_settle, std_interval
 
     need = seeds_to_settle(5.95, 5.0)
     assert need is not None and std_interval(5.95, need)[0] > 5.0

@@ -18,10 +18,8 @@ from spacl.evaluate.ood import (
     fpr_at_tpr,
     open_intent_metrics,
     reject_all_metrics,
-    seed_spread,
-    seeds_to_settle,
-    std_interval,
 )
+from spacl.evaluate.spread import seed_spread, seeds_to_settle, std_interval
 
 
 def conformal_rank(n: int, q: float) -> int:

@@ -23,7 +23,8 @@ from spacl.studies.alignment_study.claims import claims as alignment_claims
 from spacl.studies.alignment_study.training import loss_sandwich, sandwich_bound
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.hard_negatives.claims import claims as hard_negative_claims
-from spacl.studies.verdicts import NOT_AT_SCALE, NOT_RUN, OPPOSITE, REPRODUCED, summarize
+from spacl.studies.stats import summarize
+from spacl.studies.verdicts import NOT_AT_SCALE, NOT_RUN, OPPOSITE, REPRODUCED
 
 
 def _spec(specs: list[ClaimSpec], key: str) -> ClaimSpec:

@@ -10,34 +10,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacl.studies.common import (
+from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+from spacl.studies.common import seed_list
+from spacl.studies.report import StudyReport, git_commit, new_figure
+from spacl.studies.stats import fmt, mean_std, pooled_std, seeds_needed, summarize, welch
+from spacl.studies.verdicts import (
     FEW_SEEDS,
+    MIXED,
     NOT_AT_SCALE,
     OPPOSITE,
     REPRODUCED,
     SMOKE,
     VERDICTS,
-    ClaimSpec,
-    StudyReport,
     Verdict,
     at_least,
     at_most,
     best_of,
     combine,
     compare,
-    evaluate_claims,
-    fmt,
-    git_commit,
-    mean_std,
-    new_figure,
-    pooled_std,
-    seed_list,
-    seeds_needed,
-    summarize,
     trend,
-    welch,
 )
-from spacl.studies.verdicts import MIXED
 
 samples = st.lists(
     st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False),

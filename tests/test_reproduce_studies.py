@@ -12,7 +12,8 @@ import torch
 
 from spacl.cli import main
 from spacl.studies import alignment_study, hard_negatives, spacl_bench
-from spacl.studies.common import SMOKE, VERDICTS, train_shared
+from spacl.studies.common import train_shared
+from spacl.studies.verdicts import SMOKE, VERDICTS
 
 STUDY_MODULES = {
     "hard-negatives": hard_negatives,

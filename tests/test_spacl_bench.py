@@ -95,7 +95,7 @@ def test_run_store_survives_a_restart(tmp_path: Path) -> None:
 
 
 def _group(values: list[float], tau: float = 0.1) -> dict:
-    from spacl.studies.verdicts import summarize
+    from spacl.studies.stats import summarize
 
     recs = [{"ncc": v, "linear": v, "knn": v} for v in values]
     return {
@@ -259,7 +259,7 @@ def test_settings_are_named_for_what_they_compute() -> None:
 
 
 def test_grid_edges_flag_a_choice_at_either_end_and_only_there() -> None:
-    from spacl.studies.spacl_bench.report import grid_edges
+    from spacl.studies.spacl_bench.edges import grid_edges
 
     tune = {"0.05": 90.0, "0.1": 91.0, "0.2": 92.0, "0.5": 93.0}
     m = {
@@ -276,7 +276,7 @@ def test_grid_edges_flag_a_choice_at_either_end_and_only_there() -> None:
     rows, total = grid_edges(m)
     assert total == 4  # D was not tuned
     assert [(r[1], r[3]) for r in rows] == [("A", "highest"), ("C", "lowest")]
-    from spacl.studies.spacl_bench.report import grown_grids
+    from spacl.studies.spacl_bench.edges import grown_grids
 
     assert grown_grids(m) == 0
     m["benches"]["b"]["s"]["tuning"]["B"] = {**tune, "1.25": 79.0}  # grown past 0.5

@@ -191,7 +191,7 @@ def test_regeneration_adds_the_selected_settings_tuning_from_the_run_rows() -> N
 
 
 def _group(values: list[float], tau: float = 0.1) -> dict:
-    from spacl.studies.verdicts import summarize
+    from spacl.studies.stats import summarize
 
     recs = [{"ncc": v, "linear": v, "knn": v} for v in values]
     summary = summarize(recs)

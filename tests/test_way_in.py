@@ -13,6 +13,7 @@ import spacl
 from spacl import schema
 from spacl.cli import main
 from spacl.recipes import list_recipes
+from spacl.schema_files import flat_recipe
 from spacl.tasks import LoadedRecipe, registry
 
 #: a tiny digits run (seconds on one CPU thread)
@@ -121,7 +122,7 @@ def test_base_resolves_relative_first_then_as_a_builtin_name(tmp_path):
 @pytest.mark.parametrize("recipe", list_recipes(), ids=lambda r: r.name)
 def test_every_shipped_recipe_flattens_to_the_same_config(recipe, tmp_path):
     flat = tmp_path / "flat.yaml"
-    flat.write_text(schema.flat_recipe(recipe.name))
+    flat.write_text(flat_recipe(recipe.name))
     assert "base" not in OmegaConf.load(flat)
     assert schema.recipe_layer([flat]) == schema.recipe_layer([recipe.name])
 

@@ -30,10 +30,9 @@ key names the closest valid one (``unknown config key 'data.nmae' (did you mean
 'data.name'?)``).
 
 This module holds the shared sections, the layering and the task registry (filled by
-the tasks, read as it stands: :func:`registered_task`); it
-re-exports the validators and error format (:mod:`spacl.schema_checks`) and the reading
-of recipe files, ``base:`` chains and saved run configs (:mod:`spacl.schema_files`), so
-every name is importable from ``spacl.schema``.
+the tasks, read as it stands: :func:`registered_task`).  The validators and the error
+format are in :mod:`spacl.schema_checks`, the reading of recipe files, ``base:`` chains
+and saved run configs in :mod:`spacl.schema_files`; callers import each from its module.
 """
 
 from __future__ import annotations
@@ -55,45 +54,26 @@ from spacl.schema_checks import (
     in_range,
     int_at_least,
     positive,
-    resolve_device,
 )
 from spacl.schema_files import (
-    RENAMED_KEYS,
     find_recipe_file,
-    flat_recipe,
     read_recipe,
-    read_run_config,
-    upgrade_renamed_keys,
 )
 
 __all__ = [
-    "RENAMED_KEYS",
     "DataSection",
     "EvalSection",
     "OptimSection",
     "TaskEntry",
     "TrainSection",
     "as_layer",
-    "check_device",
-    "choice",
-    "fail",
-    "find_recipe_file",
-    "flat_recipe",
-    "format_error",
-    "in_range",
-    "int_at_least",
     "load_structured",
     "merge_structured",
     "parse_overrides",
-    "positive",
-    "read_recipe",
-    "read_run_config",
     "recipe_layer",
     "register_task",
     "registered_task",
     "registered_tasks",
-    "resolve_device",
-    "upgrade_renamed_keys",
     "validate_shared",
 ]
 

@@ -1,7 +1,7 @@
 """The recipe schema's checks: the validators every task's loader calls and the error
 messages of a bad key.
 
-Part of :mod:`spacl.schema` (which re-exports every name here): each check raises a
+Beside :mod:`spacl.schema` (callers import these names from here): each check raises a
 ``ValueError`` naming the key, the value and what is allowed (:func:`fail`); a merge error
 becomes one naming the full key and, for an unknown key, the closest valid one
 (:func:`format_error`); :func:`resolve_device` turns ``train.device`` into a

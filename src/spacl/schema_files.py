@@ -1,7 +1,7 @@
 """The recipe schema's files: reading a recipe and its ``base:`` chain, finding a
 built-in recipe, and reading a saved run's config across key renames.
 
-Part of :mod:`spacl.schema` (which re-exports every name here).  A recipe's ``base:``
+Beside :mod:`spacl.schema` (callers import these names from here).  A recipe's ``base:``
 entries are paths relative to the recipe, else built-in recipe names
 (:func:`read_recipe`); a key in :data:`RENAMED_KEYS` is an error in a user's recipe, but a
 config this package saved is upgraded (:func:`upgrade_renamed_keys`,

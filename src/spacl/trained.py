@@ -343,7 +343,7 @@ def load_image_run(
     if "arms" not in state or "config" not in state:
         raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
     from spacl.engine.config import data_dir_unchecked
-    from spacl.schema import read_run_config
+    from spacl.schema_files import read_run_config
     from spacl.tasks import registry
 
     with data_dir_unchecked():  # the run alone: its dataset may be gone or elsewhere

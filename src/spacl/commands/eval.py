@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from spacl.engine import Trainer
     from spacl.engine.rundir import RunDirectory
     from spacl.engine.summary import format_results_table
-    from spacl.schema import read_run_config
+    from spacl.schema_files import read_run_config
     from spacl.tasks import registry
 
     rd = RunDirectory(args.run_dir)

@@ -48,7 +48,7 @@ def format_recipes(task: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.schema import find_recipe_file, flat_recipe
+    from spacl.schema_files import find_recipe_file, flat_recipe
 
     if args.task is not None:
         from spacl.tasks import task_names  # the built-in tasks registered

@@ -72,7 +72,7 @@ def resolve_run(
     output; an output directory that already holds a checkpoint needs ``--resume``.
     """
     from spacl.engine.rundir import RunDirectory, require_checkpoint
-    from spacl.schema import read_run_config
+    from spacl.schema_files import read_run_config
     from spacl.tasks import registry
 
     source = Path(config)

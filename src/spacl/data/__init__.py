@@ -55,10 +55,10 @@ if TYPE_CHECKING:
     from .kg import KnowledgeGraph, TripleIndex, add_reciprocals, load_kg, read_triples
     from .labeled import LabeledData, stratified_indices, stratified_split
     from .multiview import MultiViewDataset, PlanBatchSampler, collate_views, default_num_workers
-    from .registry import DATASET_NAMES, default_data_root, get_dataset
+    from .registry import DATASET_NAMES, get_dataset
     from .sampling import BatchPlan
     from .seeding import derive_seed, generator_for
-    from .sources import data_root
+    from .sources import data_root, default_data_root
     from .stream import Batch, ViewStream
     from .synthetic import make_synthetic, synthetic_centers
     from .text import OpenIntentSplit, load_intent_dataset, open_intent_split, read_intent_tsv
@@ -101,7 +101,7 @@ _PUBLIC: dict[str, str] = {
     "augment_images": "image_augment",
     "collate_views": "multiview",
     "data_root": "sources",
-    "default_data_root": "registry",
+    "default_data_root": "sources",
     "default_num_workers": "multiview",
     "derive_seed": "seeding",
     "eval_transform": "transforms",

@@ -33,10 +33,10 @@ from .builtin import load_digits, load_mnist5k
 from .cifar import load_cifar
 from .imagefolder import load_imagefolder
 from .labeled import LabeledData, stratified_split
-from .sources import default_data_root, find_dataset
+from .sources import find_dataset
 from .synthetic import make_synthetic
 
-__all__ = ["DATASET_NAMES", "default_data_root", "get_dataset"]
+__all__ = ["DATASET_NAMES", "get_dataset"]
 
 DATASET_NAMES = ("synthetic", "digits", "mnist5k", "cifar10", "cifar100", "imagefolder")
 

@@ -36,8 +36,8 @@ from spacl.engine.distributed import (
     init_from_env,
     is_distributed,
 )
-from spacl.engine.loop import Best, LoopBody, LoopPlan, StopRequested, TrainLoop
-from spacl.engine.objectives import OBJECTIVES, CrossEntropyObjective, build_objective
+from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
+from spacl.engine.objectives import OBJECTIVES, build_objective
 from spacl.engine.optim import (
     LARS,
     WarmupCosine,
@@ -48,7 +48,8 @@ from spacl.engine.optim import (
 )
 from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
 from spacl.engine.stages import RunStages, StageBody
-from spacl.engine.trainer import Progress, Trainer, TrainResult, train
+from spacl.engine.trainer import Trainer, TrainResult, train
+from spacl.losses.classifier import CrossEntropyObjective
 
 __all__ = [
     "LARS",

@@ -48,7 +48,8 @@ import torch
 from torch import Tensor, nn
 
 from spacl.engine.distributed import all_gather_nograd, all_gather_with_grad, is_distributed
-from spacl.engine.objectives import ObjectiveSpec, accepts_targets
+from spacl.engine.objectives import accepts_targets
+from spacl.losses.registry import ObjectiveSpec
 from spacl.mining.queue import NegativeQueue
 
 __all__ = ["Arm", "NonFiniteLossError", "Precision"]

@@ -28,16 +28,11 @@ from spacl.schema import (
     EvalSection,
     OptimSection,
     TrainSection,
-    choice,
-    fail,
-    format_error,
-    in_range,
-    int_at_least,
-    positive,
     recipe_layer,
     register_task,
     validate_shared,
 )
+from spacl.schema_checks import choice, fail, format_error, in_range, int_at_least, positive
 
 __all__ = [
     "ArmConfig",

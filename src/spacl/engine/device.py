@@ -3,7 +3,7 @@
 :func:`resolve_device` is the one reading of ``train.device`` (``auto``: CUDA when it is
 available, else the CPU; :func:`spacl.schema_checks.resolve_device`, checked there with
 the recipe's other values); the image engine's distributed context starts from the same
-value (:func:`spacl.engine.distributed.init_from_env`).  :func:`device_of` is where a
+value through it (:func:`spacl.engine.distributed.init_from_env`).  :func:`device_of` is where a
 module's parameters live.
 """
 

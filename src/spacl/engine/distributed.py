@@ -23,6 +23,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from spacl.engine.device import resolve_device
+
 __all__ = [
     "DistributedContext",
     "all_gather_nograd",
@@ -128,17 +130,13 @@ def init_from_env(device: str = "auto") -> DistributedContext:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    want_cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if want_cuda and not torch.cuda.is_available():
-        raise ValueError(f"train.device={device!r} but CUDA is not available")
-    if want_cuda:
-        index = (
-            local_rank if (world > 1 or device in ("auto", "cuda")) else int(device.split(":")[1])
-        )
-        dev = torch.device("cuda", index)
+    dev = resolve_device(device)  # the one reading of train.device (auto: CUDA if any)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"train.device={device!r} but CUDA is not available")
+        # one GPU per process under torchrun; cuda:N names the GPU of a single process
+        dev = torch.device("cuda", local_rank if world > 1 or dev.index is None else dev.index)
         torch.cuda.set_device(dev)
-    else:
-        dev = torch.device("cpu")
     if world <= 1:
         return DistributedContext(0, 1, 0, dev, False)
     if dist.is_initialized():

@@ -47,14 +47,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from spacl.losses.classifier import CrossEntropyObjective
 from spacl.losses.registry import ObjectiveSpec, objectives_for
 from spacl.losses.registry import objective_spec as _registry_spec
 
 __all__ = [
     "OBJECTIVES",
-    "CrossEntropyObjective",
-    "ObjectiveSpec",
     "build_objective",
     "check_objective",
     "objective_spec",

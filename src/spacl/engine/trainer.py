@@ -57,11 +57,11 @@ from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.summary import RunFacts, write_summary
-from spacl.schema import upgrade_renamed_keys
+from spacl.schema_files import upgrade_renamed_keys
 
 _logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_FORMAT", "Progress", "TrainResult", "Trainer", "train"]
+__all__ = ["CHECKPOINT_FORMAT", "TrainResult", "Trainer", "train"]
 
 CHECKPOINT_FORMAT = 1
 

@@ -65,9 +65,10 @@ scores of an OOD score (the nearest-centre distance): :func:`ood_auroc` and
 Hendrycks and Gimpel 2017 / Liang et al. 2018), both also returned by
 :func:`open_intent_metrics` when given ``ood_scores``; :func:`reject_all_metrics`, the
 floor every table should show (on a test set that is mostly OOD, rejecting everything
-already scores a high F1-OOD); and :func:`seed_spread`, the mean and sample standard
-deviation over seeds of every thresholded metric, with :func:`std_interval` the confidence
-interval of the true spread a few seeds allow.
+already scores a high F1-OOD).  The spread over seeds of every thresholded metric is in
+:mod:`spacl.evaluate.spread` (:func:`~spacl.evaluate.spread.seed_spread`, and
+:func:`~spacl.evaluate.spread.std_interval`, the confidence interval of the true spread a
+few seeds allow).
 """
 
 from __future__ import annotations
@@ -80,16 +81,9 @@ import torch
 from torch import Tensor
 
 from spacl._validation import check_choice, check_in_range, check_labels, check_tensor
-from spacl.evaluate.spread import (
-    THRESHOLDED_METRICS,
-    seed_spread,
-    seeds_to_settle,
-    std_interval,
-)
 
 __all__ = [
     "MIN_CLASS_COUNT",
-    "THRESHOLDED_METRICS",
     "THRESHOLD_METHODS",
     "THRESHOLD_SCOPES",
     "OpenClassifier",
@@ -103,9 +97,6 @@ __all__ = [
     "ood_auroc",
     "open_intent_metrics",
     "reject_all_metrics",
-    "seed_spread",
-    "seeds_to_settle",
-    "std_interval",
 ]
 
 THRESHOLD_SCOPES = ("class", "global")

@@ -1,9 +1,10 @@
-"""Shared machinery of ``spacl reproduce``: the verdict rules, the report, study arms.
+"""What the studies' training loops share: seeds, threads, the engine arm of a study and
+the same-batch loop.
 
-The verdict rules and the claim-table runner live in :mod:`spacl.studies.verdicts`,
-the report writer in :mod:`spacl.studies.report`; both are re-exported here (the
-studies import them from this module).  This module adds what the studies' training
-loops share: seeds, threads, the engine arm of a study and the same-batch loop.
+The verdict rules are in :mod:`spacl.studies.verdicts` (the statistics beneath them in
+:mod:`spacl.studies.stats`), the claim-table runner in :mod:`spacl.studies.claim_table`
+and the report writer in :mod:`spacl.studies.report`; the studies import each from its
+own module.
 """
 
 from __future__ import annotations
@@ -17,71 +18,17 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice
 from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
-from spacl.studies.claim_table import ClaimSpec, evaluate_claims
-from spacl.studies.report import Claim, StudyReport, git_commit, new_figure
-from spacl.studies.verdicts import (
-    ALPHA,
-    FEW_SEEDS,
-    MIN_SEEDS,
-    NOT_AT_SCALE,
-    OPPOSITE,
-    REPRODUCED,
-    SMOKE,
-    VERDICT_RULES,
-    VERDICTS,
-    Verdict,
-    at_least,
-    at_most,
-    best_of,
-    combine,
-    compare,
-    fmt,
-    mean_std,
-    pooled_std,
-    seeds_needed,
-    summarize,
-    trend,
-    welch,
-)
 
 __all__ = [
-    "ALPHA",
-    "FEW_SEEDS",
-    "MIN_SEEDS",
-    "NOT_AT_SCALE",
-    "OPPOSITE",
-    "REPRODUCED",
-    "SMOKE",
-    "VERDICTS",
-    "VERDICT_RULES",
-    "Claim",
-    "ClaimSpec",
     "ModelSteps",
     "SharedBatchSteps",
-    "StudyReport",
-    "Verdict",
-    "at_least",
-    "at_most",
-    "best_of",
-    "combine",
-    "compare",
-    "evaluate_claims",
     "fine_labels",
-    "fmt",
-    "git_commit",
     "make_arm",
-    "mean_std",
-    "new_figure",
-    "pooled_std",
     "probe_metrics",
     "run_steps",
     "seed_list",
-    "seeds_needed",
     "study_threads",
-    "summarize",
     "train_shared",
-    "trend",
-    "welch",
 ]
 
 

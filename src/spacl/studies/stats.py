@@ -1,8 +1,8 @@
 """Statistics of ``spacl reproduce``: mean and sample std over seeds, Welch's t-test.
 
 ``mean`` and sample ``std`` (``ddof = 1``) over seeds; Welch's unequal-variance t-test,
-two-sided.  The verdict rules built on them live in :mod:`spacl.studies.verdicts`, which
-re-exports the names of ``__all__`` here but ``welch_parts`` (its own helper).
+two-sided.  The verdict rules built on them live in :mod:`spacl.studies.verdicts`; callers import
+these names from here.
 """
 
 from __future__ import annotations

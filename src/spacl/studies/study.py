@@ -14,7 +14,7 @@ evaluates the claims table and writes the report::
 ``over_seeds`` runs one configuration for every seed, records one row per trained
 model in ``results.json["runs"]`` (tagged with the part and the given settings) and
 returns the per-seed records; :func:`group` summarises them
-(:func:`spacl.studies.verdicts.summarize`).
+(:func:`spacl.studies.stats.summarize`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from spacl.studies.claim_table import ClaimSpec, evaluate_claims
 from spacl.studies.report import StudyReport, git_commit
-from spacl.studies.verdicts import summarize
+from spacl.studies.stats import summarize
 
 __all__ = [
     "REGENERATED",
@@ -123,7 +123,7 @@ def values(group_: Mapping[str, Any], key: str, scale: float = 1.0) -> list[floa
 
 
 def group(records: Sequence[Mapping[str, float]], **extra: Any) -> dict[str, Any]:
-    """:func:`~spacl.studies.verdicts.summarize` of per-seed records, plus ``extra``."""
+    """:func:`~spacl.studies.stats.summarize` of per-seed records, plus ``extra``."""
     out: dict[str, Any] = summarize(records)
     out.update(extra)
     return out

@@ -95,11 +95,7 @@ from typing import Any
 from spacl._validation import check_choice
 from spacl.studies.stats import (
     checked_values,
-    fmt,
     mean_std,
-    pooled_std,
-    seeds_needed,
-    summarize,
     welch,
     welch_parts,
 )
@@ -128,20 +124,14 @@ __all__ = [
     "compare",
     "discriminating",
     "equivalent",
-    "fmt",
     "holm",
     "holm_family",
     "holm_within",
-    "mean_std",
     "not_run",
     "per_setting",
-    "pooled_std",
     "reworded",
     "saturates",
-    "seeds_needed",
-    "summarize",
     "trend",
-    "welch",
 ]
 
 REPRODUCED = "reproduced"

@@ -21,6 +21,7 @@ from spacl.studies.alignment_study.report import (
     sandwich_runs,
 )
 from spacl.studies.claim_table import ClaimSpec
+from spacl.studies.stats import fmt
 from spacl.studies.study import values as v
 from spacl.studies.verdicts import (
     Verdict,
@@ -30,7 +31,6 @@ from spacl.studies.verdicts import (
     broken_count,
     combine,
     compare,
-    fmt,
     not_run,
     reworded,
     trend,

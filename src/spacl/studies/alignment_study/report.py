@@ -11,8 +11,8 @@ import numpy as np
 
 from spacl.studies.alignment_study.config import ARMS, AlignmentConfig
 from spacl.studies.report import StudyReport, new_figure
+from spacl.studies.stats import fmt
 from spacl.studies.study import values as _v
-from spacl.studies.verdicts import fmt
 
 __all__ = [
     "BoundRuns",

@@ -12,8 +12,8 @@ from spacl.data import LabeledData, ViewStream
 from spacl.studies.alignment_study.config import ARMS, BOUND_SCALARS, LR_RULES, AlignmentConfig
 from spacl.studies.alignment_study.data import augment
 from spacl.studies.alignment_study.training import run_once
+from spacl.studies.stats import summarize
 from spacl.studies.study import StudyRun
-from spacl.studies.verdicts import summarize
 
 __all__ = ["PARTS", "Context"]
 

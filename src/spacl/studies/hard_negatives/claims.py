@@ -15,17 +15,9 @@ from typing import Any
 
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.hard_negatives.config import PAPER_NCC_CIFAR100, HardNegativesConfig
+from spacl.studies.stats import fmt
 from spacl.studies.study import values as v
-from spacl.studies.verdicts import (
-    Verdict,
-    at_most,
-    best_of,
-    combine,
-    compare,
-    fmt,
-    not_run,
-    trend,
-)
+from spacl.studies.verdicts import Verdict, at_most, best_of, combine, compare, not_run, trend
 
 __all__ = ["claims"]
 

@@ -13,8 +13,8 @@ from spacl.studies.hard_negatives.config import (
 )
 from spacl.studies.hard_negatives.data import DataShape
 from spacl.studies.report import StudyReport, new_figure
+from spacl.studies.stats import fmt
 from spacl.studies.study import values as _vals
-from spacl.studies.verdicts import fmt
 
 __all__ = ["plots", "sections"]
 

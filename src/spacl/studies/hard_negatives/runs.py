@@ -10,8 +10,8 @@ import numpy as np
 from spacl.studies.hard_negatives.config import HardNegativesConfig
 from spacl.studies.hard_negatives.data import StudyData, few_class_data, synthetic_data
 from spacl.studies.hard_negatives.training import measure, pretrain_near_nc, train_encoder
+from spacl.studies.stats import summarize
 from spacl.studies.study import StudyRun, group
-from spacl.studies.verdicts import summarize
 
 __all__ = ["PARTS", "equal_step_budget"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from spacl.studies.common import git_commit
+from spacl.studies.report import git_commit
 from spacl.studies.spacl_bench.benches import BENCHES, load_bench
 from spacl.studies.spacl_bench.claims import CLAIM_KEYS, claim_specs
 from spacl.studies.spacl_bench.collect import collect_setting

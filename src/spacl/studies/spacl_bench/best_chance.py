@@ -28,7 +28,7 @@ from spacl.models import build_model
 from spacl.studies.spacl_bench.benches import Bench, FeatureDropoutViews
 from spacl.studies.spacl_bench.methods import TEMPERATURES, Method
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore, select_temperature, train_runs
-from spacl.studies.verdicts import summarize, welch
+from spacl.studies.stats import summarize, welch
 
 __all__ = [
     "ARMS",

@@ -17,6 +17,7 @@ from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
 from spacl.studies.spacl_bench.budget_edge import budget_edge_text
 from spacl.studies.spacl_bench.edges import BEST_CHANCE, edge_caveat
+from spacl.studies.stats import fmt
 from spacl.studies.verdicts import (
     NO_SIGNAL,
     Verdict,
@@ -25,7 +26,6 @@ from spacl.studies.verdicts import (
     compare,
     discriminating,
     equivalent,
-    fmt,
     not_run,
     per_setting,
     reworded,

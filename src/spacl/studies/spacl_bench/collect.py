@@ -15,7 +15,7 @@ from spacl.studies.spacl_bench.methods import (
 )
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
 from spacl.studies.spacl_bench.stages import SettingResult, ablation_arms
-from spacl.studies.verdicts import summarize
+from spacl.studies.stats import summarize
 
 __all__ = ["METRICS", "collect_setting"]
 

@@ -32,14 +32,8 @@ import torch
 from torch import Tensor, nn
 
 from spacl.engine import Arm
-from spacl.studies.common import (
-    SharedBatchSteps,
-    fine_labels,
-    git_commit,
-    make_arm,
-    probe_metrics,
-    run_steps,
-)
+from spacl.studies.common import SharedBatchSteps, fine_labels, make_arm, probe_metrics, run_steps
+from spacl.studies.report import git_commit
 from spacl.studies.spacl_bench.benches import Bench
 from spacl.studies.spacl_bench.methods import UNTRAINED, Method
 

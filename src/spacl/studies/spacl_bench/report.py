@@ -6,8 +6,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from spacl.studies.common import new_figure
-from spacl.studies.report import StudyReport
+from spacl.studies.report import StudyReport, new_figure
 from spacl.studies.spacl_bench.best_chance import MIN_GAP as BC_GAP
 from spacl.studies.spacl_bench.budget_edge import (
     beyond_epochs,
@@ -41,9 +40,10 @@ from spacl.studies.spacl_bench.methods import (
     TEMPERATURES,
     UNTRAINED,
 )
-from spacl.studies.verdicts import compare, fmt, holm_family, welch
+from spacl.studies.stats import fmt, welch
+from spacl.studies.verdicts import compare, holm_family
 
-__all__ = ["grid_edges", "grown_grids", "plots", "sections"]
+__all__ = ["plots", "sections"]
 
 PROTOCOL = """\
 Every method of a bench and setting sees the same view stream (the original plus 4

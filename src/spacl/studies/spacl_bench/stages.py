@@ -51,7 +51,7 @@ from spacl.studies.spacl_bench.protocol import (
     select_temperature,
     train_runs,
 )
-from spacl.studies.verdicts import seeds_needed
+from spacl.studies.stats import seeds_needed
 
 __all__ = [
     "ABLATIONS",
@@ -132,7 +132,7 @@ def ablation_arms() -> dict[str, SpaclChoice]:
 
 def seed_count(store: RunStore, bench: str, setting: str, most: int) -> tuple[int, float | None]:
     """Seeds by the project's rule from the median measured run cost of the setting
-    (:func:`~spacl.studies.verdicts.seeds_needed`); ``most`` when no time is recorded.
+    (:func:`~spacl.studies.stats.seeds_needed`); ``most`` when no time is recorded.
 
     The cost is the CPU time where runs record it (``cpu_seconds``; wall time on a
     shared machine counts the other users too), else the wall time."""

@@ -22,13 +22,7 @@ from spacl.tasks.exports import lazy_attributes
 
 if TYPE_CHECKING:
     from spacl.tasks.kg.config import KG_OBJECTIVES, KGConfig, build_kg_objective, kg_config
-    from spacl.tasks.kg.train import (
-        KG_SPACL_VARIANTS,
-        LinkInfoNCELoss,
-        LinkSPACLLoss,
-        build_link_predictor,
-        train_kg,
-    )
+    from spacl.tasks.kg.train import build_link_predictor, train_kg
 
 #: public name -> the module that defines it
 _PUBLIC = {
@@ -36,19 +30,13 @@ _PUBLIC = {
     "build_kg_objective": "config",
     "kg_config": "config",
     "KG_OBJECTIVES": "config",
-    "KG_SPACL_VARIANTS": "train",
-    "LinkInfoNCELoss": "train",
-    "LinkSPACLLoss": "train",
     "build_link_predictor": "train",
     "train_kg": "train",
 }
 
 __all__ = [
     "KG_OBJECTIVES",
-    "KG_SPACL_VARIANTS",
     "KGConfig",
-    "LinkInfoNCELoss",
-    "LinkSPACLLoss",
     "build_kg_objective",
     "build_link_predictor",
     "kg_config",

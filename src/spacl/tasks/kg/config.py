@@ -19,14 +19,11 @@ from spacl.schema import (
     EvalSection,
     OptimSection,
     TrainSection,
-    choice,
-    in_range,
-    int_at_least,
     load_structured,
-    positive,
     register_task,
     validate_shared,
 )
+from spacl.schema_checks import choice, in_range, int_at_least, positive
 
 __all__ = ["KG_OBJECTIVES", "KGConfig", "build_kg_objective", "kg_config"]
 

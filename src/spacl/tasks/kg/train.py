@@ -47,26 +47,15 @@ from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, Train
 from spacl.engine.optim import build_optimizer
 from spacl.engine.rundir import RunDirectory
 from spacl.evaluate.ranking import evaluate_link_prediction
-from spacl.losses.kg import (
-    KG_SPACL_VARIANTS,
-    LinkInfoNCELoss,
-    LinkSPACLLoss,
-)
 from spacl.models.kg import LinkPredictor
-from spacl.tasks.kg.config import KGConfig, build_kg_objective, kg_config
+from spacl.tasks.kg.config import build_kg_objective, kg_config
 
 _logger = logging.getLogger("spacl.tasks.kg")
 
 __all__ = [
-    "KG_SPACL_VARIANTS",
-    "KGConfig",
     "KGSetup",
     "KGSteps",
-    "LinkInfoNCELoss",
-    "LinkSPACLLoss",
-    "build_kg_objective",
     "build_link_predictor",
-    "kg_config",
     "kg_setup",
     "kg_step",
     "train_kg",

@@ -24,15 +24,11 @@ from spacl.schema import (
     EvalSection,
     OptimSection,
     TrainSection,
-    check_device,
-    choice,
-    in_range,
-    int_at_least,
     load_structured,
-    positive,
     register_task,
     validate_shared,
 )
+from spacl.schema_checks import check_device, choice, in_range, int_at_least, positive
 from spacl.tasks.text.adb import ADB_METHODS
 from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES
 

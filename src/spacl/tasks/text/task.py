@@ -74,7 +74,7 @@ from spacl.engine.stages import RunStages
 from spacl.evaluate.ood import OpenClassifier, reject_all_metrics
 from spacl.models.text import EmbeddingCache, MiniLMEncoder, TextEncoder
 from spacl.tasks.text.adb_run import train_adb_run
-from spacl.tasks.text.config import OOD_OBJECTIVES, OODConfig, ood_config
+from spacl.tasks.text.config import ood_config
 from spacl.tasks.text.decision import run_metrics
 from spacl.tasks.text.detector import (
     checkpointed_stages,
@@ -99,10 +99,7 @@ from spacl.tasks.text.states import Backbone, load_backbone
 _logger = logging.getLogger("spacl.tasks.text")
 
 __all__ = [
-    "OOD_OBJECTIVES",
-    "OODConfig",
     "embed_split",
-    "ood_config",
     "train_finetuned",
     "train_ood",
 ]
