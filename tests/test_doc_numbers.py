@@ -537,3 +537,27 @@ def test_every_row_alias_names_a_doc_row() -> None:
         for key in row_keys([split_cells(line)[0] for line in table[2:]])
     }
     assert set(ROW_ALIASES) <= keys, f"aliases of no doc row: {sorted(set(ROW_ALIASES) - keys)}"
+
+
+RESULT_FIELDS = ("Source", "Data", "Protocol", "Hardware", "Time", "Command")
+
+
+def missing_fields(markdown: str) -> dict[str, list[str]]:
+    """Per ``##`` section of a results page: which of :data:`RESULT_FIELDS` (a
+    ``- **Field:**`` line each) it lacks."""
+    out = {}
+    for section in re.split(r"^## ", markdown, flags=re.M)[1:]:
+        title, _, body = section.partition("\n")
+        lacking = [f for f in RESULT_FIELDS if not re.search(rf"^- \*\*{f}:\*\*", body, re.M)]
+        if lacking:
+            out[title.strip()] = lacking
+    return out
+
+
+def test_every_results_section_states_data_protocol_hardware_time_and_command() -> None:
+    """docs/results.md in lightly's manner: each benchmark's section says where its numbers
+    come from, the data, the protocol, the hardware, the time and the command, before
+    its rows (the counter-example: a section without its hardware line is found)."""
+    assert missing_fields((ROOT / "docs" / "results.md").read_text()) == {}
+    bare = "## A\n- **Source:** x\n- **Data:** x\n- **Protocol:** x\n- **Time:** x\n"
+    assert missing_fields(bare) == {"A": ["Hardware", "Command"]}

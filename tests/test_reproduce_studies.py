@@ -319,6 +319,51 @@ def test_report_only_on_a_malformed_store_is_one_line(
     assert words in err and str(bad) in err and "\n" not in err, err
 
 
+STUDY_NAMES = ("spacl", "alignment", "hard-negatives")
+
+
+@pytest.mark.parametrize("name", STUDY_NAMES)
+def test_report_only_from_another_studys_results_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """``--from`` another study's committed results.json: one line naming both studies,
+    exit 2 (a review found a 28-line ``KeyError`` and a misleading constructor error)."""
+    root = Path(__file__).resolve().parents[1] / "docs" / "results"
+    other = STUDY_NAMES[(STUDY_NAMES.index(name) + 1) % len(STUDY_NAMES)]
+    args = ["reproduce", name, "--report-only", "--from", str(root / other)]
+    assert main([*args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"the results of the {other!r} study, not of {name!r}" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("name", STUDY_NAMES)
+def test_report_only_on_a_store_lacking_what_the_report_reads_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """A study's results.json with a metrics section gone, or a key gone deeper down:
+    one line naming what is missing, exit 2, never a traceback."""
+    import json
+
+    root = Path(__file__).resolve().parents[1] / "docs" / "results" / name
+    stored = json.loads((root / "results.json").read_text())
+    section = sorted(k for k in stored["metrics"] if k not in ("open_intent", "kg_seeds"))[0]
+    lacking = json.loads(json.dumps(stored))
+    del lacking["metrics"][section]
+    (tmp_path / "section.json").write_text(json.dumps(lacking))
+    args = ["reproduce", name, "--report-only", "--out", str(tmp_path / "o")]
+    assert main([*args, "--from", str(tmp_path / "section.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"lack {section}" in err and "\n" not in err, err
+    if name == "spacl":  # below the sections: one setting's tuning record
+        deep = json.loads(json.dumps(stored))
+        bench = next(iter(deep["metrics"]["benches"].values()))
+        del next(iter(bench.values()))["tuning"]
+        (tmp_path / "deep.json").write_text(json.dumps(deep))
+        assert main([*args, "--from", str(tmp_path / "deep.json")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "lack 'tuning'" in err and "\n" not in err, err
+
+
 def test_report_only_without_from_reads_the_committed_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

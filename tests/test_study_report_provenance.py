@@ -129,6 +129,10 @@ def test_an_arm_says_whether_its_seeds_span_code_versions() -> None:
     assert arm_versions(Arm("a", ("abc+dirty",) * 2)) == ("not known", "one modified tree")
     # a resumed run's earlier processes count as versions too
     assert arm_versions(Arm("a", ("abc",), ("abc", "def"))) == ("yes", "2 commits")
+    # ... and one whose earlier processes recorded nothing is said, never counted clean
+    partly = "1 of 3 run(s) resumed, their earlier processes' commits not recorded"
+    assert arm_versions(Arm("a", ("abc",) * 3, (), 1)) == ("not known", partly)
+    assert arm_versions(Arm("a", ("abc", "def", "def"), (), 1)) == ("yes", f"2 commits; {partly}")
 
 
 def test_every_spacl_claim_row_counts_the_commits_of_the_runs_it_reads() -> None:
@@ -156,6 +160,12 @@ def test_every_spacl_claim_row_counts_the_commits_of_the_runs_it_reads() -> None
     assert {str(c)[:7] for c in selected.commits} == {"2914771"}
     assert by_key["stackoverflow_f1_open_25"][6].startswith("no:")
     assert "not known" in by_key["lemma_2_4_negatives_saturate"][6]
+    # FB15k-237: 3 runs resumed with their earlier processes' commits unrecorded
+    # (spacl s1, spacl_nocut s1, infonce s2), said per arm
+    kg = by_key["fb15k237_cut_helps"][6]
+    assert "FB15k-237 SPACL (2 commits; 1 of 3 run(s) resumed" in kg
+    assert "FB15k-237 SPACL without the cut (3 commits; 1 of 3 run(s) resumed" in kg
+    assert "1 of 3 run(s) resumed" in by_key["fb15k237_mrr_beats_best_baseline"][6]
 
 
 def test_the_spacl_report_has_the_per_claim_table(tmp_path: Path) -> None:
@@ -208,3 +218,25 @@ def test_the_tie_rule_disclosure_is_what_the_committed_results_show() -> None:
     was = json.loads(old)["metrics"]["benches"]["clinc150"]["self-supervised"]
     assert was["selected_name"] == name and was["temperatures"][name] == 0.2
     assert f"{was['spacl']['selected']['test']['ncc']['mean']:.1f}" == "88.2"
+
+
+def test_the_report_names_the_tuned_arms_no_table_reads() -> None:
+    """A review found a tuned and seeded arm (mnist5k supervised, the exp cut) that no
+    table, edge count or claim read, and that the report never named; an option arm run
+    once (seed 0, the base's temperature) is read by the options table and not listed."""
+    from spacl.studies.spacl_bench.report import untabled_arms
+
+    results = json.loads((RESULTS / "spacl" / "results.json").read_text())
+    found = untabled_arms(results["metrics"], results["runs"])
+    assert [(b, s, name, len(rs)) for b, s, name, rs in found] == [
+        ("mnist5k", "supervised", "SPACL[cut=exp, sup=instance_class, grad=shared, gen=1]", 6)
+    ]
+    m = {"benches": {"b": {"s": {"tuning": {"tuned": {"0.1": 1.0}}}}}}
+
+    def run(method: str, tau: float, seed: int) -> dict[str, object]:
+        return {"bench": "b", "setting": "s", "method": method, "tau": tau, "seed": seed}
+
+    runs = [run("option", 0.1, 0), run("tuned", 0.1, 0), run("tuned", 0.2, 0)]
+    assert untabled_arms(m, runs) == []
+    runs += [run("option", 0.1, 1)]
+    assert [name for _, _, name, _ in untabled_arms(m, runs)] == ["option"]

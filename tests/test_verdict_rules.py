@@ -77,6 +77,16 @@ def test_trend_counter_examples() -> None:
     # "opposite" fails here): increasing, flat noise, and every value equal
     assert V.trend([LOW, mid, HIGH], test="spearman").verdict == REPRODUCED
     assert V.trend([HIGH, mid, LOW], increasing=False, test="spearman").verdict == REPRODUCED
+    # ... and the falling claim's counter-examples (a rule that always said "reproduced"
+    # for increasing=False fails here): a rising sweep, flat noise, every value equal
+    assert V.trend([LOW, mid, HIGH], increasing=False, test="spearman").verdict == OPPOSITE
+    assert V.trend([NOISE, NOISE, NOISE], increasing=False, test="spearman").verdict == (
+        NOT_AT_SCALE
+    )
+    assert V.trend([[1.0, 1.0], [1.0, 1.0]], increasing=False, test="spearman").verdict == (
+        NOT_AT_SCALE
+    )
+    assert V.trend([LOW, mid, HIGH], increasing=False).verdict == OPPOSITE  # the step test
     assert V.trend([NOISE, NOISE, NOISE], test="spearman").verdict == NOT_AT_SCALE
     assert V.trend([[1.0, 1.0], [1.0, 1.0]], test="spearman").verdict == NOT_AT_SCALE
     assert V.trend([LOW, mid, HIGH], test="spearman").by == "trend"
@@ -162,6 +172,35 @@ def test_equivalent_counter_examples() -> None:
     assert V.equivalent([96.4, 96.0, 96.8], supcon, margin=1.0).verdict != REPRODUCED
     with pytest.raises(ValueError, match="margin"):
         V.equivalent(same, supcon, margin=0.0)
+
+
+def test_equivalence_claims_in_a_family_are_holm_corrected() -> None:
+    """A TOST whose p-value passes alone (p in (0.025, 0.05)) fails beside a second one
+    like it, corrected together (Holm: both 2p > 0.05); alone it says no Holm."""
+    supcon = [97.0, 96.6, 97.4, 97.1, 96.9]
+    shift = next(
+        d / 100
+        for d in range(0, 100)
+        if 0.025
+        < float(
+            V.equivalent([x - d / 100 for x in supcon], supcon, margin=1.0)
+            .rule.split(", p = ")[1]
+            .split(" ")[0]
+        )
+        < 0.05
+    )
+    close = [x - shift for x in supcon]
+    alone = V.equivalent(close, supcon, margin=1.0)
+    assert alone.verdict == REPRODUCED and "Holm" not in alone.rule
+
+    def rule() -> V.Verdict:
+        return V.equivalent(close, supcon, margin=1.0)
+
+    verdicts, size = V.holm_family("two benches", [rule, rule])
+    assert size == 2
+    for v in verdicts:
+        assert v.verdict == NOT_AT_SCALE, v.rule
+        assert "Holm-adjusted p" in v.rule and "family 'two benches', 2 tests" in v.rule
 
 
 def test_saturates_counter_examples() -> None:

@@ -96,7 +96,13 @@ def regenerate_study(name: str, source: str | Path, out: str | Path) -> dict[str
 
     check_choice(name, "name", REGENERABLE)
     module = importlib.import_module(f"spacl.studies.{STUDIES[name]}")
-    results: dict[str, Any] = module.regenerate(Path(source), Path(out))
+    try:
+        results: dict[str, Any] = module.regenerate(Path(source), Path(out))
+    except KeyError as err:  # a stored file damaged below the sections checked on reading
+        raise ValueError(
+            f"{source}: the stored {name} results lack {err}, which the report reads "
+            f"(written by `spacl reproduce {name}`)"
+        ) from None
     return results
 
 

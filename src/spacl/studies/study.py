@@ -269,12 +269,16 @@ def committed_results(name: str) -> Path | None:
     return None
 
 
-def stored_results(source: str | Path) -> dict[str, Any]:
+def stored_results(
+    source: str | Path, study: str | None = None, metrics: Sequence[str] = ()
+) -> dict[str, Any]:
     """The ``results.json`` of a finished study (``source``: the file or its directory).
 
     Raises ``FileNotFoundError`` with one line naming the path when it is missing, and
     ``ValueError`` naming it when it is not JSON, or not a study's results (an object
-    holding every key of :data:`STORED_KEYS`, the ones a report is rebuilt from)."""
+    holding every key of :data:`STORED_KEYS`, the ones a report is rebuilt from), or,
+    given ``study``, another study's results, or when its ``metrics`` lack one of the
+    sections ``metrics`` names (the ones that study's report reads)."""
     import json
 
     path = Path(source)
@@ -294,6 +298,17 @@ def stored_results(source: str | Path) -> dict[str, Any]:
         raise ValueError(
             f"{path}: not a study's results.json, missing {', '.join(missing)} "
             "(written by `spacl reproduce NAME`)"
+        )
+    if study is not None and stored["study"] != study:
+        raise ValueError(
+            f"{path}: the results of the {stored['study']!r} study, not of {study!r} "
+            f"(give --from the {study} study's results.json)"
+        )
+    lacking = [key for key in metrics if key not in (stored["metrics"] or {})]
+    if lacking:
+        raise ValueError(
+            f"{path}: its metrics lack {', '.join(lacking)}, which the {stored['study']} "
+            f"report reads (written by `spacl reproduce {stored['study']}`)"
         )
     return stored
 

@@ -54,8 +54,9 @@ comparisons that disagree.
   agreeing claim **no verdict (runs missing)**.
 * :func:`equivalent` - "``a`` is as good as ``b``" as an equivalence test (TOST, two
   one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the 90%
-  interval of ``mean_a - mean_b`` lies inside ``(-margin, +margin)``, opposite when it
-  lies wholly outside; the rule states the smallest margin the data could certify.
+  interval of ``mean_a - mean_b`` lies inside ``(-margin, +margin)`` (the TOST p-value,
+  the larger one-sided one, below 5%; in a family, its Holm-adjusted p-value), opposite
+  when it lies wholly outside; the rule states the smallest margin the data could certify.
 * :func:`saturates` - "beyond a critical number of negatives more add almost nothing":
   per seed, the relative gain of a curve over its last ``tail``-fold step; reproduced
   when ``mean + std`` of the gain is below ``tolerance``, opposite when ``mean - std``
@@ -190,8 +191,9 @@ VERDICT_RULES = (
     "that differ otherwise are not reproduced, the row naming them); *equivalence "
     "claims* use TOST (two "
     "one-sided Welch tests at 5%) with a margin stated in advance: reproduced when the "
-    "90% interval of the difference lies inside the margin, opposite when it lies wholly "
-    "outside; *saturation claims* need the relative gain over the last step of a curve "
+    "90% interval of the difference lies inside the margin (its p-value, Holm-adjusted "
+    "in a family, below 5%), opposite when it lies wholly outside; *saturation claims* "
+    "need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
     "*families* of tests (named below the table: claims read together, and every claim "
     "that decides from more than one comparison test, a family of its own) are corrected "
@@ -698,8 +700,11 @@ def equivalent(
     Two one-sided Welch tests at :data:`ALPHA` (``H0: diff <= -margin`` and ``H0: diff >=
     margin``), i.e. the ``1 - 2 ALPHA`` (90%) interval of ``diff = mean_a - mean_b`` inside
     ``(-margin, margin)``: reproduced; the interval wholly outside: opposite; otherwise not
-    reproduced at this scale.  The rule states the smallest margin these data could
-    certify (the interval's farther end), so a pass by default shows as a wide margin.
+    reproduced at this scale.  The TOST p-value (the larger one-sided one; below
+    :data:`ALPHA` exactly when the interval lies inside) is a test of its family like
+    :func:`compare`'s: in a family it is Holm-adjusted (:func:`holm_family`) and the
+    adjusted value decides "reproduced".  The rule states the smallest margin these data
+    could certify (the interval's farther end), so a pass by default shows as a wide margin.
     """
     if not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin <= 0:
         raise ValueError(f"margin must be a finite number > 0, got {margin!r}")
@@ -722,12 +727,13 @@ def equivalent(
         p = max(p_lower, p_upper)
     else:
         p = 0.0 if abs(diff) < margin else 1.0
+    p_decided, note = _family_p(p)
     rule = (
         f"TOST: mean({names[0]}) - mean({names[1]}) = {diff:+.4g}, 90% interval "
-        f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated with the claim), p = {p:.3g} "
-        f"(n = {len(x)}, {len(y)}); smallest margin these data certify = {smallest:.3g}"
+        f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated with the claim), p = {p:.3g}"
+        f"{note} (n = {len(x)}, {len(y)}); smallest margin these data certify = {smallest:.3g}"
     )
-    if lo > -margin and hi < margin:
+    if p_decided < ALPHA:  # unadjusted: the interval inside the margin
         return _ruled(REPRODUCED, rule, by="equivalent")
     if lo >= margin or hi <= -margin:
         return _ruled(OPPOSITE, rule, by="equivalent")

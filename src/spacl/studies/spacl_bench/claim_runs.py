@@ -29,12 +29,15 @@ Rows = Sequence[Mapping[str, Any]]
 @dataclass(frozen=True)
 class Arm:
     """One compared arm of a claim: its label, the recorded commit of each run read
-    (``None``: none recorded) and every commit its runs' processes recorded (a resumed
-    run may span several; by default the runs' own)."""
+    (``None``: none recorded), every commit its runs' processes recorded (a resumed
+    run may span several; by default the runs' own) and how many of its runs were
+    resumed from a checkpoint with their earlier processes' commits not recorded (the
+    run's record holds only its final process's: it may span an unknown commit)."""
 
     label: str
     commits: tuple[str | None, ...]
     spans: tuple[str, ...] = field(default=())
+    partly_unrecorded: int = 0
 
     @property
     def versions(self) -> list[str]:
@@ -157,9 +160,11 @@ def _store_arms(m: Mapping[str, Any]) -> dict[str, list[Arm]]:
     kg = m.get("kg_seeds") or {}
     per_method = kg.get("run_commits") or {}
     spans = kg.get("run_spans") or {}
+    unrecorded = [str(run).split(" ")[0] for run in kg.get("resumed_unrecorded") or ()]
 
     def arm(method: str, label: str) -> Arm:
-        return Arm(label, tuple(per_method.get(method) or ()), tuple(spans.get(method) or ()))
+        commits = tuple(per_method.get(method) or ())
+        return Arm(label, commits, tuple(spans.get(method) or ()), unrecorded.count(method))
 
     if per_method:
         out["fb15k237_mrr_beats_best_baseline"] = [
@@ -192,10 +197,18 @@ def arm_versions(arm: Arm) -> tuple[str, str]:
     recorded)."""
     versions = arm.versions
     missing = sum(commit_kind(c) == "no_commit" for c in arm.commits)
+    partly = (
+        f"{arm.partly_unrecorded} of {len(arm.commits)} run(s) resumed, their earlier "
+        "processes' commits not recorded"
+        if arm.partly_unrecorded
+        else ""
+    )
     if len(versions) > 1:
-        return "yes", f"{len(versions)} commits"
+        return "yes", f"{len(versions)} commits" + (f"; {partly}" if partly else "")
     if missing:
         return "not known", f"{missing} of {len(arm.commits)} run(s) with no commit"
+    if partly:
+        return "not known", partly
     if versions and commit_kind(versions[0]) == "modified_tree":
         return "not known", "one modified tree"
     return "no", ""

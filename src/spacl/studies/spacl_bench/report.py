@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -232,11 +232,59 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
                     ]
                 )
     report.table(["bench", "method", "grid as run", "value per temperature"], rows)
+    _untabled_paragraph(report, m)
     _edges_section(report, m)
     _diagnostics_section(report, m.get("diagnostics") or {})
     _best_chance_section(report, m["best_chance"])
     _grown_best_chance_section(report, m["best_chance"], one_example(m, BEST_CHANCE))
     _compute_section(report, m)
+
+
+def untabled_arms(
+    m: dict[str, Any], runs: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
+    """The arms of ``runs`` (``results.json``'s) that the store tuned or seeded but no
+    table reads: more than one temperature or seed, and not in their setting's tuning
+    table (an option arm is read at seed 0 and the base's temperature only).  Each is
+    ``(bench, setting, method, its runs)``, in store order."""
+    arms: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for r in runs:
+        g = m["benches"].get(r.get("bench"), {}).get(r.get("setting"))
+        if g is not None and r.get("method") not in g["tuning"]:
+            arms.setdefault((r["bench"], r["setting"], r["method"]), []).append(r)
+    return [
+        (b, s, name, rs)
+        for (b, s, name), rs in arms.items()
+        if len({r["tau"] for r in rs}) > 1 or len({r["seed"] for r in rs}) > 1
+    ]
+
+
+def _untabled_paragraph(report: StudyReport, m: dict[str, Any]) -> None:
+    """Says which tuned or seeded arms of the store no table or claim reads (a review
+    found one the report never named)."""
+    found = untabled_arms(m, report.runs)
+    if not found:
+        return
+    parts = []
+    for b, s, name, rs in found:
+        crit = m["benches"][b][s]["criterion"]
+        at_zero = sorted(
+            (float(r["tau"]), 100 * float(r["val"][crit])) for r in rs if r["seed"] == 0
+        )
+        seeds = sorted({int(r["seed"]) for r in rs})
+        commits = sum(1 for r in rs if r.get("commit"))
+        parts.append(
+            f"{b} {s} `{name}`: {len(rs)} run(s), seed 0 at "
+            + ", ".join(f"{t:g} ({v:.2f})" for t, v in at_zero)
+            + f" (validation {crit} %), seeds {', '.join(map(str, seeds))}; "
+            f"{commits} of {len(rs)} with a recorded commit"
+        )
+    report.text(
+        "Arms in the run store that no table or claim reads (tuned over temperatures or "
+        "run over seeds, beyond what the options table reads of an option arm: seed 0 at "
+        "the base's temperature): " + "; ".join(parts) + ".  They are "
+        "counted among the study's trained runs and decide nothing here."
+    )
 
 
 def _claim_provenance_section(report: StudyReport, m: dict[str, Any]) -> None:
@@ -251,7 +299,9 @@ def _claim_provenance_section(report: StudyReport, m: dict[str, Any]) -> None:
         "an arm's seeds were trained at more than one code version (more than one "
         "distinct recorded commit: **yes**), naming those arms, and the arms it cannot "
         "tell (a run with no commit, or one modified tree, whose changes are not "
-        "recorded).  The header's counts are over the whole study.",
+        "recorded).  A run resumed from a checkpoint is counted by its final process's "
+        "commit; where its earlier processes' commits were not recorded, the last column "
+        "says so for its arm.  The header's counts are over the whole study.",
     )
     report.table(
         [
