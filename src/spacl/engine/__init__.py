@@ -12,6 +12,7 @@
 ``LARS`` / ``WarmupCosine``             optimiser and learning-rate schedule
 ``build_optimizer`` / ``build_scheduler`` every task's optimiser and schedule
 ``TrainLoop`` / ``LoopBody``            the one loop of every task and what a task supplies
+``evaluating(*modules)``                every task's evaluation: eval mode, no autograd, RNG kept
 ``resolve_device``                      ``train.device`` as a ``torch.device``
 ``RunDirectory``                        a run's directory (image, KG, text)
 =====================================  ======================================================
@@ -36,6 +37,7 @@ from spacl.engine.distributed import (
     init_from_env,
     is_distributed,
 )
+from spacl.engine.evaluation import evaluating
 from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.objectives import OBJECTIVES, build_objective
 from spacl.engine.optim import (
@@ -82,6 +84,7 @@ __all__ = [
     "capture_rng_state",
     "config_to_dict",
     "device_of",
+    "evaluating",
     "init_from_env",
     "is_distributed",
     "load_checkpoint",

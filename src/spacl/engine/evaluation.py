@@ -1,20 +1,32 @@
-"""The trainer's evaluation: frozen features of an arm, the online evaluation at the end
-of an epoch and the final one at the end of a run.
+"""Evaluation during training, for every task, and the image task's probe suite.
 
-:class:`Evaluator` holds what evaluation reads (the ``eval`` section, the run's data,
-the device, where records and lines go) and is given the arms and the step to evaluate;
-:class:`~spacl.engine.trainer.Trainer` owns one and never gets called back.  Each
-evaluation runs under ``fork_rng`` so it never moves the training RNG states (resume
-stays exact), and only the main process evaluates.
+:func:`evaluating` is the state every evaluation during a run happens in, whatever the
+task: the image task's online and final evaluation, a KG run's validation MRR, a text
+run's dev score.  Its modules are put in eval mode (each submodule's own mode restored
+after), autograd is off (unless asked for: the linear probe trains), and the RNG states
+are forked, so an evaluation never moves training's random streams: a run resumed from a
+checkpoint equals the uninterrupted one whether or not an evaluation ran in between.  A
+task supplies only what to score (the metrics of :mod:`spacl.evaluate`); the loop
+(:class:`~spacl.engine.loop.TrainLoop`) decides when, and keeps the best epoch and the
+patience.
+
+:class:`Evaluator` is the image task's probe suite (frozen features of an arm, the
+online evaluation at the end of an epoch, the final one at the end of a run): it holds
+what evaluation reads (the ``eval`` section, the run's data, the device, where records
+and lines go) and is given the arms and the step to evaluate;
+:class:`~spacl.engine.trainer.Trainer` owns one and never gets called back.  Each arm is
+evaluated under :func:`evaluating`, and only the main process evaluates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 
 from spacl.data import generator_for
 from spacl.engine.arm import Arm
@@ -22,7 +34,41 @@ from spacl.engine.data import RunData
 from spacl.evaluate import evaluate_representation, extract_features
 from spacl.evaluate.ncc import class_centres
 
-__all__ = ["Evaluator"]
+__all__ = ["Evaluator", "evaluating"]
+
+
+@contextmanager
+def evaluating(*modules: nn.Module, autograd: bool = False) -> Iterator[None]:
+    """The state of every evaluation during training (module docstring): ``modules`` in
+    eval mode, autograd off (``autograd=True`` leaves it as it is), the CPU RNG state and
+    that of every CUDA device holding a parameter of ``modules`` forked; on leaving, even
+    by an error, every submodule's training flag is what it was.
+
+    Example::
+
+        with evaluating(model):
+            score = evaluate_link_prediction(model, valid, num_relations, filter_index)
+    """
+    flags = [(m, m.training) for module in modules for m in module.modules()]
+    cuda = sorted(
+        {
+            p.device.index or 0
+            for module in modules
+            for p in module.parameters()
+            if p.device.type == "cuda"
+        }
+    )
+    with (
+        torch.random.fork_rng(devices=cuda),
+        torch.set_grad_enabled(torch.is_grad_enabled() and autograd),
+    ):
+        try:
+            for module in modules:
+                module.eval()
+            yield
+        finally:
+            for m, training in flags:
+                m.training = training
 
 
 @dataclass
@@ -88,7 +134,7 @@ class Evaluator:
         """kNN, NCC and geometry of every arm (main process; no linear probe)."""
         if self.is_main:
             for arm in arms:
-                with torch.random.fork_rng(devices=[]):
+                with evaluating(arm.model, autograd=True):  # the probe trains, here or below
                     features = self.features(arm, bank_limit=self.eval_cfg.max_train_samples)
                     metrics = self._metrics(features, linear=False)
                 record = {"kind": "eval", "arm": arm.name, "epoch": epoch, "step": step}
@@ -114,7 +160,7 @@ class Evaluator:
         if self.is_main:
             e = self.eval_cfg
             for arm in arms:
-                with torch.random.fork_rng(devices=[]):
+                with evaluating(arm.model, autograd=True):
                     tr_f, tr_y, te_f, te_y = self.features(arm)
                     classes, centres = class_centres(tr_f, tr_y)
                     classifiers[arm.name] = {

@@ -42,6 +42,7 @@ from spacl._progress import progress
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocabulary
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
 from spacl.engine.device import deterministic_algorithms, resolve_device
+from spacl.engine.evaluation import evaluating
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.optim import build_optimizer
@@ -76,19 +77,17 @@ def _evaluate(
     triples = kg.split(split)
     if split == "valid" and cfg.eval.valid_subset is not None:
         triples = triples[: int(cfg.eval.valid_subset)]
-    model.eval()
-    metrics = evaluate_link_prediction(
-        model,
-        triples,
-        kg.num_relations,
-        filter_index,
-        batch_size=int(cfg.eval.batch_size),
-        ties=str(cfg.eval.ties),
-        device=device,
-        progress=cfg.train.progress,
-    )
-    model.train()
-    return metrics
+    with evaluating(model):
+        return evaluate_link_prediction(
+            model,
+            triples,
+            kg.num_relations,
+            filter_index,
+            batch_size=int(cfg.eval.batch_size),
+            ties=str(cfg.eval.ties),
+            device=device,
+            progress=cfg.train.progress,
+        )
 
 
 @dataclass

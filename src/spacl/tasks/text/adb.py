@@ -72,6 +72,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.engine.evaluation import evaluating
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
@@ -405,7 +406,8 @@ class PretrainSteps(StageBody):
         return {"epoch": epoch + 1, "loss": self.total / self.count}
 
     def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
-        score = _closed_score(self.net, self.train, self.dev, self.num_known)
+        with evaluating(self.net):
+            score = _closed_score(self.net, self.train, self.dev, self.num_known)
         self.result.dev_scores.append(score)
         self.result.train_losses.append(record["loss"])
         if self.log is not None:
@@ -496,7 +498,8 @@ class BoundarySteps(StageBody):
 
     def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
         self.model.radii = F.softplus(self.raw).detach().clone()
-        score = _macro_f1(self.dev.labels, self.model.predict(self.dev_z), self.num_known + 1)
+        with evaluating():  # fixed features: no module, autograd off, the RNG kept
+            score = _macro_f1(self.dev.labels, self.model.predict(self.dev_z), self.num_known + 1)
         self.scores.append(score)
         if self.log is not None:
             self.log(f"boundary epoch {epoch + 1}: dev macro-F1 {score:.2f}")

@@ -56,6 +56,7 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_flag
 from spacl.engine.device import device_of
+from spacl.engine.evaluation import evaluating
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
@@ -393,9 +394,8 @@ class FinetuneSteps(StageBody):
     def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
         if self.score is None:
             return None
-        self.top.eval()
-        value = float(self.score(self.top))
-        self.top.train()
+        with evaluating(self.top):
+            value = float(self.score(self.top))
         if value != value:  # NaN: no epoch can be compared with it
             raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
         self.scores.append(value)

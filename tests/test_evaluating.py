@@ -1,0 +1,118 @@
+"""Every task's evaluation during training runs in one state, the engine's
+:func:`~spacl.engine.evaluation.evaluating`: eval mode (each submodule's own flag back
+after), autograd off, the RNG states forked (an evaluation never moves training's random
+stream, so a resumed run equals the uninterrupted one)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from spacl.engine.evaluation import evaluating
+
+
+def model() -> nn.Module:
+    net = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    net[2].eval()  # a submodule the owner keeps in eval mode (frozen statistics)
+    return net
+
+
+def flags(net: nn.Module) -> list[bool]:
+    return [m.training for m in net.modules()]
+
+
+def test_eval_mode_inside_and_every_flag_back_after() -> None:
+    net = model()
+    before = flags(net)
+    assert before == [True, True, True, False, True]
+    with evaluating(net):
+        assert not any(flags(net))
+        x = torch.ones(5, 3)
+        assert torch.equal(net(x), net(x))  # dropout off: the same output twice
+    assert flags(net) == before
+    frozen = model().eval()
+    with evaluating(frozen):
+        pass
+    assert not any(flags(frozen))  # a module evaluated in eval mode stays there
+
+
+def test_flags_come_back_after_an_error() -> None:
+    net = model()
+    before = flags(net)
+    with pytest.raises(RuntimeError, match="scoring failed"), evaluating(net):
+        raise RuntimeError("scoring failed")
+    assert flags(net) == before
+
+
+def test_autograd_off_unless_asked_for() -> None:
+    w = torch.ones(2, requires_grad=True)
+    with evaluating():
+        assert not torch.is_grad_enabled()
+        assert not (w * 2).requires_grad
+    assert torch.is_grad_enabled()
+    with evaluating(autograd=True):  # the image task's linear probe trains
+        assert (w * 2).requires_grad
+    with torch.no_grad(), evaluating(autograd=True):
+        assert not torch.is_grad_enabled()  # never turns autograd on
+
+
+def test_the_random_stream_does_not_move() -> None:
+    """Random draws inside (a sampled validation subset, dropout left on by a scorer)
+    leave training's next draw as it was; without the fork it moves (the counter-example)."""
+    net = model()
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    with evaluating(net):
+        torch.rand(100)
+    assert torch.equal(torch.rand(3), expected)
+    torch.manual_seed(0)
+    torch.rand(100)
+    assert not torch.equal(torch.rand(3), expected)
+
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "spacl"
+VALIDATING = sorted(
+    p for p in (SRC / "tasks").rglob("*.py") if "def validate(self, epoch" in p.read_text()
+)
+
+
+def calls_evaluating(function: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "evaluating"
+        for n in ast.walk(function)
+    )
+
+
+def test_the_reader_finds_the_tasks_that_validate() -> None:
+    names = {str(p.relative_to(SRC)) for p in VALIDATING}
+    assert {"tasks/kg/train.py", "tasks/text/adb.py", "tasks/text/finetune.py"} <= names
+
+
+@pytest.mark.parametrize("path", VALIDATING, ids=lambda p: str(p.relative_to(SRC)))
+def test_every_task_validates_through_evaluating(path: Path) -> None:
+    """Each ``validate`` of a task's loop body enters :func:`evaluating`, itself or in a
+    function of its module it calls (KG's ``_evaluate``)."""
+    tree = ast.parse(path.read_text())
+    helpers = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and calls_evaluating(f)}
+    methods = [
+        f
+        for c in ast.walk(tree)
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "validate"
+    ]
+    assert methods
+    for method in methods:
+        called = {
+            n.func.id
+            for n in ast.walk(method)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        assert calls_evaluating(method) or called & helpers, (
+            f"{path.name}: a validate that does not enter the engine's evaluating()"
+        )
