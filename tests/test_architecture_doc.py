@@ -521,3 +521,64 @@ def test_the_recipe_path_reader_sees_a_renamed_function() -> None:
 
 def test_every_name_on_the_path_of_one_recipe_exists() -> None:
     assert missing_in_recipe_path(doc_text()) == []
+
+
+# ------------------------------------------------- the lists the doc quotes from the tests
+def doc_paths_between(text: str, start: str, end: str) -> set[str]:
+    """The backticked paths of the doc's stretch from ``start`` to ``end``."""
+    flat = " ".join(text.split())
+    i = flat.index(start)
+    return set(re.findall(r"`([\w/.]+\.py)`", flat[i : flat.index(end, i)]))
+
+
+def said_empty(text: str, name: str) -> bool:
+    """Whether the doc says the test's list ``name`` is empty (", is empty)" or "(it is
+    empty)" within the sentence naming it)."""
+    flat = " ".join(text.split())
+    i = flat.index(f"`{name}`")
+    return bool(re.match(r"[^.]*?(, is empty\)|\(it is empty\))", flat[i:]))
+
+
+def doc_loaders(text: str) -> set[str]:
+    flat = " ".join(text.split())
+    i = flat.index("(`LOADERS`:")
+    return set(re.findall(r"`(spacl\.[\w.]+)`", flat[i : flat.index(")", i)]))
+
+
+#: the one-engine exceptions the doc names, each phrase -> the module it stands for
+ENGINE_EXCEPTIONS = {
+    "the linear probe's L-BFGS": "evaluate/linear.py",
+    "ADB's radii solver": "evaluate/adb.py",
+    "SPACL's own generator and discriminator": "mining/adversarial.py",
+}
+
+
+def test_the_list_readers_see_a_changed_list() -> None:
+    doc = "by design, the shared kernel those build on: `a/x.py`, `b.py` (traced at run time"
+    assert doc_paths_between(doc, "shared kernel those build on:", "(traced") == {"a/x.py", "b.py"}
+    assert said_empty("the exceptions, `ALLOWED_UPWARD`, is empty), and", "ALLOWED_UPWARD")
+    assert not said_empty("the exceptions, `ALLOWED_UPWARD`, lists two), and", "ALLOWED_UPWARD")
+    assert said_empty("unless `X` names it with a reason (it is empty).", "X")
+    loaders = "A loader (`LOADERS`: `spacl.a.B.load`, `spacl.c._r`) imports"
+    assert doc_loaders(loaders) == {"spacl.a.B.load", "spacl.c._r"}
+
+
+def test_the_lists_the_doc_quotes_are_the_tests_lists() -> None:
+    """The shared leaves of the SPACL trace, the import test's exception lists and
+    loaders, and the one-engine test's solvers are what the doc says they are."""
+    from test_import_graph import ALLOWED_UNRESOLVED, ALLOWED_UPWARD, LOADERS
+    from test_one_engine import OUTSIDE_ENGINE
+    from test_spacl_trace import SHARED_LEAVES
+
+    text = DOC.read_text()
+    leaves = doc_paths_between(text, "the shared kernel those build on:", "(traced at run time")
+    assert leaves == set(SHARED_LEAVES)
+    assert said_empty(text, "ALLOWED_UPWARD") == (ALLOWED_UPWARD == {})
+    assert said_empty(text, "ALLOWED_UNRESOLVED") == (ALLOWED_UNRESOLVED == {})
+    assert doc_loaders(text) == {f"{module}.{name}" for module, name in LOADERS}
+    flat = " ".join(text.split())
+    assert all(phrase in flat for phrase in ENGINE_EXCEPTIONS)
+    solvers = {
+        path for path, (kinds, _) in OUTSIDE_ENGINE.items() if "optimiser or schedule" in kinds
+    }
+    assert solvers == set(ENGINE_EXCEPTIONS.values())
