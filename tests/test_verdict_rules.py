@@ -546,3 +546,25 @@ def test_a_bound_row_states_how_many_runs_break_it(tmp_path: Path) -> None:
     # the count is sealed with the verdict: a changed count is refused
     v = V.at_most(drift, 0.5)
     assert v.from_rule and not dataclasses.replace(v, row="0 of 5 runs break the bound").from_rule
+
+
+def test_a_claim_whose_family_changes_its_verdict_says_so(tmp_path: Path) -> None:
+    """Two single-test claims in one family: one at p in (0.04, 0.05), reproduced alone,
+    is not reproduced once Holm-corrected with a null neighbour, and its row says both
+    verdicts; the neighbour, the same either way, says nothing."""
+    from spacl.studies.claim_table import ClaimSpec, evaluate_claims
+
+    hi, lo = _lucky(0.7)
+    assert 0.04 < V.welch(hi, lo)[1] < 0.05
+
+    def spec(key: str, a: list[float], b: list[float]) -> ClaimSpec:
+        return ClaimSpec(key, "§", "c", "q", "none", lambda m: "m", lambda m: V.compare(a, b), "F")
+
+    rep = StudyReport("s", "S", tmp_path, "cmd", {}, [0, 1, 2])
+    lucky, null = evaluate_claims(rep, [spec("lucky", hi, lo), spec("null", NOISE, NOISE)], {})
+    assert lucky.verdict == NOT_AT_SCALE
+    assert lucky.measured == (
+        "m (decided alone (its own tests, Holm within the claim): reproduced; in its family "
+        "'F': not reproduced at this scale)"
+    )
+    assert null.measured == "m"

@@ -75,9 +75,11 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     family are decided together with Holm-adjusted p-values, a claim outside any family
     that runs more than one comparison test is a family of its own (Holm within the
     claim, :func:`~spacl.studies.verdicts.holm_within`), and ``report.families`` names
-    each family with its claims and size.  A bound verdict's row note (how many runs
-    break the bound, :attr:`~spacl.studies.verdicts.Verdict.row`) is added to the
-    measured cell unless that cell already says it.  A missing metric raises
+    each family with its claims and size.  A family's claim whose verdict decided alone
+    (its own tests, Holm within the claim) differs from its family's says both in its
+    measured cell: what the correction across claims changed.  A bound verdict's row
+    note (how many runs break the bound, :attr:`~spacl.studies.verdicts.Verdict.row`) is
+    added to the measured cell unless that cell already says it.  A missing metric raises
     ``ValueError`` naming the claim.  Returns the report's new claims.
     """
     from spacl.studies.verdicts import holm_family, holm_within
@@ -86,6 +88,7 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     if len(set(keys)) != len(keys):
         raise ValueError(f"claim keys must be unique, got {keys}")
     decided: dict[str, Verdict] = {}
+    alone: dict[str, str] = {}  # a family's claim whose verdict alone differs: its row note
     families: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
         if spec.family is not None:
@@ -95,6 +98,16 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         rules = [_bound_rule(specs[i], metrics) for i in rows]
         verdicts, size = _named(specs[rows[0]].key, partial(holm_family, name, rules))
         decided.update((specs[i].key, v) for i, v in zip(rows, verdicts, strict=True))
+        for i, v in zip(rows, verdicts, strict=True):
+            own = f"claim {first + i}"
+            by_itself, _ = _named(
+                specs[i].key, partial(holm_within, own, _bound_rule(specs[i], metrics))
+            )
+            if by_itself.verdict != v.verdict:
+                alone[specs[i].key] = (
+                    f"decided alone (its own tests, Holm within the claim): {by_itself.verdict}; "
+                    f"in its family '{name}': {v.verdict}"
+                )
         numbers = ", ".join(str(first + i) for i in rows)
         notes = dict.fromkeys(specs[i].family_note for i in rows if specs[i].family_note)
         said = "".join(f" ({note})" for note in notes)
@@ -124,6 +137,8 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         verdict = decided[spec.key]
         if verdict.row and verdict.row not in measured:
             measured = f"{measured}; {verdict.row}"
+        if spec.key in alone:
+            measured = f"{measured} ({alone[spec.key]})"
         added.append(
             report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
         )
