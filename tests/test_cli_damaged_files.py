@@ -114,6 +114,12 @@ def test_an_output_name_whose_suffix_says_another_format_is_refused(
     assert "--out names the directory the run writes" in err and not run_out.exists()
     err = _one_line_error(capsys, ["reproduce", "alignment", "--report-only", "--out", "r.json"])
     assert "--out names the directory" in err
+    err = _one_line_error(capsys, ["demo", "--out", str(tmp_path / "res.json")])
+    assert "--out names the directory" in err and not (tmp_path / "res.json").exists()
+    (tmp_path / "taken.npz").write_bytes(b"")  # an existing file: no NotADirectoryError
+    for cmd in (["demo"], ["train", "digits/supcon"]):
+        err = _one_line_error(capsys, [*cmd, "--out", str(tmp_path / "taken.npz")])
+        assert "names the directory the run writes" in err and "a file" in err, err
     # the names that say what is written pass
     plot, data = tmp_path / "p.png", tmp_path / "j.json"
     argv = ["geometry", str(feats), "--plot", str(plot), "--json", str(data)]

@@ -492,3 +492,43 @@ def test_a_large_folders_record_keeps_counts_and_fingerprints_only(
     with pytest.raises(ValueError, match=r"train: 6 file\(s\) recorded, 9 now") as err:
         check_split_record(record, more, data, root)
     assert "\n" not in str(err.value) and "train a new run" in str(err.value)
+
+
+def test_a_test_folder_with_fewer_classes_is_labelled_by_class_name(tmp_path: Path) -> None:
+    """torchvision numbers each folder's classes on its own: a test/ lacking a training
+    class shifted every later label (a review's run scored 0% with its cat and dog test
+    images labelled 0 and 1, trained as 1 and 2).  Labels follow the class names; a test
+    class that is no training class is one line naming it."""
+    from spacl.engine.data import folder_splits
+
+    write_folder(tmp_path / "f" / "train", per_class=4)  # class0, class1, class2
+    write_folder(tmp_path / "f" / "test", per_class=2)
+    import shutil
+
+    shutil.rmtree(tmp_path / "f" / "test" / "class0")
+    cfg = load_config(None, overrides(tmp_path / "f"))
+    train, test = folder_splits(cfg)
+    assert train.classes == test.classes == ["class0", "class1", "class2"]
+    assert sorted(set(test.targets)) == [1, 2]  # not [0, 1]
+    names = {Path(p).parent.name for p, _ in test.samples}
+    assert all(train.classes[y] == Path(p).parent.name for p, y in test.samples) and names
+    (tmp_path / "f" / "test" / "fish").mkdir()
+    shutil.copy(tmp_path / "f" / "test" / "class1" / "0.png", tmp_path / "f" / "test" / "fish")
+    with pytest.raises(ValueError, match=r"class folder\(s\) \['fish'\] that the training"):
+        folder_splits(cfg)
+
+
+def test_a_single_class_folder_is_refused_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``data.root`` one level too high (``root/animals/{class0,...}``) reads as the one
+    class ``animals``: refused in one line before any step, not after training."""
+    write_folder(tmp_path / "high" / "animals")
+    out = tmp_path / "run"
+    assert (
+        main(["train", "imagefolder/supcon", "--out", str(out), *overrides(tmp_path / "high")]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds 1 class folder ('animals')" in err[0], err
+    assert "one level lower" in err[0]
+    assert not (out / "checkpoint.pt").exists()

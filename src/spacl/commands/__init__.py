@@ -29,7 +29,9 @@ def check_file_out(path: str | Path, option: str, suffixes: Sequence[str]) -> No
 def check_directory_out(path: str | Path, option: str) -> None:
     """``ValueError`` of one line when ``path``, the directory ``option`` writes, ends in a
     file suffix of :data:`FILE_SUFFIXES` (``--out runs/d.pt`` would make a directory
-    named like a file)."""
+    named like a file) or names an existing file."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise ValueError(f"{option} names the directory the run writes, got {str(path)!r}, a file")
     if Path(path).suffix.lower() in FILE_SUFFIXES:
         raise ValueError(
             f"{option} names the directory the run writes, got {str(path)!r}, a file name "

@@ -203,9 +203,12 @@ def interrupted(err: BaseException) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spacl.commands import check_directory_out
     from spacl.engine.interrupt import InterruptOnTerm
     from spacl.engine.loop import StopRequested
 
+    if args.out:
+        check_directory_out(args.out, "--out")
     models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     t0 = time.time()
     try:

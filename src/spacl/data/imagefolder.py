@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # torchvision is imported where it is used (a slow import)
 __all__ = [
     "SPLIT_RECORD",
     "UnreadableImageError",
+    "align_classes",
+    "check_class_count",
     "check_images",
     "check_split_record",
     "load_imagefolder",
@@ -142,6 +144,40 @@ def check_images(dataset: ImageFolder, policy: str = "error") -> int:
     dataset.samples = dataset.imgs = keep
     dataset.targets = [label for _, label in keep]
     return skipped
+
+
+def check_class_count(dataset: ImageFolder, where: str | Path) -> None:
+    """A ``ValueError`` before any training when the folder ``where`` holds fewer than 2
+    class folders: a folder set one level too high (``root/animals/{cat,dog}`` read as the
+    one class ``animals``) or a single class, which no classifier or evaluation can use."""
+    if len(dataset.classes) < 2:
+        found = ", ".join(repr(c) for c in dataset.classes)
+        raise ValueError(
+            f"config key 'data.root': {where} holds {len(dataset.classes)} class folder "
+            f"({found}); expected one sub-folder of images per class, at least 2 (if the "
+            "class folders are inside it, set data.root one level lower)"
+        )
+
+
+def align_classes(test: ImageFolder, train: ImageFolder, where: str | Path) -> ImageFolder:
+    """``test`` relabelled by class name to ``train``'s indices: torchvision numbers each
+    folder's classes on its own, so a test folder lacking a training class would shift
+    every label after it.  A test class that is no training class raises a one-line
+    ``ValueError`` naming it (``where``: the test folder)."""
+    extra = sorted(set(test.classes) - set(train.classes))
+    if extra:
+        raise ValueError(
+            f"config key 'data.root': {where} has class folder(s) {extra} that the training "
+            f"folder lacks (its classes: {list(train.classes)}): every test class must be a "
+            "training class"
+        )
+    if list(test.classes) == list(train.classes):
+        return test
+    index = {name: i for i, name in enumerate(train.classes)}
+    test.samples = test.imgs = [(path, index[test.classes[y]]) for path, y in test.samples]
+    test.targets = [y for _, y in test.samples]
+    test.classes, test.class_to_idx = list(train.classes), dict(index)
+    return test
 
 
 def subset(dataset: ImageFolder, indices: Any, transform: Any = None) -> ImageFolder:

@@ -302,6 +302,8 @@ def folder_splits(
     from spacl.data import load_imagefolder, stratified_indices
     from spacl.data.imagefolder import (
         SPLIT_RECORD,
+        align_classes,
+        check_class_count,
         check_images,
         check_split_record,
         subset,
@@ -315,9 +317,10 @@ def folder_splits(
         train = load_imagefolder(root, d.train_split if has_train or has_test else None)
     except FileNotFoundError as err:
         raise ValueError(f"config key 'data.root': {err}") from err
+    check_class_count(train, root / d.train_split if has_train or has_test else root)
     skipped = check_images(train, d.bad_images)
     if has_test:
-        test = load_imagefolder(root, d.test_split)
+        test = align_classes(load_imagefolder(root, d.test_split), train, root / d.test_split)
         skipped += check_images(test, d.bad_images)
     else:
         tr, te = stratified_indices(
