@@ -428,3 +428,28 @@ def test_export_of_a_kg_or_text_run_refuses_an_out_with_a_file_suffix(
     assert main(["export", str(kg_run), "--out", str(tmp_path / "link.v2")]) == 2  # a suffix
     assert main(["export", str(kg_run), "--out", str(tmp_path / "link-1.5")]) == 0  # a version
     assert (tmp_path / "link-1.5" / "README.md").is_file()
+
+
+def test_a_kg_runs_data_moved_is_evaluated_with_data_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/using.md: `spacl eval` reads the run's dataset again, and takes data.root=DIR
+    when it moved (a review found `eval` of a KG or text run refusing every override);
+    the same metrics as at its old place; any other override is one line."""
+    import shutil
+
+    base = tmp_path / "kg"
+    run = base / "run"
+    train_kg(kg_recipe(cycle_graph(base / "toy")), log=None, run_dir=run)
+    capsys.readouterr()
+    assert main(["eval", str(run), "--json", "--no-write"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    shutil.move(str(base / "toy"), str(tmp_path / "moved"))
+    assert main(["eval", str(run), "--json", "--no-write"]) == 2  # not found: one line
+    assert "data.root" in capsys.readouterr().err
+    argv = ["eval", str(run), f"data.root={tmp_path / 'moved'}", "--json", "--no-write"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == before
+    assert main(["eval", str(run), "train.epochs=2"]) == 2
+    err = capsys.readouterr().err
+    assert "data.root=DIR" in err and "train.epochs=2" in err and "\n" not in err.strip()

@@ -39,6 +39,19 @@ def check_directory_out(path: str | Path, option: str) -> None:
         )
 
 
+def moved_data_root(overrides: list[str], command: str) -> str | None:
+    """The one ``data.root=DIR`` of ``overrides`` (where a run's dataset is now, if it
+    moved since training), absolute; ``None`` without it.  Anything else is a one-line
+    ``ValueError``: these commands re-read a run's own data, they take no other key."""
+    roots = [item for item in overrides if item.startswith("data.root=")]
+    if len(roots) != len(overrides) or len(roots) > 1:
+        raise ValueError(
+            f"spacl {command} accepts one data.root=DIR (where the run's data is now, if it "
+            f"moved), got {overrides!r}"
+        )
+    return str(Path(roots[0].split("=", 1)[1]).expanduser().resolve()) if roots else None
+
+
 def one_line(err: BaseException) -> str:
     """The message of ``err``; for an error re-raised from a ``DataLoader`` worker (``Caught
     ValueError in DataLoader worker process 0.`` and the worker's traceback), the worker's

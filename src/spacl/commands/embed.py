@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spacl.commands import moved_data_root
+
 if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl embed --help` is quick
     from torch import Tensor
 
@@ -25,12 +27,12 @@ under a trained run's encoder.
 
 Writes ``features [N, d]`` (float32) and ``labels [N]`` to ``FILE`` (``.npz`` or
 ``.pt``), which ``spacl geometry FILE`` and ``spacl align`` read as they are.
-``data.root=DIR`` says where an image run's folder is now when it moved since training
-(the run's own split is made again from there, held to the run's ``split.json``, as
-``spacl eval RUN data.root=DIR`` does).  Features are written batch by batch into a
-memory map next to ``FILE`` (then packed), so the memory used is one batch plus the
-labels.  Text runs give the head outputs of a split's texts, KG runs every entity's
-embedding.
+``data.root=DIR`` says where a run's data is now when it moved since training (an
+image run's own split is made again from there, held to the run's ``split.json``; a
+text run's split is drawn again; as ``spacl eval RUN data.root=DIR`` does).  Features
+are written batch by batch into a memory map next to ``FILE`` (then packed), so the
+memory used is one batch plus the labels.  Text runs give the head outputs of a split's
+texts, KG runs every entity's embedding.
 """
 
 #: ``spacl export --help``
@@ -62,7 +64,7 @@ def register(subparsers: Any) -> None:
     embed.add_argument(
         "overrides",
         nargs="*",
-        help="data.root=DIR: where a moved image folder is now (as for spacl eval)",
+        help="data.root=DIR: where the run's data is now, if it moved (as for spacl eval)",
     )
     embed.add_argument("--out", type=Path, required=True, help="output file (.npz or .pt)")
     embed.add_argument("--split", choices=("train", "test"), default="test", help="data split")
@@ -136,16 +138,11 @@ def run_embed(args: argparse.Namespace) -> int:
     if args.out.suffix not in (".npz", ".pt"):
         raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
     task = str(run_config(args.run_dir).get("task", "image"))
-    roots = [item for item in args.overrides if item.startswith("data.root=")]
-    if len(roots) != len(args.overrides) or len(roots) > 1 or (roots and task != "image"):
-        raise ValueError(
-            f"spacl embed accepts one data.root=DIR (where an image run's folder is now), "
-            f"got {args.overrides!r}"
-        )
+    root = moved_data_root(args.overrides, "embed")
     if task == "image":
         model = load_image_run(args.run_dir, args.arm)
-        if roots:
-            model.config.data.root = str(Path(roots[0].split("=", 1)[1]).expanduser().resolve())
+        if root is not None:
+            model.config.data.root = root
         total, batches = embed_batches(
             model, args.split, args.data, args.features, args.batch_size, run_dir=args.run_dir
         )
@@ -153,7 +150,7 @@ def run_embed(args: argparse.Namespace) -> int:
     else:
         if args.data is not None or args.arm is not None:
             raise ValueError(f"--data and --arm apply to image runs, not to a {task} run")
-        total, batches, what = _task_batches(args.run_dir, task, args.split)
+        total, batches, what = _task_batches(args.run_dir, task, args.split, root)
     bar = progress(total=total, desc="embed", unit="row", mode=False if args.quiet else None)
     with bar:
         n = write_features(args.out, total, batches, on_rows=bar.update)
@@ -162,9 +159,10 @@ def run_embed(args: argparse.Namespace) -> int:
 
 
 def _task_batches(
-    run_dir: Path, task: str, split: str
+    run_dir: Path, task: str, split: str, root: str | None = None
 ) -> tuple[int, Iterator[tuple[Tensor, Tensor]], str]:
-    """Text runs: head outputs of a split's texts (test OOD label = K); KG: every entity."""
+    """Text runs: head outputs of a split's texts (test OOD label = K), the dataset read
+    from ``root`` when given (it moved); KG: every entity (from the run directory alone)."""
     import torch
 
     if task == "kg":
@@ -181,7 +179,16 @@ def _task_batches(
     from spacl.tasks.text.run import load_intent_detector
 
     det = load_intent_detector(run_dir)
-    parts = split_of(det.config)  # the run's own known classes (data.protocol)
+    if root is not None:
+        det.config.data.root = root
+    try:
+        parts = split_of(det.config)
+    except FileNotFoundError as err:
+        if root is not None:
+            raise
+        raise FileNotFoundError(
+            f"{err}; if it moved since training: spacl embed {run_dir} data.root=DIR ..."
+        ) from None  # the run's own known classes (data.protocol)
     texts, labels = {
         "train": (parts.train_texts, parts.train_labels),
         "test": (parts.test_texts, parts.test_labels),

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spacl.commands import moved_data_root
+
 __all__ = ["register", "run"]
 
 
@@ -82,17 +84,25 @@ def run_task_eval(args: argparse.Namespace, task: str) -> int:
     """``spacl eval`` of a KG / text run: its checkpoint's test metrics, computed again."""
     from spacl.engine.rundir import RunDirectory
 
-    if args.overrides or args.checkpoint:
-        raise ValueError(f"spacl eval of a {task} run takes no overrides and no --checkpoint")
+    if args.checkpoint:
+        raise ValueError(f"spacl eval of a {task} run takes no --checkpoint (it has one)")
+    root = moved_data_root(args.overrides, "eval")
     rd = RunDirectory(args.run_dir)
-    if task == "kg":
-        from spacl.tasks.kg.run import evaluate_kg_run
+    try:
+        if task == "kg":
+            from spacl.tasks.kg.run import evaluate_kg_run
 
-        metrics = evaluate_kg_run(rd.path)
-    else:
-        from spacl.tasks.text.run import evaluate_text_run
+            metrics = evaluate_kg_run(rd.path, data_root=root)
+        else:
+            from spacl.tasks.text.run import evaluate_text_run
 
-        metrics = evaluate_text_run(rd.path)
+            metrics = evaluate_text_run(rd.path, data_root=root)
+    except FileNotFoundError as err:  # the run's data is not where it was
+        if root is not None:
+            raise
+        raise FileNotFoundError(
+            f"{err}; if it moved since training: spacl eval {args.run_dir} data.root=DIR"
+        ) from None
     if not args.no_write:
         rd.write_json(rd.eval_json, metrics)
     if args.json:

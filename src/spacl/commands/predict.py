@@ -43,7 +43,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("run_dir", type=Path, help="a run directory written by spacl train")
     parser.add_argument("inputs", nargs="*", help="image files (image runs) or texts (text)")
-    parser.add_argument("--file", type=Path, help="text runs: one text per line (TSV: column 1)")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        help="text runs: one text per line (a TSV with a header: its 'text' column)",
+    )
     parser.add_argument("--head", help="KG runs: the head entity (name or id)")
     parser.add_argument("--tail", help="KG runs: the tail entity, to rank heads")
     parser.add_argument("--relation", help="KG runs: the relation (name or id)")
@@ -144,11 +148,24 @@ def _known_name(name: str, names: list[str], what: str) -> None:
 
 
 def read_texts(path: Path) -> list[str]:
-    """The texts of a file: one per line, the first tab-separated column (a TSV's text)."""
+    """The texts of a file: one per line; a TSV (the quoted dialect training reads) whose
+    first line names a ``text`` column, as a training file's header does (``text<TAB>label``
+    or ``label<TAB>text``), gives that column of every later line, else the first column
+    of every line."""
+    import csv
+
     if not path.is_file():
         raise FileNotFoundError(f"--file {path} does not exist")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [line.split("\t", 1)[0] for line in lines if line.strip()]
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.reader(handle, delimiter="\t") if any(c.strip() for c in row)]
+    header = [cell.strip().lower() for cell in rows[0]] if rows else []
+    column = header.index("text") if "text" in header else None
+    if column is None:
+        return [row[0] for row in rows]
+    short = next((i + 2 for i, row in enumerate(rows[1:]) if len(row) <= column), None)
+    if short is not None:
+        raise ValueError(f"--file {path}, line {short}: no column {column + 1} ('text')")
+    return [row[column] for row in rows[1:]]
 
 
 def _predict_text(args: argparse.Namespace) -> int:

@@ -140,14 +140,17 @@ def _dataset_of(cfg: DictConfig) -> KnowledgeGraph:
     return load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))
 
 
-def evaluate_kg_run(run_dir: str | Path, kg: KnowledgeGraph | None = None) -> dict[str, Any]:
+def evaluate_kg_run(
+    run_dir: str | Path, kg: KnowledgeGraph | None = None, *, data_root: str | None = None
+) -> dict[str, Any]:
     """Filtered test (and full validation) ranking metrics of a run's checkpoint, on the
-    dataset its config names (``kg``: that graph, if loaded); its names must be the
-    run's own."""
+    dataset its config names (``kg``: that graph, if loaded; ``data_root``: where it is
+    now, if it moved since training); its names must be the run's own."""
     from spacl.evaluate.ranking import evaluate_link_prediction
 
     if kg is None:
-        kg = _dataset_of(kg_config(run_config(run_dir)))
+        moved = [f"data.root={data_root}"] if data_root is not None else []
+        kg = _dataset_of(kg_config(run_config(run_dir), moved))
     saved = Path(run_dir) / GRAPH_FILE
     if saved.is_file():
         own = read_graph_vocabulary(saved)

@@ -165,12 +165,17 @@ def _head(cfg: DictConfig, in_dim: int, num_known: int, weights: dict[str, Tenso
 
 
 def evaluate_text_run(
-    run_dir: str | Path, encoder: TextEncoder | None = None, split: Any = None
+    run_dir: str | Path,
+    encoder: TextEncoder | None = None,
+    split: Any = None,
+    *,
+    data_root: str | None = None,
 ) -> dict[str, Any]:
     """Test metrics of a run's saved detector, re-computed from its checkpoint.
 
     The split is re-drawn from the config (same data, ``known_ratio`` and ``split_seed``:
-    the same known classes); ``split`` replaces it (tests).
+    the same known classes; ``data_root``: where the data is now, if it moved since
+    training); ``split`` replaces it (tests).
     """
     from spacl.evaluate.ood import open_intent_metrics, reject_all_metrics
     from spacl.models.text import EmbeddingCache
@@ -178,6 +183,8 @@ def evaluate_text_run(
 
     det = load_intent_detector(run_dir, encoder)
     cfg = det.config
+    if data_root is not None:
+        cfg.data.root = data_root
     if split is None:
         from spacl.tasks.text.detector import split_of
 
