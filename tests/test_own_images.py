@@ -367,13 +367,21 @@ def test_own_folder_chain_train_embed_geometry_predict(
     assert main(["predict", str(run), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "broken.png" in err and "\n" not in err
+    assert main(["predict", str(run), str(files[0].parent)]) == 2  # a folder, not an image
+    err = capsys.readouterr().err.strip()
+    assert "a folder; give its image files" in err and "\n" not in err
     # the run's own folder, its files truncated since: embed --split names one, in one line
     for path in files:
         corrupt(path, "truncated")
     assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spacl embed: error: unreadable image") and "\n" not in err
-    assert "truncated" in err and err.endswith("; remove it")
+    assert "truncated" in err and err.endswith("restore the file as it was in training")
+    # the same file given as --data, a folder of the user's: remove it
+    argv = ["embed", str(run), "--data", str(files[0].parent.parent), "--out", str(feats)]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--data: unreadable image" in err and err.endswith("; remove it"), err
 
 
 def test_an_image_run_moved_without_its_folder_predicts_exports_and_loads(

@@ -261,6 +261,11 @@ def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = 
     """
     from PIL import Image
 
+    if Path(path).is_dir():
+        raise ValueError(
+            f"cannot read image {str(path)!r}: a folder; give its image files "
+            f"({Path(path) / '*'}) or, for a folder of class folders, spacl embed --data"
+        )
     try:
         with Image.open(path) as img:
             return image_tensor(img, shape, centre_crop=centre_crop)

@@ -256,7 +256,7 @@ def embed_batches(
             dataset = subset(part, range(len(part)), transform=plain)
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
         batches = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
-        return len(dataset), _named_data_errors(batches, "--data: " if folder else "")
+        return len(dataset), _named_data_errors(batches, own_split=folder is None)
     from spacl.engine.data import build_run_data
 
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
@@ -271,16 +271,23 @@ def embed_batches(
 
 
 def _named_data_errors(
-    batches: Iterator[tuple[Tensor, Tensor]], prefix: str
+    batches: Iterator[tuple[Tensor, Tensor]], own_split: bool
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """``batches``, an image that fails to decode (a truncated file) named in one line,
-    after ``prefix`` (``--data: ``); ``data.bad_images`` is a training key, not embed's."""
+    """``batches``, an image that fails to decode (a truncated file) named in one line:
+    in a ``--data`` folder, remove it; in the run's own split (``own_split``), which the
+    run's ``split.json`` holds to its files, restore it (``data.bad_images`` is a training
+    key, not embed's)."""
     from spacl.data.imagefolder import UnreadableImageError
 
     try:
         yield from batches
     except UnreadableImageError as err:
-        raise ValueError(f"{prefix}{str(err).split(';')[0]}; remove it") from None
+        what = str(err).split(";")[0]
+        if own_split:
+            raise ValueError(
+                f"{what}; the run's split includes it: restore the file as it was in training"
+            ) from None
+        raise ValueError(f"--data: {what}; remove it") from None
 
 
 def write_features(
