@@ -540,3 +540,28 @@ def test_a_single_class_folder_is_refused_before_training(
     assert len(err) == 1 and "holds 1 class folder ('animals')" in err[0], err
     assert "one level lower" in err[0]
     assert not (out / "checkpoint.pt").exists()
+
+
+def test_embed_data_labels_follow_the_runs_class_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``embed --data`` on a folder holding some of the run's classes labels them as the
+    run does (torchvision would number the folder's own classes from 0); ``--split`` with
+    ``--data`` is one line (it was ignored)."""
+    import shutil
+
+    import numpy as np
+
+    write_folder(tmp_path / "f")
+    run = tmp_path / "run"
+    cfg = load_config(None, overrides(tmp_path / "f"))
+    Trainer(cfg, run).fit()
+    write_folder(tmp_path / "other", per_class=2)
+    shutil.rmtree(tmp_path / "other" / "class0")
+    out = tmp_path / "o.npz"
+    assert main(["embed", str(run), "--data", str(tmp_path / "other"), "--out", str(out)]) == 0
+    assert sorted(set(np.load(out)["labels"].tolist())) == [1, 2]
+    capsys.readouterr()
+    argv = ["embed", str(run), "--data", str(tmp_path / "other"), "--split", "train"]
+    assert main([*argv, "--out", str(out)]) == 2
+    assert "give one" in capsys.readouterr().err

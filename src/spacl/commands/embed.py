@@ -67,7 +67,12 @@ def register(subparsers: Any) -> None:
         help="data.root=DIR: where the run's data is now, if it moved (as for spacl eval)",
     )
     embed.add_argument("--out", type=Path, required=True, help="output file (.npz or .pt)")
-    embed.add_argument("--split", choices=("train", "test"), default="test", help="data split")
+    embed.add_argument(
+        "--split",
+        choices=("train", "test"),
+        default=None,
+        help="the run's own split (default test; not with --data, another folder)",
+    )
     embed.add_argument(
         "--features", choices=("backbone", "projections"), default="backbone", help="which output"
     )
@@ -139,18 +144,23 @@ def run_embed(args: argparse.Namespace) -> int:
         raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
     task = str(run_config(args.run_dir).get("task", "image"))
     root = moved_data_root(args.overrides, "embed")
+    if args.split is not None and args.data is not None:
+        raise ValueError(
+            f"--split {args.split} names the run's own split and --data another folder: give one"
+        )
+    split = args.split or "test"
     if task == "image":
         model = load_image_run(args.run_dir, args.arm)
         if root is not None:
             model.config.data.root = root
         total, batches = embed_batches(
-            model, args.split, args.data, args.features, args.batch_size, run_dir=args.run_dir
+            model, split, args.data, args.features, args.batch_size, run_dir=args.run_dir
         )
         what = f"arm {model.arm}, {args.features}"
     else:
         if args.data is not None or args.arm is not None:
             raise ValueError(f"--data and --arm apply to image runs, not to a {task} run")
-        total, batches, what = _task_batches(args.run_dir, task, args.split, root)
+        total, batches, what = _task_batches(args.run_dir, task, split, root)
     bar = progress(total=total, desc="embed", unit="row", mode=False if args.quiet else None)
     with bar:
         n = write_features(args.out, total, batches, on_rows=bar.update)
@@ -244,6 +254,7 @@ def embed_batches(
                 check_images(dataset, "error")
             except ValueError as err:
                 raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
+            _label_by_run_names(dataset, run_dir)
         else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
             from spacl.engine.data import folder_splits
 
@@ -268,6 +279,31 @@ def embed_batches(
             yield model.embed(x, features=features), labelled.labels[start : start + batch_size]
 
     return len(labelled), rows_of()
+
+
+def _label_by_run_names(dataset: Any, run_dir: str | Path | None) -> None:
+    """A ``--data`` folder's labels in the run's class order (torchvision numbers the
+    folder's own classes from 0), when every class folder is one of the run's classes
+    (``centres.pt``'s names); otherwise the folder's own order, said on stderr."""
+    from spacl.data.imagefolder import align_classes
+    from spacl.engine.checkpoint import load_checkpoint
+    from spacl.engine.rundir import RunDirectory
+
+    centres = RunDirectory(run_dir).centres if run_dir is not None else None
+    names = (
+        [str(n) for n in load_checkpoint(centres).get("class_names", [])]
+        if centres is not None and centres.is_file()
+        else []
+    )
+    if names and set(dataset.classes) <= set(names):
+        align_classes(dataset, names, "--data")
+    elif names:
+        unknown = sorted(set(dataset.classes) - set(names))
+        print(
+            f"note: --data classes {unknown} are not the run's: labels follow the folder's "
+            f"own class order {list(dataset.classes)}",
+            file=sys.stderr,
+        )
 
 
 def _named_data_errors(

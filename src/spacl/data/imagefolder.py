@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,24 +160,25 @@ def check_class_count(dataset: ImageFolder, where: str | Path) -> None:
         )
 
 
-def align_classes(test: ImageFolder, train: ImageFolder, where: str | Path) -> ImageFolder:
-    """``test`` relabelled by class name to ``train``'s indices: torchvision numbers each
-    folder's classes on its own, so a test folder lacking a training class would shift
-    every label after it.  A test class that is no training class raises a one-line
-    ``ValueError`` naming it (``where``: the test folder)."""
-    extra = sorted(set(test.classes) - set(train.classes))
+def align_classes(test: ImageFolder, classes: Sequence[str], where: str | Path) -> ImageFolder:
+    """``test`` relabelled by class name to the indices of ``classes`` (the training
+    folder's, in label order): torchvision numbers each folder's classes on its own, so a
+    test folder lacking a training class would shift every label after it.  A test class
+    that is not in ``classes`` raises a one-line ``ValueError`` naming it (``where``: the
+    test folder)."""
+    extra = sorted(set(test.classes) - set(classes))
     if extra:
         raise ValueError(
             f"config key 'data.root': {where} has class folder(s) {extra} that the training "
-            f"folder lacks (its classes: {list(train.classes)}): every test class must be a "
+            f"folder lacks (its classes: {list(classes)}): every test class must be a "
             "training class"
         )
-    if list(test.classes) == list(train.classes):
+    if list(test.classes) == list(classes):
         return test
-    index = {name: i for i, name in enumerate(train.classes)}
+    index = {name: i for i, name in enumerate(classes)}
     test.samples = test.imgs = [(path, index[test.classes[y]]) for path, y in test.samples]
     test.targets = [y for _, y in test.samples]
-    test.classes, test.class_to_idx = list(train.classes), dict(index)
+    test.classes, test.class_to_idx = list(classes), dict(index)
     return test
 
 

@@ -320,7 +320,8 @@ def folder_splits(
     check_class_count(train, root / d.train_split if has_train or has_test else root)
     skipped = check_images(train, d.bad_images)
     if has_test:
-        test = align_classes(load_imagefolder(root, d.test_split), train, root / d.test_split)
+        test = load_imagefolder(root, d.test_split)
+        test = align_classes(test, train.classes, root / d.test_split)
         skipped += check_images(test, d.bad_images)
     else:
         tr, te = stratified_indices(
