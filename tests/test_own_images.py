@@ -338,6 +338,10 @@ def test_the_imagefolder_recipes_need_only_data_root(
     assert "train.batch_size=64 is more than the 18 training images: batches of 18" in caplog.text
     cfg = load_config(run / "config.yaml")
     assert cfg.objective.name == "supcon" and cfg.data.root == str(root)
+    caplog.clear()  # eval reads the run's data again: the training note is not repeated
+    with caplog.at_level(logging.WARNING, logger="spacl.engine.data"):
+        assert main(["eval", str(run), "--no-write", "--json"]) == 0
+    assert "is more than the" not in caplog.text
 
 
 def test_own_folder_chain_train_embed_geometry_predict(

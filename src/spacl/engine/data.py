@@ -349,12 +349,13 @@ def folder_splits(
     return train, test
 
 
-def _capped_batch(per_rank: int, num_images: int, world_size: int) -> int:
-    """The per-process batch, cut to the training images when there are fewer (a note)."""
+def _capped_batch(per_rank: int, num_images: int, world_size: int, note: bool = True) -> int:
+    """The per-process batch, cut to the training images when there are fewer (a note
+    when training starts, ``note``; not when a finished run's data is read again)."""
     fits = max(2, num_images // world_size)
     if per_rank <= fits:
         return per_rank
-    _logger.warning(
+    (_logger.warning if note else _logger.debug)(
         "train.batch_size=%d is more than the %d training images: batches of %d",
         per_rank * world_size,
         num_images,
@@ -385,7 +386,8 @@ def _build_folder_data(
         base, train_transform, v.num_views, seed=t.seed, original_transform=original
     )
     labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
-    per_rank = _capped_batch(per_rank, len(base), world_size)
+    # noted once, as training starts (not again by eval, embed or a resume of the run)
+    per_rank = _capped_batch(per_rank, len(base), world_size, record_split or run_dir is None)
     try:
         plan = BatchPlan(
             len(base),
