@@ -43,7 +43,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
-from ood_report import ADB_SOURCE, LABELS, PUBLISHED, SPACL_SOURCE, STD_BOUNDS, TEXTOIR_SOURCE
+from ood_report import (
+    ADB_SOURCE,
+    LABELS,
+    PUBLISHED,
+    RULE_HEADS,
+    SPACL_SOURCE,
+    STD_BOUNDS,
+    TEXTOIR_SOURCE,
+)
 from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.evaluate.spread import seed_spread, seeds_to_settle, std_interval
@@ -339,7 +347,8 @@ def _other_rules(sel: list[dict[str, Any]], methods: list[str]) -> list[str]:
     if not runs:
         return []
     names = list(runs[0]["rules_test"])
-    lines = ["| method | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    heads = [RULE_HEADS.get(n, n) for n in names]
+    lines = ["| method | " + " | ".join(heads) + " |", "|---|" + "---|" * len(names)]
     for m in ["frozen", *methods]:
         mine = [r for r in runs if r["method"] == m]
         if mine:

@@ -107,6 +107,13 @@ def tree_is_modified(root: Path, stores: Path) -> bool:
     return bool(out.strip())
 
 
+#: what "a modified tree" meant when each run was recorded (a review found the change)
+UNTRACKED_NOTE = (
+    "untracked files count from commit cbf6c0f on; a run at an earlier commit was checked "
+    "for changes to tracked files only"
+)
+
+
 def provenance() -> dict[str, Any]:
     """The commit, whether the code differs from it (:func:`tree_is_modified`: the stores
     under ``OUT`` do not count), and the pre-registrations' commits."""
@@ -1109,7 +1116,8 @@ def _report_head(trained: list[dict]) -> list[str]:
         "the same with `--settings stackoverflow:0.25 stackoverflow:0.75 --methods spacl`; "
         "this file: `python benchmarks/open_intent.py --render`.",
         "",
-        f"{len(trained)} trained runs, {dirty} of them on a tree with uncommitted changes.  "
+        f"{len(trained)} trained runs, {dirty} of them on a tree with uncommitted changes "
+        f"({UNTRACKED_NOTE}).  "
         + (
             f"Time per detector run (encoder outputs cached): {_mean(seconds):.1f} s mean, "
             f"{max(seconds):.1f} s max, one CPU thread, with 2-3 benchmark processes "
@@ -1440,7 +1448,7 @@ def confirmation_report(rows: list[dict]) -> str:
             "margin from DA-ADB's published mean (TEXTOIR, BERT-base) in standard errors.  "
             "Beside it, not pooled: the same detector on TEXTOIR's seeds 0-9 "
             "([results.md](results.md)).  Store: `confirm_runs.jsonl` "
-            f"({len(rows)} runs, {dirty} on a modified tree, at commits "
+            f"({len(rows)} runs, {dirty} on a modified tree ({UNTRACKED_NOTE}), at commits "
             f"{', '.join(ran) if ran else 'none yet'}); this file: "
             "`python benchmarks/open_intent.py --render-confirm`.",
             "",
