@@ -90,16 +90,12 @@ __all__ = [
 ]
 
 
-#: the sections of ``results.json``'s metrics that the report reads
-STORED_SECTIONS = ("main", "history", "classes", "tau", "batch", "batch_steps", "timing")
-
-
 def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write the report of the stored results in ``source`` (a ``results.json`` or its
     directory) again into ``out_dir``: the claims, sections and plots from the stored
     metrics by the current code, nothing trained (``spacl reproduce alignment
     --report-only``)."""
-    stored = stored_results(source, "alignment", metrics=STORED_SECTIONS)
+    stored = stored_results(source, "alignment", metrics=METRIC_KEYS)
     study_cfg: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in stored["config"]["study"].items()
     }

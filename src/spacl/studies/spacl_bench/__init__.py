@@ -400,7 +400,7 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     directory) again into ``out_dir``: the claims, sections and plots from the stored
     metrics by the current code, nothing trained and no run store read (``spacl
     reproduce spacl --report-only``)."""
-    stored = stored_results(source, "spacl", metrics=("benches", "best_chance", "compute"))
+    stored = stored_results(source, "spacl", metrics=METRIC_KEYS)
     study = StudyRun.restore(stored, out_dir)
     metrics = dict(stored["metrics"])
     where = Path(source) if Path(source).is_dir() else Path(source).parent
