@@ -1060,7 +1060,8 @@ def later_seeds_line(setting: str, runs: dict[int, dict]) -> str:
     second = range(MIN_SEEDS, 2 * MIN_SEEDS)
     have = [s for s in second if s in runs]
     lost = [s for s in second if s not in runs]
-    done = f"seeds {', '.join(map(str, have))} in" if have else "none in"
+    word = "seeds" if len(have) > 1 else "seed"
+    done = f"{word} {', '.join(map(str, have))} in" if have else "none in"
     if not lost:
         return f"- {setting}: {done}."
     seeds = " ".join(map(str, lost))
