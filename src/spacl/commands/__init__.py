@@ -52,6 +52,14 @@ def moved_data_root(overrides: list[str], command: str) -> str | None:
     return str(Path(roots[0].split("=", 1)[1]).expanduser().resolve()) if roots else None
 
 
+def moved_data_error(err: FileNotFoundError, command: str, run_dir: object) -> FileNotFoundError:
+    """``err`` (a run's dataset not found where the run read it) with the way out: the
+    ``data.root=DIR`` that :func:`moved_data_root` reads."""
+    return FileNotFoundError(
+        f"{err}; if it moved since training: spacl {command} {run_dir} data.root=DIR"
+    )
+
+
 def one_line(err: BaseException) -> str:
     """The message of ``err``; for an error re-raised from a ``DataLoader`` worker (``Caught
     ValueError in DataLoader worker process 0.`` and the worker's traceback), the worker's

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spacl.commands import moved_data_root
+from spacl.commands import moved_data_error, moved_data_root
 
 if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl embed --help` is quick
     from torch import Tensor
@@ -192,13 +192,11 @@ def _task_batches(
     if root is not None:
         det.config.data.root = root
     try:
-        parts = split_of(det.config)
+        parts = split_of(det.config)  # the run's own known classes (data.protocol)
     except FileNotFoundError as err:
         if root is not None:
             raise
-        raise FileNotFoundError(
-            f"{err}; if it moved since training: spacl embed {run_dir} data.root=DIR ..."
-        ) from None  # the run's own known classes (data.protocol)
+        raise moved_data_error(err, "embed", run_dir) from None
     texts, labels = {
         "train": (parts.train_texts, parts.train_labels),
         "test": (parts.test_texts, parts.test_labels),

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from spacl.commands import moved_data_root
+from spacl.commands import moved_data_error, moved_data_root
 
 __all__ = ["register", "run"]
 
@@ -100,9 +100,7 @@ def run_task_eval(args: argparse.Namespace, task: str) -> int:
     except FileNotFoundError as err:  # the run's data is not where it was
         if root is not None:
             raise
-        raise FileNotFoundError(
-            f"{err}; if it moved since training: spacl eval {args.run_dir} data.root=DIR"
-        ) from None
+        raise moved_data_error(err, "eval", args.run_dir) from None
     if not args.no_write:
         rd.write_json(rd.eval_json, metrics)
     if args.json:
