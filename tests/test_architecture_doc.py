@@ -582,3 +582,37 @@ def test_the_lists_the_doc_quotes_are_the_tests_lists() -> None:
         path for path, (kinds, _) in OUTSIDE_ENGINE.items() if "optimiser or schedule" in kinds
     }
     assert solvers == set(ENGINE_EXCEPTIONS.values())
+
+
+def loader_calls(task: str) -> set[str]:
+    """The names the registered loader of ``task`` calls (its body, statically) and, for
+    a one-line delegate, those of the function it delegates to in the same module."""
+    import inspect
+
+    from spacl.tasks import task_entry
+
+    loader = task_entry(task).loader
+    module = ast.parse(inspect.getsource(inspect.getmodule(loader)))  # type: ignore[arg-type]
+    functions = {f.name: f for f in ast.walk(module) if isinstance(f, ast.FunctionDef)}
+
+    def called(fn: ast.FunctionDef) -> set[str]:
+        return {
+            c.func.id if isinstance(c.func, ast.Name) else c.func.attr
+            for c in ast.walk(fn)
+            if isinstance(c, ast.Call) and isinstance(c.func, (ast.Name, ast.Attribute))
+        }
+
+    names = called(functions[loader.__name__])
+    return names | set().union(*(called(functions[n]) for n in names if n in functions))
+
+
+def test_each_tasks_loader_is_what_the_doc_says() -> None:
+    """The doc: KG and text load through ``schema.load_structured``; the image loader
+    through ``schema.recipe_layer`` and ``validate_config``."""
+    flat = _flat(doc_text())
+    assert "The KG and text loaders are `schema.load_structured(" in flat
+    assert "merges the same way through `schema.recipe_layer`" in flat
+    for task in ("kg", "text"):
+        assert "load_structured" in loader_calls(task), task
+    assert {"recipe_layer", "validate_config"} <= loader_calls("image")
+    assert "load_structured" not in loader_calls("image")  # the reader can fail

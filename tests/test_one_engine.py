@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import ast
 import copy
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from spacl.engine import loop as engine_loop
+from spacl.engine import rundir as engine_rundir
 from spacl.engine.loop import LoopBody, LoopPlan, StopRequested, TrainLoop
 
 TASKS = Path(__file__).resolve().parents[1] / "src" / "spacl" / "tasks"
@@ -588,10 +591,55 @@ def loop_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def caller_module(depth: int = 2) -> str:
+    """The module of the first frame above ``depth`` that is not torch's own."""
+    frame = sys._getframe(depth)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("torch"):
+        frame = frame.f_back
+    return str(frame.f_globals.get("__name__"))
+
+
+@pytest.fixture
+def engine_parts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Who built each optimiser, who wrote each ``torch.save`` file, and the tasks of the
+    run directories opened, while a run trains."""
+    seen: dict[str, list[str]] = {"optimizer": [], "save": [], "rundir": []}
+    real_init = torch.optim.Optimizer.__init__
+    real_save = torch.save
+    real_rundir = engine_rundir.RunDirectory.__init__
+
+    def optimizer_init(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
+        seen["optimizer"].append(caller_module())
+        real_init(self, *args, **kwargs)
+
+    def save(*args: Any, **kwargs: Any) -> None:
+        seen["save"].append(caller_module())
+        real_save(*args, **kwargs)
+
+    def rundir_init(self: engine_rundir.RunDirectory, path: Any, task: str = "image") -> None:
+        seen["rundir"].append(task)
+        real_rundir(self, path, task)
+
+    monkeypatch.setattr(torch.optim.Optimizer, "__init__", optimizer_init)
+    monkeypatch.setattr(torch, "save", save)
+    monkeypatch.setattr(engine_rundir.RunDirectory, "__init__", rundir_init)
+    return seen
+
+
+#: modules that may ``torch.save`` beside the checkpoint: data and embedding caches
+CACHE_WRITERS = {"spacl.models.text", "spacl.data.kg"}
+#: optimisers not of a task: SPACL's generator and discriminator train inside the loss
+#: (docs/training.md, "SPACL in your own loop"), their state in the loss's state_dict
+LOSS_OWN_OPTIMIZERS = {"spacl.mining.adversarial"}
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_one_recipe_of_every_task_trains_through_the_engines_loop(
-    tmp_path: Path, loop_runs: list[str]
+    tmp_path: Path, loop_runs: list[str], engine_parts: dict[str, list[str]]
 ) -> None:
+    """Each task's run: its loops are the engine's, every optimiser is built by
+    ``engine.optim``, every checkpoint written by ``engine.checkpoint``, and its run
+    directory is the engine's ``RunDirectory`` of its task."""
     from test_same_results import (
         image_run,
         kg_run,
@@ -607,7 +655,26 @@ def test_one_recipe_of_every_task_trains_through_the_engines_loop(
         text_finetuned_run: ["FinetuneSteps"],
         text_detector_run: ["PretrainSteps", "BoundarySteps"],
     }
+    tasks = {image_run: "image", kg_run: "kg"}
     for run, bodies in expected.items():
         loop_runs.clear()
+        for parts in engine_parts.values():
+            parts.clear()
         run(tmp_path / run.__name__)
         assert loop_runs == bodies, run.__name__
+        assert engine_parts["optimizer"], run.__name__
+        built = set(engine_parts["optimizer"]) - LOSS_OWN_OPTIMIZERS
+        assert built == {"spacl.engine.optim"}, run.__name__
+        assert "spacl.engine.checkpoint" in engine_parts["save"], run.__name__
+        assert set(engine_parts["save"]) <= {"spacl.engine.checkpoint", *CACHE_WRITERS}
+        assert engine_parts["rundir"] and set(engine_parts["rundir"]) == {tasks.get(run, "text")}, (
+            run.__name__
+        )
+
+
+def test_the_caller_reader_names_a_task_that_builds_its_own_optimiser(
+    engine_parts: dict[str, list[str]],
+) -> None:
+    """The counter-example: an optimiser built here is seen as built here."""
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    assert engine_parts["optimizer"] == [__name__]

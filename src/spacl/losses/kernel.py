@@ -193,7 +193,7 @@ def tilt_log_weights(logits: Tensor, negative_mask: Tensor, beta: float) -> Tens
     return tilted + count.log() - masked_logsumexp(tilted, negative_mask).unsqueeze(1)
 
 
-# long: the one masked-logsumexp kernel; its stages share the [A, K] buffers in place
+# long: a 45-line docstring of its 14 arguments; the body (about 55 lines) only dispatches
 def contrastive_kernel(
     logits: Tensor,
     positives: Tensor | GroupPositives,
@@ -260,30 +260,12 @@ def contrastive_kernel(
             return _group_mean_loss(logits, positives, self_index, inplace, logit_bound)
         positives = positives.mask(self_index)
     as_index = positives.dtype != torch.bool
-    if check_positives and as_index and positives.shape[1] == 0:
-        found = f"an index of shape {tuple(positives.shape)}"
-    elif check_positives and not as_index and not bool(positives.any(1).all()):
-        found = f"a mask with {int((~positives.any(1)).sum())} of {positives.shape[0]} rows empty"
-    else:
-        found = ""
-    if found:
-        raise ValueError(
-            "positives: every anchor needs at least one positive (the loss of an anchor "
-            f"without one is undefined; drop those rows first), got {found}"
-        )
-
+    if check_positives:
+        _check_every_anchor_has_a_positive(positives, as_index)
     if simple:
-        # P u Q = every candidate but the anchor itself: one logsumexp, no mask
-        if as_index and positive_mode == "mean":
-            if positive_logits is None:
-                rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
-                positive_logits = logits[rows, positives]
-                inplace = False  # indexing's backward is not affected, but keep it simple
-            lse = _logsumexp_without_self(logits, self_index, inplace, logit_bound)
-            return lse - positive_logits.mean(1)
-        full = _exclude_self(logits, self_index, inplace=False)
-        log_prob = F.log_softmax(full, dim=1)
-        return -_positive_term(log_prob, positives, positive_mode, as_index)
+        return _all_candidates_loss(
+            logits, positives, self_index, positive_mode, inplace, positive_logits, logit_bound
+        )
 
     needs_mask = (
         negative_mask is not None
@@ -299,7 +281,82 @@ def contrastive_kernel(
         negative_mask = ~pos_mask
         if self_index is not None:
             negative_mask = negative_mask & ~_index_to_mask(self_index, logits.shape)
+    neg = _negative_term(
+        logits, positives, self_index, negative_mask, negative_log_weights, tilt, detach_tilt
+    )
+    if negative_transform is not None:
+        assert negative_mask is not None
+        neg = negative_transform(neg, logits, pos_mask, negative_mask)
 
+    if positive_mode == "pairwise":
+        return _pairwise_loss(logits, positives, pos_mask, neg)
+    den = neg  # decoupled; coupled: the positives join the denominator
+    if positive_in_denominator:
+        den = torch.logaddexp(_positive_lse(logits, positives, as_index), neg)
+    return den - _positive_term(logits, positives, positive_mode, as_index)
+
+
+def _pairwise_loss(logits: Tensor, positives: Tensor, pos_mask: Tensor, neg: Tensor) -> Tensor:
+    """``mean_p softplus(neg_a - l_ap)``: one binary term per positive pair."""
+    as_index = positives.dtype != torch.bool
+    pos_logits = logits.gather(1, positives) if as_index else logits
+    pair = F.softplus(neg.unsqueeze(1) - pos_logits)
+    if as_index:
+        return pair.mean(1)
+    pair = pair.masked_fill(~pos_mask, 0.0)
+    return pair.sum(1) / pos_mask.sum(1).to(logits.dtype)
+
+
+def _check_every_anchor_has_a_positive(positives: Tensor, as_index: bool) -> None:
+    """``ValueError`` unless every row of ``positives`` (index or mask) names one."""
+    if as_index and positives.shape[1] == 0:
+        found = f"an index of shape {tuple(positives.shape)}"
+    elif not as_index and not bool(positives.any(1).all()):
+        found = f"a mask with {int((~positives.any(1)).sum())} of {positives.shape[0]} rows empty"
+    else:
+        return
+    raise ValueError(
+        "positives: every anchor needs at least one positive (the loss of an anchor "
+        f"without one is undefined; drop those rows first), got {found}"
+    )
+
+
+def _all_candidates_loss(
+    logits: Tensor,
+    positives: Tensor,
+    self_index: Tensor | None,
+    positive_mode: PositiveMode,
+    inplace: bool,
+    positive_logits: Tensor | None,
+    logit_bound: float | None,
+) -> Tensor:
+    """The common path: P u Q = every candidate but the anchor itself, positives in the
+    denominator, uniform weights: one logsumexp, no mask."""
+    as_index = positives.dtype != torch.bool
+    if as_index and positive_mode == "mean":
+        if positive_logits is None:
+            rows = torch.arange(logits.shape[0], device=logits.device).unsqueeze(1)
+            positive_logits = logits[rows, positives]
+            inplace = False  # indexing's backward is not affected, but keep it simple
+        lse = _logsumexp_without_self(logits, self_index, inplace, logit_bound)
+        return lse - positive_logits.mean(1)
+    full = _exclude_self(logits, self_index, inplace=False)
+    log_prob = F.log_softmax(full, dim=1)
+    return -_positive_term(log_prob, positives, positive_mode, as_index)
+
+
+def _negative_term(
+    logits: Tensor,
+    positives: Tensor,
+    self_index: Tensor | None,
+    negative_mask: Tensor | None,
+    negative_log_weights: Tensor | None,
+    tilt: float,
+    detach_tilt: bool,
+) -> Tensor:
+    """``neg[A] = log sum_{k in N(a)} w_ak e^{l_ak}``: the weighted (and tilted) logsumexp
+    over the negative mask, or, with no mask (index positives, uniform weights), over
+    every candidate but the positives and the anchor itself."""
     weighted = logits
     if negative_log_weights is not None:
         weighted = weighted + negative_log_weights
@@ -308,30 +365,9 @@ def contrastive_kernel(
         w = tilt_log_weights(logits, negative_mask, tilt)
         weighted = weighted + (w.detach() if detach_tilt else w)
     if negative_mask is not None:
-        neg = masked_logsumexp(weighted, negative_mask)
-    else:  # index positives, uniform weights: mask by filling, no bool matrix
-        blocked = (
-            positives if self_index is None else torch.cat((positives, self_index[:, None]), 1)
-        )
-        neg = torch.logsumexp(_fill_at(weighted, blocked, -math.inf), dim=1)
-    if negative_transform is not None:
-        assert negative_mask is not None
-        neg = negative_transform(neg, logits, pos_mask, negative_mask)
-
-    if positive_mode == "pairwise":
-        pos_logits = logits.gather(1, positives) if as_index else logits
-        pair = F.softplus(neg.unsqueeze(1) - pos_logits)
-        if as_index:
-            return pair.mean(1)
-        pair = pair.masked_fill(~pos_mask, 0.0)
-        return pair.sum(1) / pos_mask.sum(1).to(logits.dtype)
-
-    if positive_in_denominator:
-        pos_lse = _positive_lse(logits, positives, as_index)
-        den = torch.logaddexp(pos_lse, neg)
-    else:
-        den = neg
-    return den - _positive_term(logits, positives, positive_mode, as_index)
+        return masked_logsumexp(weighted, negative_mask)
+    blocked = positives if self_index is None else torch.cat((positives, self_index[:, None]), 1)
+    return torch.logsumexp(_fill_at(weighted, blocked, -math.inf), dim=1)
 
 
 def _exclude_self(logits: Tensor, self_index: Tensor | None, inplace: bool) -> Tensor:

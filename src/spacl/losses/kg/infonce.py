@@ -92,6 +92,14 @@ class LinkInfoNCELoss(nn.Module):
         loss = reduce_pairs(per_pair, row, query.shape[0], self.weighting)
         return check_link_loss(loss, query, entities, "LinkInfoNCELoss")
 
+    def get_extra_state(self) -> dict[str, Tensor]:
+        """The sampling generator's state, so a resumed run samples what an
+        uninterrupted one samples."""
+        return {"rng_state": self.rng.get_state()}
+
+    def set_extra_state(self, state: dict[str, Tensor]) -> None:
+        self.rng.set_state(state["rng_state"])
+
     def extra_repr(self) -> str:
         return (
             f"temperature={self.temperature}, num_negatives={self.num_negatives}, "

@@ -234,7 +234,7 @@ def sample_min(keys: Tensor) -> Tensor:
     return keys[:, ::step].nan_to_num(neginf=math.inf).amin(1)
 
 
-# long: one bucket pass whose state lives in locals; split, it would pass [B, K] buffers
+# long: a 25-line docstring of the method; the body: one bucket pass, [B, K] buffers freed as used
 def wide_prefix(
     keys: Tensor,
     weights: Tensor,
@@ -272,7 +272,7 @@ def wide_prefix(
     be the share, and the row total comes from the histogram pass.  Returns ``(keep,
     total)``: ``total`` is that float64 row total, ``None`` without ``passes``.
     """
-    b, k = keys.shape
+    b = keys.shape[0]
     nb = _WIDE_BUCKETS
     device = keys.device
     lo = torch.minimum(lo, hi)
@@ -325,36 +325,73 @@ def wide_prefix(
         row, col, counts = row[small], col[small], counts.masked_fill(big, 0)
         rows = big.nonzero().squeeze(1)
         crowd = member[rows]
-        sub_keys = keys[rows].masked_fill(~crowd, -math.inf)
-        sub_w = weights[rows].to(torch.float64).masked_fill(~crowd, 0.0)
-        if depth < _WIDE_LEVELS:
-            c, step, h = chosen[rows], scale[rows], hi[rows]
-            cf = c.to(keys.dtype)
-            top_r = h if top is None else top[rows]
-            bottom_r = lo[rows] if bottom is None else bottom[rows]
-            hi2 = torch.where(c == 0, top_r, h - cf / step)
-            lo2 = torch.where(c == nb - 1, bottom_r, h - (cf + 1) / step)
-            inner, _ = wide_prefix(
-                sub_keys,
-                sub_w,
-                target[rows],
-                hi2,
-                lo2,
-                top=hi2,
-                bottom=lo2,
-                above=above[rows],
-                depth=depth + 1,
-            )
-        else:
-            sub_valid = torch.isfinite(sub_keys)
-            inner = prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
+        bounds = (hi, lo, top, bottom, scale, chosen)
+        inner = _crowded_bucket(keys, weights, crowd, rows, target, above, bounds, depth)
         if as_float:
             keep[rows] = torch.maximum(keep[rows], inner.to(keep.dtype))
         else:
             keep[rows] |= inner
     del member
-    if row.numel() == 0:
-        return keep, total
+    if row.numel() > 0:
+        _keep_within_chosen_bucket(keys, weights, (row, col, counts), target, above, keep)
+    return keep, total
+
+
+def _crowded_bucket(
+    keys: Tensor,
+    weights: Tensor,
+    crowd: Tensor,
+    rows: Tensor,
+    target: Tensor,
+    above: Tensor,
+    bounds: tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor, Tensor],
+    depth: int,
+) -> Tensor:
+    """The keep mask of ``rows`` whose chosen bucket is crowded (``crowd``: its members):
+    :func:`wide_prefix` one level deeper on that bucket's range alone (the other keys
+    ``-inf``, weight 0), or past ``_WIDE_LEVELS`` levels :func:`prefix_mask`.
+    ``bounds``: ``(hi, lo, top, bottom, scale, chosen)`` of the level above."""
+    hi, lo, top, bottom, scale, chosen = bounds
+    sub_keys = keys[rows].masked_fill(~crowd, -math.inf)
+    sub_w = weights[rows].to(torch.float64).masked_fill(~crowd, 0.0)
+    if depth >= _WIDE_LEVELS:
+        sub_valid = torch.isfinite(sub_keys)
+        return prefix_mask(sub_keys, sub_w, sub_valid, target[rows] - above[rows])
+    c, step, h = chosen[rows], scale[rows], hi[rows]
+    cf = c.to(keys.dtype)
+    top_r = h if top is None else top[rows]
+    bottom_r = lo[rows] if bottom is None else bottom[rows]
+    hi2 = torch.where(c == 0, top_r, h - cf / step)
+    lo2 = torch.where(c == _WIDE_BUCKETS - 1, bottom_r, h - (cf + 1) / step)
+    inner, _ = wide_prefix(
+        sub_keys,
+        sub_w,
+        target[rows],
+        hi2,
+        lo2,
+        top=hi2,
+        bottom=lo2,
+        above=above[rows],
+        depth=depth + 1,
+    )
+    return inner
+
+
+def _keep_within_chosen_bucket(
+    keys: Tensor,
+    weights: Tensor,
+    members: tuple[Tensor, Tensor, Tensor],
+    target: Tensor,
+    above: Tensor,
+    keep: Tensor,
+) -> None:
+    """Set in ``keep`` (bool, or 0/1 floats) the members of each row's chosen bucket down
+    to where the running weight, from ``above``, reaches ``target``: one stable
+    descending sort of those few (``members``: their ``(row, col)`` and each row's
+    count; ties in column order)."""
+    row, col, counts = members
+    b, k = keys.shape
+    device = keys.device
     m = int(counts.max())
     starts = torch.cumsum(counts, 0) - counts
     rank = torch.arange(row.shape[0], device=device) - starts[row]
@@ -372,8 +409,7 @@ def wide_prefix(
     last = torch.where(reached.any(1), reached.long().argmax(1), m - 1)
     kept = (torch.arange(m, device=device) <= last.unsqueeze(1)) & (keys_sorted > -math.inf)
     kept_row, kept_at = kept.nonzero(as_tuple=True)
-    keep[kept_row, col_sorted[kept_row, kept_at]] = 1.0 if as_float else True
-    return keep, total
+    keep[kept_row, col_sorted[kept_row, kept_at]] = 1.0 if keep.is_floating_point() else True
 
 
 def masked_cut(

@@ -30,7 +30,7 @@ from spacl.schema import (
 )
 from spacl.schema_checks import check_device, choice, in_range, int_at_least, positive
 from spacl.tasks.text.adb import ADB_METHODS
-from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES
+from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES, TEXT_OPTIMIZERS
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "build_text_loss", "ood_config"]
 
@@ -171,7 +171,7 @@ def _validate(cfg: DictConfig) -> None:
     """Every check of a text recipe: the shared sections, the encoder, head, objective,
     decision rule and views, then the fine-tuning keys."""
     choice("task", cfg.task, ["text"])
-    validate_shared(cfg, optim_names=["adam", "adamw", "sgd"], min_batch_size=2)
+    validate_shared(cfg, optim_names=TEXT_OPTIMIZERS, min_batch_size=2)
     choice("encoder.name", cfg.encoder.name, ["minilm"])
     check_device("encoder.device", cfg.encoder.device)
     int_at_least("encoder.batch_size", cfg.encoder.batch_size, 1)
@@ -223,6 +223,14 @@ def _validate_detector(cfg: DictConfig) -> None:
     in_range("detector.trainable_layers", det.trainable_layers, 0, 6)
     if det.max_tokens is not None:
         int_at_least("detector.max_tokens", det.max_tokens, 2)
+    default = OODOptimConfig()
+    for key in ("name", "lr", "weight_decay"):
+        if cfg.optim[key] != getattr(default, key):
+            raise ValueError(
+                f"config key 'optim.{key}'={cfg.optim[key]!r} is unused by a detector "
+                f"(detector.method={det.method!r} trains with AdamW at detector.lr): "
+                f"set detector.lr, or detector.method=null for an objective run"
+            )
     if int(cfg.finetune.trainable_layers) > 0:
         raise ValueError(
             "config key 'finetune.trainable_layers' is for objective runs: a detector "

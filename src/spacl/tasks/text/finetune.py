@@ -82,6 +82,8 @@ __all__ = [
 
 #: the fine-tuning objectives: the ``text_finetune`` rows of :mod:`spacl.losses.registry`
 FINETUNE_OBJECTIVES = objective_names("text_finetune")
+#: the optimisers of a text run (``optim.name``; SGD with momentum 0.9)
+TEXT_OPTIMIZERS = ("adam", "adamw", "sgd")
 #: epoch ``e`` of seed ``s`` shuffles with generator seed ``s * EPOCH_SEED_STRIDE + e``
 #: (no two (seed, epoch) pairs share a generator seed while epochs stay below the stride)
 EPOCH_SEED_STRIDE = 1_000_003
@@ -231,7 +233,9 @@ class FinetuneSettings:
     objective: str
     epochs: int = 1
     batch_size: int = 8  # instances per step (each with ``num_views`` views)
-    lr: float = 1e-5  # Adam, every trainable parameter (the SPACL paper's setting)
+    lr: float = 1e-5  # every trainable parameter (the SPACL paper's setting)
+    optimizer: str = "adam"  # spacl.engine.optim.build_optimizer's name
+    weight_decay: float = 0.0
     temperature: float = 0.1
     num_views: int = 5
     seed: int = 0
@@ -248,6 +252,9 @@ class FinetuneSettings:
             )
         if not self.lr > 0 or not self.temperature > 0:
             raise ValueError(f"lr and temperature must be > 0, got {self.lr}, {self.temperature}")
+        check_choice(self.optimizer, "optimizer", TEXT_OPTIMIZERS)
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.samples_per_class is not None and not 1 <= self.samples_per_class:
             raise ValueError(f"samples_per_class must be >= 1, got {self.samples_per_class}")
 
@@ -455,7 +462,9 @@ def finetune(
         classifier = nn.Linear(dim, num_classes).to(device)
         params += list(classifier.parameters())
     loss_fn = finetune_loss(settings).to(device)
-    optimizer = build_optimizer(params, "adam", settings.lr)
+    optimizer = build_optimizer(
+        params, settings.optimizer, settings.lr, weight_decay=settings.weight_decay, momentum=0.9
+    )
     body = FinetuneSteps(
         top, (states, labels), settings, (classifier, loss_fn, optimizer), on_step, score, scores
     )
@@ -477,6 +486,8 @@ def settings_of(cfg: DictConfig, objective: str | None = None) -> FinetuneSettin
         epochs=int(cfg.train.epochs),
         batch_size=int(cfg.train.batch_size),
         lr=float(cfg.optim.lr),
+        optimizer=str(cfg.optim.name),
+        weight_decay=float(cfg.optim.weight_decay),
         temperature=float(cfg.objective.temperature),
         num_views=int(cfg.views.num_views),
         seed=int(cfg.train.seed),
