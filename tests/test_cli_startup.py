@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from spacl.cli import COMMANDS, build_parser
 
@@ -153,3 +154,72 @@ def test_the_startup_results_file_holds_every_command_under_the_bound() -> None:
     rows = dict(re.findall(r"^\| `spacl ([^`]+)` \| ([\d.]+) \|", text, flags=re.M))
     assert set(rows) == {" ".join(a) for a in bench.commands()}  # type: ignore[attr-defined]
     assert all(float(v) < bench.LIMIT_S for v in rows.values()), rows  # type: ignore[attr-defined]
+
+
+def test_a_wrong_argument_is_answered_before_torch_loads(tmp_path: Path) -> None:
+    """Issue 38: an error a command can see without a model (a missing recipe, run or
+    checkpoint, an ``--out`` of the wrong kind) is printed before torch is imported, so
+    it comes at once, not after seconds of imports.  Each exits 2 with one line."""
+    image_run = tmp_path / "image-run"
+    image_run.mkdir()
+    (image_run / "config.yaml").write_text("task: image\n")
+    missing = str(tmp_path / "no-such-run")
+    argvs = [
+        ["train", "no/such-recipe"],
+        ["train", "digits/simclr", "--resume", "--out", str(tmp_path / "fresh")],
+        ["eval", missing],
+        ["predict", missing, "a.png"],
+        ["embed", missing, "--out", "x.txt"],
+        ["embed", missing, "--out", "x.npz"],
+        ["export", missing, "--out", "x.pt2"],
+        ["export", str(image_run), "--out", "x.onnx"],
+        ["geometry", str(tmp_path / "none.npy")],
+    ]
+    code = (
+        "import sys\n"
+        "from spacl.cli import main\n"
+        f"for argv in {argvs!r}:\n"
+        "    try:\n"
+        "        code = main(argv)\n"
+        "    except SystemExit as stop:\n"
+        "        code = stop.code\n"
+        "    assert code == 2, (argv, code)\n"
+        "    assert 'torch' not in sys.modules, ('torch was imported by', argv)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == len(argvs), errors  # one line each, no traceback
+
+
+def test_the_engine_package_loads_its_names_on_first_use() -> None:
+    """``spacl.engine`` imports its modules on first use (PEP 562): its run-directory
+    module loads no torch, every task's schema no torchvision, and every public name
+    resolves to the object its home module defines, the static (TYPE_CHECKING) imports
+    naming the same homes."""
+    import ast
+    import importlib
+    import inspect
+
+    code = (
+        "import sys\n"
+        "import spacl.engine.rundir\n"
+        "assert 'torch' not in sys.modules, 'rundir imported torch'\n"
+        "import spacl.tasks\n"
+        "assert 'torchvision' not in sys.modules, 'the task schemas imported torchvision'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    engine = importlib.import_module("spacl.engine")
+    homes = {name: f"spacl.engine.{module}" for name, module in engine._PUBLIC.items()}
+    assert sorted(homes) == sorted(engine.__all__)
+    static = {}
+    for node in ast.walk(ast.parse(inspect.getsource(engine))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spacl.engine"):
+            static.update({alias.name: node.module for alias in node.names})
+    assert static == homes
+    for name, home in homes.items():
+        assert getattr(engine, name) is getattr(importlib.import_module(home), name), name
+    assert set(engine.__all__) <= set(dir(engine))

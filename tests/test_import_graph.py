@@ -17,7 +17,7 @@ Imports whose module name is data count too (the audit after issue 40).  A *load
 import is an edge to every module named by the target of a registering call anywhere in
 the tree (``ObjectiveSpec(name, target, ...)``, ``@register_task(..., runner=...)``; the
 target a literal, a constant or an f-string of those).  A *factory*
-(:data:`LAZY_FACTORIES`: ``spacl.tasks.exports.lazy_attributes``) is resolved where it is
+(:data:`LAZY_FACTORIES`: ``spacl._lazy.lazy_attributes``) is resolved where it is
 called: ``lazy_attributes(X, MAP)``, ``X`` a literal or ``__name__`` and ``MAP`` a dict
 literal or a module-level name bound once to one, is a lazy edge from the caller to
 ``X + "." + each value``.  Every other dynamic import of a name the source does not spell,
@@ -68,7 +68,16 @@ MAX_FUNCTION_LINES = 80
 #: the floors, lowest first: a module may import its own floor and the ones below
 #: (a package is named by its first component under ``spacl``; ``""`` is ``spacl`` itself)
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("_validation", "_progress", "_extras", "recipes", "schema", "schema_checks", "schema_files"),
+    (
+        "_validation",
+        "_progress",
+        "_extras",
+        "_lazy",
+        "recipes",
+        "schema",
+        "schema_checks",
+        "schema_files",
+    ),
     ("data", "geometry", "mining", "alignment"),
     ("engine", "losses", "evaluate", "models"),
     ("tasks",),
@@ -351,7 +360,7 @@ LOADERS: dict[tuple[str, str], tuple[str, int | None, str]] = {
 #: from the caller to ``package + "." + each value of public``; (module, function) -> the
 #: factory's name
 LAZY_FACTORIES: dict[tuple[str, str], str] = {
-    ("spacl.tasks.exports", "lazy_attributes.__getattr__"): "lazy_attributes"
+    ("spacl._lazy", "lazy_attributes.__getattr__"): "lazy_attributes"
 }
 #: dynamic imports whose target the test cannot resolve, allowed on purpose:
 #: ``(module, function) -> reason`` (empty: every one is resolved)

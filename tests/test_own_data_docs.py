@@ -72,15 +72,23 @@ def test_own_intents_section_runs(
     write_intents(tmp_path / "intents")
     train, predict = commands("Your own intents (one TSV per split)")
     assert main([*train, "--quiet"]) == 0
-    known = json.loads((tmp_path / "runs/intents/summary.json").read_text())["known_classes"]
-    assert len(known) == 3 and set(known) < set(TOPICS)
+    summary = json.loads((tmp_path / "runs/intents/summary.json").read_text())
+    known = summary["known_classes"]
+    assert sorted(known) == ["login", "returns", "shipping"]  # as the doc says: billing open
+    assert summary["name"] == "intents-da-adb"  # named after the user's folder
     capsys.readouterr()
     assert main(predict) == 0
     answers = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
-    assert answers[1] == "open"  # "how do I bake bread": no intent of the set
+    assert answers == ["shipping", "open"]  # the doc's two sentences: an intent, then none
     # a sentence of a known class gets that class
     assert main([predict[0], predict[1], f"my {' '.join(TOPICS[known[0]][:3])} question"]) == 0
     assert capsys.readouterr().out.split("\t")[0] == known[0]
+    # TEXTOIR's class draw on the user's classes: one line that names the way out
+    with pytest.raises(ValueError, match=r"has no class .* set data\.protocol=spacl"):
+        from spacl.tasks import load_recipe
+        from spacl.tasks.text.detector import split_of
+
+        split_of(load_recipe("text/stackoverflow", ["data.root=intents"]).config)
 
 
 def test_own_graph_section_runs(

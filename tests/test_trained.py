@@ -263,7 +263,14 @@ def test_what_a_path_is_instead_is_said_in_one_line(
     assert "is a run directory" in err and f"spacl embed {run_dir} --split test" in err
     fake = tmp_path / "features.npz"
     fake.write_text("x,y\n1,2\n")
-    assert f"{fake} is not a readable .npz file" in one_line(["geometry", str(fake)])
+    assert f"{fake} is not a .npz array file" in one_line(["geometry", str(fake)])
+    text = tmp_path / "features.npy"  # said "contains pickled (object) data": misleading
+    text.write_text("hello\n")
+    err = one_line(["geometry", str(text)])
+    assert f"{text} is not a .npy array file" in err and "pickle" not in err
+    truncated = tmp_path / "cut.npz"  # a zip header, then nothing: the reader's own error
+    truncated.write_bytes(b"PK\x03\x04")
+    assert f"{truncated} is not a readable .npz file" in one_line(["geometry", str(truncated)])
     image = tmp_path / "one.png"
     image.write_bytes(b"\x89PNG")
     err = one_line(["train", "mnist5k/simclr", "data.name=imagefolder", f"data.root={image}"])

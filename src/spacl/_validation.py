@@ -229,3 +229,25 @@ def check_export_folder(out: str | Path, what: str, contents: str) -> Path:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ValueError(f"--out must be a new or empty folder, got {str(folder)!r}")
     return folder
+
+
+def check_export_archive(out: str | Path) -> Path:
+    """``out`` as the ``.pt2`` file an image encoder is exported to (a ``torch.export``
+    archive); any other suffix is refused with a ``ValueError`` (no torch needed, so the
+    CLI checks it before loading a run).
+
+    Example:
+        >>> check_export_archive("encoder.pt2").name
+        'encoder.pt2'
+        >>> check_export_archive("encoder.onnx")
+        Traceback (most recent call last):
+        ...
+        ValueError: --out must name a .pt2 file (...), got 'encoder.onnx'
+    """
+    path = Path(out)
+    if path.suffix != ".pt2":
+        raise ValueError(
+            f"--out must name a .pt2 file (a torch.export archive; ONNX and other formats "
+            f"are not written), got {str(path)!r}"
+        )
+    return path

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from spacl._validation import check_choice
+from spacl._validation import check_choice, check_export_archive
 from spacl.engine.checkpoint import load_checkpoint
 from spacl.engine.rundir import RunDirectory
 from spacl.models.export import export_batch_program
@@ -433,12 +433,7 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
     """
     import json
 
-    path = Path(path)
-    if path.suffix != ".pt2":
-        raise ValueError(
-            f"--out must name a .pt2 file (a torch.export archive; ONNX and other formats "
-            f"are not written), got {str(path)!r}"
-        )
+    path = check_export_archive(path)
     param = next(model.encoder.parameters())
     example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
     program = export_batch_program(model.encoder, example)

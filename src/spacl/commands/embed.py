@@ -103,8 +103,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from spacl._validation import check_export_archive
     from spacl.engine.rundir import run_config
-    from spacl.trained import export_encoder, load_image_run
 
     task = str(run_config(args.run_dir).get("task", "image"))
     if task in ("text", "kg"):
@@ -118,6 +118,9 @@ def run_export(args: argparse.Namespace) -> int:
             f"spacl export writes image encoders, text detectors and link predictors; "
             f"{args.run_dir} is a {task} run"
         )
+    check_export_archive(args.out)  # before loading the run: one line, at once
+    from spacl.trained import export_encoder, load_image_run
+
     model = load_image_run(args.run_dir, args.arm)
     path = export_encoder(model, args.out)
     print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
@@ -138,7 +141,6 @@ def _folder_exporter(task: str) -> Any:
 def run_embed(args: argparse.Namespace) -> int:
     from spacl._progress import progress
     from spacl.engine.rundir import run_config
-    from spacl.trained import load_image_run
 
     if args.out.suffix not in (".npz", ".pt"):
         raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
@@ -150,6 +152,8 @@ def run_embed(args: argparse.Namespace) -> int:
         )
     split = args.split or "test"
     if task == "image":
+        from spacl.trained import load_image_run  # torch: once the arguments are checked
+
         model = load_image_run(args.run_dir, args.arm)
         if root is not None:
             model.config.data.root = root

@@ -43,11 +43,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spacl.engine import Trainer
     from spacl.engine.rundir import RunDirectory
-    from spacl.engine.summary import format_results_table
-    from spacl.schema_files import read_run_config
-    from spacl.tasks import registry
 
     rd = RunDirectory(args.run_dir)
     for item in args.overrides:
@@ -59,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
     task = str(rd.read_config_dict().get("task", "image"))  # not a run directory: one line
     if task in ("kg", "text"):
         return run_task_eval(args, task)
+    from spacl.engine import Trainer  # the image engine, once the run is known to be one
+    from spacl.engine.summary import format_results_table
+    from spacl.schema_files import read_run_config
+    from spacl.tasks import registry
+
     cfg = registry.load_recipe(read_run_config(rd.config), list(args.overrides)).config
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
     if not ckpt.is_file():

@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl geometry --
 __all__ = ["load_features", "register"]
 
 _SUFFIXES = (".pt", ".pth", ".npz", ".npy")
+#: the first bytes of NumPy's files: a .npy header, a .npz zip archive
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}
 
 
 def register(subparsers: Any) -> None:
@@ -104,6 +106,14 @@ def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
     suffix = path.suffix.lower()
     if suffix not in _SUFFIXES:
         raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {_SUFFIXES}")
+    magic = _MAGIC.get(suffix)
+    if magic is not None:
+        with path.open("rb") as handle:
+            if handle.read(len(magic)) != magic:
+                raise ValueError(
+                    f"{path} is not a {suffix} array file (it does not start as NumPy's "
+                    f"{suffix} files do); write one with numpy.save / numpy.savez or spacl embed"
+                )
     import pickle
     import zipfile
 
@@ -169,12 +179,12 @@ def _tensor(value: Any, path: Path) -> Tensor | None:
 
 def run_geometry(args: argparse.Namespace) -> int:
     """Entry point of ``spacl geometry``."""
-    from spacl.geometry import geometry_report
-
     _check_outputs(args)
-    features, labels = load_features(args.features, args.labels)
     if args.uniformity_sample < 0:
         raise ValueError(f"--uniformity-sample must be >= 0, got {args.uniformity_sample}")
+    features, labels = load_features(args.features, args.labels)
+    from spacl.geometry import geometry_report  # torch: once the inputs are read
+
     report = geometry_report(
         features,
         labels,

@@ -72,9 +72,10 @@ def resolve_run(
     output; an output directory that already holds a checkpoint needs ``--resume``.
     """
     from spacl.engine.rundir import RunDirectory, require_checkpoint
+    from spacl.schema import as_layer
     from spacl.schema_files import read_run_config
-    from spacl.tasks import registry
 
+    # the checks that need no torch first: a missing recipe, run or checkpoint answers at once
     source = Path(config)
     run_dir: Path | None = Path(out) if out else None
     if source.is_dir():
@@ -83,10 +84,10 @@ def resolve_run(
             raise FileNotFoundError(
                 f"{source} is a directory without config.yaml (not a run directory)"
             )
-        loaded = registry.load_recipe(read_run_config(run.config), overrides)
+        recipe = read_run_config(run.config)
         run_dir = run_dir or source
     else:
-        loaded = registry.load_recipe(config, overrides)
+        recipe = as_layer(config)
     if resume:
         require_checkpoint(run_dir)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
@@ -94,7 +95,9 @@ def resolve_run(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
             "or choose another --out"
         )
-    return loaded, run_dir
+    from spacl.tasks import registry  # every task's schema (torch): the recipe's own checks
+
+    return registry.load_recipe(recipe, overrides), run_dir
 
 
 def format_task_summary(summary: dict[str, Any]) -> str:

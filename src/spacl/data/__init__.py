@@ -43,9 +43,9 @@ spacl.data import X``), so ``import spacl.data.sources`` (``spacl data``) loads 
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spacl._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .builtin import load_digits, load_mnist5k, mnist5k_path
@@ -176,14 +176,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name (or a submodule), imported from its module on first use."""
-    module = _PUBLIC.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    elif importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+#: a public name (or a submodule), imported from its module on first use
+__getattr__ = lazy_attributes(__name__, _PUBLIC, submodules=True)

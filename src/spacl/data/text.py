@@ -54,6 +54,7 @@ __all__ = [
     "PROTOCOLS",
     "IntentExamples",
     "OpenIntentSplit",
+    "intent_dataset_name",
     "intent_path",
     "load_intent_dataset",
     "open_intent_split",
@@ -176,6 +177,22 @@ def intent_path(name: str, root: str | Path | None = None) -> Path:
     return find_dataset_dir(name, root, "text", SPLIT_SUFFIXES, "intent dataset")
 
 
+def intent_dataset_name(name: str, root: str | Path | None = None) -> str:
+    """The name a run gives its intent data: ``name``, or, where ``root`` is itself the
+    folder of the three TSV files (the user's own intents), that folder's name, as a KG
+    run names the user's own graph.
+
+    Example:
+        >>> intent_dataset_name("stackoverflow")
+        'stackoverflow'
+    """
+    if root is None:
+        return name
+    directory = intent_path(name, root)
+    own = directory.resolve() == Path(root).expanduser().resolve()
+    return directory.resolve().name if own else name
+
+
 def _split_file(directory: Path, split: str) -> Path | None:
     return split_file(directory, split, SPLIT_SUFFIXES)
 
@@ -282,6 +299,14 @@ def protocol_split(
     dataset ``name``, :func:`spacl.data.textoir.textoir_known_classes`)."""
     check_choice(protocol, "protocol", PROTOCOLS)
     known = textoir_known_classes(name, known_ratio, seed) if protocol == "textoir" else None
+    if known is not None:
+        absent = sorted(set(known) - set(data["train"].labels))
+        if absent:
+            raise ValueError(
+                f"data.protocol=textoir draws the known classes from TEXTOIR's list for "
+                f"{name!r}, but {data['train'].path} has no class {absent[0]!r}: for your "
+                f"own intents set data.protocol=spacl (a seeded draw of your classes)"
+            )
     return open_intent_split(data, known_ratio, seed, known_classes=known)
 
 

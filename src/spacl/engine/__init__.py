@@ -20,38 +20,100 @@
 The run-directory layout and the config keys are documented in ``docs/training.md``.
 """
 
-from spacl.engine.arm import Arm, NonFiniteLossError, Precision
-from spacl.engine.checkpoint import (
-    capture_rng_state,
-    load_checkpoint,
-    remove_stale_temporaries,
-    restore_rng_state,
-    save_checkpoint,
-)
-from spacl.engine.config import Config, config_to_dict, load_config, validate_config
-from spacl.engine.device import device_of, resolve_device
-from spacl.engine.distributed import (
-    DistributedContext,
-    all_gather_nograd,
-    all_gather_with_grad,
-    init_from_env,
-    is_distributed,
-)
-from spacl.engine.evaluation import evaluating
-from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
-from spacl.engine.objectives import OBJECTIVES, build_objective
-from spacl.engine.optim import (
-    LARS,
-    WarmupCosine,
-    WarmupLinear,
-    build_optimizer,
-    build_scheduler,
-    scaled_lr,
-)
-from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
-from spacl.engine.stages import RunStages, StageBody
-from spacl.engine.trainer import Trainer, TrainResult, train
-from spacl.losses.classifier import CrossEntropyObjective
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spacl._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from spacl.engine.arm import Arm, NonFiniteLossError, Precision
+    from spacl.engine.checkpoint import (
+        capture_rng_state,
+        load_checkpoint,
+        remove_stale_temporaries,
+        restore_rng_state,
+        save_checkpoint,
+    )
+    from spacl.engine.config import Config, config_to_dict, load_config, validate_config
+    from spacl.engine.device import device_of, resolve_device
+    from spacl.engine.distributed import (
+        DistributedContext,
+        all_gather_nograd,
+        all_gather_with_grad,
+        init_from_env,
+        is_distributed,
+    )
+    from spacl.engine.evaluation import evaluating
+    from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
+    from spacl.engine.objectives import OBJECTIVES, build_objective
+    from spacl.engine.optim import (
+        LARS,
+        WarmupCosine,
+        WarmupLinear,
+        build_optimizer,
+        build_scheduler,
+        scaled_lr,
+    )
+    from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
+    from spacl.engine.stages import RunStages, StageBody
+    from spacl.engine.trainer import Trainer, TrainResult, train
+
+#: each public name and the module it lives in: imported on first use (PEP 562), so
+#: ``import spacl.engine.rundir`` (the CLI's run-directory checks) loads no torchvision
+_PUBLIC = {
+    "Arm": "arm",
+    "NonFiniteLossError": "arm",
+    "Precision": "arm",
+    "capture_rng_state": "checkpoint",
+    "load_checkpoint": "checkpoint",
+    "remove_stale_temporaries": "checkpoint",
+    "restore_rng_state": "checkpoint",
+    "save_checkpoint": "checkpoint",
+    "Config": "config",
+    "config_to_dict": "config",
+    "load_config": "config",
+    "validate_config": "config",
+    "device_of": "device",
+    "resolve_device": "device",
+    "DistributedContext": "distributed",
+    "all_gather_nograd": "distributed",
+    "all_gather_with_grad": "distributed",
+    "init_from_env": "distributed",
+    "is_distributed": "distributed",
+    "evaluating": "evaluation",
+    "Best": "loop",
+    "LoopBody": "loop",
+    "LoopPlan": "loop",
+    "Progress": "loop",
+    "StopRequested": "loop",
+    "TrainLoop": "loop",
+    "OBJECTIVES": "objectives",
+    "build_objective": "objectives",
+    "LARS": "optim",
+    "WarmupCosine": "optim",
+    "WarmupLinear": "optim",
+    "build_optimizer": "optim",
+    "build_scheduler": "optim",
+    "scaled_lr": "optim",
+    "MetricsLogger": "rundir",
+    "RunDirectory": "rundir",
+    "read_metrics": "rundir",
+    "RunStages": "stages",
+    "StageBody": "stages",
+    "TrainResult": "trainer",
+    "Trainer": "trainer",
+    "train": "trainer",
+}
+
+
+#: the public names, imported from their module on first use
+__getattr__ = lazy_attributes(__name__, _PUBLIC)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | {k for k in globals() if not k.startswith("_")})
+
 
 __all__ = [
     "LARS",
@@ -59,7 +121,6 @@ __all__ = [
     "Arm",
     "Best",
     "Config",
-    "CrossEntropyObjective",
     "DistributedContext",
     "LoopBody",
     "LoopPlan",

@@ -23,16 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from spacl.data import generator_for
-from spacl.engine.arm import Arm
-from spacl.engine.data import RunData
 from spacl.evaluate import evaluate_representation, extract_features
 from spacl.evaluate.ncc import class_centres
+
+if TYPE_CHECKING:  # the image task's types: KG and text evaluate without torchvision
+    from spacl.engine.arm import Arm
+    from spacl.engine.data import RunData
 
 __all__ = ["Evaluator", "evaluating"]
 

@@ -32,7 +32,6 @@ from typing import Any, TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
-from spacl.engine.checkpoint import load_checkpoint, save_checkpoint
 from spacl.schema_files import load_run_yaml
 
 __all__ = [
@@ -186,6 +185,8 @@ class RunDirectory:
         """Write ``checkpoints/last.pt`` atomically, stamped with the task and
         :data:`TASK_CHECKPOINT_FORMAT` (a KG / text run)."""
         payload = {"format": TASK_CHECKPOINT_FORMAT, "task": self.task, **state}
+        from spacl.engine.checkpoint import save_checkpoint  # torch: only when saving
+
         return save_checkpoint(payload, self.last_checkpoint)
 
     def checkpoint(self) -> dict[str, Any] | None:
@@ -332,6 +333,8 @@ def read_task_checkpoint(run_dir: str | Path, task: str) -> dict[str, Any]:
     rd = RunDirectory(run_dir)
     if not rd.last_checkpoint.is_file():
         raise FileNotFoundError(f"{rd.path} has no checkpoint: {rd.last_checkpoint} is missing")
+    from spacl.engine.checkpoint import load_checkpoint  # torch: only when reading one
+
     state = load_checkpoint(rd.last_checkpoint)
     found = state.get("task", "image")
     if found != task:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
-from torchvision.models import resnet18, resnet50
 
 from spacl._validation import check_choice, check_flag
 
@@ -53,6 +52,10 @@ class ResNetEncoder(nn.Module):
         if depth not in (18, 50):
             raise ValueError(f"depth must be 18 or 50, got {depth!r}")
         _check_pos_int(in_channels, "in_channels")
+        # imported here: torchvision.models costs about a second, and most runs (and
+        # every CLI check before training) build no ResNet
+        from torchvision.models import resnet18, resnet50
+
         factory = resnet18 if depth == 18 else resnet50
         net = factory(weights=None, zero_init_residual=zero_init_residual)
         if cifar_stem:

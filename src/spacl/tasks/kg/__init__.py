@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spacl.tasks.exports import lazy_attributes
+from spacl._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from spacl.tasks.kg.config import KG_OBJECTIVES, KGConfig, build_kg_objective, kg_config

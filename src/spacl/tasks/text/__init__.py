@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spacl.tasks.exports import lazy_attributes
+from spacl._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from spacl.tasks.text.config import OOD_OBJECTIVES, OODConfig, ood_config

@@ -28,7 +28,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
-from spacl.data.text import OpenIntentSplit, load_intent_dataset, protocol_split
+from spacl.data.text import (
+    OpenIntentSplit,
+    intent_dataset_name,
+    load_intent_dataset,
+    protocol_split,
+)
 from spacl.engine.device import deterministic_algorithms, resolve_device
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import StopRequested
@@ -93,17 +98,19 @@ def run_name(cfg: DictConfig) -> str:
     ``<data>-<objective>`` for a head on the frozen encoder, ``<data>-finetune-<objective>``
     for a fine-tuned one (objective names with ``-`` for ``_``), ``<data>-frozen`` for the
     encoder as is (also when a named recipe is switched to ``objective.name=frozen``).  The
-    shipped recipes set no name, so ``data.name=banking`` names a run ``banking-...``.
+    shipped recipes set no name, so ``data.name=banking`` names a run ``banking-...``, and
+    ``data.root=intents`` (a folder of the user's own TSV files) ``intents-...``.
     """
+    data = intent_dataset_name(str(cfg.data.name), cfg.data.root)
     if cfg.objective.name == "frozen" and cfg.detector.method is None:
-        return f"{cfg.data.name}-frozen"
+        return f"{data}-frozen"
     if cfg.name:
         return str(cfg.name)
     if cfg.detector.method is not None:
-        return f"{cfg.data.name}-{str(cfg.detector.method).replace('_', '-')}"
+        return f"{data}-{str(cfg.detector.method).replace('_', '-')}"
     objective = str(cfg.objective.name).replace("_", "-")
     tuned = "-finetune" if int(cfg.finetune.trainable_layers) > 0 else ""
-    return f"{cfg.data.name}{tuned}-{objective}"
+    return f"{data}{tuned}-{objective}"
 
 
 def open_text_run(
