@@ -99,6 +99,9 @@ def test_train_eval_resume_round_trip(tmp_path, capsys):
     assert "| main |" in printed and f"run directory: {out}" in printed
     for name in ("config.yaml", "metrics.jsonl", "eval.json", "summary.md", "checkpoints/last.pt"):
         assert (out / name).is_file(), name
+    # summary.md: the command as given, from where (its relative paths are from there)
+    recorded = f"cd {Path.cwd()} && spacl train {CONFIGS / 'synthetic' / 'supcon.yaml'}"
+    assert recorded in (out / "summary.md").read_text()
     assert load_config(out / "config.yaml").objective.name == "supcon"
     trained = json.loads((out / "eval.json").read_text())
 

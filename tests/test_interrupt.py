@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,29 @@ def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
     assert json.loads((run / "eval.json").read_text()) == json.loads(
         (tmp_path / "whole" / "eval.json").read_text()
     )
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_study_says_in_one_line_how_to_go_on(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    status: int,
+) -> None:
+    """``spacl reproduce`` under Ctrl-C or ``kill``: one line, the shell's status for the
+    signal, and what a rerun keeps (SIGTERM once ended the process with no message)."""
+    import spacl.commands.reproduce as reproduce
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signum)
+        time.sleep(5)  # the signal's handler raises before this ends
+
+    monkeypatch.setattr(reproduce, "run_study", interrupted)
+    for name, kept in (("spacl", "runs are reused"), ("alignment", "starts again")):
+        capsys.readouterr()
+        out = tmp_path / name
+        assert main(["reproduce", name, "--quick", "--quiet", "--out", str(out)]) == status
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert lines[-1].startswith("spacl reproduce: interrupted; run the same command again")
+        assert kept in lines[-1] and "Traceback" not in "\n".join(lines)

@@ -381,6 +381,12 @@ def test_own_folder_chain_train_embed_geometry_predict(
     err = capsys.readouterr().err.strip()
     assert err.startswith("spacl embed: error: unreadable image") and "\n" not in err
     assert "truncated" in err and err.endswith("restore the file as it was in training")
+    # eval reads the same split: the same advice (it once said to set data.bad_images,
+    # which eval refuses, or to remove the file, which the split record refuses)
+    assert main(["eval", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the split's note
+    assert err.startswith("spacl eval: error: unreadable image")
+    assert err.endswith("restore the file as it was in training") and "bad_images" not in err
     # the same file given as --data, a folder of the user's: remove it
     argv = ["embed", str(run), "--data", str(files[0].parent.parent), "--out", str(feats)]
     assert main([*argv, "--quiet"]) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -123,6 +124,15 @@ def test_a_kg_run_predicts_exports_and_loads_without_its_dataset(
     assert spacl.load(run).predict("r0", head="e1", top=5, filtered=True) == expected
     assert main(["export", str(run), "--out", str(tmp_path / "folder")]) == 0
     assert (tmp_path / "folder" / "README.md").is_file()
+    # embed: every entity from the run alone; an image run's options are refused, not ignored
+    table = tmp_path / "entities.npz"
+    assert main(["embed", str(run), "--out", str(table), "--quiet"]) == 0
+    assert np.load(table)["features"].shape[0] == link.kg.num_entities
+    for flags in (["--split", "train"], ["--features", "projections"]):
+        capsys.readouterr()
+        assert main(["embed", str(run), *flags, "--out", str(table)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert f"{flags[0]} applies to image runs, not to a kg run" in err and "\n" not in err
     capsys.readouterr()
     assert main(["eval", str(run), "--no-write"]) != 0
     assert "not found" in capsys.readouterr().err

@@ -51,7 +51,8 @@ def test_load_gives_the_trained_encoder_in_eval_mode(run_dir: Path) -> None:
     assert model.input_shape == (1, 8, 8)
     parameters = sum(p.numel() for p in model.encoder.parameters())
     shown = repr(model)  # one line naming what it is, not the config and the layers
-    assert shown.startswith("TrainedModel(task='image', recipe=") and "\n" not in shown
+    assert shown.startswith("TrainedModel(task='image', ") and "\n" not in shown
+    assert "None" not in shown  # no recipe=None: the shipped recipes name no run
     assert "arm='main', input_shape=(1, 8, 8)" in shown and f"{parameters:,} parameters" in shown
     assert not model.encoder.training and not model.head.training
     cfg, data = run_data(run_dir)

@@ -232,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = {name for name, _, _ in COMMANDS}
     parser = build_parser(first if first in known else None)
     args = parse_args(parser, words)
+    args.argv = words  # the command as given (a run's summary.md records it)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

@@ -19,6 +19,7 @@ __all__ = [
     "RENAMED_KEYS",
     "find_recipe_file",
     "flat_recipe",
+    "named_field",
     "read_recipe",
     "read_run_config",
     "upgrade_renamed_keys",
@@ -102,6 +103,18 @@ def read_run_config(path: str | Path) -> DictConfig:
             "%s was written before a key rename; read with %s", path, ", ".join(moved)
         )
     return cfg
+
+
+def named_field(cfg: Any) -> str:
+    """``"name='...', "`` for a loaded run's one-line repr when its config sets a ``name``,
+    else ``""`` (the shipped recipes set none: a repr then shows no ``name=None``).
+
+    Example:
+        >>> named_field({"name": "digits-simclr"}), named_field({"name": None})
+        ("name='digits-simclr', ", '')
+    """
+    name = cfg.get("name") if hasattr(cfg, "get") else None
+    return f"name={name!r}, " if name else ""
 
 
 def _base_path(recipe: Path, base: str) -> Path:

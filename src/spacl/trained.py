@@ -26,6 +26,7 @@ from spacl._validation import check_choice, check_export_archive
 from spacl.engine.checkpoint import load_checkpoint
 from spacl.engine.rundir import RunDirectory
 from spacl.models.export import export_batch_program
+from spacl.schema_files import named_field
 
 if TYPE_CHECKING:
     from spacl.tasks.kg.run import LinkModel
@@ -62,7 +63,7 @@ class TrainedModel:
     def __repr__(self) -> str:  # what it is, not the config and the layers
         parameters = sum(p.numel() for p in self.encoder.parameters())
         return (
-            f"TrainedModel(task={self.task!r}, recipe={self.config.get('name')!r}, "
+            f"TrainedModel(task={self.task!r}, {named_field(self.config)}"
             f"arm={self.arm!r}, input_shape={self.input_shape}, "
             f"encoder={type(self.encoder).__name__} ({parameters:,} parameters))"
         )

@@ -74,7 +74,10 @@ def register(subparsers: Any) -> None:
         help="the run's own split (default test; not with --data, another folder)",
     )
     embed.add_argument(
-        "--features", choices=("backbone", "projections"), default="backbone", help="which output"
+        "--features",
+        choices=("backbone", "projections"),
+        default=None,
+        help="which output of an image run (default backbone)",
     )
     embed.add_argument(
         "--data", type=Path, help="an image folder (one sub-folder per class) instead of the run's"
@@ -157,13 +160,22 @@ def run_embed(args: argparse.Namespace) -> int:
         model = load_image_run(args.run_dir, args.arm)
         if root is not None:
             model.config.data.root = root
+        features = args.features or "backbone"
         total, batches = embed_batches(
-            model, split, args.data, args.features, args.batch_size, run_dir=args.run_dir
+            model, split, args.data, features, args.batch_size, run_dir=args.run_dir
         )
-        what = f"arm {model.arm}, {args.features}"
+        what = f"arm {model.arm}, {features}"
     else:
-        if args.data is not None or args.arm is not None:
-            raise ValueError(f"--data and --arm apply to image runs, not to a {task} run")
+        image_only = {"--data": args.data, "--arm": args.arm, "--features": args.features}
+        if task == "kg":  # every entity: no split to choose
+            image_only["--split"] = args.split
+        given = [flag for flag, value in image_only.items() if value is not None]
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to image "
+                f"runs, not to a {task} run"
+                + (" (a KG run embeds every entity)" if task == "kg" else "")
+            )
         total, batches, what = _task_batches(args.run_dir, task, split, root)
     bar = progress(total=total, desc="embed", unit="row", mode=False if args.quiet else None)
     with bar:
@@ -315,17 +327,14 @@ def _named_data_errors(
     in a ``--data`` folder, remove it; in the run's own split (``own_split``), which the
     run's ``split.json`` holds to its files, restore it (``data.bad_images`` is a training
     key, not embed's)."""
-    from spacl.data.imagefolder import UnreadableImageError
+    from spacl.data.imagefolder import UnreadableImageError, in_trained_split
 
     try:
         yield from batches
     except UnreadableImageError as err:
-        what = str(err).split(";")[0]
         if own_split:
-            raise ValueError(
-                f"{what}; the run's split includes it: restore the file as it was in training"
-            ) from None
-        raise ValueError(f"--data: {what}; remove it") from None
+            raise in_trained_split(err) from None
+        raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
 
 
 def write_features(

@@ -64,8 +64,13 @@ def run(args: argparse.Namespace) -> int:
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint
     if not ckpt.is_file():
         raise FileNotFoundError(f"checkpoint {ckpt} does not exist (has the run saved one yet?)")
-    trainer = Trainer(cfg, rd.path, read_only=True, checkpoint=ckpt, quiet=True)
-    metrics = trainer.final_evaluation()
+    from spacl.data.imagefolder import UnreadableImageError, in_trained_split
+
+    try:
+        trainer = Trainer(cfg, rd.path, read_only=True, checkpoint=ckpt, quiet=True)
+        metrics = trainer.final_evaluation()
+    except UnreadableImageError as err:  # a file of the run's own split: it must come back
+        raise in_trained_split(err) from None
     if not args.no_write:
         rd.write_json(rd.eval_json, metrics)
         trainer.write_centres()

@@ -181,20 +181,48 @@ def run(args: argparse.Namespace) -> int:
         bar.update(1)
 
     log(f"spacl reproduce {args.name}{' (quick)' if args.quick else ''} -> {out}")
-    results = run_study(
-        args.name,
-        out,
-        quick=args.quick,
-        seeds=args.seeds,
-        threads=args.threads,
-        data_dir=args.data_dir,
-        cache_dir=args.cache_dir,
-        command=command_line(args),
-        log=log,
-    )
+    from spacl.engine.interrupt import InterruptOnTerm, exit_status
+    from spacl.engine.loop import StopRequested
+
+    try:
+        with InterruptOnTerm():  # kill / Slurm's SIGTERM: as Ctrl-C, one line
+            results = run_study(
+                args.name,
+                out,
+                quick=args.quick,
+                seeds=args.seeds,
+                threads=args.threads,
+                data_dir=args.data_dir,
+                cache_dir=args.cache_dir,
+                command=command_line(args),
+                log=log,
+            )
+    except (StopRequested, KeyboardInterrupt) as err:
+        bar.close()
+        print(interrupted_line(args.name, out), file=sys.stderr)
+        return exit_status(getattr(err, "signum", None))
     bar.close()
     _print_verdicts(results, out, started)
     return 0
+
+
+#: the studies whose finished runs a rerun reuses (kept under ``OUT/runs``)
+REUSES_RUNS = ("spacl",)
+
+
+def interrupted_line(name: str, out: Path) -> str:
+    """The one line of an interrupted study: how to go on, and what a rerun keeps.
+
+    Example:
+        >>> interrupted_line("spacl", Path("out")).split("; ")[1]
+        'run the same command again: the finished runs under out/runs are reused'
+    """
+    kept = (
+        f"the finished runs under {out / 'runs'} are reused"
+        if name in REUSES_RUNS
+        else "this study starts again (it keeps no partial runs)"
+    )
+    return f"spacl reproduce: interrupted; run the same command again: {kept}"
 
 
 def _print_verdicts(results: dict[str, Any], out: Path, started: float) -> None:

@@ -306,7 +306,9 @@ def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> in
             holder = [str(run_dir)]
             dist.broadcast_object_list(holder, src=0)
             run_dir = Path(holder[0])
-        command = "spacl train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        # as typed, and where: its relative paths (data.root, --out) are from there
+        words = getattr(args, "argv", ["train", *sys.argv[2:]])
+        command = f"cd {shlex.quote(str(Path.cwd()))} && spacl " + shlex.join(words)
         named = [False]
 
         def name_the_run(trainer: Trainer, global_step: int) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "check_class_count",
     "check_images",
     "check_split_record",
+    "in_trained_split",
     "load_imagefolder",
     "materialize",
     "read_rgb",
@@ -113,6 +114,16 @@ BAD_IMAGE_ADVICE = (
     "remove it or set data.bad_images=skip to train without it; a trained run's split "
     "includes it, so for spacl eval / embed / --resume restore the file"
 )
+
+
+def in_trained_split(err: UnreadableImageError) -> ValueError:
+    """The one line for an unreadable file of a trained run's own split (``spacl eval``,
+    ``spacl embed --split``): the run's ``split.json`` holds it, so the file must come
+    back; leaving it out (``data.bad_images``) is for training a new run."""
+    what = str(err).split(";")[0]
+    return ValueError(
+        f"{what}; the run's split includes it: restore the file as it was in training"
+    )
 
 
 def check_images(dataset: ImageFolder, policy: str = "error") -> int:

@@ -22,6 +22,7 @@ from torch import Tensor
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, read_graph_vocabulary
 from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.models.kg import LinkPredictor
+from spacl.schema_files import named_field
 from spacl.tasks.kg.config import kg_config
 
 __all__ = ["LinkModel", "evaluate_kg_run", "load_link_model"]
@@ -37,7 +38,7 @@ class LinkModel:
 
     def __repr__(self) -> str:  # what it is, not the config, names and weights
         return (
-            f"LinkModel(recipe={self.config.get('name')!r}, graph={self.kg.name!r}, "
+            f"LinkModel({named_field(self.config)}graph={self.kg.name!r}, "
             f"entities={self.kg.num_entities}, relations={self.kg.num_relations}, "
             f"model={self.model.kind!r}, dim={self.model.dim})"
         )

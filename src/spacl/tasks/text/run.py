@@ -28,6 +28,7 @@ from spacl.engine.rundir import read_task_checkpoint, run_config
 from spacl.evaluate.adb import ADBModel
 from spacl.evaluate.ood import OpenClassifier
 from spacl.models.text import TextEncoder
+from spacl.schema_files import named_field
 from spacl.tasks.text.config import ood_config
 
 __all__ = ["OPEN", "IntentDetector", "evaluate_text_run", "load_intent_detector"]
@@ -55,7 +56,7 @@ class IntentDetector:
         shown = ", ".join(repr(n) for n in self.class_names[:3])
         more = ", ..." if len(self.class_names) > 3 else ""
         return (
-            f"IntentDetector(recipe={self.config.get('name')!r}, "
+            f"IntentDetector({named_field(self.config)}"
             f"known_classes={len(self.class_names)} [{shown}{more}], "
             f"classifier={type(self.classifier).__name__}, open_label={OPEN!r})"
         )
