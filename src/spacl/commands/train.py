@@ -84,10 +84,11 @@ def resolve_run(
             raise FileNotFoundError(
                 f"{source} is a directory without config.yaml (not a run directory)"
             )
-        recipe = read_run_config(run.config)
+        recipe: Any = read_run_config(run.config)
         run_dir = run_dir or source
     else:
-        recipe = as_layer(config)
+        as_layer(config)  # a missing or unreadable recipe: one line now, not after torch
+        recipe = config
     if resume:
         require_checkpoint(run_dir)
     if run_dir is not None and RunDirectory(run_dir).last_checkpoint.is_file() and not resume:
