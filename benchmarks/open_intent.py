@@ -385,7 +385,7 @@ def frozen_score_files(store: Path, backbone: Any) -> int:
     (runs stored before the baseline kept them): each recomputed from the same split and
     encoder outputs, its test metrics checked equal to the stored ones first."""
     missing = [
-        r for r in _load(store) if r["method"] == "frozen" and not (OUT / frozen_file(r)).is_file()
+        r for r in _load(store) if r["method"] == "frozen" and not (OUT / scores_file(r)).is_file()
     ]
     encoded: dict[str, Encoded] = {}
     for r in missing:
@@ -393,17 +393,26 @@ def frozen_score_files(store: Path, backbone: Any) -> int:
             encoded = {r["dataset"]: Encoded(r["dataset"], backbone)}
         split, _, _, train, dev, test = seed_data(encoded[r["dataset"]], r["ratio"], r["seed"])
         if split.known_classes != r["known_classes"]:
-            raise SystemExit(f"{frozen_file(r)}: the known classes differ from the stored run's")
+            raise SystemExit(f"{scores_file(r)}: the known classes differ from the stored run's")
         metrics, parts = frozen_baseline(train, dev, test, split.num_known)
         if metrics != r["test"]["boundary"]:
-            raise SystemExit(f"{frozen_file(r)}: recomputed {metrics} != stored {r['test']}")
-        _save_scores(OUT / frozen_file(r), parts)
+            raise SystemExit(f"{scores_file(r)}: recomputed {metrics} != stored {r['test']}")
+        _save_scores(OUT / scores_file(r), parts)
     return len(missing)
 
 
-def frozen_file(row: dict) -> str:
-    """The score file of a ``frozen`` run (named as a trained run's)."""
-    return f"scores/{row['dataset']}_{row['ratio']}_{row['seed']}_frozen.npz"
+def scores_file(row: dict) -> str:
+    """The per-example score file of a run row, relative to :data:`OUT`:
+    ``scores/DATASET_RATIO_SEED_METHOD.npz``, the one name every run's scores are written
+    under (trained runs, the ``frozen`` baseline, the confirmation's seeds).  A row that
+    records its ``scores_file`` must record this name; the ``frozen`` rows stored before
+    the baseline kept its scores record none (their files were written later by
+    ``--frozen-scores`` under this name), so the name is derived, never read alone."""
+    name = f"scores/{row['dataset']}_{row['ratio']}_{row['seed']}_{row['method']}.npz"
+    recorded = row.get("scores_file")
+    if recorded is not None and recorded != name:
+        raise ValueError(f"a run records the score file {recorded!r}, not {name!r}")
+    return name
 
 
 def frozen_run(
@@ -420,7 +429,7 @@ def frozen_run(
         "reject_all": {key: round(v, 4) for key, v in reject_all_metrics(test.labels, k).items()},
         "seconds": round(time.perf_counter() - start, 2),
     }
-    row["scores_file"] = frozen_file(row)
+    row["scores_file"] = scores_file(row)
     _save_scores(OUT / row["scores_file"], parts)
     return row
 
@@ -476,9 +485,9 @@ def detector_run(
         for name, rule in rules.items()
     }
     seconds = round(time.perf_counter() - start, 2)
-    name = f"{enc.name}_{common['ratio']}_{seed}_{method}.npz"
+    name = scores_file({**common, "method": method})
     _save_scores(
-        OUT / "scores" / name,
+        OUT / name,
         {
             "test_label": test.labels,
             "test_nearest": nearest,
@@ -496,7 +505,7 @@ def detector_run(
         "schedule": asdict(schedule),
         "record": det.record,
         "test": metrics,
-        "scores_file": f"scores/{name}",
+        "scores_file": name,
         "seconds": seconds,
     }
 
@@ -578,6 +587,15 @@ def _cell(values: list[float]) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
+#: the caption of every table that shows an ``adb_top1`` row (addendum 3's deviation)
+ADB_TOP_NOTE = (
+    "The row `ADB, MiniLM's top layer trained too` early-stopped on known-class dev "
+    "**accuracy**, not the dev macro-F1 its pre-registration "
+    "([PREREGISTRATION_adb_top_layer.md](PREREGISTRATION_adb_top_layer.md)) states: "
+    "addendum 3's deviation, below."
+)
+
+
 def render(rows: list[dict], planned_seeds: list[int], detector: str) -> str:
     """The results table of the table store (every number from ``runs.jsonl``)."""
     by_setting: dict[tuple[str, float], list[dict]] = {}
@@ -591,6 +609,8 @@ def render(rows: list[dict], planned_seeds: list[int], detector: str) -> str:
         ratio = float(ratio_text)
         runs = by_setting.get((name, ratio), [])
         out.append(f"### {LABELS[name]}, {int(100 * ratio)}% known\n")
+        if any(r["method"] == "adb_top1" for r in runs):
+            out += [ADB_TOP_NOTE, ""]
         head = ["row", "seeds", *[label for _, label in COLUMNS]]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
@@ -725,25 +745,29 @@ def reading(
     - ``met``: no gap on either metric (the target is met by the rule);
     - ``operating point``: at the best scale both metrics are at or above DA-ADB's: one
       operating point of this representation closes the macro-F1 and the F1-open gap;
-    - ``representation``: the best scale closes less than half of either gap: no
-      operating point found here makes up for the representation;
-    - ``both``: otherwise (half or more of every gap closed but not all of one, or a
-      metric met by the rule that the best scale takes below DA-ADB's).
+    - ``representation``: the best scale leaves the macro-F1 gap open, or closes less
+      than half of the F1-open gap.  Each seed's best scale bounds its macro-F1 at every
+      scale, so a macro-F1 gap the best scale leaves open no common scale of the radii
+      closes: the representation falls short there, however much of the gap a better
+      operating point makes up (the share is named);
+    - ``both``: otherwise: the best scale closes the macro-F1 gap and half or more of the
+      F1-open gap but not all of it (or takes an F1-open the rule meets below DA-ADB's):
+      an operating point closes one gap, not both (another scale might trade one for the
+      other: this reading does not search for it).
 
-    Each seed's best scale bounds its macro-F1 at every scale, so a macro-F1 gap the best
-    scale leaves open no common scale of the radii closes; one it closes while F1-open
-    stays short is not read ``operating point`` (another scale might trade one for the
-    other: this reading does not search for it).  Each reading names the share of each
-    gap the best scale closes (``best scale: closes x% of the macro-F1 gap; ...``).
+    Each reading names the share of each gap the best scale closes (``best scale: closes
+    x% of the macro-F1 gap; ...``).
     """
     if all(achieved[key] >= published[key] for key, _ in READ_ON):
         return "met"
-    parts = [_part(name, achieved[key], best_scale[key], published[key]) for key, name in READ_ON]
-    states = [state for state, _ in parts]
-    words = "; ".join(text for _, text in parts)
-    if all(state == "closed" for state in states):
+    parts = {
+        key: _part(name, achieved[key], best_scale[key], published[key]) for key, name in READ_ON
+    }
+    states = {key: state for key, (state, _) in parts.items()}
+    words = "; ".join(text for _, text in parts.values())
+    if all(state == "closed" for state in states.values()):
         return f"operating point (best scale: {words})"
-    if "short" in states:
+    if states["macro_f1"] != "closed" or states["f1_ood"] == "short":
         return f"representation (best scale: {words})"
     return f"both (best scale: {words})"
 
@@ -770,9 +794,7 @@ def diagnosis(rows: list[dict], method: str) -> list[str]:
         runs = _setting_runs(rows, method, name, ratio)
         if not runs:
             continue
-        diag = [
-            operating_points(dict(np.load(OUT / r["scores_file"])), r["num_known"]) for r in runs
-        ]
+        diag = [operating_points(dict(np.load(OUT / scores_file(r))), r["num_known"]) for r in runs]
         _, pub_known, pub_open, pub_macro = PUBLISHED["DA-ADB"][(name, ratio)]
         published = {"macro_f1": pub_macro, "f1_ood": pub_open, "f1_ind": pub_known}
         achieved = {
@@ -1252,7 +1274,8 @@ def _addenda(rows: list[dict]) -> list[str]:
         "Addendum 3, the like-for-like baseline ([PREREGISTRATION_adb_top_layer.md]"
         "(PREREGISTRATION_adb_top_layer.md)): ADB with the top layer trained, on the seeds "
         "both rows ran (mean ± std, percent; a setting not listed has no ADB top-layer run "
-        "yet).",
+        "yet).  Its runs early-stopped on known-class dev **accuracy**, not the dev "
+        "macro-F1 its pre-registration states: the deviation stated next.",
         "",
         *early_stopping_lines(rows),
         "",
@@ -1275,14 +1298,16 @@ def _shortfall(rows: list[dict], selection: list[dict]) -> list[str]:
         "the two metrics of the target (macro-F1 and F1-open), each gap being DA-ADB's "
         "published mean minus the rule's: `met`, no gap; `operating point`, at the best "
         "scale both are at or above DA-ADB's (one operating point closes both gaps); "
-        "`representation`, the best scale closes less than half of either gap; `both`, "
-        "otherwise (half or more of each gap closed but not all, or a metric the rule "
-        "meets taken below DA-ADB's at the best scale).  A negative share: the scale best "
-        "for macro-F1 lowers that metric.  No scale gives a seed a higher macro-F1 than its "
-        "best one, so where the best scale stays below DA-ADB's macro-F1 no common scale "
-        "of the radii closes that gap.  The reading's criterion (the best scale closing "
-        "half of a gap) was set after the test scores existed, and revised once (97f5c7d): "
-        "a description of the stored scores, not a pre-registered test.",
+        "`representation`, the best scale leaves the macro-F1 gap open (no scale gives a "
+        "seed a higher macro-F1 than its best one, so no common scale of the radii closes "
+        "that gap, whatever share of it the best scale makes up) or closes less than half "
+        "of the F1-open gap; `both`, otherwise (the macro-F1 gap closed at the best scale, "
+        "half or more of the F1-open gap but not all, or an F1-open the rule meets taken "
+        "below DA-ADB's there).  A negative share: the scale best for macro-F1 lowers that "
+        "metric.  The reading's criterion was set after the test scores existed and "
+        "revised twice: at 97f5c7d, and after issue 37's audit found a setting read `both` "
+        "whose macro-F1 gap no scale closes (now `representation`): a description of the "
+        "stored scores, not a pre-registered test.",
         "",
         *diagnosis(rows, DETECTOR),
         "",
@@ -1326,7 +1351,7 @@ CONFIRM_COMMAND = (
 CONFIRM_SUMMARY_HEAD = (
     "| setting | seeds | macro-F1 (ours vs DA-ADB) | F1-open (ours vs DA-ADB) | "
     "margin in SEs (macro-F1 / F1-open) | frozen (macro-F1 / F1-open) | "
-    "reject-all (macro-F1 / F1-open) | target |\n|---|---|---|---|---|---|---|---|"
+    "reject-all (macro-F1 / F1-open) | target | seconds |\n|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -1341,7 +1366,8 @@ def _confirm_summary_row(setting: str, runs: list[dict]) -> str:
     if any(s not in by_method[m] for m in CONFIRM_METHODS for s in CONFIRM_SEEDS):
         have = len([s for s in CONFIRM_SEEDS if s in by_method["da_adb_top1"]])
         return (
-            f"| {label} | {have} of {len(CONFIRM_SEEDS)} in | — | — | — | — | — | not judged yet |"
+            f"| {label} | {have} of {len(CONFIRM_SEEDS)} in | — | — | — | — | — | not judged yet "
+            "| — |"
         )
     top = [by_method["da_adb_top1"][s]["test"]["boundary"] for s in CONFIRM_SEEDS]
     frozen = [by_method["frozen"][s]["test"]["boundary"] for s in CONFIRM_SEEDS]
@@ -1357,13 +1383,16 @@ def _confirm_summary_row(setting: str, runs: list[dict]) -> str:
         f"| {label} | {len(CONFIRM_SEEDS)} | {_cell(macros)} vs {macro:.2f} | "
         f"{_cell(opens)} vs {open_:.2f} | "
         f"{_margin_in_ses(macros, macro)} / {_margin_in_ses(opens, open_)} | "
-        f"{pair(frozen)} | {pair(reject)} | {'met' if met else 'short'} |"
+        f"{pair(frozen)} | {pair(reject)} | {'met' if met else 'short'} | "
+        f"{_mean([by_method['da_adb_top1'][s]['seconds'] for s in CONFIRM_SEEDS]):.0f} |"
     )
 
 
-def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
+def _confirm_setting(setting: str, runs: list[dict], selection: list[dict]) -> list[str]:
     """One setting of the confirmation: its table and verdict once all of
-    :data:`CONFIRM_SEEDS` are in for both methods, else only which seeds are in."""
+    :data:`CONFIRM_SEEDS` are in for both methods, else only which seeds are in.  Where the
+    verdict is short: the per-example scores' reading (representation or operating point)
+    and what was tried on dev for the row (``selection``: selection_runs.jsonl's rows)."""
     name, ratio_text = setting.split(":")
     ratio = float(ratio_text)
     title = f"### {LABELS[name]}, {int(100 * ratio)}% known"
@@ -1412,10 +1441,8 @@ def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
     )
     detector_runs = [by_method["da_adb_top1"][s] for s in CONFIRM_SEEDS]
     if not met and all("scores_file" in r for r in detector_runs):
-        best = [
-            operating_points(dict(np.load(OUT / r["scores_file"])), r["num_known"])
-            for r in detector_runs
-        ]
+        scores = [(dict(np.load(OUT / scores_file(r))), r["num_known"]) for r in detector_runs]
+        best = [operating_points(arrays, k) for arrays, k in scores]
         achieved = {"macro_f1": _mean(macros), "f1_ood": _mean(opens)}
         at_best = {
             "macro_f1": _mean([b["oracle_macro_f1"] for b in best]),
@@ -1429,13 +1456,128 @@ def _confirm_setting(setting: str, runs: list[dict]) -> list[str]:
             f"{at_best['macro_f1']:.2f} and F1-open {at_best['f1_ood']:.2f}: "
             f"{reading(achieved, at_best, published)}."
         )
+        lines.append(
+            f"The per-example scores: F1-known {_mean([t['f1_ind'] for t in top]):.2f} by the "
+            f"rule, {_mean([b['oracle_f1_known'] for b in best]):.2f} at each seed's best "
+            f"scale, DA-ADB's {known:.2f}; AUROC {_mean([t['auroc'] for t in top]):.2f} "
+            "(threshold-free; TEXTOIR publishes none).  "
+            + common_scale_line(common_scales(scores), macro, open_)
+        )
+    if not met:
+        lines.append(confirm_dev_line(setting, selection))
     return [*lines, ""]
 
 
-def confirmation_report(rows: list[dict]) -> str:
+def common_scales(scores: list[tuple[dict[str, np.ndarray], int]]) -> list[tuple[float, ...]]:
+    """Per scale of :data:`SCALES`: ``(scale, mean macro-F1, mean F1-open)`` over the runs
+    (``scores``: each run's per-example scores and known-class count) when every radius of
+    every run is multiplied by that one scale.  Reads test labels: a diagnostic, never a
+    rule."""
+    out = []
+    for scale in SCALES:
+        macro, open_f1 = [], []
+        for arrays, k in scores:
+            nearest, dist = arrays["test_nearest"], arrays["test_dist"]
+            pred = np.where(dist < scale * arrays["radii"][nearest], nearest, k)
+            f1 = _f1s(arrays["test_label"], pred, k)
+            macro.append(100 * float(f1.mean()))
+            open_f1.append(100 * float(f1[k]))
+        out.append((scale, _mean(macro), _mean(open_f1)))
+    return out
+
+
+def common_scale_line(
+    per_scale: list[tuple[float, ...]], published_macro: float, published_open: float
+) -> str:
+    """What one radius scale for every seed (:func:`common_scales`) gives: the best for
+    mean macro-F1, the highest mean F1-open, and the scales where both means reach
+    DA-ADB's published ones (the operating point such a scale would need)."""
+    macro_best = max(per_scale, key=lambda item: item[1])
+    open_best = max(per_scale, key=lambda item: item[2])
+    both = [
+        item[0] for item in per_scale if item[1] >= published_macro and item[2] >= published_open
+    ]
+    if both:
+        way = (
+            ", every one narrowing the rule's radii"
+            if max(both) < 1
+            else ", every one widening the rule's radii"
+            if min(both) > 1
+            else ""
+        )
+        where = (
+            f"at {len(both)} of the {len(per_scale)} scales, {min(both):g} to {max(both):g}"
+            f"{way}: this representation has an operating point that meets the target, one "
+            "the rule did not choose"
+        )
+    else:
+        where = (
+            f"at none of the {len(per_scale)} scales: no operating point of these radii "
+            "meets the target"
+        )
+    return (
+        f"One scale for every seed ({SCALES[0]:g}-{SCALES[-1]:g}, step "
+        f"{SCALES[1] - SCALES[0]:g}): the best for mean macro-F1 ({macro_best[0]:g}) gives "
+        f"{macro_best[1]:.2f} / {macro_best[2]:.2f}, the highest mean F1-open "
+        f"{open_best[2]:.2f} (scale {open_best[0]:g}); both means at or above DA-ADB's "
+        f"{where}."
+    )
+
+
+def _setting_label(setting: str) -> str:
+    """``StackOverflow 25%`` for ``stackoverflow:0.25``."""
+    name, ratio = setting.split(":")
+    return f"{LABELS[name]} {int(100 * float(ratio))}%"
+
+
+#: the one dev run of the top-layer row: exploratory, quoted by its pre-registration only
+TOP_DEV_RUN = ("stackoverflow:0.25", 1000)
+
+
+def confirm_dev_line(setting: str, selection: list[dict]) -> str:
+    """What was tried on dev for the top-layer row in ``setting`` (a short one), from
+    ``selection`` (selection_runs.jsonl's rows) and :data:`TOP_DEV_RUN`."""
+    name, ratio_text = setting.split(":")
+    here = [r for r in selection if r["dataset"] == name and float(r["ratio"]) == float(ratio_text)]
+    top = [r for r in here if r["method"] == TOP_ROW]
+    if top:
+        draws = ", ".join(map(str, sorted({r["seed"] for r in top})))
+        return (
+            f"**Tried on dev for this row:** {len(top)} dev runs of `{TOP_ROW}` in this "
+            f"setting (`selection_runs.jsonl`, draws {draws})."
+        )
+    heads = (
+        f" (its {len(here)} dev runs in this setting are the head-only candidates)" if here else ""
+    )
+    exploratory, draw = TOP_DEV_RUN
+    elsewhere = (
+        f"the row's one dev run, an exploratory one on draw {draw} quoted by "
+        "PREREGISTRATION_top_layer.md, was in this setting and is stored nowhere"
+        if setting == exploratory
+        else f"the row's one dev run, an exploratory one at {_setting_label(exploratory)} "
+        f"(draw {draw}, quoted by PREREGISTRATION_top_layer.md, stored nowhere), was in "
+        "another setting"
+    )
+    return (
+        "**Tried on dev for this row:** nothing beyond the pre-registered rule.  The dev "
+        "selection of SELECTION.md was run for the head-only detector: `selection_runs.jsonl` "
+        f"holds no run of `{TOP_ROW}`{heads}; {elsewhere}.  No other rule, radius scale or "
+        "schedule was tried on dev for this row, before or after this verdict.  The dev "
+        "split holds known classes only: a scale for F1-open could be chosen there only "
+        "with classes held out as pseudo-open, as SELECTION.md did for the head-only "
+        "detector; the scales above read test labels and choose nothing."
+    )
+
+
+def confirmation_report(rows: list[dict], selection: list[dict] | None = None) -> str:
     """confirmation.md: the confirmation on fresh class draws (PREREGISTRATION_confirm.md),
-    every number from ``confirm_runs.jsonl``; a setting is judged only once complete."""
+    every number from ``confirm_runs.jsonl`` and the per-example scores of its runs; a
+    setting is judged only once complete (``selection``: selection_runs.jsonl's rows, for
+    what was tried on dev where a setting falls short)."""
+    selection = selection or []
     commits = sorted({r.get("prereg_confirm_commit", "") for r in rows} - {""})
+    seconds = [r["seconds"] for r in rows if r["method"] == TOP_ROW]
+    command = CONFIRM_COMMAND.format(setting="SETTING", seeds=" ".join(map(str, CONFIRM_SEEDS)))
     dirty = sum(bool(r.get("dirty")) for r in rows)
     ran = sorted({r["commit"][:7] for r in rows if r.get("commit")})
     return "\n".join(
@@ -1452,6 +1594,21 @@ def confirmation_report(rows: list[dict]) -> str:
             f"({len(rows)} runs, {dirty} on a modified tree ({UNTRACKED_NOTE}), at commits "
             f"{', '.join(ran) if ran else 'none yet'}); this file: "
             "`python benchmarks/open_intent.py --render-confirm`.",
+            "",
+            f"Command, per setting: `{command}` "
+            "(adds only what is missing; the seeds choose the store), the settings in the "
+            "pre-registered order below.",
+            "",
+            "Time per detector run (`seconds` of the store: training and the one test "
+            "scoring, one CPU thread, 2 cores shared by up to four benchmark processes; not "
+            "a speed measurement): "
+            + (
+                f"{_mean(seconds):.0f} s mean over {len(seconds)} runs, {min(seconds):.0f}-"
+                f"{max(seconds):.0f} s; per setting, the summary's `seconds` column (mean of "
+                "its five seeds)."
+                if seconds
+                else "no run yet."
+            ),
             "",
             'Deviations from the pre-registration\'s "run in order": runs went two or three '
             "at a time (a setting's seeds, and the next setting's, side by side), so seeds "
@@ -1474,14 +1631,19 @@ def confirmation_report(rows: list[dict]) -> str:
             "The detector against DA-ADB's published means, setting by setting in the "
             "pre-registered order (mean ± sample std over seeds 10-14, percent; `target`: "
             "both means at or above DA-ADB's; `margin in SEs`: (mean - DA-ADB) / (std / "
-            "sqrt(5)); frozen and reject-all: means over the same draws).",
+            "sqrt(5)); frozen and reject-all: means over the same draws; `seconds`: the "
+            "detector's mean time per run).",
             "",
             CONFIRM_SUMMARY_HEAD,
             *(_confirm_summary_row(setting, rows) for setting in CONFIRM_SETTINGS),
             "",
             "## Each setting",
             "",
-            *(line for setting in CONFIRM_SETTINGS for line in _confirm_setting(setting, rows)),
+            *(
+                line
+                for setting in CONFIRM_SETTINGS
+                for line in _confirm_setting(setting, rows, selection)
+            ),
         ]
     )
 
@@ -1686,7 +1848,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{written} frozen score file(s) written")
         return 0
     if args.render_confirm:
-        text = confirmation_report(_load(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [])
+        text = confirmation_report(
+            _load(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [],
+            _load(OUT / "selection_runs.jsonl"),
+        )
         (OUT / "confirmation.md").write_text(text)
         print(text)
         return 0

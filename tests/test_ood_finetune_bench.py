@@ -42,10 +42,18 @@ def test_bounds_summary_flags_each_cell_and_counts_complete_ones(bench: Any) -> 
     sd = statistics.stdev([60.0, 70.0, 80.0])
     assert f"| StackOverflow 25% | 1.00 ✓ / {sd:.2f} ✗ | 0.50 ✓ / 1.00 ✓ |" in text
     assert "| BANKING77 25% | — | — |" in text
-    assert lines[-1] == "Both bounds met in 1 of 2 complete cells."
+    assert lines[-1] == (
+        "Both bounds met in 1 of 2 complete cells (withdrawn bounds: not a verdict)."
+    )
+    assert "**withdrawn by issue 37**" in lines[0]
+    # no setting with every class known among the runs: no fixed-split sentence
+    assert "With every class known" not in lines[0]
     # exactly at a bound counts as met (std <= bound)
     edge = _runs("stackoverflow", 0.5, "supcon", [67.0, 70.0, 73.0], [60.0, 65.0, 70.0])
-    assert bench._bounds(edge, ["supcon"])[-1] == "Both bounds met in 1 of 1 complete cells."
+    assert bench._bounds(edge, ["supcon"])[-1].startswith("Both bounds met in 1 of 1 complete")
+    # every class known (the split fixed): the largest std of those cells is stated
+    fixed = _runs("oos", 1.0, "supcon", [80.0, 80.5, 81.0], [70.0, 70.2, 70.4])
+    assert "the largest of these stds is 0.50" in bench._bounds(fixed, ["supcon"])[0]
 
 
 def test_a_setting_without_fine_tuned_runs_says_so(bench: Any) -> None:

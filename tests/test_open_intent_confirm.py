@@ -55,6 +55,7 @@ def _row(bench: Any, method: str, seed: int, macro: float, open_f1: float) -> di
         "test": {"boundary": {**metrics, "auroc": 90.0}},
         "prereg_confirm_commit": "a" * 40,
         "dirty": False,
+        "seconds": 100.0,
     }
     if method == "frozen":
         row["reject_all"] = {"accuracy": 75.0, "f1_ind": 0.0, "f1_ood": 85.71, "macro_f1": 14.29}
@@ -101,6 +102,9 @@ def test_the_verdict_is_the_pre_registered_rule(
     assert f"macro-F1 {mean_macro:.2f} ± " in text and "vs 82.81" in text and "vs 92.61" in text
     assert "| reject-all (every input open) | 5 | 75.00 ± 0.00 | 0.00 ± 0.00 | 85.71 ± 0.00" in text
     assert "| frozen MiniLM, ADB's closed-form boundary (untrained) | 5 |" in text
+    # a short setting says what was tried on dev for the row; the summary gives the time
+    assert ("**Tried on dev for this row:**" in text) == (verdict == "Short")
+    assert f"| {verdict.lower()} | 100 |" in bench.confirmation_report(rows)
     # the other settings have no runs: not judged
     assert bench.confirmation_report(rows).count("Not judged: no detector seed in") == 8
 
@@ -108,8 +112,9 @@ def test_the_verdict_is_the_pre_registered_rule(
 def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
     store = bench.CONFIRM_STORE
     rows = bench._load(store) if store.is_file() else []
+    selection = bench._load(OPEN_INTENT / "selection_runs.jsonl")
     written = (OPEN_INTENT / "confirmation.md").read_text()
-    assert written == bench.confirmation_report(rows), (
+    assert written == bench.confirmation_report(rows, selection), (
         "confirmation.md differs from `python benchmarks/open_intent.py --render-confirm`"
     )
 

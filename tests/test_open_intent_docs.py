@@ -4,7 +4,9 @@
   --render`` writes from the committed run stores and score files (no hand edit);
 - the shipped detector recipes state the training time recipe_time.md measured;
 - benchmarks/RESULTS.md's open-intent row names every top-layer setting whose verdict on
-  seeds 0-4 alone differs from the one on every seed run, with those seeds' means.
+  seeds 0-4 alone differs from the one on every seed run, with those seeds' means;
+- every text recipe on the conformal 95% rule says, in its ``spacl recipes`` summary, that it
+  reproduces a benchmark and is not the detector, and points to ``text/stackoverflow``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,33 @@ def test_the_recipes_state_the_measured_training_time() -> None:
             stated[path.name] = match.group(1)
     assert {"stackoverflow.yaml", "banking.yaml", "oos.yaml"} <= set(stated), stated
     assert set(stated.values()) == {_measured_seconds()}, stated
+
+
+#: the shipped open-intent detectors (TEXTOIR's protocol, DA-ADB with ADB's boundaries)
+DETECTORS = {"text/stackoverflow", "text/banking", "text/oos"}
+
+
+def test_text_recipes_on_the_conformal_rule_say_they_are_not_the_detector() -> None:
+    """The benchmark reproductions (the conformal 95% rule on the project's own class draw:
+    ``ood.method: quantile`` once their base is flattened) name the results file they
+    reproduce and the detector to use instead; the detectors name themselves."""
+    from spacl.recipes import list_recipes
+    from spacl.schema_files import flat_recipe
+
+    text = [r for r in list_recipes() if r.task == "text"]
+    reproductions = [r for r in text if "method: quantile" in flat_recipe(r.name)]
+    assert {r.name for r in text} - {r.name for r in reproductions} == DETECTORS
+    assert len(reproductions) == 7  # 4 fine-tuned (ood_finetune.md), 3 frozen (ood.md)
+    for recipe in reproductions:
+        summary = recipe.summary
+        assert summary.startswith("Reproduces benchmarks/results/ood"), recipe.name
+        linked = re.search(r"benchmarks/results/(\w+\.md)", summary)
+        assert linked is not None and (BENCH / "results" / linked.group(1)).is_file()
+        assert "not a detector" in summary or "not the shipped detector" in summary
+        assert summary.endswith("use text/stackoverflow"), recipe.name
+    for recipe in text:
+        if recipe.name in DETECTORS:
+            assert "open-intent detector" in recipe.summary, recipe.name
 
 
 def test_results_index_states_where_the_first_five_seeds_fall_short(bench: Any) -> None:

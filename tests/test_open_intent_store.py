@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench_modules import benchmark_module
 from spacl.data.textoir import textoir_known_classes
 from spacl.evaluate.ood import open_intent_metrics
 
@@ -81,8 +82,8 @@ def test_every_run_has_scores_that_give_its_test_numbers(method: str) -> None:
 
 def check_scores(run: dict[str, Any]) -> None:
     """The boundary rule on ``run``'s score file gives back its stored test metrics."""
-    name = f"{run['dataset']}_{run['ratio']}_{run['seed']}_{run['method']}.npz"
-    with np.load(OPEN_INTENT / "scores" / name) as scores:
+    name = benchmark_module("open_intent").scores_file(run)
+    with np.load(OPEN_INTENT / name) as scores:
         arrays = {key: torch.from_numpy(scores[key]) for key in scores.files}
     k = run["num_known"]
     nearest, dist = arrays["test_nearest"].long(), arrays["test_dist"]
@@ -96,6 +97,36 @@ def check_scores(run: dict[str, Any]) -> None:
             name,
             metric,
         )
+
+
+#: the stores of TEXTOIR-protocol runs, each run with a per-example score file
+SCORED_STORES = ("runs.jsonl", "confirm_runs.jsonl", "reproductions.jsonl")
+
+
+@pytest.mark.parametrize("store", SCORED_STORES)
+def test_every_run_row_names_a_score_file_that_exists(store: str) -> None:
+    """Every run row of the table, the confirmation and the reproductions has its score file
+    under the one name ``scores_file`` derives (the ``frozen`` rows stored before the
+    baseline kept its scores record none; a row that records one records that name), and
+    the file holds the arrays the diagnosis reads."""
+    bench = benchmark_module("open_intent")
+    runs = bench._load(OPEN_INTENT / store)
+    assert runs
+    for run in runs:
+        name = bench.scores_file(run)  # raises where a recorded name differs
+        path = OPEN_INTENT / name
+        assert path.is_file(), (store, name)
+        with np.load(path) as scores:
+            assert {"test_label", "test_nearest", "test_dist", "radii"} <= set(scores.files)
+
+
+def test_a_recorded_score_file_must_be_the_derived_name() -> None:
+    bench = benchmark_module("open_intent")
+    row = {"dataset": "oos", "ratio": 0.5, "seed": 3, "method": "frozen"}
+    assert bench.scores_file(row) == "scores/oos_0.5_3_frozen.npz"
+    assert bench.scores_file({**row, "scores_file": "scores/oos_0.5_3_frozen.npz"})
+    with pytest.raises(ValueError, match=r"oos_0\.5_4_frozen"):
+        bench.scores_file({**row, "scores_file": "scores/oos_0.5_4_frozen.npz"})
 
 
 #: every committed open-intent run store (issue 37: "Every stored run carries its known
