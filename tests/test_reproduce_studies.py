@@ -457,8 +457,23 @@ def test_spacl_provenance_counts_trained_runs_apart_from_untrained_rows() -> Non
     assert p["no_commit"] == stored["metrics"]["compute"]["untimed_runs"] == 236
     assert p["runs"] + untrained_rows(stored["runs"]) == len(stored["runs"])
     report = (root / "docs/results/spacl/report.md").read_text()
-    assert f"of the {p['runs']} trained runs" in report and "10 untrained baseline" in report
-    assert "236 with no recorded commit" in report and "plus 236 run(s) imported" in report
+    assert "10 untrained baseline" in report and "plus 236 run(s) imported" in report
+    # the header counts every trained run the report reads: the run store's, and the
+    # diagnostics' encoders (no commit), the FB15k-237 and open-intent seed runs
+    from spacl.studies.spacl_bench.claim_runs import read_provenance
+
+    whole, parts = read_provenance(stored["metrics"], stored["runs"])
+    diagnostics = 2 * len(stored["metrics"]["diagnostics"]["seeds"])
+    kg = sum(len(v) for v in stored["metrics"]["kg_seeds"]["run_commits"].values())
+    oi = sum(len(v) for v in stored["metrics"]["open_intent"]["commits"].values())
+    assert [n for _, n in parts] == [p["runs"], diagnostics, kg, oi]
+    assert whole["runs"] == p["runs"] + diagnostics + kg + oi == 685
+    assert whole["no_commit"] == p["no_commit"] + diagnostics == 246
+    header = next(x for x in report.splitlines() if x.startswith("- Runs' own commits:"))
+    assert f"of the {whole['runs']} trained runs this report reads" in header
+    assert f"{whole['no_commit']} with no recorded commit" in header
+    assert f"{p['runs']} in the run store" in header and f"{kg} FB15k-237 seed runs" in header
+    assert f"Provenance of the {whole['runs']} trained runs this report reads" in report
 
 
 def test_alignment_points_are_counted_once_by_content() -> None:

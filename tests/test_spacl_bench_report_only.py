@@ -313,7 +313,26 @@ def test_best_chance_caveat_names_every_compared_methods_edge_choice() -> None:
         s.measured(m) for s in claim_specs() if s.key == "best_chance_full_beats_best_baseline"
     )
     assert "vs SupCon+queue" in row  # the better baseline on validation
-    assert "Caveat (grid edge): best chance HSCL: 0.5 is the highest value of its grid" in row
+    assert (
+        "Caveat (grid edge): best chance HSCL: 0.5 is the highest value of its pre-registered "
+        "grid: the pre-registered grid does not grow, and a value beyond it might score higher"
+    ) in row
+    # with the addendum's grown grids the caveat says where the choice went and what the
+    # claim's rule gives there, not that a value beyond the grid might score higher
+    grown_tune = {**tune, "1.25": 70.0, "3.12": 65.0}
+    m["best_chance"]["grown"] = {
+        "arms": {**m["best_chance"]["arms"], "HSCL": arm(1.25, 55.0)},
+        "tuning": {n: (grown_tune if n == "HSCL" else tune) for n in names},
+    }
+    row = next(
+        s.measured(m) for s in claim_specs() if s.key == "best_chance_full_beats_best_baseline"
+    )
+    assert "best chance HSCL: 0.5 is the highest value of its pre-registered grid; the " in row
+    assert "addendum grows it (0.05-3.12): 0.5 -> 1.25, inside" in row
+    picked = "validation still picks SupCon+queue (validation NCC SupCon+queue 60.0, HSCL 55.0)"
+    assert picked in row
+    assert "applies claim 23's rule to the grown choices: not reproduced at this scale" in row
+    assert "might score higher" not in row
 
 
 def test_the_best_chance_addendum_grows_its_own_grids_and_leaves_the_preregistered_alone(
@@ -372,3 +391,45 @@ def test_the_best_chance_addendum_grows_its_own_grids_and_leaves_the_preregister
     assert "highest (the grown value's run not in the store)" in text  # SPACL IB+H
     assert "| 0.5 -> 1.25 |" in text  # HSCL
     assert "22: **" in text and "23: **" in text
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('{"x": 1}', "lacks 'bench'"),
+        ("not json", "not a JSON run record"),
+        ("[1, 2]", "a run record is a JSON object, got list"),
+        (
+            '{"bench": "mnist5k", "setting": "supervised", "method": "m", "tau": "hot", "seed": 0}',
+            "tau is not a number",
+        ),
+    ],
+)
+def test_a_damaged_run_store_is_one_line_naming_the_file_and_line(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    """A run store line that is not a run record (a review found ``{"x":1}`` in
+    ``runs/mnist5k.jsonl`` ending ``--report-only`` in a ``KeyError`` traceback): one line
+    naming the file and the line, exit 2; the store reader says the same as a
+    ``ValueError``."""
+    good = json.dumps(
+        {"bench": "mnist5k", "setting": "supervised", "method": "m", "tau": 0.1, "seed": 0}
+    )
+    store = tmp_path / "runs" / "mnist5k.jsonl"
+    store.parent.mkdir()
+    store.write_text(f"{good}\n\n{line}\n")
+    with pytest.raises(ValueError, match="line 3") as err:
+        RunStore(store)
+    assert words in str(err.value) and str(store) in str(err.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "spacl.studies.spacl_bench", "--bench", "all", "--report-only",
+         "--out", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    err_line = done.stderr.strip()
+    assert "Traceback" not in done.stderr and "\n" not in err_line, done.stderr
+    assert f"{store}, line 3" in err_line and words in err_line

@@ -104,7 +104,7 @@ def test_the_grown_best_chance_table_flags_a_near_tie_by_the_same_rule(tmp_path:
     """The addendum's "grown choice in its grid" reads ``near_edge``'s rule: SPACL IB+H on
     the grown grid scores 58.724 at 0.5 and 58.594 at 1.25, exactly one validation example
     (100 / 768) apart: a near-tie, flagged; SPACL full (58.854 vs 58.333) stays inside."""
-    from spacl.studies.spacl_bench.report import _grown_edge
+    from spacl.studies.spacl_bench.grown import grown_edge as _grown_edge
 
     unit = 100 / 768
     tune = {"0.05": 21.875, "0.2": 55.46875, "0.5": 58.723958333333336, "1.25": 58.59375}

@@ -252,54 +252,91 @@ def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> 
 def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> None:
     """Two regimes, each a trend that is not reproduced because one step is inside the
     noise, whose clear steps go opposite ways: the whole stays not reproduced (no part is
-    reproduced or opposite), but its row says that the corrected comparisons disagree; a
-    review found alignment claim 7 reading "not reproduced" with nothing said of it.
-    Counter-examples: clear steps that go one way, or none clear, say nothing of it."""
+    reproduced or opposite), but its row names each corrected step that is clear, with
+    its direction and the p-value it decided on, then the regimes' own verdicts; a review
+    found alignment claims 7 and 8 saying "regimes disagree: equal epochs opposite" where
+    the regime itself was not reproduced.  Counter-examples: clear steps that go one way,
+    or none clear, say nothing of it."""
     mid = [2.0, 2.1, 2.05, 1.95, 2.02]
     up_then_flat = V.trend([LOW, mid, [x + 0.01 for x in mid]])  # one step up, one flat
     down_then_flat = V.trend([HIGH, mid, [x + 0.01 for x in mid]])  # one down, one flat
     assert up_then_flat.verdict == down_then_flat.verdict == NOT_AT_SCALE
     assert up_then_flat.leans == (REPRODUCED,) and down_then_flat.leans == (OPPOSITE,)
+    p = f"p = {V.welch(mid, LOW)[1]:.3g}"
+    assert up_then_flat.clear == (("#0 -> #1", REPRODUCED, p, "step"),)
     both = V.combine({"equal epochs": down_then_flat, "equal steps": up_then_flat}, what="regimes")
     assert both.verdict == NOT_AT_SCALE and both.from_rule
     said = (
-        "regimes disagree in their corrected comparisons: equal epochs opposite, "
-        "equal steps reproduced"
+        f"corrected steps disagree: equal epochs #0 -> #1 opposite ({p}), "
+        f"equal steps #0 -> #1 reproduced ({p}); regimes each not reproduced at this scale"
     )
-    assert both.row.startswith(said), both.row
+    assert both.row == said, both.row
+    assert both.rule.startswith(said.split("; ")[0] + "; [equal epochs] not reproduced")
     assert both.leans == (OPPOSITE, REPRODUCED)
-    # one level up the disagreement is still named, part by part
+    # one level up every clear step is still named, each with its whole path, and no
+    # part is said to be "opposite" unless its own verdict is
     outer = V.combine({"lr a": both, "lr b": up_then_flat}, what="rules")
-    assert outer.row.startswith(
-        "rules disagree in their corrected comparisons: "
-        "lr a opposite and reproduced, lr b reproduced"
-    )
+    assert outer.row == (
+        f"corrected steps disagree: lr a equal epochs #0 -> #1 opposite ({p}), lr a equal "
+        f"steps #0 -> #1 reproduced ({p}), lr b #0 -> #1 reproduced ({p}); rules each not "
+        "reproduced at this scale; [lr a] regimes each not reproduced at this scale"
+    ), outer.row
     # the same directions, or nothing clear: no such sentence
     same = V.combine({"x": up_then_flat, "y": up_then_flat}, what="regimes")
     flat = V.trend([NOISE, NOISE, NOISE])
-    assert flat.leans == ()
+    assert flat.leans == () and flat.clear == ()
     for quiet in (
         same,
         V.combine({"x": flat, "y": up_then_flat}),
         V.combine({"x": flat, "y": flat}),
     ):
         assert "disagree" not in quiet.row and quiet.verdict == NOT_AT_SCALE
-    # a clear part beside a part that leans the other way: "differ", and the disagreement
+    # a clear part beside a part that leans the other way: the tests, then "differ"
     mixed_below = V.combine({"x": V.compare(HIGH, LOW), "y": down_then_flat}, what="regimes")
     assert mixed_below.verdict == NOT_AT_SCALE
-    assert mixed_below.row.startswith(
-        "regimes disagree in their corrected comparisons: x reproduced, y opposite; regimes differ:"
+    assert mixed_below.row.startswith("corrected tests disagree: x reproduced (p = ")
+    assert mixed_below.row.endswith(
+        f"y #0 -> #1 opposite ({p}); regimes differ: x reproduced, y not reproduced at this scale"
     )
     # per setting, the same
     settings = V.per_setting({"a": down_then_flat, "b": up_then_flat})
     assert settings.verdict == NOT_AT_SCALE
-    assert settings.row.startswith(
-        "settings disagree in their corrected comparisons: a opposite, b reproduced"
+    assert settings.row == (
+        f"corrected steps disagree: a #0 -> #1 opposite ({p}), b #0 -> #1 reproduced ({p}); "
+        "settings each not reproduced at this scale"
     )
-    # the leanings are sealed: edited, the verdict is refused
+
+    # Holm-adjusted in a family: the adjusted p-value, so named
+    def regimes() -> Verdict:
+        return V.combine(
+            {
+                "equal epochs": V.trend([HIGH, mid, [x + 0.01 for x in mid]]),
+                "equal steps": V.trend([LOW, mid, [x + 0.01 for x in mid]]),
+            },
+            what="regimes",
+        )
+
+    (in_family,), _ = V.holm_family("F", [regimes])
+    assert "(Holm p = " in in_family.row and "(p = " not in in_family.row
+    # the leanings and the clear comparisons are sealed: edited, the verdict is refused
     import dataclasses
 
     assert not dataclasses.replace(both, leans=(REPRODUCED,)).from_rule
+    assert not dataclasses.replace(both, clear=both.clear[:1]).from_rule
+    assert not dataclasses.replace(both, notes="").from_rule
+
+
+def test_comparison_tests_name_a_test_two_claims_share() -> None:
+    """The same two samples tested by two rules (in either order) have one identity; a
+    different setting (min_gap, margin) or other samples another."""
+    a, b = V.comparison_tests(lambda: V.compare(HIGH, LOW, names=("HSCL", "SCL")))[0]
+    again = V.comparison_tests(
+        lambda: V.combine({"x": V.compare(LOW, HIGH, names=("beta=0", "beta=5"))})
+    )
+    assert again == [(a, "beta=0 vs beta=5")] and b == "HSCL vs SCL"
+    other = V.comparison_tests(lambda: V.compare(HIGH, LOW, min_gap=0.5))
+    assert other[0][0] != a
+    assert V.comparison_tests(lambda: V.at_least(HIGH, 0.0)) == []
 
 
 def test_the_seal_binds_the_verdicts_content(tmp_path: Path) -> None:
@@ -456,11 +493,20 @@ def test_a_lucky_p_among_a_claims_own_tests_is_not_mixed(tmp_path: Path) -> None
     assert rep.families == [
         "'claim 1' (`lucky`): 4 comparison tests, Holm-corrected within the claim"
     ]
-    # a claim of one comparison test is no family: its raw p decides, nothing is named
+    # a claim of one comparison test: its raw p decides, named as a family of one; a
+    # claim of no comparison test is named as such
     single = ClaimSpec("one", "§", "c", "q", "none", lambda m: "m", lambda m: V.compare(hi, lo))
+    level = ClaimSpec("lvl", "§", "c", "q", "none", lambda m: "m", lambda m: V.at_least(hi, 0))
     rep1 = StudyReport("u", "U", tmp_path / "u", "cmd", {}, [0, 1, 2])
-    (one,) = evaluate_claims(rep1, [single], {})
-    assert one.verdict == REPRODUCED and "Holm" not in one.rule and rep1.families == []
+    one, _ = evaluate_claims(rep1, [single, level], {})
+    assert one.verdict == REPRODUCED and "Holm" not in one.rule
+    assert rep1.families == [
+        "'claim 1' (`one`): 1 comparison test, a family of one (its own family: nothing "
+        "to correct)",
+        "no comparison test, so no family (a level, bound or saturation rule, or no runs "
+        "to test): claim(s) 2",
+    ]
+    assert rep1.shared_tests == []
 
 
 def test_a_lucky_opposite_beside_a_strong_setting_is_not_mixed(tmp_path: Path) -> None:

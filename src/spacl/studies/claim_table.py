@@ -114,23 +114,33 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         report.families.append(
             f"'{name}': claims {numbers}: {size} comparison test(s), Holm-corrected together{said}"
         )
+    untested = []
     for i, spec in enumerate(specs):
         if spec.family is not None:
             continue
         own = f"claim {first + i}"
         verdict, size = _named(spec.key, partial(holm_within, own, _bound_rule(spec, metrics)))
         decided[spec.key] = verdict
+        # the note of a claim decided apart from runs it shares says why
+        said = f" ({spec.family_note})" if spec.family_note else ""
         if size > 1:
-            said = f" ({spec.family_note})" if spec.family_note else ""
             report.families.append(
                 f"'{own}' (`{spec.key}`): {size} comparison tests, Holm-corrected within the "
                 f"claim{said}"
             )
-        elif spec.family_note:  # a claim decided apart from runs it shares: why, named
+        elif size == 1:
             report.families.append(
-                f"'{own}' (`{spec.key}`): {size} comparison test(s), its own family "
-                f"({spec.family_note})"
+                f"'{own}' (`{spec.key}`): 1 comparison test, a family of one (its own "
+                f"family: nothing to correct){said}"
             )
+        else:
+            untested.append(str(first + i))
+    if untested:
+        report.families.append(
+            "no comparison test, so no family (a level, bound or saturation rule, or no "
+            f"runs to test): claim(s) {', '.join(untested)}"
+        )
+    report.shared_tests[:] = _shared_tests(specs, metrics, first)
     added = []
     for spec in specs:
         measured = _named(spec.key, partial(spec.measured, metrics))
@@ -143,6 +153,36 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
             report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
         )
     return added
+
+
+def _shared_tests(specs: Sequence[ClaimSpec], metrics: Metrics, first: int) -> list[str]:
+    """The comparison tests that more than one claim runs on the same samples
+    (:func:`~spacl.studies.verdicts.comparison_tests`), one line each: ``"claim 1's HSCL
+    vs SCL is claim 2's beta=5 vs beta=0 (families 'claim 1' and 'claim 2')"``; each is
+    counted in every family that runs it."""
+    from spacl.studies.verdicts import comparison_tests
+
+    seen: dict[Any, list[tuple[int, str, str]]] = {}
+    for i, spec in enumerate(specs):
+        tests = _named(spec.key, partial(comparison_tests, _bound_rule(spec, metrics)))
+        family = spec.family or f"claim {first + i}"
+        for identity, name in tests:
+            claims = seen.setdefault(identity, [])
+            if all(n != first + i for n, _, _ in claims):
+                claims.append((first + i, name, family))
+    lines = []
+    for claims in seen.values():
+        if len(claims) < 2:
+            continue
+        said = " is ".join(f"claim {n}'s {name}" for n, name, _ in claims)
+        families = list(dict.fromkeys(f"'{family}'" for _, _, family in claims))
+        where = (
+            f"families {' and '.join(families)}"
+            if len(families) > 1
+            else f"both in family {families[0]}"
+        )
+        lines.append(f"{said} ({where})")
+    return lines
 
 
 def _bound_rule(spec: ClaimSpec, metrics: Metrics) -> Callable[[], Verdict]:

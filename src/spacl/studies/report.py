@@ -190,6 +190,9 @@ class StudyReport:
     threads: int | None = None
     #: the families of claims whose tests were Holm-corrected together (one line each)
     families: list[str] = field(default_factory=list)
+    #: the comparison tests that claims share (the same samples tested by two claims,
+    #: counted in each claim's family; one line each)
+    shared_tests: list[str] = field(default_factory=list)
     #: the start of the invocation that wrote the results, UTC (ISO 8601,
     #: ``results.json["started"]``, the header's Date); set from :attr:`started` when not
     #: given.  A report regenerated from stored results keeps the stored one, ``None``
@@ -305,11 +308,21 @@ class StudyReport:
             if self.families
             else "Families of tests: none; every claim is decided by its own test(s)"
         )
+        shared = (
+            [
+                "",
+                "Tests shared between claims (the same test on the same samples, counted in the "
+                "family of each claim that runs it): " + "; ".join(self.shared_tests) + ".",
+            ]
+            if self.shared_tests
+            else []
+        )
         lines += [
             "",
             VERDICT_RULES,
             "",
             families + ".",
+            *shared,
             "",
             "Rules as applied, with the numbers:",
             "",
@@ -340,6 +353,7 @@ class StudyReport:
             "figures": self.figures,
             "stamps": self.stamps,
             "families": self.families,
+            "shared_tests": self.shared_tests,
         }
         clean = _jsonable(results, "results", bad)
         clean["non_finite"] = bad

@@ -13,11 +13,15 @@ the family's comparison tests (:func:`holm`, :func:`holm_family`) before the 5% 
 so one lucky p among many does not decide a verdict.  A claim outside any family that
 decides from more than one comparison test (best-option, trend, combined, per-setting)
 is a family of its own (:func:`holm_within`, named in the report too): its tests are
-Holm-adjusted within the claim.  **Mixed** is the word of a claim made of parts or
-settings (:func:`combine`, :func:`per_setting`) whose corrected verdicts disagree; a
-best-option or trend claim whose corrected comparisons disagree is refuted as stated (the
-claimed option is beaten, the sweep is not monotone): not reproduced, its row naming the
-comparisons that disagree.
+Holm-adjusted within the claim; a claim of one comparison test is named as a family of
+one (nothing to correct), and a test two claims run on the same samples
+(:func:`comparison_tests`) is named as shared.  **Mixed** is the word of a claim made of
+parts or settings (:func:`combine`, :func:`per_setting`) whose corrected verdicts
+disagree; a best-option or trend claim whose corrected comparisons disagree is refuted
+as stated (the claimed option is beaten, the sweep is not monotone): not reproduced, its
+row naming the comparisons that disagree.  A whole that is not reproduced while the
+clear corrected comparisons below its parts point both ways names each of them with the
+p-value it decided on ("corrected steps disagree: ...").
 
 * :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
   min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
@@ -123,6 +127,7 @@ __all__ = [
     "broken_count",
     "combine",
     "compare",
+    "comparison_tests",
     "discriminating",
     "equivalent",
     "holm",
@@ -195,9 +200,10 @@ VERDICT_RULES = (
     "in a family, below 5%), opposite when it lies wholly outside; *saturation claims* "
     "need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
-    "*families* of tests (named below the table: claims read together, and every claim "
-    "that decides from more than one comparison test, a family of its own) are corrected "
-    "by Holm's step-down method: every Welch p-value of the family's comparisons is "
+    "*families* of tests (named below the table: claims read together; every other claim "
+    "with comparison tests is a family of its own, a family of one where it runs a single "
+    "test, which nothing corrects; a test that two claims share is named there too) are "
+    "corrected by Holm's step-down method: every Welch p-value of the family's comparisons is "
     "adjusted over all of them before the 5% rule, and every verdict above reads the "
     "corrected p-values (so **mixed** means that corrected parts or settings disagree); "
     "*bound claims* are reproduced when every measured value is within "
@@ -215,11 +221,28 @@ VERDICT_RULES = (
 _SEAL_KEY = secrets.token_bytes(32)
 
 
-def _digest(verdict: str, rule: str, by: str, row: str = "", leans: tuple[str, ...] = ()) -> str:
+#: one clear corrected comparison below a verdict (:attr:`Verdict.clear`): where it sits
+#: (its part's path, ``""`` for the verdict's own test), its direction, the p-value it
+#: decided on as written (``"Holm p = 0.036"``) and its kind (``"test"``, ``"step"`` of a
+#: trend, ``"comparison"`` of a best-option claim)
+Clear = tuple[str, str, str, str]
+
+
+def _digest(
+    verdict: str,
+    rule: str,
+    by: str,
+    row: str = "",
+    leans: tuple[str, ...] = (),
+    clear: tuple[Clear, ...] = (),
+    notes: str = "",
+) -> str:
     """The seal of a verdict with this content: an HMAC of its outcome, rule text, rule
-    function, row note and leanings under :data:`_SEAL_KEY`, so a seal vouches for these
-    fields."""
-    content = json.dumps([verdict, rule, by, row, list(leans)]).encode()
+    function, row note, leanings, clear comparisons and notes under :data:`_SEAL_KEY`, so
+    a seal vouches for these fields."""
+    content = json.dumps(
+        [verdict, rule, by, row, list(leans), [list(c) for c in clear], notes]
+    ).encode()
     return hmac.new(_SEAL_KEY, content, hashlib.sha256).hexdigest()
 
 
@@ -248,6 +271,15 @@ class Verdict:
     #: significant step): what :func:`combine` reads to say that parts disagree below
     #: their own verdicts; () for none
     leans: tuple[str, ...] = ()
+    #: every clear corrected comparison below the verdict (:data:`Clear`: path,
+    #: direction, p-value, kind), its own test's included: what :func:`combine` and
+    #: :func:`per_setting` name, each with its p-value, when the comparisons below their
+    #: parts point both ways; () for none
+    clear: tuple[Clear, ...] = ()
+    #: what :attr:`row` says beside the clear comparisons (a bound's count, which parts
+    #: differ): a parent that names every clear comparison itself states these instead of
+    #: the part's row; "" for none
+    notes: str = ""
 
     def __post_init__(self) -> None:
         check_choice(self.verdict, "verdict", VERDICTS)
@@ -260,23 +292,39 @@ class Verdict:
             and isinstance(self._seal, str)
             and isinstance(self.row, str)
             and isinstance(self.leans, tuple)
+            and isinstance(self.clear, tuple)
+            and isinstance(self.notes, str)
             and hmac.compare_digest(
-                self._seal, _digest(self.verdict, self.rule, self.by, self.row, self.leans)
+                self._seal,
+                _digest(
+                    self.verdict, self.rule, self.by, self.row, self.leans, self.clear, self.notes
+                ),
             )
         )
 
 
-def _ruled(verdict: str, rule: str, by: str, row: str = "", leans: tuple[str, ...] = ()) -> Verdict:
+def _ruled(
+    verdict: str,
+    rule: str,
+    by: str,
+    row: str = "",
+    leans: tuple[str, ...] = (),
+    clear: tuple[Clear, ...] = (),
+    notes: str = "",
+) -> Verdict:
     """A verdict of rule function ``by`` of this module, sealed over its content."""
-    return Verdict(verdict, rule, by, _digest(verdict, rule, by, row, leans), row, leans)
+    seal = _digest(verdict, rule, by, row, leans, clear, notes)
+    return Verdict(verdict, rule, by, seal, row, leans, clear, notes)
 
 
 def reworded(verdict: Verdict, rule: str) -> Verdict:
-    """``verdict`` with another rule text (its outcome, rule function and row note kept),
-    sealed again only if it was sealed (a hand-built verdict stays unsealed)."""
-    if verdict.from_rule:
-        return _ruled(verdict.verdict, rule, verdict.by, verdict.row, verdict.leans)
-    return Verdict(verdict.verdict, rule, verdict.by, row=verdict.row, leans=verdict.leans)
+    """``verdict`` with another rule text (its outcome, rule function, row note, clear
+    comparisons and notes kept), sealed again only if it was sealed (a hand-built verdict
+    stays unsealed)."""
+    v = verdict
+    if v.from_rule:
+        return _ruled(v.verdict, rule, v.by, v.row, v.leans, v.clear, v.notes)
+    return Verdict(v.verdict, rule, v.by, row=v.row, leans=v.leans, clear=v.clear, notes=v.notes)
 
 
 def not_run(what: str) -> Verdict:
@@ -310,20 +358,50 @@ def compare(
         )
     t, p_raw = welch(a, b)
     p, note = _family_p(p_raw)
+    _signed("Welch", a, b, names, f"min_gap {gap_min:g}")
     rule = (
         f"{head}, Welch t = {t:+.3g}, p = {p_raw:.3g}{note} (n = {len(a)}, {len(b)}), "
         f"min_gap = {gap_min:g}"
     )
+    said = f"{'Holm p' if note else 'p'} = {p:.3g}"
     if p < ALPHA and gap > gap_min:
-        return _ruled(REPRODUCED, rule, by="compare")
+        return _ruled(REPRODUCED, rule, by="compare", clear=(("", REPRODUCED, said, "test"),))
     if p < ALPHA and -gap > gap_min:
-        return _ruled(OPPOSITE, rule, by="compare")
+        return _ruled(OPPOSITE, rule, by="compare", clear=(("", OPPOSITE, said, "test"),))
     return _ruled(NOT_AT_SCALE, rule, by="compare")
 
 
 # --------------------------------------------------------------- families (Holm)
 #: while a family's tests are recorded: the raw p-values in call order
 _RECORDED: ContextVar[list[float] | None] = ContextVar("_RECORDED", default=None)
+#: while a claim's tests are listed (:func:`comparison_tests`): each test's identity and name
+_SIGNED: ContextVar[list[tuple[Any, str]] | None] = ContextVar("_SIGNED", default=None)
+
+
+def _signed(
+    test: str, a: Sequence[float], b: Sequence[float], names: tuple[str, str], how: str
+) -> None:
+    """Note a comparison test while :func:`comparison_tests` lists them: its identity
+    (the test, its setting, the two samples in either order) and its name."""
+    signed = _SIGNED.get()
+    if signed is not None:
+        samples = tuple(sorted((tuple(float(x) for x in a), tuple(float(x) for x in b))))
+        signed.append(((test, how, samples), f"{names[0]} vs {names[1]}"))
+
+
+def comparison_tests(rule: Callable[[], Any]) -> list[tuple[Any, str]]:
+    """The comparison tests (:func:`compare`, :func:`equivalent`) that ``rule`` (a claim's
+    rule, without arguments) runs, in call order: each one's identity (the test, its
+    setting and the two samples, in either order: the same test run by two claims has the
+    same identity) and a name (``"HSCL vs SCL"``).  The verdicts are not changed."""
+    signing = _SIGNED.set([])
+    try:
+        rule()
+        return list(_SIGNED.get() or [])
+    finally:
+        _SIGNED.reset(signing)
+
+
 #: while a family's claims are decided: (adjusted p-values left, family name, size)
 _ADJUSTED: ContextVar[tuple[list[float], str, int] | None] = ContextVar("_ADJUSTED", default=None)
 
@@ -451,14 +529,20 @@ def best_of(
     rule = f"best-option claim for {claimed}{best}: " + "; ".join(
         f"vs {k}: {v.verdict} ({v.rule})" for k, v in parts.items()
     )
+    clear = _clear_below({f"vs {k}": v for k, v in parts.items()}, kind="comparison")
     if all(v == REPRODUCED for v in verdicts):
-        return _ruled(REPRODUCED, rule, by="best_of")
+        return _ruled(REPRODUCED, rule, by="best_of", clear=clear)
     if all(v == OPPOSITE for v in verdicts):
-        return _ruled(OPPOSITE, rule, by="best_of")
+        return _ruled(OPPOSITE, rule, by="best_of", clear=clear)
     row = _clear_comparisons({f"vs {k}": v for k, v in parts.items()}, "comparisons")
     leans = _leanings(parts.values())
     return _ruled(
-        NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="best_of", row=row, leans=leans
+        NOT_AT_SCALE,
+        f"{row}; {rule}" if row else rule,
+        by="best_of",
+        row=row,
+        leans=leans,
+        clear=clear,
     )
 
 
@@ -474,16 +558,33 @@ def _leanings(parts: Iterable[Verdict]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _hidden_disagreement(parts: Mapping[str, Verdict], what: str) -> str:
-    """``"<what> disagree in their corrected comparisons: <part> opposite, <part>
-    reproduced"`` when the parts' clear directions (:func:`_leanings`) go both ways, so
-    a row whose parts are each "not reproduced" still says that corrected tests point
-    opposite ways; ``""`` otherwise."""
-    directions = {k: _leanings([v]) for k, v in parts.items()}
-    if {REPRODUCED, OPPOSITE} - {d for ds in directions.values() for d in ds}:
+def _clear_below(parts: Mapping[str, Verdict], kind: str | None = None) -> tuple[Clear, ...]:
+    """The clear corrected comparisons of ``parts`` (:attr:`Verdict.clear`), each path
+    led by its part's name; ``kind``: the kind they take here (a trend's ``"step"``, a
+    best-option claim's ``"comparison"``), else their own."""
+    return tuple(
+        (f"{name} {path}".strip(), direction, p, kind or own)
+        for name, v in parts.items()
+        for path, direction, p, own in v.clear
+    )
+
+
+#: the plural of each kind of comparison (:data:`Clear`)
+_KINDS = {"test": "tests", "step": "steps", "comparison": "comparisons"}
+
+
+def _tests_disagree(clear: Sequence[Clear]) -> str:
+    """``"corrected steps disagree: equal epochs B=200 -> B=400 opposite (Holm p =
+    0.036), equal steps B=100 -> B=200 reproduced (Holm p = 0.0077)"``: every clear
+    corrected comparison below a verdict, with the p-value it decided on, when they go
+    both ways (so a row whose parts are each "not reproduced" still says which corrected
+    tests point opposite ways); ``""`` otherwise."""
+    if {REPRODUCED, OPPOSITE} - {direction for _, direction, _, _ in clear}:
         return ""
-    named = ", ".join(f"{k} {' and '.join(ds)}" for k, ds in directions.items() if ds)
-    return f"{what} disagree in their corrected comparisons: {named}"
+    kinds = {kind for *_, kind in clear}
+    noun = _KINDS.get(kinds.pop(), "tests") if len(kinds) == 1 else "tests"
+    named = ", ".join(f"{path} {direction} ({p})".lstrip() for path, direction, p, _ in clear)
+    return f"corrected {noun} disagree: {named}"
 
 
 def _clear_comparisons(parts: Mapping[str, Verdict], what: str) -> str:
@@ -555,15 +656,22 @@ def trend(
     rule = f"{direction}-trend claim, every step: " + "; ".join(
         f"[{names[i]} -> {names[i + 1]}] {v.verdict}: {v.rule}" for i, v in enumerate(steps)
     )
+    named = {f"{names[i]} -> {names[i + 1]}": v for i, v in enumerate(steps)}
+    clear = _clear_below(named, kind="step")
     if all(v == REPRODUCED for v in verdicts):
-        return _ruled(REPRODUCED, rule, by="trend")
+        return _ruled(REPRODUCED, rule, by="trend", clear=clear)
     if all(v == OPPOSITE for v in verdicts):
-        return _ruled(OPPOSITE, rule, by="trend")
-    row = _clear_comparisons(
-        {f"{names[i]} -> {names[i + 1]}": v for i, v in enumerate(steps)}, "steps"
-    )
+        return _ruled(OPPOSITE, rule, by="trend", clear=clear)
+    row = _clear_comparisons(named, "steps")
     leans = _leanings(steps)
-    return _ruled(NOT_AT_SCALE, f"{row}; {rule}" if row else rule, by="trend", row=row, leans=leans)
+    return _ruled(
+        NOT_AT_SCALE,
+        f"{row}; {rule}" if row else rule,
+        by="trend",
+        row=row,
+        leans=leans,
+        clear=clear,
+    )
 
 
 def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
@@ -583,10 +691,11 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
+    clear = _clear_below(parts)
     if all(v == REPRODUCED for v in verdicts):
-        return _ruled(REPRODUCED, rule, by="combine")
+        return _ruled(REPRODUCED, rule, by="combine", clear=clear)
     if all(v == OPPOSITE for v in verdicts):
-        return _ruled(OPPOSITE, rule, by="combine")
+        return _ruled(OPPOSITE, rule, by="combine", clear=clear)
     if (REPRODUCED in verdicts and OPPOSITE in verdicts) or MIXED in verdicts:
         split = ", ".join(
             f"{k} {v.verdict}"
@@ -594,18 +703,57 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
             if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
         )
         disagree = f"{what} disagree: {split}"
-        return _ruled(MIXED, f"{disagree}; {rule}", by="combine", row=disagree)
-    # the parts' own row notes (a bound's count, regimes that differ) reach the row, and
-    # corrected comparisons inside the parts that point both ways are said first
-    notes = [f"[{k}] {v.row}" for k, v in parts.items() if v.row]
-    hidden = _hidden_disagreement(parts, what)
-    leans = _leanings(parts.values())
-    if len(set(verdicts)) > 1:  # a clear part beside a part inside the noise: said
-        differ = f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
-        row = "; ".join(x for x in [hidden, differ, *notes] if x)
-        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="combine", row=row, leans=leans)
-    row = "; ".join(x for x in [hidden, *notes] if x)
-    return _ruled(NOT_AT_SCALE, rule, by="combine", row=row, leans=leans)
+        return _ruled(
+            MIXED, f"{disagree}; {rule}", by="combine", row=disagree, clear=clear, notes=disagree
+        )
+    # a clear part beside a part inside the noise is said; so are the parts' own row
+    # notes (a bound's count, regimes that differ), led by every clear corrected
+    # comparison below when they point both ways
+    differ = (
+        f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
+        if len(set(verdicts)) > 1
+        else ""
+    )
+    row, notes, lead = _not_reproduced_row(parts, clear, what, differ)
+    return _ruled(
+        NOT_AT_SCALE,
+        "; ".join(x for x in [lead, differ, rule] if x),
+        by="combine",
+        row=row,
+        leans=_leanings(parts.values()),
+        clear=clear,
+        notes=notes,
+    )
+
+
+def _not_reproduced_row(
+    parts: Mapping[str, Verdict],
+    clear: Sequence[Clear],
+    what: str,
+    differ: str,
+    *,
+    part_rows: bool = True,
+) -> tuple[str, str, str]:
+    """The row note, the notes (:attr:`Verdict.notes`) and the rule's lead of a whole
+    that is not reproduced, made of ``parts`` (``differ``: which of them differ, or "").
+    When the clear corrected comparisons below (``clear``) point both ways, the row names
+    every one with its p-value (:func:`_tests_disagree`), then what the parts' verdicts
+    are (``differ``, or "<what> each <verdict>") and the parts' notes; otherwise it is
+    ``differ`` and the parts' rows (``part_rows``: a per-setting claim's rows name no
+    part's row)."""
+    lead = _tests_disagree(clear)
+    below = [f"[{k}] {v.notes}" for k, v in parts.items() if v.notes] if part_rows else []
+    if lead:
+        outcomes = {v.verdict for v in parts.values()}
+        each = differ or f"{what} each {outcomes.pop()}"
+        notes = "; ".join([each, *below])
+        return f"{lead}; {notes}", notes, lead
+    rows = [f"[{k}] {v.row}" for k, v in parts.items() if v.row] if part_rows else []
+    return (
+        "; ".join(x for x in [differ, *rows] if x),
+        "; ".join(x for x in [differ, *below] if x),
+        "",
+    )
 
 
 def broken_count(broken: int, total: int, *, runs: str = "runs") -> str:
@@ -626,10 +774,10 @@ def at_most(values: Sequence[float], bound: float, *, runs: str = "runs") -> Ver
         f"{inside}/{len(v)} within the bound ({row})"
     )
     if max(v) <= bound:
-        return _ruled(REPRODUCED, rule, by="at_most", row=row)
+        return _ruled(REPRODUCED, rule, by="at_most", row=row, notes=row)
     if min(v) > bound:
-        return _ruled(OPPOSITE, rule, by="at_most", row=row)
-    return _ruled(NOT_AT_SCALE, rule, by="at_most", row=row)
+        return _ruled(OPPOSITE, rule, by="at_most", row=row, notes=row)
+    return _ruled(NOT_AT_SCALE, rule, by="at_most", row=row, notes=row)
 
 
 def at_least(values: Sequence[float], threshold: float, *, runs: str = "runs") -> Verdict:
@@ -641,10 +789,10 @@ def at_least(values: Sequence[float], threshold: float, *, runs: str = "runs") -
     row = f"{sum(x < threshold for x in v)} of {len(v)} {runs} fall below the threshold"
     rule = f"mean = {m:.4g}, std = {s:.3g}, threshold = {threshold:.4g} ({row})"
     if m - s >= threshold:
-        return _ruled(REPRODUCED, rule, by="at_least", row=row)
+        return _ruled(REPRODUCED, rule, by="at_least", row=row, notes=row)
     if m + s < threshold:
-        return _ruled(OPPOSITE, rule, by="at_least", row=row)
-    return _ruled(NOT_AT_SCALE, rule, by="at_least", row=row)
+        return _ruled(OPPOSITE, rule, by="at_least", row=row, notes=row)
+    return _ruled(NOT_AT_SCALE, rule, by="at_least", row=row, notes=row)
 
 
 def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
@@ -666,26 +814,41 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     outcomes = {v.verdict for v in ran.values()}
     clear = {k: v for k, v in ran.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
+    below = _clear_below(ran)
     if (REPRODUCED in outcomes and OPPOSITE in outcomes) or MIXED in outcomes:
         split = ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
         disagree = f"settings disagree: {split}"
-        return _ruled(MIXED, f"{disagree}; {rule}", by="per_setting", row=disagree)
+        return _ruled(
+            MIXED,
+            f"{disagree}; {rule}",
+            by="per_setting",
+            row=disagree,
+            clear=below,
+            notes=disagree,
+        )
     if missing:
         return Verdict(NOT_RUN, f"{len(missing)} setting(s) not run ({missing}): {rule}")
-    hidden = _hidden_disagreement(ran, "settings")
     leans = _leanings(ran.values())
+    differ = ""
     if len(outcomes) > 1:  # a clear setting beside settings inside the noise: said
         others = len(ran) - len(clear)
         differ = "settings differ: " + ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
         differ += f"; {others} other(s) {NOT_AT_SCALE}"
-        row = "; ".join(x for x in [hidden, differ] if x)
-        return _ruled(NOT_AT_SCALE, f"{differ}; {rule}", by="per_setting", row=row, leans=leans)
-    outcome = outcomes.pop()
+    outcome = outcomes.pop() if len(outcomes) == 1 else NOT_AT_SCALE
     if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
         outcome = NOT_AT_SCALE
-    if outcome == NOT_AT_SCALE:
-        return _ruled(outcome, rule, by="per_setting", row=hidden, leans=leans)
-    return _ruled(outcome, rule, by="per_setting")
+    if outcome != NOT_AT_SCALE:
+        return _ruled(outcome, rule, by="per_setting", clear=below)
+    row, notes, lead = _not_reproduced_row(ran, below, "settings", differ, part_rows=False)
+    return _ruled(
+        outcome,
+        "; ".join(x for x in [lead, differ, rule] if x),
+        by="per_setting",
+        row=row,
+        leans=leans,
+        clear=below,
+        notes=notes,
+    )
 
 
 def equivalent(
@@ -728,6 +891,7 @@ def equivalent(
     else:
         p = 0.0 if abs(diff) < margin else 1.0
     p_decided, note = _family_p(p)
+    _signed("TOST", x, y, names, f"margin {margin:g}")
     rule = (
         f"TOST: mean({names[0]}) - mean({names[1]}) = {diff:+.4g}, 90% interval "
         f"[{lo:+.3g}, {hi:+.3g}], margin = +-{margin:g} (stated with the claim), p = {p:.3g}"
@@ -798,4 +962,4 @@ def discriminating(
             by="discriminating",
         )
     v = compare(a, b, min_gap=min_gap, names=names)
-    return _ruled(v.verdict, v.rule, by="discriminating")
+    return _ruled(v.verdict, v.rule, by="discriminating", clear=v.clear)

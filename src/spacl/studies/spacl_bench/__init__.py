@@ -256,7 +256,7 @@ def run(
     metrics[VAL_EXAMPLES] = val_examples(study.report.data_notes)
     metrics["compute"] = c = _compute(metrics)
     c["provenance"] = provenance(study.report.runs)
-    _provenance_stamp(study, c["provenance"], untrained_rows(study.report.runs))
+    _provenance_stamp(study, metrics)
     study.report.stamps.append(
         f"Compute of the runs used: {c['seconds'] / 60:.1f} min, the sum of each run's measured "
         f"time (its training steps + its evaluation; the wall time above is this invocation), "
@@ -293,6 +293,11 @@ def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
         "f1_open": {},
         "seeds": {},
         "commits": {},
+        # each run's chosen epochs (spacl_bench.open_intent_edges), its schedule's
+        # temperature and learning rate, and what the dev selection tuned (lr, methods)
+        "epochs": {},
+        "schedule": {},
+        "lr_selection": open_intent_lr_selection(store.parent / "selection_runs.jsonl"),
     }
     for ratio in (0.25, 0.75):
         runs = sorted(
@@ -309,7 +314,68 @@ def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
         out["f1_open"][str(ratio)] = [float(r["test"]["boundary"]["f1_ood"]) for r in runs]
         out["seeds"][str(ratio)] = [int(r["seed"]) for r in runs]
         out["commits"][str(ratio)] = [_open_intent_commit(r) for r in runs]
+        out["epochs"][str(ratio)] = [_open_intent_epochs(r) for r in runs]
+        for key in ("temperature", "lr"):
+            seen = {float(r["schedule"][key]) for r in runs if key in r.get("schedule", {})}
+            out["schedule"].setdefault(key, {})[str(ratio)] = sorted(seen)
     return out
+
+
+def _open_intent_epochs(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An open-intent run's early-stopping choices: per stage (the representation, on its
+    known-class dev score; the boundary, on its dev macro-F1) the chosen epoch (1-based,
+    the earliest best), the epochs run, the other epochs whose dev score ties the chosen
+    one's, and the stage's most epochs."""
+    rec, schedule = row.get("record") or {}, row.get("schedule") or {}
+
+    def stage(best: str, run: str, scores: str, most: str) -> dict[str, Any]:
+        chosen = int(rec[best])
+        values = [float(x) for x in rec.get(scores) or []]
+        ties = [
+            i
+            for i, x in enumerate(values, 1)
+            if i != chosen and chosen <= len(values) and abs(x - values[chosen - 1]) <= 1e-9
+        ]
+        return {
+            "chosen": chosen,
+            "run": int(rec[run]),
+            "ties": ties,
+            "max_epochs": int(schedule[most]) if most in schedule else None,
+        }
+
+    return {
+        "seed": int(row["seed"]),
+        "representation": stage("best_epoch", "epochs", "dev_scores", "max_epochs"),
+        "boundary": stage(
+            "boundary_best_epoch", "boundary_epochs", "boundary_dev_f1", "boundary_max_epochs"
+        ),
+    }
+
+
+def open_intent_lr_selection(path: str | Path) -> dict[str, Any]:
+    """What the open-intent benchmark's dev selection (``selection_runs.jsonl``) tuned:
+    its methods and learning rates, and its choice by its rule (the highest mean
+    pseudo-open dev macro-F1 over the draws, per method, learning rate and rule);
+    ``{}`` where the file is absent."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    scores: dict[tuple[str, float, str], list[float]] = {}
+    for r in rows:
+        for rule, got in (r.get("pseudo_open") or {}).items():
+            key = (str(r["method"]), float(r["options"]["lr"]), str(rule))
+            scores.setdefault(key, []).append(float(got["macro_f1"]))
+    if not scores:
+        return {}
+    (method, lr, rule), best = max(scores.items(), key=lambda kv: sum(kv[1]) / len(kv[1]))
+    return {
+        "source": "open_intent/selection_runs.jsonl",
+        "methods": sorted({k[0] for k in scores}),
+        "lrs": sorted({k[1] for k in scores}),
+        "draws": max(len(v) for v in scores.values()),
+        "chosen": {"method": method, "lr": lr, "rule": rule, "macro_f1": sum(best) / len(best)},
+    }
 
 
 def _open_intent_commit(row: Mapping[str, Any]) -> str | None:
@@ -412,22 +478,29 @@ def regenerate(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     # counted again by the current rule (trained runs only; older results counted the
     # untrained rows among the runs with no recorded commit)
     metrics["compute"] = {**metrics["compute"], "provenance": provenance(study.report.runs)}
-    _provenance_stamp(study, metrics["compute"]["provenance"], untrained_rows(study.report.runs))
+    _provenance_stamp(study, metrics)
     if not stored["quick"]:
         _status_stamp(study, metrics)
     return finish_study(study, metrics, claim_specs(), sections=sections, plots=plots)
 
 
-def _provenance_stamp(study: StudyRun, p: Mapping[str, int], untrained: int) -> None:
-    """The header line counting the commits the report's runs were trained at (``p``:
-    :func:`provenance` of them; they span many invocations, and the header's "Commit:"
-    is only the one that wrote the results); ``untrained``: the rows that train nothing."""
+def _provenance_stamp(study: StudyRun, metrics: Mapping[str, Any]) -> None:
+    """The header line counting the commits of every trained run the report reads
+    (:func:`~.claim_runs.read_provenance`: the run store's, the diagnostics' encoders, the
+    FB15k-237 and open-intent seed runs; they span many invocations, and the header's
+    "Commit:" is only the one that wrote the results), and the rows that train nothing."""
+    from spacl.studies.spacl_bench.claim_runs import read_provenance
+
+    p, parts = read_provenance(metrics, study.report.runs)
+    untrained = untrained_rows(study.report.runs)
+    held = "; ".join(f"{n} {label}" for label, n in parts)
     stamps = [x for x in study.report.stamps if not x.startswith(RUNS_STAMP)]
     stamps.insert(
         0,
         (
-            f"{RUNS_STAMP} of the {p['runs']} trained runs, {p['clean']} at a clean commit, "
-            f"{p['modified_tree']} on a modified tree, {p['no_commit']} with no recorded commit "
+            f"{RUNS_STAMP} of the {p['runs']} trained runs this report reads ({held}), "
+            f"{p['clean']} at a clean commit, {p['modified_tree']} on a modified tree, "
+            f"{p['no_commit']} with no recorded commit "
             f"(trained before runs recorded it); besides them, {untrained} untrained "
             f"baseline row(s) ({' / '.join(UNTRAINED)}: scored without training, no run of "
             "any commit).  Each run's commit is in results.json's `runs`; per claim (its "
@@ -564,6 +637,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             report_only(args.out, args.source)
         except (FileNotFoundError, ValueError) as err:
             parser.exit(2, f"spacl_bench --report-only: {err}\n")
+        except KeyError as err:  # a run record damaged below what identifies a run
+            parser.exit(
+                2,
+                f"spacl_bench --report-only: a run record under {Path(args.out) / 'runs'} "
+                f"lacks {err}, which the report reads (a damaged run store)\n",
+            )
         return
     if args.bench == "diagnostics":
         run_diagnostics_only(args.out)

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spacl.studies.spacl_bench.claims import BENCH_SETTINGS, PAPER_ABLATION
+from spacl.studies.spacl_bench.methods import UNTRAINED
 from spacl.studies.study import commit_kind
 
-__all__ = ["Arm", "arm_versions", "claim_arms", "provenance_rows"]
+__all__ = ["Arm", "arm_versions", "claim_arms", "provenance_rows", "read_provenance"]
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -250,3 +251,43 @@ def provenance_rows(claims: Sequence[Any], m: Mapping[str, Any], runs: Rows) -> 
             ]
         )
     return rows
+
+
+def read_provenance(
+    m: Mapping[str, Any], runs: Rows
+) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """The commits of every trained run the report reads: the run store's (``runs``:
+    ``results.json["runs"]``, the :data:`~.methods.UNTRAINED` rows left out), the
+    diagnostics' encoders (retrained per seed, no commit recorded), the FB15k-237 seed
+    runs and the open-intent runs (their stores' own records).  Returns the counts
+    (``runs``, ``clean``, ``modified_tree``, ``no_commit``) and, per source, its label and
+    how many runs it holds (sources with none left out)."""
+    counts = {"runs": 0, "clean": 0, "modified_tree": 0, "no_commit": 0}
+    parts: list[tuple[str, int]] = []
+
+    def add(label: str, commits: Sequence[str | None]) -> None:
+        if not commits:
+            return
+        parts.append((label, len(commits)))
+        for commit in commits:
+            counts["runs"] += 1
+            counts[commit_kind(commit)] += 1
+
+    add(
+        "in the run store (results.json's `runs`)",
+        [r.get("commit") for r in runs if r.get("method") not in UNTRAINED],
+    )
+    seeds = len((m.get("diagnostics") or {}).get("seeds") or [])
+    add(
+        f"diagnostics encoders (SPACL and NT-Xent, {seeds} seeds each, retrained without "
+        "recording a commit)",
+        [None] * (2 * seeds),
+    )
+    kg = (m.get("kg_seeds") or {}).get("run_commits") or {}
+    add("FB15k-237 seed runs (kg_seeds.jsonl)", [c for cs in kg.values() for c in cs])
+    oi = (m.get("open_intent") or {}).get("commits") or {}
+    add(
+        "open-intent runs (SPACL at StackOverflow, open_intent/runs.jsonl)",
+        [c for cs in oi.values() for c in cs],
+    )
+    return counts, parts

@@ -70,10 +70,38 @@ class RunStore:
         self.path = Path(path)
         self.records: dict[RunKey, dict[str, Any]] = {}
         if self.path.exists():
-            for line in self.path.read_text().splitlines():
+            for number, line in enumerate(self.path.read_text().splitlines(), 1):
                 if line.strip():
-                    rec = json.loads(line)
+                    rec = self._record(line, number)
                     self.records[self._key(rec)] = rec
+
+    def _record(self, line: str, number: int) -> dict[str, Any]:
+        """Line ``number`` of the store as a run record; ``ValueError`` (one line naming
+        the file and the line) where it is not JSON or lacks what identifies a run."""
+        where = f"{self.path}, line {number}"
+        try:
+            rec = json.loads(line)
+        except ValueError as err:
+            raise ValueError(
+                f"{where}: not a JSON run record ({err}); a damaged run store"
+            ) from None
+        if not isinstance(rec, dict):
+            raise ValueError(
+                f"{where}: a run record is a JSON object, got {type(rec).__name__}; a damaged "
+                "run store"
+            )
+        try:
+            self._key(rec)
+        except KeyError as err:
+            raise ValueError(
+                f"{where}: the run record lacks {err} (a run is identified by bench, setting, "
+                "method, tau and seed); a damaged run store"
+            ) from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"{where}: the run record's tau is not a number ({err}); a damaged run store"
+            ) from None
+        return dict(rec)
 
     @classmethod
     def of_records(cls, records: Sequence[dict[str, Any]]) -> RunStore:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -14,7 +15,7 @@ from spacl.studies.spacl_bench.budget_edge import (
     budget_edge_stamp,
     epoch_choices,
 )
-from spacl.studies.spacl_bench.claim_runs import provenance_rows
+from spacl.studies.spacl_bench.claim_runs import provenance_rows, read_provenance
 from spacl.studies.spacl_bench.claims import (
     ABLATIONS,
     BENCH_SETTINGS,
@@ -28,17 +29,28 @@ from spacl.studies.spacl_bench.edges import (
     edge_of,
     grid_edges,
     grown_grids,
-    near_edge,
     near_ties,
     one_example,
     tuned_choices,
     why_not_grown,
+)
+from spacl.studies.spacl_bench.grown import (
+    addendum_choice,
+    better_on_val,
+    grown_edge,
+    grown_outcome,
 )
 from spacl.studies.spacl_bench.methods import (
     BARLOW_LAMBDAS,
     MAX_GROWTH,
     TEMPERATURES,
     UNTRAINED,
+)
+from spacl.studies.spacl_bench.open_intent_edges import (
+    STAGES,
+    open_intent_edge_rows,
+    open_intent_edge_stamp,
+    untuned_text,
 )
 from spacl.studies.stats import fmt, welch
 from spacl.studies.verdicts import compare, holm_family
@@ -235,7 +247,7 @@ def sections(report: StudyReport, m: dict[str, Any]) -> None:
     _untabled_paragraph(report, m)
     _edges_section(report, m)
     _diagnostics_section(report, m.get("diagnostics") or {})
-    _best_chance_section(report, m["best_chance"])
+    _best_chance_section(report, m["best_chance"], m)
     _grown_best_chance_section(report, m["best_chance"], one_example(m, BEST_CHANCE))
     _compute_section(report, m)
 
@@ -301,7 +313,9 @@ def _claim_provenance_section(report: StudyReport, m: dict[str, Any]) -> None:
         "tell (a run with no commit, or one modified tree, whose changes are not "
         "recorded).  A run resumed from a checkpoint is counted by its final process's "
         "commit; where its earlier processes' commits were not recorded, the last column "
-        "says so for its arm.  The header's counts are over the whole study.",
+        "says so for its arm.  The header's counts are over every trained run the report "
+        "reads (the run store's, tables and claims alike, the diagnostics' encoders, the "
+        "FB15k-237 and open-intent seed runs).",
     )
     report.table(
         [
@@ -359,7 +373,7 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
                 "validation per value",
                 "not grown further: why",
             ],
-            [[*r, why_not_grown(r[0], r[1], r[3], tunes[(r[0], r[1])])] for r in rows],
+            [[*r, _why_not_grown(m, r, tunes[(r[0], r[1])])] for r in rows],
         )
     report.text(
         f"**Near-ties** ({len(near)}): an interior choice whose grid-edge value scores within "
@@ -385,13 +399,15 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
         )
     kg = m.get("kg_seeds") or {}
     _budget_edge_text(report, kg)
+    oi = m.get("open_intent") or {}
+    _open_intent_edge_text(report, oi)
     stamp = (
         f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
         f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9) "
         f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
         f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
-        f"grids grown{budget_edge_stamp(kg)} (flagged in 'Choices at a grid edge' and in "
-        "the claim rows)"
+        f"grids grown{_grown_stamp(m)}{budget_edge_stamp(kg)}{open_intent_edge_stamp(oi)} "
+        "(flagged in 'Choices at a grid edge' and in the claim rows)"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
 
@@ -429,6 +445,93 @@ def _budget_edge_text(report: StudyReport, kg: dict[str, Any]) -> None:
         ],
         rows,
     )
+
+
+def _why_not_grown(m: dict[str, Any], row: list[str], tune: dict[str, float]) -> str:
+    """The edge table's last cell: why the grid did not grow past the edge
+    (:func:`~.edges.why_not_grown`), and for the best-chance bench where the addendum's
+    grown grid moved the choice (:func:`~.grown.addendum_choice`)."""
+    where, name, _, edge, _ = row
+    why = why_not_grown(where, name, edge, tune)
+    grown = addendum_choice(m, name) if where == BEST_CHANCE else ""
+    return f"{why}; {grown}" if grown else why
+
+
+def _grown_stamp(m: dict[str, Any]) -> str:
+    """The header's clause on the best-chance choices at an edge of the pre-registered
+    grid: where the addendum's grown grids put them; ``""`` without the addendum."""
+    bc = m.get("best_chance") or {}
+    grown = bc.get("grown") or {}
+    flagged = [r for r in grid_edges(dict(m))[0] if r[0] == BEST_CHANCE]
+    if not flagged or not grown.get("arms"):
+        return ""
+    inside = sum(
+        1
+        for r in flagged
+        if r[1] in grown["arms"]
+        and not edge_of(float(grown["arms"][r[1]]["tau"]), grown["tuning"][r[1]])
+    )
+    moved = [
+        f"{r[1]} {r[2]} -> {grown['arms'][r[1]]['tau']:g}"
+        for r in flagged
+        if r[1] in grown["arms"] and not math.isclose(float(r[2]), grown["arms"][r[1]]["tau"])
+    ]
+    outcome = (
+        "claims 22 and 23 come out the same there"
+        if _same_outcomes(bc)
+        else "an outcome of claims 22 and 23 changes there (see the addendum)"
+    )
+    return (
+        f" (the {len(flagged)} at an edge are the best-chance bench's pre-registered grid; "
+        f"its addendum grows every grid: {inside} of the {len(flagged)} choices inside, "
+        + (f"moved: {', '.join(moved)}" if moved else "none moved")
+        + f"; {outcome})"
+    )
+
+
+def _same_outcomes(bc: dict[str, Any]) -> bool:
+    """Whether claims 22 and 23's rule gives the same outcome on the addendum's grown
+    choices as on the pre-registered ones."""
+    grown = (bc.get("grown") or {}).get("arms") or {}
+    seeds = len(bc.get("seeds") or []) or 5
+    for _, hi, lo, _ in GROWN_COMPARISONS:
+        pre = grown_outcome(bc["arms"], hi, lo or better_on_val(bc["arms"]), seeds)
+        now = grown_outcome(grown, hi, lo or better_on_val(grown), seeds)
+        if pre.split(":")[0] != now.split(":")[0]:
+            return False
+    return True
+
+
+def _open_intent_edge_text(report: StudyReport, oi: dict[str, Any]) -> None:
+    """SPACL's StackOverflow runs (claims 24, 25): the early-stopped epochs at an edge of
+    their range, and the temperature and learning rate not tuned for SPACL
+    (:mod:`.open_intent_edges`)."""
+    runs = sum(len(v) for v in (oi.get("epochs") or {}).values())
+    if not runs:
+        return
+    rows = open_intent_edge_rows(oi)
+    ratios = sorted(oi["epochs"], key=float)
+    said = {r: untuned_text(oi, r) for r in ratios}
+    per_ratio = (
+        f"at every ratio, {said[ratios[0]]}"
+        if len(set(said.values())) == 1
+        else "; ".join(f"StackOverflow {round(100 * float(r))}%: {t}" for r, t in said.items())
+    )
+    report.text(
+        f"**Epochs at the edge of their range** (StackOverflow, claims 24 and 25: {len(rows)} "
+        f"choice(s) of {runs} runs x {len(STAGES)} stages at an edge): each SPACL run of the "
+        "open-intent benchmark trains two stages, "
+        + " and ".join(STAGES.values())
+        + ", each with dev early stopping (patience 10; the earliest best epoch kept).  A "
+        "stage that keeps its first epoch never scored higher on dev after one epoch (its "
+        "schedule, not the method, may bound it: a smaller learning rate, for one, might "
+        "let it rise); one that keeps its last allowed epoch may still have been rising.  "
+        "Neither edge grows as a temperature grid does; nor were the temperature and the "
+        f"learning rate chosen for SPACL: {per_ratio}.  Each is stated in the claim rows "
+        "that read these runs."
+    )
+    if rows:
+        report.table(["run", "stage", "epochs run", "epoch chosen (dev)", "the choice"], rows)
 
 
 def _test_values(group: dict[str, Any], crit: str) -> list[float]:
@@ -594,7 +697,7 @@ def _diagnostics_section(report: StudyReport, d: dict[str, Any]) -> None:
     report.table(["measure", "SPACL", "NT-Xent"], rows)
 
 
-def _best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
+def _best_chance_section(report: StudyReport, bc: dict[str, Any], m: dict[str, Any]) -> None:
     report.section(
         "SPACL's best chance: clustered fine classes, a labelled queue", bc["preregistration"]
     )
@@ -619,8 +722,15 @@ def _best_chance_section(report: StudyReport, bc: dict[str, Any]) -> None:
         rows,
         note="Each arm at its own validation-tuned temperature; mean ± std (%)."
         + (
-            f" Tuned at an edge of the fixed grid: {', '.join(edge)} (a temperature beyond the "
-            "grid might score higher; the grid was fixed before the runs)."
+            f" Tuned at an edge of the fixed grid: {', '.join(edge)} (the grid was fixed "
+            "before the runs; "
+            + (
+                "the addendum below grows every grid: "
+                + "; ".join(f"{n}: {addendum_choice(m, n)}" for n in edge)
+                if all(addendum_choice(m, n) for n in edge)
+                else "a temperature beyond the grid might score higher"
+            )
+            + ")."
             if edge
             else ""
         ),
@@ -687,7 +797,7 @@ def _grown_best_chance_section(
                 name,
                 ", ".join(f"{t}: {v:.1f}" for t, v in tune.items()),
                 f"{_tau(pre)} -> {_tau(g)}",
-                _grown_edge(name, float(g["tau"]), tune, unit),
+                grown_edge(name, float(g["tau"]), tune, unit),
                 _cell(pre, "test", "ncc"),
                 _cell(g, "test", "ncc"),
                 str(len(g.get("seeds", []))),
@@ -712,47 +822,13 @@ def _grown_best_chance_section(
     for label, hi, lo, claim in GROWN_COMPARISONS:
         cells = [label]
         for arms_ in (bc["arms"], grown["arms"]):
-            low = lo or _better_on_val(arms_, ("SupCon+queue", "HSCL"))
-            cells.append(_grown_outcome(arms_, hi, low, len(bc.get("seeds", [])) or 5))
+            low = lo or better_on_val(arms_)
+            cells.append(grown_outcome(arms_, hi, low, len(bc.get("seeds", [])) or 5))
         rows.append([cells[0], f"claim {claim}: {cells[1]}", cells[2]])
     report.table(
         ["comparison", "claim: pre-registered grid (its verdict)", "grown grid (addendum)"],
         rows,
     )
-
-
-def _grown_edge(name: str, tau: float, tune: dict[str, float], unit: float | None = None) -> str:
-    """``inside``, or the edge a grown choice still sits at or ties, and why it stayed;
-    an inside choice within one validation example (``unit`` points) of an edge value's
-    score is a near-tie, flagged by :func:`near_edge`'s rule (the benches' near-ties)."""
-    edge = edge_of(tau, tune)
-    if edge:
-        return f"{edge} ({why_not_grown('addendum', name, edge, tune)})"
-    near = [] if unit is None else near_edge(tau, tune, unit)
-    if not near:
-        return "inside"
-    return "inside, **near-tie**: " + "; ".join(
-        f"within one validation example ({unit:.3f} points) of the {end} value {value:g} "
-        f"({own:.3f} vs {score:.3f}): the grid did not grow past it"
-        for end, value, score, own in near
-    )
-
-
-def _better_on_val(arms: dict[str, Any], names: tuple[str, ...]) -> str:
-    score = {n: float(arms[n]["val"]["ncc"]["mean"]) for n in names if arms.get(n, {}).get("seeds")}
-    return max(score, key=lambda n: score[n]) if score else names[0]
-
-
-def _grown_outcome(arms: dict[str, Any], hi: str, lo: str, seeds: int) -> str:
-    a = [float(v) for v in arms.get(hi, {}).get("test", {}).get("ncc", {}).get("values", [])]
-    b = [float(v) for v in arms.get(lo, {}).get("test", {}).get("ncc", {}).get("values", [])]
-    if len(a) < seeds or len(b) < seeds:
-        return f"runs missing ({hi} {len(a)}, {lo} {len(b)} of {seeds} seeds)"
-    v = compare(a, b, min_gap=BC_GAP, names=(hi, lo))
-    _, p = welch(a, b)
-    gap = sum(a) / len(a) - sum(b) / len(b)
-    taus = f"tau {arms[hi]['tau']:g} vs {arms[lo]['tau']:g}"
-    return f"**{v.verdict}**: {hi} - {lo} = {gap:+.2f} points, p = {p:.3g} ({taus})"
 
 
 def _compute_section(report: StudyReport, m: dict[str, Any]) -> None:
@@ -764,10 +840,12 @@ def _compute_section(report: StudyReport, m: dict[str, Any]) -> None:
         "results.json (trained by earlier code, time not recorded).",
     ]
     if "provenance" in c:  # results written before runs' commits were counted lack it
-        p = c["provenance"]
+        p, parts = read_provenance(m, report.runs)
+        held = "; ".join(f"{n} {label}" for label, n in parts)
         untrained = sum(row.get("method") in UNTRAINED for row in report.runs)
         lines.append(
-            f"Provenance of the {p['runs']} trained runs: {p['clean']} at a clean commit, "
+            f"Provenance of the {p['runs']} trained runs this report reads ({held}): "
+            f"{p['clean']} at a clean commit, "
             f"{p['modified_tree']} on a modified tree (commit `+dirty`: code not all in the "
             f"commit), {p['no_commit']} with no recorded commit (trained before runs recorded "
             f"it); besides them, {untrained} untrained baseline row(s) "
