@@ -35,7 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 #: every sub-command: its name, the module that registers it, its one-line help
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("demo", "demo", "train SPACL, SimCLR and SupCon on built-in digits (CPU, about 25 s) "
+    ("demo", "demo", "train SPACL, SimCLR and SupCon on built-in digits (CPU, about 45 s) "
      "and compare"),
     ("train", "train", "train a model from a YAML recipe (or resume a run)"),
     ("recipes", "recipes", "list the built-in recipes (spacl train NAME runs one), or print one"),

@@ -13,8 +13,8 @@ geometry (effective rank, NC1) of the test features.  Each model gets a normal r
 directory under ``--out`` (default ``runs/demo-<time>``) with config, metrics,
 checkpoint and summary; the table is also written to ``<out>/results.md``.
 
-Takes about 25 s on two CPU cores (measured alone: 24.55 s warm, 26.70 s with numba's
-cache cleared, ``benchmarks/results/demo_time.md``; one thread by default: the models are tiny).
+Takes about 45 s on two CPU cores (45.82 s in a fresh clone, 41.04 s warm,
+``benchmarks/results/demo_time.md``; one thread by default: the models are tiny).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def demo_config(name: str, epochs: int = 25, seed: int = 0, threads: int | None 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="train SPACL, SimCLR and SupCon on built-in digits (CPU, about 25 s) and compare",
+        help="train SPACL, SimCLR and SupCon on built-in digits (CPU, about 45 s) and compare",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
