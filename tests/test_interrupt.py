@@ -295,10 +295,15 @@ def test_an_interrupted_study_says_in_one_line_how_to_go_on(
         time.sleep(5)  # the signal's handler raises before this ends
 
     monkeypatch.setattr(reproduce, "run_study", interrupted)
-    for name, kept in (("spacl", "runs are reused"), ("alignment", "starts again")):
-        capsys.readouterr()
-        out = tmp_path / name
-        assert main(["reproduce", name, "--quick", "--quiet", "--out", str(out)]) == status
-        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-        assert lines[-1].startswith("spacl reproduce: interrupted; run the same command again")
-        assert kept in lines[-1] and "Traceback" not in "\n".join(lines)
+    # Ctrl-C's own handler, as in a terminal (a test worker, pytest-xdist's, sets another)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for name, kept in (("spacl", "runs are reused"), ("alignment", "starts again")):
+            capsys.readouterr()
+            out = tmp_path / name
+            assert main(["reproduce", name, "--quick", "--quiet", "--out", str(out)]) == status
+            lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+            assert lines[-1].startswith("spacl reproduce: interrupted; run the same command again")
+            assert kept in lines[-1] and "Traceback" not in "\n".join(lines)
+    finally:
+        signal.signal(signal.SIGINT, previous)

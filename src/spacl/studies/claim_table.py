@@ -114,6 +114,31 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
         report.families.append(
             f"'{name}': claims {numbers}: {size} comparison test(s), Holm-corrected together{said}"
         )
+    decided.update(_decide_apart(report, specs, metrics, first))
+    report.shared_tests[:] = _shared_tests(specs, metrics, first)
+    added = []
+    for spec in specs:
+        measured = _named(spec.key, partial(spec.measured, metrics))
+        verdict = decided[spec.key]
+        if verdict.row and verdict.row not in measured:
+            measured = f"{measured}; {verdict.row}"
+        if spec.key in alone:
+            measured = f"{measured} ({alone[spec.key]})"
+        added.append(
+            report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
+        )
+    return added
+
+
+def _decide_apart(
+    report: Any, specs: Sequence[ClaimSpec], metrics: Metrics, first: int
+) -> dict[str, Verdict]:
+    """The verdicts of the claims outside any family, each its own family (Holm within
+    the claim; a family of one where it runs one test), named in ``report.families``
+    with the claims that run no comparison test.  ``first``: the number of ``specs[0]``."""
+    from spacl.studies.verdicts import holm_within
+
+    decided: dict[str, Verdict] = {}
     untested = []
     for i, spec in enumerate(specs):
         if spec.family is not None:
@@ -140,19 +165,7 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
             "no comparison test, so no family (a level, bound or saturation rule, or no "
             f"runs to test): claim(s) {', '.join(untested)}"
         )
-    report.shared_tests[:] = _shared_tests(specs, metrics, first)
-    added = []
-    for spec in specs:
-        measured = _named(spec.key, partial(spec.measured, metrics))
-        verdict = decided[spec.key]
-        if verdict.row and verdict.row not in measured:
-            measured = f"{measured}; {verdict.row}"
-        if spec.key in alone:
-            measured = f"{measured} ({alone[spec.key]})"
-        added.append(
-            report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
-        )
-    return added
+    return decided
 
 
 def _shared_tests(specs: Sequence[ClaimSpec], metrics: Metrics, first: int) -> list[str]:
