@@ -155,10 +155,13 @@ def test_an_unreadable_test_image_met_after_training_loses_no_step(
     assert len(keys) == len(set(keys)) and ("epoch", "main", 4, 0) in keys
     # resuming the finished run trains and evaluates nothing: it says so and shows its results
     written = (run / "eval.json").stat().st_mtime_ns
+    lines = (run / "metrics.jsonl").read_text()
+    assert '"kind": "final"' in lines
     assert main(["train", str(run), "--resume"]) == 0
     captured = capsys.readouterr()
     assert f"{run}: finished at step 8" in captured.err and "linear probe" in captured.out
     assert (run / "eval.json").stat().st_mtime_ns == written
+    assert (run / "metrics.jsonl").read_text() == lines  # the final rows kept too
 
 
 def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Path) -> None:
@@ -575,3 +578,30 @@ def test_embed_data_labels_follow_the_runs_class_names(
     argv = ["embed", str(run), "--data", str(tmp_path / "other"), "--split", "train"]
     assert main([*argv, "--out", str(out)]) == 2
     assert "give one" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("not_a_class", [".ipynb_checkpoints", ".hidden", "__MACOSX"])
+def test_hidden_and_archive_folders_are_not_classes(tmp_path: Path, not_a_class: str) -> None:
+    import pickle
+
+    from spacl.data.imagefolder import load_imagefolder
+
+    root = tmp_path / "folder"
+    write_folder(root)
+    (root / not_a_class).mkdir()
+    first = next((root / "class0").iterdir())
+    (root / not_a_class / first.name).write_bytes(first.read_bytes())
+    data = load_imagefolder(root)
+    assert not_a_class not in data.classes and len(data.classes) >= 2
+    assert all(not_a_class not in path for path, _ in data.samples)
+    assert pickle.loads(pickle.dumps(data)).classes == data.classes  # spawned workers
+
+
+def test_an_empty_class_folder_is_named_in_one_line(tmp_path: Path) -> None:
+    from spacl.data.imagefolder import load_imagefolder
+
+    root = tmp_path / "folder"
+    write_folder(root)
+    (root / "emptyclass").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"class folder\(s\) emptyclass hold no image"):
+        load_imagefolder(root)

@@ -20,6 +20,7 @@ import torch
 from spacl._validation import check_choice
 
 from .labeled import LabeledData
+from .visible_folders import class_folders
 
 if TYPE_CHECKING:  # torchvision is imported where it is used (a slow import)
     from torch.utils.data import Dataset
@@ -32,6 +33,7 @@ __all__ = [
     "check_class_count",
     "check_images",
     "check_split_record",
+    "class_folders",
     "in_trained_split",
     "load_imagefolder",
     "materialize",
@@ -67,11 +69,17 @@ def load_imagefolder(
             f"image folder {path} does not exist: expected a folder with one sub-folder of "
             f"images per class ({path}/<class>/<image>)"
         )
-    from torchvision.datasets import ImageFolder
+    from .visible_folders import VisibleClassFolders  # imports torchvision
 
     try:
-        return ImageFolder(str(path), transform=transform, loader=read_rgb)
+        return VisibleClassFolders(str(path), transform=transform, loader=read_rgb)
     except FileNotFoundError as err:  # torchvision: no class folder, or no image in them
+        empty = str(err).split("Found no valid file for the classes", 1)
+        if len(empty) == 2:  # class folders there, some of them without an image
+            raise FileNotFoundError(
+                f"image folder {path}: class folder(s) {empty[1].split('.')[0].strip()} hold "
+                "no image file: add images or remove the folder(s)"
+            ) from None
         loose = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
         found = f"it holds loose files ({', '.join(loose)}, ...)" if loose else str(err)
         raise FileNotFoundError(

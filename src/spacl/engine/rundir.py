@@ -245,11 +245,13 @@ class MetricsLogger:
             else:
                 self._tb = SummaryWriter(log_dir=str(run.tensorboard))
 
-    def truncate_for_resume(self, global_step: int, epoch: int) -> None:
+    def truncate_for_resume(self, global_step: int, epoch: int, *, finished: bool = False) -> None:
         """Drop records written after the checkpoint being resumed.
 
-        Kept: train records with ``step <= global_step`` and epoch/eval records of
-        epochs before ``epoch`` (later ones are recomputed by the resumed run).
+        Kept: epoch/eval records of epochs before ``epoch`` (later ones are recomputed by
+        the resumed run), the final evaluation's records only when ``finished`` (the run
+        is done and its results written: nothing is recomputed), and every other record
+        (train steps, errors) with ``step <= global_step``.
         """
         if not self.enabled or not self.run.metrics.is_file():
             return
@@ -259,9 +261,14 @@ class MetricsLogger:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by the kill
-            if rec.get("kind") == "train" and rec.get("step", 0) <= global_step:
-                kept.append(line)
-            elif rec.get("kind") in ("epoch", "eval") and rec.get("epoch", 0) < epoch:
+            kind = rec.get("kind")
+            if kind in ("epoch", "eval"):
+                keep = rec.get("epoch", 0) < epoch
+            elif kind == "final":
+                keep = finished
+            else:
+                keep = rec.get("step", 0) <= global_step
+            if keep:
                 kept.append(line)
         tmp = self.run.metrics.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(k + "\n" for k in kept))

@@ -214,12 +214,22 @@ class Trainer:
             barrier=self.ctx.barrier,
         )
         if self.ctx.is_main and not read_only:
-            self.run.write_config(cfg)
-            if self.resumed_from is not None:
-                self.logger.truncate_for_resume(self.progress.global_step, self.progress.epoch)
-            elif fresh:  # from scratch: a directory's earlier records are not this run's
-                self.run.reset_metrics()
+            self._open_records(cfg, fresh)
         self.started = time.time()
+
+    def _open_records(self, cfg: DictConfig, fresh: bool) -> None:
+        """Write the config and make ``metrics.jsonl`` this run's: cut back to the
+        checkpoint when resuming (a finished, evaluated run keeps every record), emptied
+        when training from scratch."""
+        self.run.write_config(cfg)
+        if self.resumed_from is not None:
+            self.logger.truncate_for_resume(
+                self.progress.global_step,
+                self.progress.epoch,
+                finished=self.progress.finished and self.run.eval_json.is_file(),
+            )
+        elif fresh:  # from scratch: a directory's earlier records are not this run's
+            self.run.reset_metrics()
 
     # ------------------------------------------------------------------ helpers
     def _num_label_classes(self) -> int:
