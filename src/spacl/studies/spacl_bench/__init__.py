@@ -34,7 +34,7 @@ from spacl.studies.spacl_bench.methods import (
     spacl_method,
 )
 from spacl.studies.spacl_bench.protocol import RunKey, RunStore
-from spacl.studies.spacl_bench.report import plots, sections
+from spacl.studies.spacl_bench.report import plots, sections, untimed_elsewhere
 from spacl.studies.spacl_bench.stages import run_setting, summary
 from spacl.studies.study import (
     RUNS_STAMP,
@@ -262,6 +262,7 @@ def run(
         f"time (its training steps + its evaluation; the wall time above is this invocation), "
         f"plus {c['untimed_runs']} run(s) imported from the earlier committed results.json "
         "without a recorded time"
+        + (f"; not in that sum: {outside}" if (outside := untimed_elsewhere(metrics)) else "")
     )
     if not quick:
         _status_stamp(study, metrics)
