@@ -4,6 +4,9 @@
   target directory, flushes and ``fsync``\\ s it, then ``os.replace``\\ s it over the
   destination: a process killed mid-write leaves the previous checkpoint intact (and
   at worst a stray ``*.tmp`` file, removed by :func:`remove_stale_temporaries`).
+* Ctrl-C or ``kill`` arriving while a checkpoint is written are held until the write is
+  done (:func:`signals_held`), then delivered: a second Ctrl-C during the checkpoint a
+  first one asked for stops the run right after it, never with a torn write in between.
 * :func:`load_checkpoint` uses ``torch.load(..., weights_only=True)``: only tensors and
   plain containers are unpickled, never arbitrary objects.  So everything saved here
   is a tensor, number, string, ``None`` or a list/dict of those: the NumPy and Python
@@ -14,7 +17,11 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +34,70 @@ __all__ = [
     "remove_stale_temporaries",
     "restore_rng_state",
     "save_checkpoint",
+    "signals_held",
 ]
 
 _TMP_SUFFIX = ".tmp"
 
 
+#: the signals :func:`signals_held` holds: Ctrl-C and ``kill``
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while inside; deliver them, once each in arrival order, to
+    the handlers that were in place, on leaving.
+
+    What a handler would do (set a stop request, raise ``KeyboardInterrupt``, end the
+    process) then happens after the block, not in the middle of it.  Nested blocks hold
+    until the outermost one leaves.  Outside the main thread, or where a handler was not
+    set from Python, nothing is held.
+
+    Example:
+        >>> with signals_held():  # a Ctrl-C in here is delivered after the block
+        ...     total = sum(range(3))
+        >>> total
+        3
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in HELD_SIGNALS}
+    if any(handler is None for handler in previous.values()):
+        yield
+        return
+    for sig in HELD_SIGNALS:
+        signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
+
+
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
-    """Atomically write ``state`` to ``path`` (temporary file + ``os.replace``)."""
+    """Atomically write ``state`` to ``path`` (temporary file + ``os.replace``), Ctrl-C
+    and ``kill`` held until it is written (:func:`signals_held`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_TMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    with signals_held():
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=_TMP_SUFFIX, dir=path.parent
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                torch.save(state, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
     return path
 
 

@@ -47,6 +47,7 @@ from spacl.engine.checkpoint import (
     remove_stale_temporaries,
     restore_rng_state,
     save_checkpoint,
+    signals_held,
 )
 from spacl.engine.config import config_to_dict
 from spacl.engine.data import RunData, build_run_data
@@ -281,9 +282,10 @@ class Trainer:
     def save(self) -> Path | None:
         """Write ``checkpoints/last.pt`` atomically (main process only)."""
         path = None
-        if self.ctx.is_main:
-            path = save_checkpoint(self.state_dict(), self.run.last_checkpoint)
-        self.last_checkpoint_step = self.progress.global_step
+        with signals_held():  # a Ctrl-C during the write stops after it, the step recorded
+            if self.ctx.is_main:
+                path = save_checkpoint(self.state_dict(), self.run.last_checkpoint)
+            self.last_checkpoint_step = self.progress.global_step
         self.ctx.barrier()
         return path
 
