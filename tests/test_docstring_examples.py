@@ -1,8 +1,11 @@
-"""The examples in the public docstrings run (doctest), with torch and the names in scope."""
+"""The examples in the public docstrings run (doctest) as a user would paste them: each
+imports what it uses (``torch``, the package's names), with nothing injected."""
 
 from __future__ import annotations
 
 import doctest
+import importlib
+import pkgutil
 from types import ModuleType
 
 import pytest
@@ -18,15 +21,12 @@ import spacl.mining
 import spacl.tasks.text.states
 
 
-def scope(package: ModuleType) -> dict[str, object]:
-    """What an example may use without importing it: ``torch`` and the package's names."""
-    return {"torch": torch, **{n: getattr(package, n) for n in package.__all__}}
-
-
-def run_examples(obj: object, globs: dict[str, object], label: str, min_examples: int = 1) -> None:
-    """Run every ``>>>`` example in ``obj``'s own docstring (seeded, the global RNG
-    restored); fail if there is none, or fewer than ``min_examples`` lines, or one fails."""
-    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs=globs) if t.examples]
+def run_examples(obj: object, label: str, min_examples: int = 1) -> None:
+    """Run every ``>>>`` example in ``obj``'s own docstring with empty globals (as in a
+    fresh interpreter: the example imports ``torch`` and the names it uses), seeded, the
+    global RNG restored; fail if there is none, or fewer than ``min_examples`` lines, or
+    one fails."""
+    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, globs={}) if t.examples]
     assert tests, f"{label} has no example in its docstring"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     with torch.random.fork_rng(devices=[]):
@@ -43,16 +43,14 @@ def run_examples(obj: object, globs: dict[str, object], label: str, min_examples
     ids=lambda o: getattr(o, "__name__", str(o)),
 )
 def test_docstring_examples_run(obj: object) -> None:
-    globs = {**scope(spacl.losses), **vars(spacl.tasks.text.states)}
-    run_examples(obj, globs, getattr(obj, "__name__", str(obj)))
+    run_examples(obj, getattr(obj, "__name__", str(obj)))
 
 
 @pytest.mark.parametrize("name", spacl.losses.__all__)
 def test_every_public_loss_has_an_example_that_runs(name: str) -> None:
-    """Issue 38: every loss (and the kernel, the normaliser) shows a runnable example."""
-    if name == "PairwiseContrastiveLoss":  # the base class: its subclasses carry the examples
-        return
-    run_examples(getattr(spacl.losses, name), scope(spacl.losses), f"spacl.losses.{name}")
+    """Issue 38: every loss (and the kernel, the normaliser, the base class) shows a
+    runnable example."""
+    run_examples(getattr(spacl.losses, name), f"spacl.losses.{name}")
 
 
 def test_the_losses_overview_names_every_public_name() -> None:
@@ -82,14 +80,13 @@ def test_the_kg_losses_are_all_doctested() -> None:
 def test_every_public_link_loss_has_an_example_that_runs(name: str) -> None:
     """Issue 38: the link-prediction losses of ``spacl.losses.kg`` show runnable examples."""
     obj = getattr(spacl.losses.kg, name)
-    run_examples(obj, scope(spacl.losses.kg), f"spacl.losses.kg.{name}", min_examples=3)
+    run_examples(obj, f"spacl.losses.kg.{name}", min_examples=3)
 
 
 def test_the_cut_sort_path_example_runs() -> None:
     from spacl.mining.cut import exact
 
-    globs = {"torch": torch, "sorted_prefixes": exact.sorted_prefixes}
-    (test,) = doctest.DocTestFinder(recurse=False).find(exact.sorted_prefixes, globs=globs)
+    (test,) = doctest.DocTestFinder(recurse=False).find(exact.sorted_prefixes, globs={})
     assert test.examples
     result = doctest.DocTestRunner().run(test)
     assert result.failed == 0 and result.attempted == len(test.examples)
@@ -112,18 +109,52 @@ def test_every_public_metric_evaluator_and_miner_has_an_example_that_runs(
     package: ModuleType, name: str
 ) -> None:
     """Audit 16: every name of ``spacl.geometry``, ``spacl.alignment``, ``spacl.evaluate``
-    and ``spacl.mining`` shows a ``>>>`` example that runs, with ``torch`` and the
-    package's public names in scope."""
+    and ``spacl.mining`` shows a ``>>>`` example that runs on its own (empty globals)."""
     qualified = f"{package.__name__}.{name}"
     if qualified in EXAMPLE_EXEMPT:
         pytest.skip(EXAMPLE_EXEMPT[qualified])
-    run_examples(getattr(package, name), scope(package), qualified)
+    run_examples(getattr(package, name), qualified)
 
 
 def test_the_example_exemptions_are_public_names() -> None:
     """An exemption for a name that left ``__all__`` (or gained an example) is stale."""
     public = {f"{pkg.__name__}.{n}" for pkg in EXAMPLE_PACKAGES for n in pkg.__all__}
     assert set(EXAMPLE_EXEMPT) <= public
+
+
+#: the packages whose docstring examples plain doctest runs, module by module (the audit:
+#: ``pytest --doctest-modules src/spacl/losses ...``); and ``spacl.tasks.text.states``
+DOCTEST_PACKAGES = [*EXAMPLE_PACKAGES, spacl.losses]
+
+
+def doctest_modules() -> list[str]:
+    """Every module of :data:`DOCTEST_PACKAGES` (sub-packages included), and the states."""
+    names = []
+    for package in DOCTEST_PACKAGES:
+        names.append(package.__name__)
+        prefix = f"{package.__name__}."
+        names += [m.name for m in pkgutil.walk_packages(package.__path__, prefix)]
+    return sorted({*names, spacl.tasks.text.states.__name__})
+
+
+def test_plain_doctest_covers_the_packages() -> None:
+    """The module walk reaches the sub-packages (a walk that finds nothing passes vacuously)."""
+    names = doctest_modules()
+    for expected in ("spacl.losses.kg.spacl", "spacl.losses.base", "spacl.mining.cut.exact"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("globs", ["module", "empty"])
+@pytest.mark.parametrize("name", doctest_modules())
+def test_plain_doctest_passes(name: str, globs: str) -> None:
+    """The audit: ``doctest.testmod`` of every module, unseeded, with nothing injected:
+    with the module's own globals (as ``pytest --doctest-modules``) and with empty ones
+    (an example pasted into a fresh interpreter).  The global RNG is restored after."""
+    module = importlib.import_module(name)
+    namespace: dict[str, object] | None = None if globs == "module" else {}
+    with torch.random.fork_rng(devices=[]):
+        result = doctest.testmod(module, globs=namespace, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} failed"
 
 
 @pytest.mark.parametrize("name", ["load", "load_recipe", "run_recipe"])

@@ -74,6 +74,7 @@ def alignment_bound(
         when ``pi_max + epsilon >= 1``) plus the optional entries above.
 
     Example:
+        >>> from spacl.alignment import alignment_bound
         >>> out = alignment_bound(1.0, 4096, 0.01, pi_max=0.1, steps=10, kernel_norm=100.0)
         >>> out["vacuous"], round(out["total_step"], 4), round(out["drift_bound"], 4)
         (0.0, 0.1, 0.0038)
@@ -121,6 +122,7 @@ def cka_lower_bound(rho: float) -> float:
     :func:`kernel_drift` or :func:`alignment_bound`); ``rho`` must be a number ``>= 0``.
 
     Example:
+        >>> from spacl.alignment import cka_lower_bound
         >>> cka_lower_bound(0.0), round(cka_lower_bound(1 / 3), 4), cka_lower_bound(float("inf"))
         (1.0, 0.5, -1.0)
     """
@@ -134,6 +136,7 @@ def rsa_lower_bound(r: float) -> float:
     from :func:`rdm_drift`); ``r`` must be a number ``>= 0``.
 
     Example:
+        >>> from spacl.alignment import rsa_lower_bound
         >>> rsa_lower_bound(0.0), round(rsa_lower_bound(1 / 3), 4)
         (1.0, 0.5)
     """
@@ -149,6 +152,8 @@ def kernel_drift(Z_a: Any, Z_b: Any) -> float:
     number of rows; their widths and float dtypes may differ (float64 throughout).
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import cka_lower_bound, kernel_drift, linear_cka
         >>> _ = torch.manual_seed(0)
         >>> Z_a = torch.randn(50, 8)
         >>> Z_b = Z_a + 0.3 * torch.randn(50, 8)
@@ -175,6 +180,8 @@ def rdm_drift(Z_a: Any, Z_b: Any, rdm: RdmKind = "cosine") -> float:
     ``rsa(Z_a, Z_b) >= rsa_lower_bound(r)`` (Pearson RSA on the same ``rdm``).
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import rdm_drift, rsa, rsa_lower_bound
         >>> _ = torch.manual_seed(0)
         >>> Z_a = torch.randn(30, 8)
         >>> Z_b = Z_a + 0.3 * torch.randn(30, 8)

@@ -66,6 +66,8 @@ def linear_cka(X: Any, Y: Any) -> float:
     Requires ``N >= 2``.
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import linear_cka
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))  # an orthogonal matrix
@@ -88,6 +90,8 @@ def debiased_cka(X: Any, Y: Any) -> float:
     :func:`linear_cka`.  Can be negative.  Requires ``N >= 4``.
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import debiased_cka
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))
@@ -108,6 +112,8 @@ def unbiased_hsic(X: Any, Y: Any) -> float:
     ``K~ = X X^T`` and ``L~ = Y Y^T`` with zeroed diagonals.  Requires ``N >= 4``.
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import unbiased_hsic
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> round(unbiased_hsic(X, 2.0 * X) / unbiased_hsic(X, X), 4)  # linear in each kernel
@@ -133,6 +139,8 @@ def minibatch_cka(
     one batched product.  Requires ``4 <= batch_size``.
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import minibatch_cka
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> round(minibatch_cka(X, 3.0 * X, batch_size=10), 4)
@@ -183,6 +191,8 @@ def rbf_cka(X: Any, Y: Any, sigma: float = 1.0, *, relative: bool = True) -> flo
     ``r``, so memory is O(N * block) apart from the median's O(N^2) pair distances.
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import rbf_cka
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> round(rbf_cka(X, 5.0 * X), 4)  # the relative bandwidth follows the scale

@@ -37,6 +37,8 @@ def rdm(features: Any, kind: RdmKind = "cosine") -> Tensor:
     RDMs as in Kriegeskorte, Mur & Bandettini (2008).
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import rdm
         >>> rdm(torch.eye(3))  # pairs (0, 1), (0, 2), (1, 2) of orthogonal rows
         tensor([1., 1., 1.], dtype=torch.float64)
         >>> [round(v, 4) for v in rdm(torch.eye(3), "sqeuclidean").tolist()]
@@ -67,6 +69,8 @@ def rsa(
     ``Y`` (Kriegeskorte, Mur & Bandettini 2008).
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import rsa
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(30, 8)
         >>> Q, _ = torch.linalg.qr(torch.randn(8, 8))

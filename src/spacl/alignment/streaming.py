@@ -35,6 +35,8 @@ class CKAAccumulator:
     and :func:`~spacl.alignment.debiased_cka` (Song et al. 2012's unbiased HSIC).
 
     Example:
+        >>> import torch
+        >>> from spacl.alignment import CKAAccumulator, linear_cka
         >>> _ = torch.manual_seed(0)
         >>> X = torch.randn(50, 8)
         >>> Y = X + 0.3 * torch.randn(50, 8)

@@ -128,6 +128,7 @@ def surrogate_drift(
     first ``t`` steps.
 
     Example:
+        >>> from spacl.alignment import surrogate_drift
         >>> from spacl.alignment.surrogate import random_pair_batches, two_view_reference
         >>> sigma0, labels, partner = two_view_reference(instances=16, classes=4)
         >>> batches = random_pair_batches(16, per_batch=8, steps=3)
@@ -211,6 +212,7 @@ def surrogate_bound_check(
     Theorem 1's bound (:func:`~spacl.alignment.alignment_bound`, OpenReview JkitQScjuL).
 
     Example:
+        >>> from spacl.alignment import surrogate_bound_check
         >>> out = surrogate_bound_check(1.0, batch_rows=64, step_size=0.1, steps=5, classes=10)
         >>> out["vacuous"], out["drift"] <= out["drift_bound"]
         (0.0, True)

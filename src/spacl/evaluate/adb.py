@@ -82,6 +82,8 @@ class ADBModel:
     compared in the wider of the two.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import ADBModel
         >>> model = ADBModel(torch.eye(2), torch.tensor([0.5, 0.5]), torch.tensor([3, 7]))
         >>> model.predict(torch.tensor([[0.9, 0.1], [0.0, 1.2], [5.0, 5.0]]))
         tensor([ 3,  7, -1])
@@ -149,6 +151,7 @@ def boundary_loss(distances: Tensor, radii: Tensor) -> Tensor:
 
     Example:
         >>> import torch
+        >>> from spacl.evaluate.adb import boundary_loss
         >>> float(boundary_loss(torch.tensor([1.0, 3.0]), torch.tensor([2.0, 2.0])))
         1.0
     """
@@ -228,6 +231,8 @@ def fit_adb(
     ``d_i = ||z_i - c_{y_i}||`` (Zhang, Xu & Lin 2021; module docstring).
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import fit_adb
         >>> features = torch.tensor([[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [9.0, 0.0], [9.0, 2.0]])
         >>> model = fit_adb(features, torch.tensor([0, 0, 0, 1, 1]))  # centroids (0, 1), (9, 1)
         >>> model.radii  # the median distance of each class to its centroid

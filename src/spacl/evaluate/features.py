@@ -22,6 +22,8 @@ def unwrap_model(model: nn.Module) -> nn.Module:
     plain module is left.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import unwrap_model
         >>> net = torch.nn.Linear(4, 2)
         >>> wrapper = torch.nn.Module()
         >>> wrapper.module = net  # as DistributedDataParallel holds it
@@ -77,6 +79,8 @@ def extract_features(
     ``LongTensor``.  The model's train/eval mode is restored afterwards.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import extract_features
         >>> _ = torch.manual_seed(0)
         >>> model = torch.nn.Linear(4, 2)
         >>> batches = [(torch.randn(3, 4), torch.tensor([0, 1, 0]))] * 2

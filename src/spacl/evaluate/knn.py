@@ -49,6 +49,8 @@ def knn_predict(
     sets are brought to the wider of their dtypes.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import knn_predict
         >>> bank = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
         >>> query = torch.tensor([[0.1, 1.0]])
         >>> knn_predict(bank, torch.tensor([0, 0, 1]), query, num_classes=2, k=1)
@@ -115,6 +117,8 @@ def knn_accuracy(
     ``s_j`` the cosine similarity of ``x`` to bank entry ``j``.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import knn_accuracy
         >>> g = torch.Generator().manual_seed(0)
         >>> centres = torch.eye(3) * 4
         >>> y = torch.arange(3).repeat(20)

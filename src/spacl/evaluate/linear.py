@@ -36,6 +36,8 @@ class LinearProbeResult:
     features, the linear evaluation protocol of Chen et al. 2020 / Kolesnikov et al. 2019).
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import linear_probe
         >>> x = torch.tensor([[-2.0, 0.0], [-1.0, 0.5], [1.0, -0.5], [2.0, 0.0]])
         >>> y = torch.tensor([0, 0, 1, 1])
         >>> probe = linear_probe(x, y, x, y)
@@ -114,6 +116,8 @@ def linear_probe(
             to it.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import linear_probe
         >>> _ = torch.manual_seed(0)
         >>> y = torch.arange(3).repeat(20)
         >>> x = 4.0 * torch.eye(3)[y] + torch.randn(60, 3)

@@ -29,6 +29,8 @@ def class_centres(features: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     integers ``>= 0`` of length ``N``.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import class_centres
         >>> features = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 4.0]])
         >>> classes, centres = class_centres(features, torch.tensor([0, 0, 3]))
         >>> classes
@@ -76,6 +78,8 @@ def nearest_centre_predict(
     so float32 and float64 features may be mixed.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import nearest_centre_predict
         >>> train = torch.tensor([[0.0, 0.0], [0.0, 2.0], [4.0, 0.0], [4.0, 2.0]])
         >>> nearest_centre_predict(train, torch.tensor([0, 0, 1, 1]), torch.tensor([[3.0, 5.0]]))
         tensor([1])
@@ -115,6 +119,8 @@ def nearest_centre_accuracy(
     Mixed float32/float64 train and test features are promoted to the wider dtype.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import nearest_centre_accuracy
         >>> train = torch.tensor([[0.0, 0.0], [0.0, 2.0], [4.0, 0.0], [4.0, 2.0]])
         >>> labels = torch.tensor([0, 0, 1, 1])
         >>> test = torch.tensor([[1.0, 1.0], [3.0, 1.0], [2.5, 0.0]])

@@ -150,6 +150,8 @@ class OpenClassifier:
     compared in the wider of the two.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import OpenClassifier
         >>> rule = OpenClassifier(torch.eye(2), torch.tensor([0.1, 0.1]))
         >>> rule.predict(torch.tensor([[2.0, 0.1], [0.0, 3.0], [1.0, 1.0]]))
         tensor([0, 1, 2])
@@ -242,6 +244,8 @@ def fit_open_classifier(
             or dev example.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import fit_open_classifier
         >>> _ = torch.manual_seed(0)
         >>> y = torch.arange(2).repeat(30)
         >>> z = torch.eye(3)[y] + 0.1 * torch.randn(60, 3)
@@ -431,6 +435,8 @@ def open_intent_metrics(
     ``y_true`` holds both known and OOD examples.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import open_intent_metrics
         >>> y_true = torch.tensor([0, 0, 1, 1, 2, 2])  # K = 2 known classes, 2 = OOD
         >>> y_pred = torch.tensor([0, 0, 1, 2, 2, 2])
         >>> {k: round(v, 2) for k, v in open_intent_metrics(y_true, y_pred, 2).items()}

@@ -67,6 +67,8 @@ def filtered_ranks(
     setting of Bordes et al. 2013).
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import filtered_ranks
         >>> scores = torch.tensor([[0.1, 0.9, 0.5], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0]])
         >>> scorer = lambda heads, relations: scores[heads]
         >>> filtered_ranks(scorer, torch.tensor([[0, 0, 1], [1, 0, 2]]), None)
@@ -130,6 +132,8 @@ def ranking_metrics(ranks: Tensor, ks: Sequence[int] = (1, 3, 10)) -> dict[str, 
     from :func:`filtered_ranks`; ``ks`` are positive ints.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import ranking_metrics
         >>> out = ranking_metrics(torch.tensor([1.0, 2.0, 4.0]), ks=(1, 3))
         >>> {k: round(v, 4) for k, v in out.items()}
         {'mrr': 0.5833, 'mr': 2.3333, 'count': 3.0, 'hits@1': 0.3333, 'hits@3': 0.6667}
@@ -172,6 +176,8 @@ def evaluate_link_prediction(
     (Bordes et al. 2013; module docstring).
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import evaluate_link_prediction
         >>> def scorer(heads, relations):  # relation 0 maps e to e + 1, its reciprocal back
         ...     return torch.nn.functional.one_hot((heads + 1 - 2 * relations) % 3, 3).float()
         >>> triples = torch.tensor([[0, 0, 1], [1, 0, 2]])

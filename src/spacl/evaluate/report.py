@@ -45,6 +45,7 @@ def geometry_available() -> bool:
     """Whether ``spacl.geometry.geometry_report`` can be imported in this build.
 
     Example:
+        >>> from spacl.evaluate import geometry_available
         >>> geometry_available()
         True
     """
@@ -66,6 +67,8 @@ def geometry_summary(
     ``(weight, bias)`` pair adds NC3 / NC4.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import geometry_summary
         >>> labels = torch.arange(3).repeat(4)
         >>> summary = geometry_summary(torch.eye(3)[labels] - 1 / 3, labels)  # a simplex ETF
         >>> summary["n"], round(summary["nc1"], 4), round(summary["nc2_etf_deviation"], 4)
@@ -110,6 +113,8 @@ def evaluate_representation(
     Mixed float32/float64 train and test features are promoted to the wider dtype.
 
     Example:
+        >>> import torch
+        >>> from spacl.evaluate import evaluate_representation
         >>> _ = torch.manual_seed(0)
         >>> y = torch.arange(3).repeat(20)
         >>> x = 4.0 * torch.eye(3)[y] + 0.5 * torch.randn(60, 3)

@@ -183,6 +183,8 @@ def neural_collapse(
     Returns plain floats.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import neural_collapse
         >>> labels = torch.arange(3).repeat(4)
         >>> etf = torch.eye(3) - 1 / 3  # a simplex ETF: the centred standard basis
         >>> out = neural_collapse(etf[labels], labels, classifier=etf)

@@ -82,6 +82,8 @@ def collapse_condition(
     (``||x - p|| <= tol * max(1, ||p||)``).  ``tol`` must be a finite number ``>= 0``.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import collapse_condition
         >>> p = torch.tensor([0.0, 0.0, 1.0])
         >>> out = collapse_condition(p, p, -p[None])  # r = -p is parallel to p
         >>> out["condition"], out["coefficient"], out["collapsed"]
@@ -130,6 +132,8 @@ def non_collapse_certificate(p: Any, negatives: Any, *, tol: float = 1e-9) -> di
     ``share_certified``.  (One LP pair per anchor: scipy solves one problem at a time.)
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import non_collapse_certificate
         >>> p = torch.tensor([0.0, 0.0, 1.0])
         >>> non_collapse_certificate(p, torch.tensor([[1.0, 0.0, 0.0]]))["certified"]
         True
@@ -239,6 +243,8 @@ def gradient_norm(
     maximum is about 1.27 at ``tau = 1``, since at ``x = n`` the gradient is radial).
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import gradient_norm
         >>> n = torch.tensor([[1.0, 0.0]])
         >>> round(gradient_norm(n[0], -n, n), 4)  # p = -n, x = n: 2 sigmoid(2)
         1.7616

@@ -60,6 +60,8 @@ def geometry_report(
     :func:`~spacl.geometry.alignment` / :func:`~spacl.geometry.uniformity` (Wang & Isola 2020).
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import geometry_report
         >>> _ = torch.manual_seed(0)
         >>> labels = torch.arange(3).repeat(10)
         >>> features = torch.eye(3)[labels] + 0.01 * torch.randn(30, 3)

@@ -125,6 +125,8 @@ def spectrum(features: Any, labels: Any = None) -> dict[str, list[float]]:
       ``class_mean_covariance_eigenvalues`` (``M~^T M~ / C``) and ``class_mean_log_spectrum``.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import spectrum
         >>> x = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
         >>> out = spectrum(x)
         >>> [round(v, 4) for v in out["singular_values"]]
@@ -187,6 +189,8 @@ def effective_rank(
     An isotropic Gaussian in ``d`` dimensions gives close to ``d`` for both.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import effective_rank
         >>> round(effective_rank(torch.eye(3)), 4)  # centred: two equal singular values
         2.0
         >>> round(effective_rank(torch.eye(3), center=False), 4)
@@ -209,6 +213,8 @@ def rankme(features: Any, eps: float = 1e-7) -> float:
     ``eps`` must be a finite number ``> 0`` (``p_k log p_k`` is undefined for ``p_k <= 0``).
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import rankme
         >>> round(rankme(torch.eye(4)), 4)  # four equal singular values
         4.0
         >>> round(rankme(torch.ones(5, 3)), 4)  # rank one

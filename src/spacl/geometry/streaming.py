@@ -53,6 +53,8 @@ class GeometryAccumulator:
     (m_b - m_a)^T``.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import GeometryAccumulator
         >>> acc = GeometryAccumulator(num_classes=3)
         >>> labels = torch.arange(3).repeat(4)
         >>> etf = torch.eye(3) - 1 / 3  # a simplex ETF: perfect collapse

@@ -31,6 +31,8 @@ def alignment(z0: Any, z1: Any, alpha: float = 2.0, *, normalize: bool = True) -
     same shape (``ValueError`` naming both otherwise).
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import alignment
         >>> z = torch.eye(3)
         >>> alignment(z, z)
         0.0
@@ -74,6 +76,8 @@ def uniformity(
     regular simplex.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import uniformity
         >>> round(uniformity(torch.eye(4)), 4)  # every pair at ||u - v||^2 = 2: log e^{-2t}
         -4.0
         >>> _ = torch.manual_seed(0)
@@ -114,6 +118,8 @@ def alignment_uniformity(
     ``z0`` and ``z1`` are checked before any pairwise work.
 
     Example:
+        >>> import torch
+        >>> from spacl.geometry import alignment_uniformity
         >>> z = torch.eye(4)
         >>> {k: round(v, 4) for k, v in alignment_uniformity(z, z).items()}
         {'alignment': 0.0, 'uniformity': -4.0, 'uniformity_z0': -4.0, 'uniformity_z1': -4.0}

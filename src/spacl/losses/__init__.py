@@ -15,7 +15,7 @@
 ``BarlowTwinsLoss``            Zbontar et al.: redundancy reduction (not a contrastive kernel)
 ``VarConLoss``                 Wang et al. 2025: posterior-weighted ELBO over class centroids
 ``MaskConLoss``                Feng & Patras 2023: coarse labels, masked soft instance targets
-``PairwiseContrastiveLoss``    the base class of the view-pair losses (``sim`` / ``mask`` hooks)
+``PairwiseContrastiveLoss``    base of the view-pair losses (hooks ``select``, ``kernel_options``)
 ``contrastive_kernel``         the shared kernel: ``-log(sum_pos e^l / sum_pos+neg e^l)``
 ``masked_logsumexp``           a row's log-sum-exp over masked entries (empty rows: ``-inf``)
 ``normalize``                  ``sphere | ball | none``
@@ -33,6 +33,8 @@ positives[B, E])``):
 ============================  ==============================================================
 
 Example:
+    >>> import torch
+    >>> from spacl.losses import NTXentLoss, SupConLoss
     >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
     >>> loss = NTXentLoss(temperature=0.5)(z0, z1)          # SimCLR on two views
     >>> feats = torch.stack([z0, z1], dim=1)                # [B, V, d]

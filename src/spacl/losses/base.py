@@ -47,6 +47,17 @@ class PairwiseContrastiveLoss(nn.Module):
     denominator excludes the positives (decoupled, negatives-only) or that weight and
     count the negatives (HCL, debiasing) need one; SupCon's denominator holds the
     positives, so it sets ``False`` and is computed on a one-class batch.
+
+    Example (a minimal subclass: the other views of an instance are its positives, the
+    rest its negatives, which is NT-Xent):
+        >>> import torch
+        >>> from spacl.losses import NTXentLoss, PairwiseContrastiveLoss
+        >>> class InstanceLoss(PairwiseContrastiveLoss):
+        ...     def select(self, layout):  # positives as an index [A, P]; default negatives
+        ...         return layout.instance_positives, None
+        >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> torch.allclose(InstanceLoss(0.5)(z0, z1), NTXentLoss(temperature=0.5)(z0, z1))
+        True
     """
 
     positive_mode: PositiveMode = "mean"

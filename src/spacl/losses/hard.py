@@ -69,6 +69,8 @@ class HardNegativeLoss(PairwiseContrastiveLoss):
     denominator, so the identity with NT-Xent holds for every ``V``.
 
     Example (``beta = 0`` and ``tau_plus = 0`` weight every negative alike: NT-Xent):
+        >>> import torch
+        >>> from spacl.losses import HardNegativeLoss, NTXentLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> torch.allclose(HardNegativeLoss(beta=0.0)(z0, z1), NTXentLoss()(z0, z1))
         True
@@ -132,6 +134,8 @@ class TiltedNegativeSampler(nn.Module):
     runs draw the same negatives.
 
     Example (3 negatives per row, drawn from other classes):
+        >>> import torch
+        >>> from spacl.losses import TiltedNegativeSampler
         >>> z, labels = torch.randn(16, 32), torch.arange(16) % 4
         >>> draws = torch.Generator().manual_seed(0)
         >>> sampler = TiltedNegativeSampler(beta=1.0, num_negatives=3, generator=draws)
@@ -209,6 +213,8 @@ class SampledHardNegativeLoss(nn.Module):
     Implemented on the shared kernel with multiplicity log-weights ``log(c_ij / K)``.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses import SampledHardNegativeLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> loss = SampledHardNegativeLoss(beta=1.0, generator=torch.Generator().manual_seed(0))
         >>> bool(torch.isfinite(loss(z0, z1, labels=torch.arange(16) % 4)))

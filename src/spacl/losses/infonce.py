@@ -24,6 +24,8 @@ class NTXentLoss(PairwiseContrastiveLoss):
     ``targets=`` the candidates come from a target (e.g. EMA) encoder.
 
     Example (identical embeddings: every logit equal, so the loss is ``log(2B - 1)``):
+        >>> import torch
+        >>> from spacl.losses import NTXentLoss
         >>> z = torch.ones(4, 8)
         >>> round(NTXentLoss(temperature=0.5)(z, z).item(), 4)  # log 7
         1.9459
@@ -58,6 +60,8 @@ class DecoupledContrastiveLoss(NTXentLoss):
     This is the CL objective of the CL-vs-NSCL paper (SPEC §3).
 
     Example (identical embeddings: the positive leaves the denominator, ``log(2B - 2)``):
+        >>> import torch
+        >>> from spacl.losses import DecoupledContrastiveLoss
         >>> z = torch.ones(4, 8)
         >>> round(DecoupledContrastiveLoss(temperature=0.5)(z, z).item(), 4)  # log 6
         1.7918
@@ -75,6 +79,8 @@ class DebiasedContrastiveLoss(HardNegativeLoss):
 
     Example (identical embeddings: the debiased negative mass equals the plain one, so the
     loss is NT-Xent's ``log(2B - 1)``):
+        >>> import torch
+        >>> from spacl.losses import DebiasedContrastiveLoss
         >>> z = torch.ones(4, 8)
         >>> round(DebiasedContrastiveLoss(tau_plus=0.1, temperature=0.5)(z, z).item(), 4)
         1.9459

@@ -133,6 +133,8 @@ def masked_logsumexp(x: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
     every masked entry is cut out of the graph by ``masked_fill``.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses import masked_logsumexp
         >>> x, mask = torch.tensor([[0.0, 1.0, 2.0]]), torch.tensor([[True, False, True]])
         >>> torch.allclose(masked_logsumexp(x, mask), torch.logsumexp(torch.tensor([0.0, 2.0]), 0))
         True
@@ -240,6 +242,8 @@ def contrastive_kernel(
             device-to-host read); ``False`` for a caller that built them so (the losses).
 
     Example (one positive per row, in the denominator: cross-entropy on the logits):
+        >>> import torch
+        >>> from spacl.losses import contrastive_kernel
         >>> logits = torch.randn(5, 5)
         >>> per_row = contrastive_kernel(logits, torch.eye(5, dtype=torch.bool))
         >>> ce = torch.nn.functional.cross_entropy(logits, torch.arange(5), reduction="none")

@@ -27,6 +27,8 @@ def normalize(z: Tensor, mode: NormalizeMode | str = "sphere", dim: int = -1) ->
     - ``"none"``:   ``z`` unchanged.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses import normalize
         >>> normalize(torch.tensor([[3.0, 4.0]]))  # sphere
         tensor([[0.6000, 0.8000]])
         >>> normalize(torch.tensor([[0.3, 0.4]]), "ball")  # inside the unit ball: unchanged

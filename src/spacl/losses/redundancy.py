@@ -79,6 +79,8 @@ class BarlowTwinsLoss(nn.Module):
     - A batch of fewer than 2 instances raises ``ValueError`` (the variance is undefined).
 
     Example (two equal views leave only the off-diagonal term):
+        >>> import torch
+        >>> from spacl.losses import BarlowTwinsLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> bool(BarlowTwinsLoss()(z0, z0) < BarlowTwinsLoss()(z0, z1))
         True

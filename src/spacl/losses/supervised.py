@@ -43,6 +43,8 @@ class SupConLoss(PairwiseContrastiveLoss):
     ``P_a`` (so they are positives of L_out / L_in, counted in ``|P_a|``).
 
     Example (every label distinct: each anchor's only positive is its other view, NT-Xent):
+        >>> import torch
+        >>> from spacl.losses import NTXentLoss, SupConLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> feats = torch.stack([z0, z1], dim=1)  # [B, V, d]
         >>> supcon = SupConLoss(temperature=0.5)(feats, labels=torch.arange(16))
@@ -88,6 +90,8 @@ class NSCLLoss(PairwiseContrastiveLoss):
     Bound (SPEC §3): ``L_NSCL <= L_DCL <= L_NSCL + e^2/(C-1)``.
 
     Example (every label distinct: only the other view is left out of the denominator, DCL):
+        >>> import torch
+        >>> from spacl.losses import DecoupledContrastiveLoss, NSCLLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> nscl = NSCLLoss(temperature=0.5)(z0, z1, labels=torch.arange(16))
         >>> torch.allclose(nscl, DecoupledContrastiveLoss(temperature=0.5)(z0, z1))

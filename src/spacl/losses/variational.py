@@ -52,6 +52,8 @@ class VarConLoss(nn.Module):
     - KL and NLL are summed with weight 1 each and averaged over rows (``batchmean``).
 
     Example:
+        >>> import torch
+        >>> from spacl.losses import VarConLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> VarConLoss(temperature=0.1)(z0, z1, labels=torch.arange(16) % 4).shape
         torch.Size([])

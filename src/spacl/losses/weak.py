@@ -56,6 +56,8 @@ class MaskConLoss(nn.Module):
     - Labels (the coarse ones) are required; normalisation ``"sphere"`` as in the code.
 
     Example (coarse labels: 4 coarse classes over 16 instances):
+        >>> import torch
+        >>> from spacl.losses import MaskConLoss
         >>> z0, z1 = torch.randn(16, 32), torch.randn(16, 32)
         >>> MaskConLoss(temperature=0.1)(z0, z1, labels=torch.arange(16) % 4).shape
         torch.Size([])

@@ -181,6 +181,8 @@ class AdversarialNegatives(nn.Module):
         min_G max_D  E_{z+ in P^h}[log D(z+)] + E_{xi ~ N(0, I)}[log(1 - D(G(z_i, xi)))]
 
     Example (one round on 4 anchors with 2 hard positives each, then 2 negatives each):
+        >>> import torch
+        >>> from spacl.mining import AdversarialNegatives
         >>> draws = torch.Generator().manual_seed(0)
         >>> adv = AdversarialNegatives(8, num_negatives=2, generator=draws)
         >>> anchors = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)

@@ -66,6 +66,8 @@ def hardness(pool: Tensor) -> Tensor:
     hardest view, ``argmax_u h(u)``, is :class:`DynamicAnchor`'s anchor.
 
     Example (the third view points away from the two others):
+        >>> import torch
+        >>> from spacl.mining import hardness
         >>> pool = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]])
         >>> hardness(pool)
         tensor([[0.5000, 0.5000, 1.0000]])
@@ -84,6 +86,8 @@ class DynamicAnchor(nn.Module):
     Call: ``DynamicAnchor()(pool[B, V, d]) -> LongTensor[B]`` (view index of the anchor).
 
     Example (two instances of three views; the anchor is the odd view out):
+        >>> import torch
+        >>> from spacl.mining import DynamicAnchor
         >>> pool = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]],
         ...                      [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])
         >>> DynamicAnchor()(pool)
@@ -243,6 +247,8 @@ class FarthestPointPositives(nn.Module):
     greedy rule is Gonzalez's farthest-point traversal (1985).
 
     Example (from the anchor ``(1, 0)``: first its antipode, then the orthogonal view):
+        >>> import torch
+        >>> from spacl.mining import FarthestPointPositives
         >>> pool = torch.tensor([[[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-1.0, 0.0]]])
         >>> FarthestPointPositives(num_positives=2)(pool, torch.tensor([0]))
         tensor([[3, 2]])

@@ -50,6 +50,8 @@ class NegativeQueue(nn.Module):
     ``max(0, n - size) .. n - 1``, oldest first.
 
     Example (a queue of 4 rows: the fifth push drops the oldest):
+        >>> import torch
+        >>> from spacl.mining import NegativeQueue
         >>> queue = NegativeQueue(size=4, dim=2)
         >>> queue.push(torch.ones(3, 2), labels=torch.tensor([0, 1, 2]))
         >>> queue.push(torch.zeros(2, 2), labels=torch.tensor([3, 4]))

@@ -39,6 +39,8 @@ class LinkInfoNCELoss(nn.Module):
         generator: source of the sampled negatives.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses.kg import LinkInfoNCELoss
         >>> query, entities = torch.randn(4, 16), torch.randn(10, 16)
         >>> positives = torch.zeros(4, 10, dtype=torch.bool)
         >>> positives[torch.arange(4), torch.tensor([1, 3, 5, 7])] = True  # one known tail each

@@ -95,6 +95,8 @@ class LinkSPACLLoss(LazyGameModule):
         generator: source of random positives and of the game's seed.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses.kg import LinkSPACLLoss
         >>> query, entities = torch.randn(4, 16, requires_grad=True), torch.randn(10, 16)
         >>> positives = torch.zeros(4, 10, dtype=torch.bool)
         >>> positives[:, :3] = True                    # three known tails per query

@@ -118,8 +118,11 @@ class SPACLLoss(LazyGameModule):
       checkpoint beside the encoder's, or a resumed run plays a fresh game.
 
     Example:
+        >>> import torch
+        >>> from spacl.losses import SPACLLoss
         >>> loss_fn = SPACLLoss(temperature=0.1, embedding_dim=128)
-        >>> opt = torch.optim.Adam(encoder.parameters(), lr=1e-3)  # doctest: +SKIP
+        >>> encoder = torch.nn.Linear(32, 128)                  # your model
+        >>> opt = torch.optim.Adam(encoder.parameters(), lr=1e-3)  # not loss_fn's
         >>> pool = torch.nn.functional.normalize(torch.randn(8, 5, 128), dim=-1)
         >>> float(loss_fn(None, pool)) > 0      # anchors None: picked from the pool
         True

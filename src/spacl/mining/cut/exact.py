@@ -202,6 +202,8 @@ def sorted_prefixes(
     candidate), ``m = max(widest, 1)``.
 
     Example:
+        >>> import torch
+        >>> from spacl.mining.cut.exact import sorted_prefixes
         >>> keys = torch.tensor([[0.2, 0.9, 0.5]])
         >>> w = keys.double()
         >>> target = torch.tensor([1.2], dtype=w.dtype)

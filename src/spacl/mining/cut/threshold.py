@@ -214,6 +214,8 @@ class RelativeThresholdNegatives(nn.Module):
     (:data:`SORTED_DEVICES`) every row takes one stable sort instead, ``compiled`` or not.
 
     Example (similarities ``0.9 + 0.5 = 1.4`` reach ``0.8`` of the total ``1.3``):
+        >>> import torch
+        >>> from spacl.mining import RelativeThresholdNegatives
         >>> logits = torch.tensor([[0.9, 0.5, 0.1, -0.2]])
         >>> RelativeThresholdNegatives(share=0.8)(logits)
         tensor([[ True,  True, False, False]])

@@ -10,6 +10,8 @@ splits a BERT-like encoder into its frozen bottom (token states computed once) a
 trainable copy of its top layers, and :class:`FinetunedEncoder` puts them back together.
 
 Example:
+    >>> import torch
+    >>> from spacl.tasks.text.states import CachedTexts
     >>> texts = CachedTexts.pooled(torch.zeros(3, 4), torch.tensor([0, 1, 0]))
     >>> texts.batch(torch.tensor([0, 2]))[0].shape
     torch.Size([2, 4])
