@@ -328,6 +328,9 @@ def test_the_imagefolder_recipes_need_only_data_root(
     assert main(["train", "imagefolder/supcon", "--out", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "config key 'data.root' must be set" in err and err.strip().count("\n") == 0
+    assert main(["train", "imagefolder/supcon", "data.rot=x", "--out", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err  # a mistyped key is named first, not the missing one
+    assert "unknown config key 'data.rot' (did you mean 'data.root'?)" in err
     root = tmp_path / "folder"
     write_folder(root)
     fast = ["data.image_size=16", "data.num_workers=0", "model.backbone=small_cnn",
@@ -605,3 +608,24 @@ def test_an_empty_class_folder_is_named_in_one_line(tmp_path: Path) -> None:
     (root / "emptyclass").mkdir()
     with pytest.raises(FileNotFoundError, match=r"class folder\(s\) emptyclass hold no image"):
         load_imagefolder(root)
+
+
+def test_a_missing_relative_folder_names_the_directory_it_was_read_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "imagefolder/supcon", "data.root=my imgs", "--out", "r"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"image folder 'my imgs' does not exist, read from the current directory {tmp_path}" in err
+    )
+
+
+def test_the_moved_data_hint_quotes_a_run_directory_with_spaces() -> None:
+    from spacl.commands import moved_data_error
+
+    err = moved_data_error(FileNotFoundError("gone"), "eval", Path("/tmp/moved place/kg run"))
+    assert (
+        str(err)
+        == "gone; if it moved since training: spacl eval '/tmp/moved place/kg run' data.root=DIR"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,7 +57,8 @@ def moved_data_error(err: FileNotFoundError, command: str, run_dir: object) -> F
     """``err`` (a run's dataset not found where the run read it) with the way out: the
     ``data.root=DIR`` that :func:`moved_data_root` reads."""
     return FileNotFoundError(
-        f"{err}; if it moved since training: spacl {command} {run_dir} data.root=DIR"
+        f"{err}; if it moved since training: spacl {command} {shlex.quote(str(run_dir))} "
+        "data.root=DIR"
     )
 
 

@@ -273,11 +273,7 @@ def load_config(
     """
     user = recipe_layer([base, path], overrides)
     data = user.get("data") if isinstance(user, DictConfig) else None
-    if isinstance(data, DictConfig) and OmegaConf.is_missing(data, "root"):
-        raise ValueError(  # `root: ???`: a recipe for the user's own folder (imagefolder/*)
-            "config key 'data.root' must be set: the folder of your images, one sub-folder "
-            "per class (e.g. data.root=~/photos)"
-        )
+    root_missing = isinstance(data, DictConfig) and OmegaConf.is_missing(data, "root")
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
     if task not in (None, "image"):  # kg / text recipes: spacl.tasks.load_recipe
         raise fail("task", task, "must be 'image' (or absent) for the image engine")
@@ -287,6 +283,11 @@ def load_config(
     except OmegaConfBaseException as err:
         raise _format_omegaconf_error(err) from err
     assert isinstance(cfg, DictConfig)
+    if root_missing:  # checked after the merge, so that a mistyped key is named first
+        raise ValueError(  # `root: ???`: a recipe for the user's own folder (imagefolder/*)
+            "config key 'data.root' must be set: the folder of your images, one sub-folder "
+            "per class (e.g. data.root=~/photos)"
+        )
     if arms_raw is not None:
         if not isinstance(arms_raw, ListConfig):
             raise ValueError(f"config key 'arms' must be a list of arms, got {arms_raw!r}")
@@ -427,9 +428,10 @@ def _validate_data_dir(cfg: DictConfig) -> None:
             f"{d.name!r}: the folder that holds it; single images go to `spacl predict`)"
         )
     if not root.is_dir() and d.name == "imagefolder":  # the user's own folder: no data dir
+        where = "" if root.is_absolute() else f", read from the current directory {Path.cwd()}"
         raise ValueError(
-            f"config key 'data.root': image folder {str(root)!r} does not exist (a typo? for "
-            "a trained run moved since: set data.root=DIR to where it is now)"
+            f"config key 'data.root': image folder {str(root)!r} does not exist{where} (a "
+            "typo? for a trained run moved since: set data.root=DIR to where it is now)"
         )
     if not root.is_dir():
         raise ValueError(
