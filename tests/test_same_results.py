@@ -2,8 +2,10 @@
 ends with the ``eval.json`` it had before the tasks moved onto the engine's loop.
 
 The numbers below were recorded at 029ec10, after the first two issue-40 commits; the same
-five runs at bbf3c33, the commit before issue 40's first change, give the same numbers
-(checked by hand on 2026-12-04 with that commit's import paths).  Tolerance: a
+five runs at bbf3c33, the commit before issue 40's first change, give the same numbers:
+``benchmarks/same_results_before.py`` runs them on that commit's exported tree with its
+import paths and records them in ``benchmarks/results/same_results_before.json``, which
+the last test here holds ``GOLDEN`` to (no training).  Tolerance: a
 relative 1e-6 (float32 sums of a few hundred terms; the rankings and accuracies are counts,
 equal exactly unless a score ties differently), not bitwise: a BLAS may sum in another
 order.
@@ -245,3 +247,28 @@ def test_a_tiny_seeded_run_ends_with_the_recorded_eval_json(tmp_path: Path, name
         summary = json.loads((tmp_path / "kg" / "summary.json").read_text())
         losses = [record["loss"] for record in summary["history"]]
         assert losses == pytest.approx(KG_LOSSES, rel=REL)
+
+
+#: the five runs at bbf3c33, recorded by benchmarks/same_results_before.py (module docstring)
+BEFORE = Path(__file__).resolve().parents[1] / "benchmarks/results/same_results_before.json"
+
+
+def test_the_golden_numbers_are_those_of_the_commit_before_issue_40() -> None:
+    """GOLDEN is what the runs gave before issue 40: every run the bbf3c33 record marks
+    comparable has GOLDEN's keys and numbers (and the KG run its epoch losses), at REL."""
+    record = json.loads(BEFORE.read_text())
+    assert record["commit"].startswith("bbf3c33")
+    assert sorted(record["runs"]) == sorted(GOLDEN)
+    compared = []
+    for name, run in record["runs"].items():
+        if isinstance(run, str):
+            assert run.startswith("not comparable: "), (name, run)
+            continue
+        got, want = _flat(run), _flat(GOLDEN[name])
+        assert sorted(got) == sorted(want), name
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, rel=REL, abs=1e-12), (name, key)
+        compared.append(name)
+    assert compared, "the record compares no run"
+    if "kg" in compared:
+        assert record["kg_losses"] == pytest.approx(KG_LOSSES, rel=REL)
