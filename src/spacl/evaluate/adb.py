@@ -212,8 +212,7 @@ def fit_adb(
             dev examples at or below the quantile.
         normalize: L2-normalise the features first (the boundary step of DA-ADB).
         lr, epochs, batch_size: the gradient solver's Adam learning rate (paper 0.05),
-            passes over the data, and minibatch size (``None``: full batch).  The
-            paper stops early on dev accuracy; here the number of epochs is fixed.
+            most passes over the data, and minibatch size (``None``: full batch).
         seed: the radii initialisation and minibatch order of the gradient solver.
         dev, patience: the authors' early stopping for the gradient solver: after every
             epoch the macro-F1 of :meth:`ADBModel.predict` on known-class

@@ -49,10 +49,8 @@ def geometry_report(
     ``N x (C + K)`` score pass for NC4 - nothing O(N^2) except uniformity, which uses all
     pairs of at most ``uniformity_sample`` points drawn with
     ``torch.Generator().manual_seed(seed)`` (``None``: all N points, exact, O(N^2 d) time).
-    Uniformity and alignment are computed on L2-normalised features (Wang & Isola 2020);
-    the other metrics on the raw features, all in float64 (float32 ``features`` with
-    float64 ``views`` are fine).  ``views`` must have the shape of ``features``; that is
-    checked before any pass over the data.
+    Uniformity and alignment use L2-normalised features, the other metrics the raw ones,
+    all in float64 (float32 ``features``, float64 ``views`` of their shape are fine).
 
     Formulas: :func:`~spacl.geometry.neural_collapse` (Papyan, Han & Donoho 2020),
     :func:`~spacl.geometry.effective_rank` (Roy & Vetterli 2007),
