@@ -1380,17 +1380,70 @@ def _shortfall(rows: list[dict], selection: list[dict]) -> list[str]:
         "",
         *dev_tried(selection, rows, DETECTOR),
         "",
-        "Not tried on dev: the issue's first candidate, a threshold from pseudo-open "
-        "classes held out of training, averaged over several draws "
-        "(`spacl.tasks.text.decision.held_out_threshold` is its one-draw form).  The "
-        "candidates tried are the issue's other ones (ADB's boundary loss on training-mode "
-        "features: the `boundary` rule; DA-ADB's distance-aware representation: `da_adb`), "
-        "the project's earlier conformal rule and four learning rates.  SELECTION.md did "
-        "not list it, and the selection closed with PREREGISTRATION.md before the table's "
-        "test scores; trying it now would need every detector retrained with classes held "
-        "out, on dev, and a new pre-registration before any test score of it.  After the "
-        "table, the addenda tried MiniLM's top layer trained too (above; pre-registered "
-        "after the head-only test scores).",
+        *heldout_lines(_load(HELDOUT_STORE) if HELDOUT_STORE.is_file() else []),
+    ]
+
+
+#: the dev-only trial of the held-out-class operating point (HELDOUT_PLAN.md)
+HELDOUT_STORE = OUT / "heldout_runs.jsonl"
+#: the draws HELDOUT_PLAN.md names: 9 settings x 3 selection draws
+HELDOUT_DRAWS = 27
+
+
+def heldout_lines(heldout: list[dict]) -> list[str]:
+    """What the dev trial of the issue's first candidate found (``heldout``: the rows of
+    heldout_runs.jsonl; the candidate 'not tried' while none is stored)."""
+    tried = (
+        "The candidates SELECTION.md tried are the issue's other ones (ADB's boundary loss "
+        "on training-mode features: the `boundary` rule; DA-ADB's distance-aware "
+        "representation: `da_adb`), the project's earlier conformal rule and four learning "
+        "rates; after the table, the addenda tried MiniLM's top layer trained too (above; "
+        "pre-registered after the head-only test scores).  "
+    )
+    if not heldout:
+        return [
+            tried + "Not tried on dev: the issue's first candidate, a threshold from "
+            "pseudo-open classes held out of training, averaged over several draws "
+            "(`spacl.tasks.text.decision.held_out_threshold` is its one-draw form); trying "
+            "it needs every detector retrained with classes held out, on dev, and a new "
+            "pre-registration before any test score of it."
+        ]
+    mean = {
+        rule: _mean([r["pseudo_open"][rule]["macro_f1"] for r in heldout])
+        for rule in ("boundary", "heldout", "dev_best")
+    }
+    f1_open = {
+        rule: _mean([r["pseudo_open"][rule]["f1_ood"] for r in heldout])
+        for rule in ("boundary", "heldout")
+    }
+    better = sum(
+        r["pseudo_open"]["heldout"]["macro_f1"] > r["pseudo_open"]["boundary"]["macro_f1"]
+        for r in heldout
+    )
+    verdict = (
+        ("better on dev" if mean["heldout"] > mean["boundary"] else "not better on dev")
+        + " by the plan's rule"
+        if len(heldout) == HELDOUT_DRAWS
+        else f"not judged: {len(heldout)} of the plan's {HELDOUT_DRAWS} draws stored"
+    )
+    return [
+        tried + "The issue's first candidate, not in SELECTION.md, was tried on dev after "
+        "the table: a radius scale from "
+        "known classes hidden from an auxiliary detector, the mean of 3 hidden-class draws "
+        "([HELDOUT_PLAN.md](HELDOUT_PLAN.md), committed before its runs; "
+        "[heldout.md](heldout.md) per setting), on the head-only detector and the "
+        f"selection's draws ({len(heldout)} draws, dev texts only).  Mean pseudo-open dev "
+        f"macro-F1: boundary rule {mean['boundary']:.2f}, held-out scale "
+        f"{mean['heldout']:.2f} (higher on {better} of {len(heldout)} draws), the best "
+        f"scale on dev {mean['dev_best']:.2f} (a diagnostic that reads the pseudo-open "
+        f"labels); F1-open {f1_open['boundary']:.2f} vs {f1_open['heldout']:.2f}: "
+        f"{verdict}.  No test text was scored with it"
+        + (
+            ": not better on dev, it is not taken to test."
+            if verdict.startswith("not better")
+            else ": using it on test needs its own pre-registration (not run: a top-layer "
+            "detector would train 4 times per run)."
+        ),
     ]
 
 
