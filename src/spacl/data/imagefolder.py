@@ -20,7 +20,6 @@ import torch
 from spacl._validation import check_choice
 
 from .labeled import LabeledData
-from .visible_folders import class_folders
 
 if TYPE_CHECKING:  # torchvision is imported where it is used (a slow import)
     from torch.utils.data import Dataset
@@ -33,7 +32,6 @@ __all__ = [
     "check_class_count",
     "check_images",
     "check_split_record",
-    "class_folders",
     "in_trained_split",
     "load_imagefolder",
     "materialize",
