@@ -548,7 +548,6 @@ def doc_loaders(text: str) -> set[str]:
 #: the one-engine exceptions the doc names, each phrase -> the module it stands for
 ENGINE_EXCEPTIONS = {
     "the linear probe's L-BFGS": "evaluate/linear.py",
-    "ADB's radii solver": "evaluate/adb.py",
     "SPACL's own generator and discriminator": "mining/adversarial.py",
 }
 

@@ -336,11 +336,6 @@ OUTSIDE_ENGINE: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"device resolution"}),
         "the caller's device, nothing resolved from `auto`",
     ),
-    "evaluate/adb.py": (
-        frozenset({"a training loop", "optimiser or schedule"}),
-        "fit_adb(solver='gradient'): ADB's K radii fitted on fixed features, a solver like "
-        "the linear probe's (the text detector's boundary stage runs in the engine's loop)",
-    ),
     "evaluate/linear.py": (
         frozenset({"optimiser or schedule"}),
         "the linear probe's L-BFGS solve on fixed features",

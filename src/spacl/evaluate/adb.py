@@ -11,9 +11,12 @@ intent.  The radii minimise the boundary loss
 which pulls a radius out while known examples lie outside it and in while the ball is
 larger than they need (the open-space risk).  ``L_b = 1/N sum_i |d_i - Delta_{y_i}|``
 exactly (TEXTOIR's ``pos_loss.mean() + neg_loss.mean()``), so the optimal radius of
-class ``k`` is a **median** of its distances: this module offers that closed form
-(``solver="median"``) and the paper's gradient procedure (``solver="gradient"``: Adam,
-lr 0.05, ``Delta^ ~ N(0, 1)``).
+class ``k`` is a **median** of its distances: on fixed features this module gives that
+closed form (``solver="median"``), the exact minimiser the paper's gradient procedure
+(Adam, lr 0.05, ``Delta^ ~ N(0, 1)``) approaches.  That procedure matters where the
+features move from batch to batch (dropout on, as ADB trains it):
+:mod:`spacl.tasks.text.adb` runs it there, in the engine's loop, with
+:func:`boundary_loss`.
 
 **Which distances** (issue 18).  A median rejects half of the examples it is fitted on
 by construction.  ADB (TEXTOIR's ``ADBManager.train``) fits it on the *training*
@@ -30,9 +33,8 @@ with at least ``min_class_count`` (100) dev examples, pooled for the others
 (:func:`spacl.evaluate.ood.conformal_thresholds`).  Dev examples are unseen by the
 centroids, so their distances are distributed as those of known test inputs: the
 radii accept a share ``j / (n + 1) >= q`` of them in expectation (``j = ceil(q (n +
-1))``), whatever the representation.  To run ADB as published instead, pass
-training-mode (dropout) features of the training examples with ``solver="gradient"``
-(or ``"median"``, its exact minimiser).
+1))``), whatever the representation.  ADB as published (dropout features, dev early
+stopping) is :func:`spacl.tasks.text.adb.train_detector` with ``method="adb"``.
 
 **DA-ADB** (Zhang et al. 2022) changes the *representation learning* (distance-aware,
 cosine-normalised features) before the same boundary step: ``normalize=True`` runs this
@@ -49,7 +51,6 @@ it is not implemented here rather than guessed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -60,14 +61,13 @@ from spacl._validation import (
     check_choice,
     check_in_range,
     check_labels,
-    check_positive,
     check_tensor,
 )
 from spacl.evaluate.ood import MIN_CLASS_COUNT, conformal_thresholds
 
 __all__ = ["SOLVERS", "ADBModel", "adb_boundary_loss", "boundary_loss", "fit_adb"]
 
-SOLVERS = ("median", "gradient", "quantile")
+SOLVERS = ("median", "quantile")
 
 
 @dataclass
@@ -186,12 +186,7 @@ def fit_adb(
     open_label: int = -1,
     solver: str = "median",
     normalize: bool = False,
-    lr: float = 0.05,
-    epochs: int = 100,
-    batch_size: int | None = None,
-    seed: int = 0,
     dev: tuple[Tensor, Tensor] | None = None,
-    patience: int = 10,
     quantile: float = 0.95,
     min_class_count: int = MIN_CLASS_COUNT,
 ) -> ADBModel:
@@ -204,22 +199,14 @@ def fit_adb(
             a known label (``-1`` default; pass ``K`` for the ``K + 1``-class metrics).
         solver: ``"median"`` — the exact minimiser of ``L_b``, the median distance per
             class (the mean of the two middle values for an even count: ``L_b`` is flat
-            between them); ``"gradient"`` — the paper's Adam on ``Delta^`` with
-            ``Delta = softplus(Delta^)``, ``Delta^ ~ N(0, 1)`` from ``seed``;
-            ``"quantile"`` — radii from ``dev`` (module docstring): the split-conformal
-            ``quantile`` of the dev examples' nearest-centroid distances, per assigned
-            class, raised to the next float so that ``d < Delta`` accepts exactly the
-            dev examples at or below the quantile.
+            between them; the paper's Adam on ``Delta^`` approaches it on fixed
+            features: module docstring); ``"quantile"`` — radii from ``dev`` (module
+            docstring): the split-conformal ``quantile`` of the dev examples'
+            nearest-centroid distances, per assigned class, raised to the next float so
+            that ``d < Delta`` accepts exactly the dev examples at or below the quantile.
         normalize: L2-normalise the features first (the boundary step of DA-ADB).
-        lr, epochs, batch_size: the gradient solver's Adam learning rate (paper 0.05),
-            most passes over the data, and minibatch size (``None``: full batch).
-        seed: the radii initialisation and minibatch order of the gradient solver.
-        dev, patience: the authors' early stopping for the gradient solver: after every
-            epoch the macro-F1 of :meth:`ADBModel.predict` on known-class
-            ``dev = (features, labels)`` is computed; the best radii are kept and
-            training stops after ``patience`` epochs without improvement.  With
-            ``solver="quantile"`` (required there): the known-class dev set the radii
-            are fitted on.
+        dev: ``(features, labels)`` of known-class dev examples, the set the radii of
+            ``solver="quantile"`` are fitted on (required there, unused by the median).
         quantile, min_class_count: ``q`` and the fewest dev examples assigned to a class
             for its own radius, of ``solver="quantile"``.
 
@@ -241,7 +228,7 @@ def fit_adb(
     """
     check_tensor(features, "features", ndim=2)
     labels = check_labels(labels, int(features.shape[0])).to(features.device)
-    _check_solver(solver, open_label, lr, epochs, batch_size, quantile)
+    _check_solver(solver, open_label, quantile)
     z = features.detach()
     z = F.normalize(z, dim=1) if normalize else z
     classes, idx = torch.unique(labels, return_inverse=True)
@@ -253,30 +240,25 @@ def fit_adb(
     if solver == "median":
         return ADBModel(centroids, _class_medians(dist, idx, k), classes, open_label, normalize)
     model = ADBModel(centroids, torch.zeros(k, dtype=z.dtype), classes, open_label, normalize)
-    if solver == "quantile":
-        model.radii = _dev_quantile_radii(model, dev, quantile, min_class_count)
-        return model
-    score = None if dev is None else _dev_score(model, dev)
-    model.radii = _gradient_radii(dist, idx, k, lr, epochs, batch_size, seed, score, patience)
+    model.radii = _dev_quantile_radii(model, dev, quantile, min_class_count)
     return model
 
 
-def _check_solver(
-    solver: str,
-    open_label: int,
-    lr: float,
-    epochs: int,
-    batch_size: int | None,
-    quantile: float,
-) -> None:
+#: where the paper's gradient procedure lives (a ``solver`` of this module until issue 40)
+GRADIENT_MOVED = (
+    "solver='gradient' is not a solver of fit_adb: on fixed features its exact minimiser "
+    "is solver='median'; ADB's Adam on training-mode (dropout) features is "
+    "spacl.tasks.text.adb.train_detector(..., ADBSchedule(method='adb'))"
+)
+
+
+def _check_solver(solver: str, open_label: int, quantile: float) -> None:
     """The checks of :func:`fit_adb`'s solver arguments (errors name the argument)."""
+    if solver == "gradient":
+        raise ValueError(GRADIENT_MOVED)
     check_choice(solver, "solver", SOLVERS)
     if not isinstance(open_label, int) or isinstance(open_label, bool):
         raise TypeError(f"open_label must be an int, got {type(open_label).__name__}")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    check_positive(lr, "lr")
     if solver == "quantile":
         check_in_range(quantile, "quantile", 0.0, 1.0)
 
@@ -288,20 +270,6 @@ def _class_means(z: Tensor, idx: Tensor, k: int) -> Tensor:
     return sums / counts.unsqueeze(1)
 
 
-def _dev_score(model: ADBModel, dev: tuple[Tensor, Tensor]) -> Callable[[Tensor], float]:
-    """The gradient solver's early-stopping score: the macro-F1 of ``model`` with the
-    given radii on the known-class ``dev = (features, labels)``."""
-    dev_z, dev_y = dev
-    check_tensor(dev_z, "dev features", ndim=2)
-    dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels").to(model.centroids.device)
-
-    def score(radii: Tensor) -> float:
-        model.radii = radii
-        return _macro_f1(dev_y, model.predict(dev_z), model.classes, model.open_label)
-
-    return score
-
-
 def _dev_quantile_radii(
     model: ADBModel, dev: tuple[Tensor, Tensor] | None, q: float, min_class_count: int
 ) -> Tensor:
@@ -310,7 +278,7 @@ def _dev_quantile_radii(
     if dev is None:
         raise ValueError(
             "solver='quantile' fits the radii on known-class dev features: pass "
-            "dev=(features, labels), or use solver='median' / 'gradient'"
+            "dev=(features, labels), or use solver='median'"
         )
     dev_z, dev_y = dev
     check_tensor(dev_z, "dev features", ndim=2)
@@ -343,43 +311,3 @@ def _class_medians(dist: Tensor, idx: Tensor, k: int) -> Tensor:
     lo = starts + (counts - 1) // 2
     hi = starts + counts // 2
     return (sorted_d[lo] + sorted_d[hi]) / 2
-
-
-def _gradient_radii(
-    dist: Tensor,
-    idx: Tensor,
-    k: int,
-    lr: float,
-    epochs: int,
-    batch_size: int | None,
-    seed: int,
-    score: Callable[[Tensor], float] | None = None,
-    patience: int = 10,
-) -> Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    raw = torch.randn(k, generator=gen, dtype=dist.dtype).to(dist.device).requires_grad_(True)
-    opt = torch.optim.Adam([raw], lr=lr)
-    n = int(dist.shape[0])
-    size = n if batch_size is None else min(batch_size, n)
-    best: tuple[float, Tensor] | None = None
-    wait = 0
-    with torch.enable_grad():
-        for _ in range(epochs):
-            order = torch.randperm(n, generator=gen).to(dist.device) if size < n else None
-            for start in range(0, n, size):
-                rows = slice(start, start + size) if order is None else order[start : start + size]
-                d, i = dist[rows], idx[rows]
-                loss = boundary_loss(d, F.softplus(raw)[i])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            if score is not None:
-                radii = F.softplus(raw).detach()
-                value = score(radii)
-                if best is None or value > best[0]:
-                    best, wait = (value, radii.clone()), 0
-                else:
-                    wait += 1
-                    if wait >= patience:
-                        break
-    return F.softplus(raw).detach() if best is None else best[1]
