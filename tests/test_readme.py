@@ -58,9 +58,11 @@ def test_readmes_detector_time_and_answers_are_the_measured_ones() -> None:
     readme = README.read_text()
     measured = (README.parent / "docs" / "results" / "open_intent" / "recipe_time.md").read_text()
     wall = float(re.search(r"\*\*([\d.]+) s\*\*", measured).group(1))  # type: ignore[union-attr]
-    stated = re.search(r"text/stackoverflow .*?([\d.]+) s, 2 idle cores", readme)
+    stated = re.search(r"text/stackoverflow .*?([\d.]+) s on (\d+) (.+?) cores", readme)
     assert stated is not None, "README does not state the time to train the detector"
     assert float(stated.group(1)) == wall
+    # the machine README names is the measured one
+    assert f"{stated.group(2)} CPU cores ({stated.group(3)})" in measured, stated.group(0)
     answers = re.findall(r"^# (\w[\w-]*)\s+([\d.]+)\s+(.+?)\s{2,}\(", readme, flags=re.M)
     assert {a[0] for a in answers} == {"open", "apache"}, answers
     for answer in answers:
