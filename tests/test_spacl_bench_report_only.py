@@ -433,3 +433,72 @@ def test_a_damaged_run_store_is_one_line_naming_the_file_and_line(
     err_line = done.stderr.strip()
     assert "Traceback" not in done.stderr and "\n" not in err_line, done.stderr
     assert f"{store}, line 3" in err_line and words in err_line
+
+
+def _arm_rows(name: str, scores: dict[float, float], seeds: tuple[int, ...] = (0,)) -> list:
+    return [
+        {
+            "bench": "b",
+            "setting": "s",
+            "method": name,
+            "tau": tau,
+            "seed": seed,
+            "val": {"linear": score / 100},
+        }
+        for tau, score in scores.items()
+        for seed in seeds
+    ]
+
+
+def test_an_arm_no_table_reads_is_flagged_when_its_best_value_is_at_an_edge() -> None:
+    """A review found a tuned arm outside every table whose best seed-0 value was its
+    grid's top; such arms are flagged.  Counter-examples: an interior best, and a tie
+    between the top and an interior value resolved toward the lower (still flagged as a
+    tie with the edge), are told apart from a strict interior optimum."""
+    from spacl.studies.spacl_bench.report import untabled_edges
+
+    m = {"benches": {"b": {"s": {"tuning": {"read": {}}, "criterion": "linear"}}}}
+    top = _arm_rows("top", {0.05: 94.6, 0.1: 94.2, 0.2: 95.2, 0.5: 95.4})
+    inside = _arm_rows("inside", {0.05: 94.6, 0.1: 96.0, 0.2: 95.2, 0.5: 95.4})
+    tied = _arm_rows("tied", {0.05: 90.0, 0.1: 90.0, 0.2: 96.0, 0.5: 96.0})
+    read = _arm_rows("read", {0.05: 90.0, 0.5: 99.0})  # in a table: not this check's
+    rows = untabled_edges(m, top + inside + tied + read)
+    assert [(r[1], r[2], r[3]) for r in rows] == [
+        ("top", "0.5", "highest"),
+        ("tied", "0.2", "ties the highest (0.5)"),
+    ]
+    assert rows[0][4] == "0.05: 94.6, 0.1: 94.2, 0.2: 95.2, 0.5: 95.4"
+
+
+def test_the_committed_report_flags_every_arm_at_an_edge() -> None:
+    """The committed report names the unread arm at its grid's top in the edges table and
+    the header's grid-edge line."""
+    text = (COMMITTED / "report.md").read_text()
+    stamp = next(x for x in text.splitlines() if x.startswith("- Grid edges:"))
+    assert "1 arm(s) no claim reads with their best value at or tied with an edge" in stamp
+    assert "SPACL[cut=exp, sup=instance_class, grad=shared, gen=1]: 0.5, highest" in stamp
+    assert "no table or claim reads this arm, so its grid did not grow |" in text
+
+
+def test_a_results_json_copied_alone_regenerates_the_same_report(tmp_path: Path) -> None:
+    """The stores beside the results (open-intent runs, FB15k-237 seeds) are read again
+    where present; a results.json copied alone uses the copies it stores: the report is
+    the same, not one with claims 24-27 missing."""
+    from spacl.studies.spacl_bench import regenerate
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "results.json").write_text((COMMITTED / "results.json").read_text())
+    regenerate(alone / "results.json", tmp_path / "a")
+    regenerate(COMMITTED / "results.json", tmp_path / "b")
+    a = _kept((tmp_path / "a" / "report.md").read_text())
+    b = _kept((tmp_path / "b" / "report.md").read_text())
+    assert a == b
+    assert "runs missing" not in "\n".join(a)
+
+
+def test_a_report_only_invocations_wall_time_says_it_trained_nothing() -> None:
+    text = (COMMITTED / "report.md").read_text()
+    wall = next(x for x in text.splitlines() if x.startswith("- Wall time:"))
+    assert "--report-only" in text.splitlines()[2]
+    assert "trained nothing" in wall and "full" not in wall

@@ -96,6 +96,18 @@ def utc_stamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def _wall_note(command: str, mode: str) -> str:
+    """What the header's wall time is: the ``mode`` (full or quick) run's, or, for an
+    invocation that trained nothing (``--report-only``), the time to write the report
+    from stored runs, the runs' own time being in the Compute section."""
+    if "--report-only" not in command:
+        return f"{mode}; that invocation's"
+    return (
+        "that invocation's, which wrote this report from stored runs and trained nothing; "
+        "the runs' own time is in Compute"
+    )
+
+
 def _date_line(started_at: str | None) -> str:
     """The header's Date: the recorded start in UTC (the same on every machine), or that
     it was not recorded."""
@@ -284,7 +296,7 @@ class StudyReport:
             f"- Commit: `{self.commit or git_commit()}` (of the invocation that wrote these "
             "results; a report written from stored runs states the runs' own commits "
             "below)",
-            f"- Wall time: {wall:.0f} s ({mode}; that invocation's); seeds {self.seeds}; "
+            f"- Wall time: {wall:.0f} s ({_wall_note(self.command, mode)}); seeds {self.seeds}; "
             f"torch {torch.__version__}, {self.threads or torch.get_num_threads()} thread(s), "
             f"{platform.machine()} CPU x{os.cpu_count()}",
             f"- Date: {_date_line(self.started_at)}",

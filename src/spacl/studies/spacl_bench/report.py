@@ -271,6 +271,39 @@ def untabled_arms(
     ]
 
 
+#: why an arm no claim reads kept a choice at an edge (:func:`untabled_edges`)
+UNREAD_ARM = "no table or claim reads this arm, so its grid did not grow"
+
+
+def untabled_edges(m: dict[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The arms no table reads (:func:`untabled_arms`) whose best seed-0 validation score
+    (ties: the lower temperature, as :func:`~.protocol.select_temperature` breaks them)
+    lies at or ties an edge of the temperatures they ran (:func:`~.edges.edge_of`):
+    ``[where, method, best, edge, validation per value]`` rows.  No claim reads these
+    arms, so their grids did not grow; they are listed so that no choice at an edge goes
+    unflagged."""
+    rows = []
+    for b, s, name, rs in untabled_arms(m, runs):
+        crit = m["benches"][b][s]["criterion"]
+        tune = {
+            f"{float(r['tau']):g}": 100 * float(r["val"][crit])
+            for r in sorted(rs, key=lambda r: float(r["tau"]))
+            if r["seed"] == 0
+        }
+        if len(tune) < 2:
+            continue
+        best = None
+        for tau, score in tune.items():  # ascending: a tie keeps the lower value
+            if best is None or score > tune[best]:
+                best = tau
+        assert best is not None
+        edge = edge_of(float(best), tune)
+        if edge:
+            curve = ", ".join(f"{t}: {v:.1f}" for t, v in tune.items())
+            rows.append([f"{b} {s}", name, best, edge, curve])
+    return rows
+
+
 def _untabled_paragraph(report: StudyReport, m: dict[str, Any]) -> None:
     """Says which tuned or seeded arms of the store no table or claim reads (a review
     found one the report never named)."""
@@ -291,11 +324,21 @@ def _untabled_paragraph(report: StudyReport, m: dict[str, Any]) -> None:
             + f" (validation {crit} %), seeds {', '.join(map(str, seeds))}; "
             f"{commits} of {len(rs)} with a recorded commit"
         )
+    edges = untabled_edges(m, report.runs)
+    flagged = "".join(
+        f"  Flagged: {name}'s best seed-0 value, {best}, is the {edge} of the temperatures it "
+        "ran (listed in 'Choices at a grid edge'; its grid did not grow, no claim reading "
+        "it)."
+        if edge in ("lowest", "highest")
+        else f"  Flagged: {name}'s best seed-0 value, {best}, {edge} (listed in 'Choices at "
+        "a grid edge'; its grid did not grow, no claim reading it)."
+        for _, name, best, edge, _ in edges
+    )
     report.text(
         "Arms in the run store that no table or claim reads (tuned over temperatures or "
         "run over seeds, beyond what the options table reads of an option arm: seed 0 at "
         "the base's temperature): " + "; ".join(parts) + ".  They are "
-        "counted among the study's trained runs and decide nothing here."
+        "counted among the study's trained runs and decide nothing here." + flagged
     )
 
 
@@ -363,7 +406,8 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
         "the best-chance bench's pre-registered grid, which does not grow); each such "
         "comparison is read with that caveat, stated in the claim rows that compare it.",
     )
-    if rows:
+    unread = untabled_edges(m, report.runs)
+    if rows or unread:
         report.table(
             [
                 "bench",
@@ -373,7 +417,14 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
                 "validation per value",
                 "not grown further: why",
             ],
-            [[*r, _why_not_grown(m, r, tunes[(r[0], r[1])])] for r in rows],
+            [[*r, _why_not_grown(m, r, tunes[(r[0], r[1])])] for r in rows]
+            + [[*r, UNREAD_ARM] for r in unread],
+        )
+    if unread:
+        report.text(
+            f"Besides the {total} choices above, {len(unread)} arm(s) of the run store that "
+            "no table or claim reads have their best seed-0 value at or tied with an edge "
+            f"of the temperatures they ran (the last row(s) of the table: {UNREAD_ARM})."
         )
     report.text(
         f"**Near-ties** ({len(near)}): an interior choice whose grid-edge value scores within "
@@ -403,7 +454,14 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
     _open_intent_edge_text(report, oi)
     stamp = (
         f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
-        f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9) "
+        f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9)"
+        + (
+            f", {len(unread)} arm(s) no claim reads with their best value at or tied with an "
+            f"edge ({'; '.join(f'{r[0]} {r[1]}: {r[2]}, {r[3]}' for r in unread)})"
+            if unread
+            else ""
+        )
+        + " "
         f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
         f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
         f"grids grown{_grown_stamp(m)}{budget_edge_stamp(kg)}{open_intent_edge_stamp(oi)} "
