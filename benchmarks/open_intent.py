@@ -655,7 +655,12 @@ def render(rows: list[dict], planned_seeds: list[int], detector: str) -> str:
         "|---|---|---|---|---|",
         *verdicts,
     ]
-    status = "complete" if not missing else "partial; missing: " + "; ".join(missing)
+    status = (
+        "complete (the pre-registered table; the addenda's missing seeds are listed in "
+        "their section)"
+        if not missing
+        else "partial; missing: " + "; ".join(missing)
+    )
     return "\n".join(
         [
             "**Target** (mean over seeds, the pre-registered detector vs DA-ADB's published mean):",
@@ -1494,7 +1499,9 @@ def _confirm_summary_row(setting: str, runs: list[dict]) -> str:
     )
 
 
-def _confirm_setting(setting: str, runs: list[dict], selection: list[dict]) -> list[str]:
+def _confirm_setting(
+    setting: str, runs: list[dict], selection: list[dict], heldout: list[dict]
+) -> list[str]:
     """One setting of the confirmation: its table and verdict once all of
     :data:`CONFIRM_SEEDS` are in for both methods, else only which seeds are in.  Where the
     verdict is short: the per-example scores' reading (representation or operating point)
@@ -1570,7 +1577,8 @@ def _confirm_setting(setting: str, runs: list[dict], selection: list[dict]) -> l
             + common_scale_line(common_scales(scores), macro, open_)
         )
     if not met:
-        lines.append(confirm_dev_line(setting, selection))
+        seconds = _mean([float(r["seconds"]) for r in detector_runs])
+        lines.append(confirm_dev_line(setting, selection, heldout, seconds))
     return [*lines, ""]
 
 
@@ -1640,9 +1648,17 @@ def _setting_label(setting: str) -> str:
 TOP_DEV_RUN = ("stackoverflow:0.25", 1000)
 
 
-def confirm_dev_line(setting: str, selection: list[dict]) -> str:
+def confirm_dev_line(
+    setting: str,
+    selection: list[dict],
+    heldout: list[dict] | None = None,
+    seconds: float | None = None,
+) -> str:
     """What was tried on dev for the top-layer row in ``setting`` (a short one), from
-    ``selection`` (selection_runs.jsonl's rows) and :data:`TOP_DEV_RUN`."""
+    ``selection`` (selection_runs.jsonl's rows) and :data:`TOP_DEV_RUN`; then the nearest
+    dev evidence, the head-only detector's held-out-class trial in this setting
+    (``heldout``: heldout_runs.jsonl's rows; :func:`heldout_evidence`, with ``seconds``,
+    the row's mean time per run here)."""
     name, ratio_text = setting.split(":")
     here = [r for r in selection if r["dataset"] == name and float(r["ratio"]) == float(ratio_text)]
     top = [r for r in here if r["method"] == TOP_ROW]
@@ -1672,14 +1688,54 @@ def confirm_dev_line(setting: str, selection: list[dict]) -> str:
         "split holds known classes only: a scale for F1-open could be chosen there only "
         "with classes held out as pseudo-open, as SELECTION.md did for the head-only "
         "detector; the scales above read test labels and choose nothing."
+        + heldout_evidence(setting, heldout or [], seconds)
     )
 
 
-def confirmation_report(rows: list[dict], selection: list[dict] | None = None) -> str:
+def heldout_evidence(setting: str, heldout: list[dict], seconds: float | None) -> str:
+    """The head-only detector's held-out-class trial in ``setting`` (its rows of
+    heldout_runs.jsonl, HELDOUT_PLAN.md: dev only): the mean held-out scale, wider or
+    narrower than the learned radii, and the pseudo-open dev macro-F1 and F1-open of the
+    boundary and the held-out rule; and what repeating it for the top-layer row costs
+    (each draw trains the full detector and three auxiliary ones: 4 runs of ``seconds``
+    each, three draws); ``""`` without rows."""
+    name, ratio_text = setting.split(":")
+    rows = [r for r in heldout if (r["dataset"], float(r["ratio"])) == (name, float(ratio_text))]
+    if not rows:
+        return ""
+    scale = _mean([float(r["scale"]) for r in rows])
+    mean = {
+        (rule, key): _mean([r["pseudo_open"][rule][key] for r in rows])
+        for rule in ("boundary", "heldout")
+        for key in ("macro_f1", "f1_ood")
+    }
+    cost = (
+        f", about {3 * 4 * seconds / 3600:.1f} CPU-hours for three draws at this setting's "
+        f"mean run time ({seconds:.0f} s)"
+        if seconds
+        else ""
+    )
+    draws = ", ".join(str(r["seed"]) for r in rows)
+    return (
+        "  The nearest dev evidence is the head-only detector's held-out-class trial "
+        f"(heldout.md, draws {draws} here): its scale averaged {scale:.3f}, "
+        f"{'wider' if scale > 1 else 'narrower'} than the learned radii, and pseudo-open dev "
+        f"macro-F1 went {mean[('boundary', 'macro_f1')]:.2f} -> "
+        f"{mean[('heldout', 'macro_f1')]:.2f}, F1-open {mean[('boundary', 'f1_ood')]:.2f} -> "
+        f"{mean[('heldout', 'f1_ood')]:.2f} (boundary -> held-out rule).  It was not "
+        "repeated for this row: each draw trains the full detector and three auxiliary "
+        f"ones with the top layer{cost}."
+    )
+
+
+def confirmation_report(
+    rows: list[dict], selection: list[dict] | None = None, heldout: list[dict] | None = None
+) -> str:
     """confirmation.md: the confirmation on fresh class draws (PREREGISTRATION_confirm.md),
     every number from ``confirm_runs.jsonl`` and the per-example scores of its runs; a
     setting is judged only once complete (``selection``: selection_runs.jsonl's rows, for
-    what was tried on dev where a setting falls short)."""
+    what was tried on dev where a setting falls short; ``heldout``: heldout_runs.jsonl's,
+    the nearest dev evidence there)."""
     selection = selection or []
     commits = sorted({r.get("prereg_confirm_commit", "") for r in rows} - {""})
     seconds = [r["seconds"] for r in rows if r["method"] == TOP_ROW]
@@ -1748,7 +1804,7 @@ def confirmation_report(rows: list[dict], selection: list[dict] | None = None) -
             *(
                 line
                 for setting in CONFIRM_SETTINGS
-                for line in _confirm_setting(setting, rows, selection)
+                for line in _confirm_setting(setting, rows, selection, heldout or [])
             ),
         ]
     )
@@ -1958,6 +2014,7 @@ def main(argv: list[str] | None = None) -> int:
         text = confirmation_report(
             _load(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [],
             _load(OUT / "selection_runs.jsonl"),
+            _load(HELDOUT_STORE) if HELDOUT_STORE.is_file() else [],
         )
         (OUT / "confirmation.md").write_text(text)
         print(text)

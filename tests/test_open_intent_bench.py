@@ -282,6 +282,37 @@ def test_a_short_confirmation_setting_says_what_was_tried_on_dev(bench: Any) -> 
     )
 
 
+def test_a_short_setting_quotes_the_head_only_held_out_trial_and_its_top_layer_cost(
+    bench: Any,
+) -> None:
+    """The nearest dev evidence for a short top-layer setting: the head-only detector's
+    held-out-class trial there, its mean scale said wider or narrower, and the CPU-hours a
+    top-layer repeat would take (3 draws x 4 runs)."""
+
+    def row(seed: int, scale: float, macro: tuple[float, float], open_: tuple[float, float]):
+        return {
+            "dataset": "oos",
+            "ratio": 0.5,
+            "seed": seed,
+            "scale": scale,
+            "pseudo_open": {
+                "boundary": {"macro_f1": macro[0], "f1_ood": open_[0]},
+                "heldout": {"macro_f1": macro[1], "f1_ood": open_[1]},
+            },
+        }
+
+    wide = [row(1000, 1.2, (80.0, 82.0), (90.0, 80.0)), row(1001, 1.4, (82.0, 84.0), (92.0, 84.0))]
+    text = bench.heldout_evidence("oos:0.5", wide, 1800.0)
+    assert "draws 1000, 1001 here): its scale averaged 1.300, wider than" in text
+    assert "macro-F1 went 81.00 -> 83.00, F1-open 91.00 -> 82.00" in text
+    assert "about 6.0 CPU-hours for three draws at this setting's mean run time (1800 s)" in text
+    narrow = [row(1000, 0.9, (80.0, 82.0), (90.0, 80.0))]
+    assert "averaged 0.900, narrower than" in bench.heldout_evidence("oos:0.5", narrow, None)
+    assert bench.heldout_evidence("oos:0.25", wide, 1800.0) == ""  # another setting's draws
+    line = bench.confirm_dev_line("oos:0.5", [], wide, 1800.0)
+    assert line.startswith("**Tried on dev for this row:** nothing beyond") and text in line
+
+
 def test_each_table_with_the_adb_top_layer_row_says_how_it_early_stopped(bench: Any) -> None:
     rows = [_row("da_adb", 0, 80.0, 90.0), _row("adb_top1", 0, 80.0, 90.0)]
     section = bench.render(rows, [0], "da_adb").split("### StackOverflow, 25% known")[1]
