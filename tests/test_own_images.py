@@ -170,8 +170,9 @@ def test_embed_split_of_a_folder_without_test_is_the_runs_own_split(tmp_path: Pa
     root = tmp_path / "folder"
     write_folder(root / "train")
     run = tmp_path / "run"
-    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
-                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    # the own-folder recipe a user starts from, sized down for the test
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "objective.name=supcon", "--out", str(run), "--quiet"]) == 0  # fmt: skip
     out = tmp_path / "test.npz"
     assert main(["embed", str(run), "--split", "test", "--out", str(out), "--quiet"]) == 0
     stored = np.load(out)
@@ -206,8 +207,9 @@ def test_embed_follows_a_moved_folder_with_data_root(
     root = tmp_path / "folder"
     write_folder(root / "train")
     run = tmp_path / "run"
-    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
-                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    # the own-folder recipe a user starts from, sized down for the test
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "objective.name=supcon", "--out", str(run), "--quiet"]) == 0  # fmt: skip
     before, after = tmp_path / "before.npz", tmp_path / "after.npz"
     assert main(["embed", str(run), "--out", str(before), "--quiet"]) == 0
     moved = root.rename(tmp_path / "moved")
@@ -257,8 +259,9 @@ def test_predict_names_the_class_folders(
     root = tmp_path / "folder"
     files = write_folder(root / "train")
     run = tmp_path / "run"
-    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
-                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    # the own-folder recipe a user starts from, sized down for the test
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "objective.name=supcon", "--out", str(run), "--quiet"]) == 0  # fmt: skip
     capsys.readouterr()
     picked = [str(files[i]) for i in (0, 9, 17)]
     assert main(["predict", str(run), *picked, "--json"]) == 0
@@ -360,8 +363,9 @@ def test_own_folder_chain_train_embed_geometry_predict(
     root = tmp_path / "folder"
     files = write_folder(root / "train")
     run = tmp_path / "run"
-    assert main(["train", "digits/simclr", *overrides(root, "data.test_fraction=0.25"),
-                 "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    # the own-folder recipe a user starts from, sized down for the test
+    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+                 "objective.name=supcon", "--out", str(run), "--quiet"]) == 0  # fmt: skip
     feats = tmp_path / "test.npz"
     assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 0
     report = tmp_path / "geometry.json"
