@@ -1499,9 +1499,7 @@ def _confirm_summary_row(setting: str, runs: list[dict]) -> str:
     )
 
 
-def _confirm_setting(
-    setting: str, runs: list[dict], selection: list[dict], heldout: list[dict]
-) -> list[str]:
+def _confirm_setting(setting: str, runs: list, selection: list, heldout: list) -> list[str]:
     """One setting of the confirmation: its table and verdict once all of
     :data:`CONFIRM_SEEDS` are in for both methods, else only which seeds are in.  Where the
     verdict is short: the per-example scores' reading (representation or operating point)
@@ -1576,7 +1574,7 @@ def _confirm_setting(
             "(threshold-free; TEXTOIR publishes none).  "
             + common_scale_line(common_scales(scores), macro, open_)
         )
-    if not met:
+    if not met:  # with the row's mean time per run here (the top-layer repeat's cost)
         seconds = _mean([float(r["seconds"]) for r in detector_runs])
         lines.append(confirm_dev_line(setting, selection, heldout, seconds))
     return [*lines, ""]
