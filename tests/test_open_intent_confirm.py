@@ -113,8 +113,9 @@ def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
     store = bench.CONFIRM_STORE
     rows = bench._load(store) if store.is_file() else []
     selection = bench._load(OPEN_INTENT / "selection_runs.jsonl")
+    heldout = bench._load(bench.HELDOUT_STORE)
     written = (OPEN_INTENT / "confirmation.md").read_text()
-    assert written == bench.confirmation_report(rows, selection), (
+    assert written == bench.confirmation_report(rows, selection, heldout), (
         "confirmation.md differs from `python benchmarks/open_intent.py --render-confirm`"
     )
 
