@@ -3,7 +3,7 @@
 Runs, and reports in one table (also written to ``benchmarks/results/gpu.md``):
 
 1. the shipped ``cifar100/spacl_supervised`` and ``cifar100/supcon`` recipes through the
-   real :class:`spacl.engine.Trainer` for ``--steps`` optimiser steps (default 300) on
+   real :class:`spacl.tasks.image.Trainer` for ``--steps`` optimiser steps (default 300) on
    synthetic 32x32 CIFAR-100-format data written to a temporary directory: the dataset
    on the GPU, batched GPU augmentation, bf16 autocast (``train.precision=bf16``), the
    encoder in channels-last memory format, checkpoints and the final evaluation;
@@ -146,7 +146,7 @@ def write_synthetic_cifar100(root: Path, n_train: int, n_test: int, seed: int = 
 def channels_last_models(enabled: bool) -> Iterator[None]:
     """Build every engine encoder in channels-last memory format (the engine has no
     option for it; the check wraps its model builder)."""
-    from spacl.engine import build
+    from spacl.tasks.image import build
 
     original = build.build_base_model
 
@@ -163,7 +163,7 @@ def channels_last_models(enabled: bool) -> Iterator[None]:
 
 def run_recipe(name: str, scale: Scale, work: Path) -> str:
     """Train a shipped CIFAR-100 recipe on synthetic data; the row's detail."""
-    from spacl.engine import Trainer, load_config
+    from spacl.tasks.image import Trainer, load_config
 
     steps_per_epoch = max(1, scale.train_images // scale.batch)
     epochs = math.ceil(scale.steps / steps_per_epoch)

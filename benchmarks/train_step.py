@@ -1,6 +1,6 @@
 """Training-step cost of SPACL vs SimCLR through the engine (issue 5).
 
-Both arms are built by :func:`spacl.engine.build.build_arms` from the same config and
+Both arms are built by :func:`spacl.tasks.image.build.build_arms` from the same config and
 start from the same CIFAR-stem ResNet-18; each step is the engine's real
 ``Arm.train_step`` (forward, loss, backward, SGD step, LR schedule, EMA update):
 
@@ -32,9 +32,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, write_result
-from spacl.engine import DistributedContext, load_config
-from spacl.engine.arm import Arm
-from spacl.engine.build import build_arms, resolve_precision
+from spacl.engine import DistributedContext
+from spacl.tasks.image import load_config
+from spacl.tasks.image.arm import Arm
+from spacl.tasks.image.build import build_arms, resolve_precision
 
 TARGET_RATIO = 1.4
 

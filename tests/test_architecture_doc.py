@@ -4,7 +4,7 @@
   package tree (each under the package whose entry names it), the backticked paths
   (``losses/_gram.py``, ``tasks/kg/train.py:train_kg``, ``mining/cut/threshold.SORTED_DEVICES``,
   a recipe name such as ``digits/spacl``, a profiler region such as ``spacl/cut``) and the
-  backticked dotted names (``spacl.tasks.load_recipe``, ``engine.config.ViewsConfig``),
+  backticked dotted names (``spacl.tasks.load_recipe``, ``tasks.image.config.ViewsConfig``),
   all resolved statically (:mod:`ast`, nothing imported);
 - its two import tables are the code's: the floors are ``FLOORS`` of
   ``tests/test_import_graph.py``, and what each package of floors 1 and 2 imports (spacl
@@ -224,7 +224,7 @@ def test_the_checkers_see_a_missing_module() -> None:
         "## Packages\n\n```\n  losses/          kernel.py, kg/ (spacl.py), "
         "kg/spacl.LinkSPACLLoss\n  cli.py           the CLI\n```\n\n"
         "`losses/_gram.py`, `tasks/kg/train.py:train_kg`, `spacl.losses.kernel`, "
-        "`engine.config.ViewsConfig`, `data.num_views`, `digits/spacl`, `spacl/cut`\n"
+        "`tasks.image.config.ViewsConfig`, `data.num_views`, `digits/spacl`, `spacl/cut`\n"
     )
     assert missing_in_tree(good) == [] and missing_inline(good) == []
     bad = good.replace("kernel.py,", "kernel.py, attic.py, old/,").replace(
@@ -400,11 +400,11 @@ def test_the_objective_lists_are_defined_once_where_the_doc_says() -> None:
 
 def test_the_registries_the_doc_lists_are_the_codes() -> None:
     from spacl.cli import COMMANDS
-    from spacl.engine.config import ViewsConfig
     from spacl.engine.loop import LoopBody
     from spacl.losses.registry import OBJECTIVE_TASKS
     from spacl.mining.cut import CUT_FORMS
     from spacl.tasks import task_names
+    from spacl.tasks.image.config import ViewsConfig
     from spacl.tasks.text.config import OODViewsConfig
 
     text = doc_text()
@@ -427,7 +427,7 @@ def test_the_registries_the_doc_lists_are_the_codes() -> None:
     assert extras == list(pyproject["project"]["optional-dependencies"])
     for pattern, schema in (
         (
-            r"the image task's (`views\.num_views`[^(]*) \(`engine\.config\.ViewsConfig`\)",
+            r"the image task's (`views\.num_views`[^(]*) \(`tasks\.image\.config\.ViewsConfig`\)",
             ViewsConfig,
         ),
         (

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from spacl.cli import main
-from spacl.engine import load_checkpoint, load_config
+from spacl.engine import load_checkpoint
+from spacl.tasks.image import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -53,7 +54,7 @@ def recipes() -> list[Path]:
 
 
 def test_recipes_exist_for_every_objective_on_the_small_datasets():
-    from spacl.engine import OBJECTIVES
+    from spacl.tasks.image import OBJECTIVES
 
     for dataset in ("digits", "mnist5k", "synthetic"):
         names = {p.stem for p in (CONFIGS / dataset).glob("*.yaml")}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spacl.engine import config as image_config
+from spacl.tasks.image import config as image_config
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "training.md"
 SECTIONS = {

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from spacl import load_recipe
-from spacl.engine import Trainer
 from spacl.engine.device import deterministic_algorithms
+from spacl.tasks.image import Trainer
 
 
 @pytest.fixture

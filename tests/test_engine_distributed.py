@@ -18,7 +18,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from spacl.engine import DistributedContext, Trainer, load_checkpoint, load_config
+from spacl.engine import DistributedContext, load_checkpoint
+from spacl.tasks.image import Trainer, load_config
 
 pytestmark = pytest.mark.skipif(
     not dist.is_available() or sys.platform == "win32", reason="needs torch.distributed (gloo)"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from spacl.engine import Trainer, load_checkpoint, load_config
+from spacl.engine import load_checkpoint
+from spacl.tasks.image import Trainer, load_config
 
 BASE = [
     "data.name=synthetic",
@@ -117,7 +118,7 @@ DIST_CASES = {
 
 
 def _two_steps(ctx, run_dir: Path) -> dict:
-    from spacl.engine import Trainer
+    from spacl.tasks.image import Trainer
 
     out = {}
     for name, extra in DIST_CASES.items():
@@ -198,7 +199,7 @@ import json, sys, time
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from spacl.engine import Trainer, load_config
+from spacl.tasks.image import Trainer, load_config
 
 run_dir, mode, overrides = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 cfg = load_config(None, overrides)

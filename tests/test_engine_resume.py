@@ -53,7 +53,7 @@ import io, json, sys, time
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from spacl.engine import Trainer, load_config
+from spacl.tasks.image import Trainer, load_config
 
 run_dir, mode, overrides = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 cfg = load_config(None, overrides)

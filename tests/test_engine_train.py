@@ -10,14 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from spacl.engine import (
-    OBJECTIVES,
-    NonFiniteLossError,
-    Trainer,
-    load_checkpoint,
-    load_config,
-    read_metrics,
-)
+from spacl.engine import load_checkpoint, read_metrics
+from spacl.tasks.image import OBJECTIVES, NonFiniteLossError, Trainer, load_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -260,7 +254,7 @@ def test_coarse_labels_feed_the_objective(tmp_path):
     trainer = Trainer(cfg, tmp_path / "run", quiet=True)
     assert trainer.arms[0].model.head.out_features == 2
     batch = trainer.data.stream.batch(0, 0)
-    from spacl.engine.trainer import batch_labels
+    from spacl.tasks.image.trainer import batch_labels
 
     coarse = trainer.cfg.data.label_kind == "coarse"
     assert torch.equal(batch_labels(batch, coarse, trainer.ctx.device), batch.coarse_labels)

@@ -13,20 +13,18 @@ from torch import nn
 
 from spacl.engine import (
     LARS,
-    OBJECTIVES,
     WarmupCosine,
     all_gather_with_grad,
-    build_objective,
     build_optimizer,
     capture_rng_state,
     load_checkpoint,
-    load_config,
     remove_stale_temporaries,
     restore_rng_state,
     save_checkpoint,
     scaled_lr,
 )
-from spacl.engine.trainer import config_differences
+from spacl.tasks.image import OBJECTIVES, build_objective, load_config
+from spacl.tasks.image.trainer import config_differences
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

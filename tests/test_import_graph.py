@@ -349,7 +349,7 @@ def _qualnames(body: list[ast.stmt]) -> dict[int, str]:
 #: module named by the target of any such call in the tree.  Each loader reads its own
 #: registry: edges from every loader to every target would make false arrows, the loss
 #: registry running up to the tasks (``spacl.losses.registry -> spacl.tasks.kg``) and a
-#: circle through the engine (``spacl.losses.registry -> spacl.engine.trainer``, a task
+#: circle through the engine (``spacl.losses.registry -> spacl.tasks.image.trainer``, a task
 #: runner, which imports the engine's objectives, which import the loss registry).
 LOADERS: dict[tuple[str, str], tuple[str, int | None, str]] = {
     ("spacl.losses.registry", "ObjectiveSpec.load"): ("ObjectiveSpec", 1, "target"),
@@ -1032,7 +1032,7 @@ def test_loaders_and_factories_are_the_trees_data_driven_imports() -> None:
     assert sites == {*LOADERS, *LAZY_FACTORIES, *ALLOWED_UNRESOLVED}
     targets = registrations(_parsed(ROOT))[0]
     assert all(targets.values()), targets
-    assert {"spacl.tasks.kg", "spacl.engine.trainer"} <= targets["spacl.tasks", "_runner"]
+    assert {"spacl.tasks.kg", "spacl.tasks.image.trainer"} <= targets["spacl.tasks", "_runner"]
     assert "spacl.losses.kg" in targets["spacl.losses.registry", "ObjectiveSpec.load"]
     lazy = import_graph(lazy=True)  # lazy_attributes(__name__, _PUBLIC) read
     assert "spacl.tasks.kg.train" in lazy["spacl.tasks.kg"]

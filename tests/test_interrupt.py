@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from spacl.cli import main
-from spacl.engine import StopRequested, Trainer, load_config, read_metrics
+from spacl.engine import StopRequested, read_metrics
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import TrainLoop
+from spacl.tasks.image import Trainer, load_config
 from test_engine_resume import OVERRIDES, TOTAL_STEPS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
@@ -144,7 +145,7 @@ def test_a_signal_while_an_image_run_loads_its_data_is_one_line_and_leaves_nothi
     shell's status for the signal, and no run directory left behind."""
     from omegaconf import OmegaConf
 
-    from spacl.engine import trainer as trainer_module
+    from spacl.tasks.image import trainer as trainer_module
 
     real = trainer_module.build_run_data
 

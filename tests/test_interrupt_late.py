@@ -16,8 +16,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from spacl.cli import main
-from spacl.engine import StopRequested, Trainer, load_config, read_metrics
+from spacl.engine import StopRequested, read_metrics
 from spacl.engine.loop import LoopPlan, TrainLoop
+from spacl.tasks.image import Trainer, load_config
 from test_engine_resume import TOTAL_STEPS
 from test_interrupt import FEW_CHECKPOINTS
 from test_one_engine import Counting

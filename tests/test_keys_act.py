@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import Tensor
 
-from spacl.engine import load_config
-from spacl.engine.data import build_run_data
+from spacl.tasks.image import load_config
+from spacl.tasks.image.data import build_run_data
 from test_own_images import overrides, write_folder
 
 

@@ -31,7 +31,7 @@ def test_a_name_means_one_row_per_task() -> None:
 
 
 def test_every_task_reads_its_names_from_the_registry() -> None:
-    from spacl.engine import OBJECTIVES
+    from spacl.tasks.image import OBJECTIVES
     from spacl.tasks.kg import KG_OBJECTIVES
     from spacl.tasks.text.config import OOD_OBJECTIVES
     from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES

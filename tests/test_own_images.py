@@ -11,7 +11,7 @@ import torch
 import spacl
 from spacl.cli import main
 from spacl.data import stratified_indices
-from spacl.engine import Trainer, load_config
+from spacl.tasks.image import Trainer, load_config
 
 
 def write_folder(root: Path, per_class: int = 8, classes: int = 3, seed: int = 0) -> list[Path]:
@@ -340,7 +340,7 @@ def test_the_imagefolder_recipes_need_only_data_root(
             "model.channels=[8]", "model.feature_dim=8", "model.proj_dim=8", "train.epochs=1",
             "eval.geometry=false", "log.tensorboard=false"]  # fmt: skip
     run = tmp_path / "run"
-    with caplog.at_level(logging.WARNING, logger="spacl.engine.data"):
+    with caplog.at_level(logging.WARNING, logger="spacl.tasks.image.data"):
         code = main(["train", "imagefolder/supcon", f"data.root={root}", *fast,
                      "--out", str(run), "--quiet"])  # fmt: skip
     assert code == 0
@@ -348,7 +348,7 @@ def test_the_imagefolder_recipes_need_only_data_root(
     cfg = load_config(run / "config.yaml")
     assert cfg.objective.name == "supcon" and cfg.data.root == str(root)
     caplog.clear()  # eval reads the run's data again: the training note is not repeated
-    with caplog.at_level(logging.WARNING, logger="spacl.engine.data"):
+    with caplog.at_level(logging.WARNING, logger="spacl.tasks.image.data"):
         assert main(["eval", str(run), "--no-write", "--json"]) == 0
     assert "is more than the" not in caplog.text
 
@@ -527,7 +527,7 @@ def test_a_test_folder_with_fewer_classes_is_labelled_by_class_name(tmp_path: Pa
     class shifted every later label (a review's run scored 0% with its cat and dog test
     images labelled 0 and 1, trained as 1 and 2).  Labels follow the class names; a test
     class that is no training class is one line naming it."""
-    from spacl.engine.data import folder_splits
+    from spacl.tasks.image.data import folder_splits
 
     write_folder(tmp_path / "f" / "train", per_class=4)  # class0, class1, class2
     write_folder(tmp_path / "f" / "test", per_class=2)

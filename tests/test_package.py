@@ -168,7 +168,7 @@ def test_missing_dataset_names_every_directory_searched(tmp_path, monkeypatch):
 
 
 def test_image_recipe_without_data_names_the_search(tmp_path, monkeypatch):
-    from spacl.engine import load_config
+    from spacl.tasks.image import load_config
 
     monkeypatch.setenv("SPACL_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(sources, "dev_data_dir", lambda: None)

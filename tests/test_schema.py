@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from spacl.engine.config import Config
 from spacl.recipes import list_recipes
 from spacl.schema import (
     DataSection,
@@ -23,6 +22,7 @@ from spacl.schema import (
     registered_tasks,
 )
 from spacl.tasks import load_recipe, task_entry, task_loader, task_names
+from spacl.tasks.image.config import Config
 from spacl.tasks.kg.config import KGConfig, kg_config
 from spacl.tasks.text.config import OODConfig, ood_config
 
@@ -154,7 +154,7 @@ def test_task_specific_keys_still_validate():
 
 
 def test_image_recipes_may_say_task_image(tmp_path):
-    from spacl.engine import load_config
+    from spacl.tasks.image import load_config
 
     path = tmp_path / "img.yaml"
     path.write_text("task: image\ndata: {name: digits}\ntrain: {epochs: 2}\n")
@@ -170,12 +170,12 @@ def test_task_registry_holds_the_schema_loaders():
     assert task_loader("kg") is kg_config and task_loader("text") is ood_config
     assert task_names() == registered_tasks() == ["image", "kg", "text"]
     assert task_entry("kg") is registered_task("kg")
-    assert task_loader("image").__module__ == "spacl.engine.config"
+    assert task_loader("image").__module__ == "spacl.tasks.image.config"
     with pytest.raises(ValueError, match="already registered"):
         register_task("kg")(ood_config)
     register_task("kg")(kg_config)  # the same loader again: a no-op
     assert task_entry("kg").runner == "spacl.tasks.kg:train_kg"
-    assert task_entry("image").runner == "spacl.engine.trainer:train"
+    assert task_entry("image").runner == "spacl.tasks.image.trainer:train"
     with pytest.raises(ValueError, match="config key 'task' must be a name"):
         register_task("not a name")
     with pytest.raises(ValueError, match=r"config key 'task' must be one of \['image', 'kg'"):

@@ -13,10 +13,10 @@ import torch
 
 import spacl
 from spacl.cli import main
-from spacl.engine.config import load_config
-from spacl.engine.data import build_run_data
 from spacl.evaluate import linear_probe
 from spacl.evaluate.ncc import nearest_centre_predict
+from spacl.tasks.image.config import load_config
+from spacl.tasks.image.data import build_run_data
 
 FAST = [
     "train.epochs=1",

@@ -16,7 +16,7 @@ train      ``epochs``, ``batch_size``, ``seed``, ``device``,  ``precision`` (ima
 eval       ``batch_size``                                    kNN (image), ``ties`` (kg)
 =========  ================================================  =============================
 
-The task schemas are :class:`spacl.engine.config.Config` (image),
+The task schemas are :class:`spacl.tasks.image.config.Config` (image),
 :class:`spacl.tasks.kg.config.KGConfig` and :class:`spacl.tasks.text.config.OODConfig`; each
 registers its loader with :func:`register_task` (this module imports no task, at its top
 or inside a function: it sits below them).  :func:`spacl.tasks.load_recipe`, where every
@@ -84,7 +84,7 @@ _Loader = TypeVar("_Loader", bound=TaskLoader)
 
 #: the task registry, the one list of tasks: name -> :class:`TaskEntry`, filled by
 #: :func:`register_task` where each task's schema lives (``image``:
-#: :mod:`spacl.engine.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg.config`,
+#: :mod:`spacl.tasks.image.config`; ``kg`` / ``text``: :mod:`spacl.tasks.kg.config`,
 #: :mod:`spacl.tasks.text.config`); importing :mod:`spacl.tasks` registers all three
 _TASKS: dict[str, TaskEntry] = {}
 
@@ -235,8 +235,9 @@ class TaskEntry:
 
     ``runner``: ``"module:function"`` of the function that trains a validated config
     (``function(config, overrides=[...])`` returning a summary dict), imported only when a
-    run starts (:func:`spacl.tasks.run_recipe`); ``None`` for the image task, whose runner
-    is the engine's :class:`~spacl.engine.Trainer` (run directories, resume, DDP).
+    run starts (:func:`spacl.tasks.run_recipe`); the image task's is
+    :func:`spacl.tasks.image.train` (its :class:`~spacl.tasks.image.Trainer`: run
+    directories, resume, DDP).
     """
 
     name: str

@@ -348,9 +348,9 @@ def load_image_run(
     state = load_checkpoint(ckpt, map_location="cpu")
     if "arms" not in state or "config" not in state:
         raise ValueError(f"{ckpt} is not a checkpoint of an image run (no 'arms' / 'config')")
-    from spacl.engine.config import data_dir_unchecked
     from spacl.schema_files import read_run_config
     from spacl.tasks import registry
+    from spacl.tasks.image.config import data_dir_unchecked
 
     with data_dir_unchecked():  # the run alone: its dataset may be gone or elsewhere
         cfg = registry.load_recipe(read_run_config(rd.config)).config  # the one way in
@@ -367,7 +367,7 @@ def load_image_run(
 
 
 def _build_model(cfg: Any, shape: tuple[int, ...], weights: dict[str, Tensor]) -> Any:
-    from spacl.engine.build import build_base_model
+    from spacl.tasks.image.build import build_base_model
 
     with torch.random.fork_rng(devices=[]):
         model = build_base_model(cfg, shape)
@@ -381,7 +381,7 @@ def _build_model(cfg: Any, shape: tuple[int, ...], weights: dict[str, Tensor]) -
 
 
 def _model_info_from_data(cfg: Any) -> dict[str, Any]:
-    from spacl.engine.data import build_run_data
+    from spacl.tasks.image.data import build_run_data
 
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
     norm = data.normalization

@@ -133,8 +133,9 @@ def run_demo(
     """
     import torch
 
-    from spacl.engine import StopRequested, Trainer
-    from spacl.engine.summary import format_results_table
+    from spacl.engine import StopRequested
+    from spacl.tasks.image import Trainer
+    from spacl.tasks.image.summary import format_results_table
 
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"--epochs must be an integer >= 1, got {epochs!r}")

@@ -270,7 +270,7 @@ def embed_batches(
                 raise ValueError(f"--data: {str(err).split(';')[0]}; remove it") from None
             _label_by_run_names(dataset, run_dir)
         else:  # the run's own split, as spacl eval makes it (data.test_fraction...)
-            from spacl.engine.data import folder_splits
+            from spacl.tasks.image.data import folder_splits
 
             if cfg.data.root is not None and not Path(str(cfg.data.root)).is_dir():
                 raise FileNotFoundError(  # the folder moved since training
@@ -282,7 +282,7 @@ def embed_batches(
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False)
         batches = ((model.embed(x, features=features, batch_size=batch_size), y) for x, y in loader)
         return len(dataset), _named_data_errors(batches, own_split=folder is None)
-    from spacl.engine.data import build_run_data
+    from spacl.tasks.image.data import build_run_data
 
     data = build_run_data(cfg, device=torch.device("cpu"), dtype=torch.float32)
     labelled = data.train_eval if split == "train" else data.test_eval

@@ -55,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
     task = str(rd.read_config_dict().get("task", "image"))  # not a run directory: one line
     if task in ("kg", "text"):
         return run_task_eval(args, task)
-    from spacl.engine import Trainer  # the image engine, once the run is known to be one
-    from spacl.engine.summary import format_results_table
     from spacl.schema_files import read_run_config
     from spacl.tasks import registry
+    from spacl.tasks.image import Trainer  # the image task, once the run is known to be one
+    from spacl.tasks.image.summary import format_results_table
 
     cfg = registry.load_recipe(read_run_config(rd.config), list(args.overrides)).config
     ckpt = Path(args.checkpoint) if args.checkpoint else rd.last_checkpoint

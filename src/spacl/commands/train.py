@@ -290,10 +290,11 @@ def run_task(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int
 
 def run_image(args: argparse.Namespace, loaded: Any, run_dir: Path | None) -> int:
     """``spacl train`` of an image recipe (any number of processes under torchrun)."""
-    from spacl.engine import Trainer, init_from_env
+    from spacl.engine import init_from_env
     from spacl.engine.interrupt import InterruptOnTerm
     from spacl.engine.rundir import default_run_dir
-    from spacl.engine.summary import format_results_table
+    from spacl.tasks.image import Trainer
+    from spacl.tasks.image.summary import format_results_table
 
     cfg = loaded.config
     ctx = init_from_env(cfg.train.device)
@@ -364,8 +365,9 @@ def fit_or_status(trainer: Any, run_dir: Path, is_main: bool) -> Any:
     """``trainer.fit()``'s result; or, for a run that stopped, its one line and the exit
     status (an ``int``): 3 for a non-finite loss, the signal's for Ctrl-C / SIGTERM, 2 for
     an error met after a checkpoint (the run is saved; how to resume once fixed)."""
-    from spacl.engine import NonFiniteLossError, StopRequested
+    from spacl.engine import StopRequested
     from spacl.engine.interrupt import exit_status
+    from spacl.tasks.image import NonFiniteLossError
 
     try:
         return trainer.fit()

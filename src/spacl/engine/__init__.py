@@ -1,11 +1,10 @@
-"""Training engine: one loop for every objective, exact resume, DDP, shared randomness.
+"""Training engine of every task (images, link prediction, text): one loop, exact resume,
+DDP, shared randomness.
+
+Each task supplies the body of the loop and its own schema (:mod:`spacl.tasks.image`,
+:mod:`spacl.tasks.kg`, :mod:`spacl.tasks.text`); nothing here knows a task.
 
 =====================================  ======================================================
-``load_config(path, overrides)``        OmegaConf structured config, validated (``config``)
-``Trainer(cfg, run_dir).fit()``         the loop, checkpoints, evaluation, run directory
-``train(cfg, run_dir, resume=...)``     the same in one call
-``Arm``                                 one model: encoder, target, objective, optimiser
-``OBJECTIVES`` / ``build_objective``    objective registry (name -> loss and how to feed it)
 ``all_gather_with_grad``                differentiable all-gather (sums gradients)
 ``init_from_env``                       torchrun process group (gloo on CPU, nccl on GPU)
 ``save_checkpoint`` / ``load_checkpoint``  atomic write, ``weights_only=True`` read
@@ -27,7 +26,6 @@ from typing import TYPE_CHECKING
 from spacl._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from spacl.engine.arm import Arm, NonFiniteLossError, Precision
     from spacl.engine.checkpoint import (
         capture_rng_state,
         load_checkpoint,
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
         restore_rng_state,
         save_checkpoint,
     )
-    from spacl.engine.config import Config, config_to_dict, load_config, validate_config
     from spacl.engine.device import device_of, resolve_device
     from spacl.engine.distributed import (
         DistributedContext,
@@ -46,7 +43,6 @@ if TYPE_CHECKING:
     )
     from spacl.engine.evaluation import evaluating
     from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
-    from spacl.engine.objectives import OBJECTIVES, build_objective
     from spacl.engine.optim import (
         LARS,
         WarmupCosine,
@@ -57,23 +53,15 @@ if TYPE_CHECKING:
     )
     from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
     from spacl.engine.stages import RunStages, StageBody
-    from spacl.engine.trainer import Trainer, TrainResult, train
 
 #: each public name and the module it lives in: imported on first use (PEP 562), so
-#: ``import spacl.engine.rundir`` (the CLI's run-directory checks) loads no torchvision
+#: ``import spacl.engine.rundir`` (the CLI's run-directory checks) loads no training code
 _PUBLIC = {
-    "Arm": "arm",
-    "NonFiniteLossError": "arm",
-    "Precision": "arm",
     "capture_rng_state": "checkpoint",
     "load_checkpoint": "checkpoint",
     "remove_stale_temporaries": "checkpoint",
     "restore_rng_state": "checkpoint",
     "save_checkpoint": "checkpoint",
-    "Config": "config",
-    "config_to_dict": "config",
-    "load_config": "config",
-    "validate_config": "config",
     "device_of": "device",
     "resolve_device": "device",
     "DistributedContext": "distributed",
@@ -88,8 +76,6 @@ _PUBLIC = {
     "Progress": "loop",
     "StopRequested": "loop",
     "TrainLoop": "loop",
-    "OBJECTIVES": "objectives",
-    "build_objective": "objectives",
     "LARS": "optim",
     "WarmupCosine": "optim",
     "WarmupLinear": "optim",
@@ -101,9 +87,6 @@ _PUBLIC = {
     "read_metrics": "rundir",
     "RunStages": "stages",
     "StageBody": "stages",
-    "TrainResult": "trainer",
-    "Trainer": "trainer",
-    "train": "trainer",
 }
 
 
@@ -117,45 +100,33 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "LARS",
-    "OBJECTIVES",
-    "Arm",
     "Best",
-    "Config",
     "DistributedContext",
     "LoopBody",
     "LoopPlan",
     "MetricsLogger",
-    "NonFiniteLossError",
-    "Precision",
     "Progress",
     "RunDirectory",
     "RunStages",
     "StageBody",
     "StopRequested",
     "TrainLoop",
-    "TrainResult",
-    "Trainer",
     "WarmupCosine",
     "WarmupLinear",
     "all_gather_nograd",
     "all_gather_with_grad",
-    "build_objective",
     "build_optimizer",
     "build_scheduler",
     "capture_rng_state",
-    "config_to_dict",
     "device_of",
     "evaluating",
     "init_from_env",
     "is_distributed",
     "load_checkpoint",
-    "load_config",
     "read_metrics",
     "remove_stale_temporaries",
     "resolve_device",
     "restore_rng_state",
     "save_checkpoint",
     "scaled_lr",
-    "train",
-    "validate_config",
 ]

@@ -2,7 +2,7 @@
 
 :func:`resolve_device` is the one reading of ``train.device`` (``auto``: CUDA when it is
 available, else the CPU; :func:`spacl.schema_checks.resolve_device`, checked there with
-the recipe's other values); the image engine's distributed context starts from the same
+the recipe's other values); a run's distributed context starts from the same
 value through it (:func:`spacl.engine.distributed.init_from_env`).  :func:`device_of` is where a
 module's parameters live.
 """

@@ -41,7 +41,7 @@ the task puts a linear classifier before the loss, which receives logits.)
 gives (``temperature``...), the name's ``defaults`` and ``fixed`` values and the
 recipe's ``params``, with errors that name the config key
 (``objective.params.beta``).  The engine adds how a step feeds the loss
-(:mod:`spacl.engine.objectives`); the studies' method lists are rows over this registry
+(:mod:`spacl.tasks.image.objectives`); the studies' method lists are rows over this registry
 (:class:`spacl.studies.spacl_bench.methods.Method`).
 """
 

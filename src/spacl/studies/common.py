@@ -75,7 +75,7 @@ def make_arm(
     queue_size: int = 0,
     queue_dim: int = 0,
 ) -> Any:
-    """A :class:`spacl.engine.Arm` (fp32, CPU) for a study loop.
+    """A :class:`spacl.tasks.image.Arm` (fp32, CPU) for a study loop.
 
     The target is the shared encoder (``target_momentum=0``) or its EMA copy.
 
@@ -86,9 +86,9 @@ def make_arm(
     negative queue of that many past target embeddings of width ``queue_dim`` (the
     engine pushes every view of every instance, with labels when the arm uses them).
     """
-    from spacl.engine import OBJECTIVES, Arm, Precision
     from spacl.engine.optim import build_optimizer, build_scheduler
     from spacl.models import EMATarget
+    from spacl.tasks.image import OBJECTIVES, Arm, Precision
 
     check_choice(objective, "objective", sorted(OBJECTIVES))
     check_choice(optimizer, "optimizer", ("adam", "sgd"))

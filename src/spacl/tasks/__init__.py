@@ -12,9 +12,9 @@
 One way in.  :func:`run_recipe` (the Python API) and ``spacl train`` read a recipe with
 :func:`load_recipe` (:mod:`spacl.tasks.registry`), which picks the task from the recipe's
 ``task:`` in the task registry (:func:`spacl.schema.register_task`) and validates it with
-that task's schema (image: :mod:`spacl.engine.config`; ``kg``: :mod:`.kg.config`;
+that task's schema (image: :mod:`spacl.tasks.image.config`; ``kg``: :mod:`.kg.config`;
 ``text``: :mod:`.text.config`).  The registry entry also names the task's runner,
-imported when a run starts: the image engine's :func:`spacl.engine.train`,
+imported when a run starts: the image task's :func:`spacl.tasks.image.train`,
 :func:`spacl.tasks.kg.train_kg` or :func:`spacl.tasks.text.train_ood`.
 
 Importing this package registers every built-in task (:mod:`spacl.tasks.registry`
@@ -77,8 +77,8 @@ def run_loaded(
     ``out``: the run directory (default: a new ``<out_dir>/<name>-<time>`` where the task
     writes one); ``resume`` continues the run in ``out`` (a ``FileNotFoundError`` when
     ``out`` holds no checkpoint); ``quiet``: no progress bars
-    (``train.progress=false``).  Returns the runner's result: the image engine's
-    :class:`~spacl.engine.TrainResult`, the KG / text summary dict.
+    (``train.progress=false``).  Returns the runner's result: the image task's
+    :class:`~spacl.tasks.image.TrainResult`, the KG / text summary dict.
     """
     func = _runner(recipe.task)
     if resume:  # a resume with nothing to continue is an error, not a fresh start

@@ -2,7 +2,7 @@
 
 The task registry lives in :mod:`spacl.schema` (:func:`~spacl.schema.register_task`),
 below the tasks, and each task's schema module fills it.  This module imports those three
-(:mod:`spacl.engine.config` for ``image``, :mod:`spacl.tasks.kg.config`,
+(:mod:`spacl.tasks.image.config` for ``image``, :mod:`spacl.tasks.kg.config`,
 :mod:`spacl.tasks.text.config`) at its top, so every function here sees the built-in
 tasks; the schema imports none.  :mod:`spacl.tasks` re-exports every name
 (``spacl.tasks.load_recipe``), and ``spacl.load_recipe``, ``spacl train`` /
@@ -21,8 +21,6 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-# the built-in tasks' schemas register themselves (spacl.schema.register_task)
-from spacl.engine import config as _image_schema
 from spacl.schema import (
     TaskEntry,
     TaskLoader,
@@ -31,6 +29,9 @@ from spacl.schema import (
     registered_task,
     registered_tasks,
 )
+
+# the built-in tasks' schemas register themselves (spacl.schema.register_task)
+from spacl.tasks.image import config as _image_schema
 from spacl.tasks.kg import config as _kg_schema
 from spacl.tasks.text import config as _text_schema
 

@@ -77,7 +77,7 @@ class SPACLLoss(LazyGameModule):
             similarities, default), ``"exp"`` (weights ``exp(s / tau)``) or ``"linear"``
             (``(1 + s) / 2``); see :mod:`spacl.mining.cut.threshold`.
         negatives: ``"all_views"`` or ``"anchor_views"`` of the other instances.
-        online: how :class:`spacl.engine.Arm` feeds this loss: ``"all_views"`` (one online
+        online: how :class:`spacl.tasks.image.Arm` feeds this loss: ``"all_views"`` (one online
             forward pass of every view; anchors ``[B, V, d]``) or ``"anchor_view"``
             (online encoder on the anchor views only, the target on the pool).  The
             loss itself accepts every form whatever this says.

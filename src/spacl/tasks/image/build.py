@@ -12,12 +12,12 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from spacl.data import derive_seed
-from spacl.engine.arm import Arm, Precision
 from spacl.engine.distributed import DistributedContext
-from spacl.engine.objectives import build_objective
-from spacl.engine.optim import WarmupCosine, build_optimizer, scaled_lr
+from spacl.engine.optim import WarmupCosine, build_optimizer, build_scheduler, scaled_lr
 from spacl.mining.queue import NegativeQueue
 from spacl.models import ContrastiveModel, EMATarget, ProjectionHead, build_backbone, feature_dim_of
+from spacl.tasks.image.arm import Arm, Precision
+from spacl.tasks.image.objectives import build_objective
 
 __all__ = ["arm_configs", "build_arms", "build_base_model", "resolve_precision"]
 
@@ -105,7 +105,7 @@ def _optimizer_of(
     )
     warmup = round(float(ocfg.warmup_epochs) * steps_per_epoch)
     schedule = WarmupCosine(min(warmup, total_steps), total_steps, ocfg.min_lr_ratio, ocfg.schedule)
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    return optimizer, build_scheduler(optimizer, schedule)
 
 
 def build_arms(

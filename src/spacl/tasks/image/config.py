@@ -144,7 +144,7 @@ class ModelConfig:
 
 @dataclass
 class ObjectiveConfig:
-    """Which loss, and its hyper-parameters (see :mod:`spacl.engine.objectives`)."""
+    """Which loss, and its hyper-parameters (see :mod:`spacl.tasks.image.objectives`)."""
 
     name: str = "simclr"
     temperature: float | None = None  # None: the objective's default
@@ -276,7 +276,7 @@ def load_config(
     root_missing = isinstance(data, DictConfig) and OmegaConf.is_missing(data, "root")
     task = user.pop("task", None) if isinstance(user, DictConfig) else None
     if task not in (None, "image"):  # kg / text recipes: spacl.tasks.load_recipe
-        raise fail("task", task, "must be 'image' (or absent) for the image engine")
+        raise fail("task", task, "must be 'image' (or absent) for the image task")
     arms_raw = user.pop("arms", None) if isinstance(user, DictConfig) else None
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(Config), user)
@@ -305,7 +305,7 @@ def load_config(
     return cfg
 
 
-@register_task("image", runner="spacl.engine.trainer:train")
+@register_task("image", runner="spacl.tasks.image.trainer:train")
 def image_config(recipe: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """The image task's entry in the recipe registry (:func:`spacl.tasks.load_recipe`):
     ``recipe`` (a read recipe, ``task: image`` or none) under ``overrides``, validated."""
@@ -498,7 +498,7 @@ def _validate_train_eval(cfg: DictConfig) -> None:
 
 def _validate_objectives(cfg: DictConfig) -> None:
     """The objective (its parameters built once, no data), or every arm's."""
-    from spacl.engine.objectives import check_objective
+    from spacl.tasks.image.objectives import check_objective
 
     if not cfg.arms:
         check_objective(cfg.objective, cfg, "objective")

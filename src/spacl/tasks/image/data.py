@@ -47,8 +47,8 @@ from spacl.data import (
 )
 from spacl.data.sampling import BatchPlan
 from spacl.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from spacl.engine.config import FOLDER_AUGMENTS
 from spacl.engine.interrupt import end_workers_at_exit, leave_signals_to_the_main_process
+from spacl.tasks.image.config import FOLDER_AUGMENTS
 
 __all__ = ["LoaderStream", "RunData", "build_run_data", "folder_splits"]
 

@@ -27,7 +27,7 @@ name               module                                labels    step
 "views" objectives get every view's projection ``[B, V, d]`` (and ``targets=`` from the
 EMA target when ``model.momentum > 0`` and the loss accepts it); "spacl" gets the
 online anchor ``[B, d]`` and the target pool ``[B, V, d]`` (see
-:mod:`spacl.engine.arm`).  Labels are the fine or coarse labels
+:mod:`spacl.tasks.image.arm`).  Labels are the fine or coarse labels
 (``data.label_kind``).  Constructor arguments come from ``objective.temperature``,
 ``objective.normalize`` and ``objective.params``; unknown parameters are rejected by
 name before training.  A ``generator`` argument, when the loss takes one, is seeded

@@ -39,8 +39,6 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from spacl._progress import progress_enabled
-from spacl.engine.arm import Arm, NonFiniteLossError
-from spacl.engine.build import build_arms, resolve_precision
 from spacl.engine.checkpoint import (
     capture_rng_state,
     load_checkpoint,
@@ -49,16 +47,18 @@ from spacl.engine.checkpoint import (
     save_checkpoint,
     signals_held,
 )
-from spacl.engine.config import config_to_dict
-from spacl.engine.data import RunData, build_run_data
 from spacl.engine.device import deterministic_algorithms
 from spacl.engine.distributed import DistributedContext, init_from_env
-from spacl.engine.evaluation import Evaluator
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
-from spacl.engine.summary import RunFacts, write_summary
 from spacl.schema_files import upgrade_renamed_keys
+from spacl.tasks.image.arm import Arm, NonFiniteLossError
+from spacl.tasks.image.build import build_arms, resolve_precision
+from spacl.tasks.image.config import config_to_dict
+from spacl.tasks.image.data import RunData, build_run_data
+from spacl.tasks.image.evaluation import Evaluator
+from spacl.tasks.image.summary import RunFacts, write_summary
 
 _logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class Trainer:
     """Train the arms of ``cfg`` and write the run directory (module docstring).
 
     Args:
-        cfg: a validated config (:func:`spacl.engine.load_config`).
+        cfg: a validated config (:func:`spacl.tasks.image.load_config`).
         run_dir: the run directory (default: ``<out_dir>/<name>-<timestamp>``).
         resume: continue from ``run_dir/checkpoints/last.pt`` when it exists.
         ctx: the distributed context (default: from torchrun's environment variables).
@@ -415,7 +415,7 @@ class Trainer:
     # --------------------------------------------------------------- evaluation
     def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
         """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels;
-        :meth:`spacl.engine.evaluation.Evaluator.features`)."""
+        :meth:`spacl.tasks.image.evaluation.Evaluator.features`)."""
         return self.evaluator.features(arm, bank_limit=bank_limit)
 
     def online_evaluation(self, epoch: int) -> None:
@@ -424,7 +424,7 @@ class Trainer:
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Linear probe, kNN, NCC and geometry of every arm (main process;
-        :meth:`spacl.engine.evaluation.Evaluator.final`).
+        :meth:`spacl.tasks.image.evaluation.Evaluator.final`).
 
         Also keeps each arm's nearest-class-centre classifier (the float64 training
         means of ``eval.features``) in :attr:`centres`, which :meth:`write_centres`
