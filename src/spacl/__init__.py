@@ -9,6 +9,7 @@ Subpackages
 ``spacl.geometry``   neural / dimensional collapse, uniformity, SPACL optimality checks
 ``spacl.alignment``  CKA, RSA and the CL-vs-NSCL bound
 ``spacl.data``, ``spacl.models``, ``spacl.engine``, ``spacl.evaluate``  training system
+``spacl.tasks``      the tasks a recipe runs: ``image`` (the default), ``kg``, ``text``
 
 Functions
 ---------
