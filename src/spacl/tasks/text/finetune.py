@@ -116,15 +116,14 @@ def bottom_states(
     ``model`` is a Hugging Face encoder (``BertModel``-like: called with ``input_ids``,
     ``attention_mask``... and ``output_hidden_states=True``); ``tokenize`` maps texts
     to its inputs.  Returns ``float32 [T_i, d]`` per text (padding removed; ``T_i``
-    counts the special tokens), in the order of ``texts``, computed in eval mode on the
+    counts the special tokens), in the order of ``texts``, computed under the engine's
+    :func:`~spacl.engine.evaluation.evaluating` (eval mode, the RNG forked) on the
     model's device and kept in host memory (moved to the device a batch at a time).
     """
-    was_training = model.training
-    model.eval()
     device = device_of(model)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
     out: list[Tensor | None] = [None] * len(texts)
-    try:
+    with evaluating(model):  # eval mode, each submodule's own mode restored after
         for i in range(0, len(order), batch_size):
             rows = order[i : i + batch_size]
             feats = tokenize([texts[r] for r in rows])
@@ -134,8 +133,6 @@ def bottom_states(
             lengths = inputs["attention_mask"].sum(1).tolist()
             for j, (r, n) in enumerate(zip(rows, lengths, strict=True)):
                 out[r] = hidden[j, : int(n)].clone()
-    finally:
-        model.train(was_training)
     return [s for s in out if s is not None]
 
 
