@@ -1,8 +1,8 @@
-"""The image task's objectives: how the engine builds and feeds each registry row.
+"""The image task's objectives: how its runs build and feed each registry row.
 
 The names, classes and label policies are rows of the one objective registry
 (:mod:`spacl.losses.registry`, shared by every task and study); this module adds the
-engine's side: the label rule of ``objective.use_labels``, the dry run that checks a
+image task's side: the label rule of ``objective.use_labels``, the dry run that checks a
 section before training, and what each step passes to the loss.
 
 =================  ====================================  ========  ==========================

@@ -1,4 +1,4 @@
-"""The training loop shared by every objective (and by several models at once).
+"""The image task's run: every objective (and several models at once) in the engine's loop.
 
 :class:`Trainer` builds the data stream, the arms (one per model), the run directory
 and the logger from a validated config, then :meth:`Trainer.fit` runs::
@@ -20,7 +20,8 @@ Resume is exact on the CPU: batch ``k`` of epoch ``e`` is a pure function of
 ``(seed, e, k)`` and the checkpoint holds every model, target, objective (with its
 generators), optimiser, scheduler and scaler state plus the torch / CUDA / NumPy /
 Python RNG states; evaluation runs under ``fork_rng`` so it never moves them.  The
-evaluation itself (features, online and final) is in :mod:`spacl.engine.evaluation`.
+evaluation itself (features, online and final) is in :mod:`spacl.tasks.image.evaluation`,
+under the engine's :func:`~spacl.engine.evaluation.evaluating`.
 """
 
 from __future__ import annotations
