@@ -12,10 +12,14 @@ Two mechanisms:
   root): every decimal number in the block must be written in one of them, and every
   number of a table row in the block must be written in that row's own source rows (a
   ``claim N`` of a report, or the source rows and sentences that name the row; see
-  :func:`row_problems`), so rows or columns traded between them fail.
+  :func:`row_problems`), so rows or columns traded between them fail; a ``mean ± std``
+  pair must stand as that pair, a verdict (reproduced, opposite, mixed, not reproduced)
+  or target (met, short) must be stated by the row's source lines, and a column must be
+  named as its source names it or mapped to the source's cells by a ``columns`` comment
+  (:func:`mapped_problems`, compared cell by cell).
 
 README.md stays short (at most :data:`README_MAX_LINES` lines); every result lives in
-docs/results.md, one numbers block per benchmark.
+docs/results.md, one numbers block and one table per benchmark.
 
 A number counts as written when the same digits stand in the file as a number (``0.4``
 does not match inside ``10.45``).  In a numbers block, integers of two digits or more
@@ -26,7 +30,7 @@ one-digit integers (seeds, "3 seeds") are not.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS_INDEX = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
 #: the documents whose ``numbers from`` blocks this test checks, and the fewest blocks each has
-NUMBER_DOCS = {"README.md": 4, "docs/results.md": 8}
+NUMBER_DOCS = {"README.md": 4, "docs/results.md": 13}
 README_MAX_LINES = 150
 #: RESULTS.md rows whose numbers this test checks (the others are checked by their owners)
 CHECKED_ROWS = (
@@ -334,16 +338,76 @@ def named_lines(units: list[Unit], row: int, names: dict[int, re.Pattern[str]]) 
     return lines
 
 
-def column_problems(header: list[str], cells: list[str], lines: list[Unit]) -> list[str]:
+def column_problems(
+    header: list[str], cells: list[str], lines: list[Unit], mapped: Collection[str] = ()
+) -> list[str]:
     """The cells of a doc row quoting a number that stands in none of its source rows' cells
-    of the column of the same name (checked where the source has such a column)."""
+    of the column of the same name.  A column quoting numbers must have such a column in
+    the row's source rows when they are table rows, or be mapped to one by a ``columns``
+    comment (``mapped``, checked by :func:`mapped_problems`): a doc column no source column
+    answers for would let two columns trade their numbers unseen."""
     problems = []
+    tabled = any(u.columns for u in lines)
     for name, cell in zip(header[1:], cells[1:], strict=False):
+        if name in mapped:
+            continue
         column = [u.columns[name] for u in lines if u.columns and name in u.columns]
         written = {n for text in column for n in decimals(text)}
         bad = [n for n in decimals(cell) if column and n not in written]
         if bad:
             problems.append(f"column {name!r} quotes {bad}, in no {name!r} cell of its source rows")
+        elif column and re.search(r"\d", cell) and cell_value(cell) not in map(cell_value, column):
+            problems.append(f"column {name!r} says {cell!r}, no {name!r} cell of its source rows")
+        elif tabled and not column and decimals(cell):
+            problems.append(
+                f"column {name!r} quotes {decimals(cell)}, and no source row has a {name!r} "
+                "column: name it as the source does, or map it with a columns comment"
+            )
+    return problems
+
+
+#: a mean with its spread as written (``93.4 ± 0.6``)
+PAIR = re.compile(r"(?<![\d.])(\d+\.\d+|\d+) ± (\d+\.\d+|\d+)(?![\d.]|\.\d)")
+
+
+def pair_problems(cells: list[str], lines: list[Unit]) -> list[str]:
+    """The ``mean ± std`` pairs of a doc row's cells that stand in none of its source lines
+    as that pair: a std traded with another row's or column's passes the number check."""
+    written = {pair for line in lines for pair in PAIR.findall(line.text)}
+    return [
+        f"quotes {a} ± {b}, a pair in none of its source lines"
+        for cell in cells[1:]
+        for a, b in PAIR.findall(cell)
+        if (a, b) not in written
+    ]
+
+
+#: the verdicts and targets a table cell states, longest first
+VERDICT = re.compile(r"\b(not reproduced at this scale|not reproduced|reproduced|opposite|mixed)\b")
+TARGET_CELLS = ("met", "short")
+
+
+def verdict_words(text: str) -> set[str]:
+    """The verdict phrases of ``text``: ``reproduced`` alone only where not part of ``not
+    reproduced``."""
+    return set(VERDICT.findall(text))
+
+
+def verdict_problems(header: list[str], cells: list[str], lines: list[Unit]) -> list[str]:
+    """The verdicts (``reproduced``, ``opposite``, ``mixed``, ``not reproduced``) and target
+    cells (``met``, ``short``) of a doc row that its source lines do not state: a verdict
+    turned round keeps every number."""
+    problems = []
+    said = set().union(*(verdict_words(line.text) for line in lines)) if lines else set()
+    for name, cell in zip(header[1:], cells[1:], strict=False):
+        text = plain(cell)
+        bad = sorted(verdict_words(text) - said)
+        if bad:
+            problems.append(f"column {name!r} states {bad}, which none of its source lines does")
+        if text in TARGET_CELLS:
+            column = [u.columns[name] for u in lines if u.columns and name in u.columns]
+            if text not in column:
+                problems.append(f"column {name!r} says {text!r}, no {name!r} cell of its source")
     return problems
 
 
@@ -390,16 +454,116 @@ def claim_lines(label: str, numbers: str, doc: str, sources: dict[str, str]) -> 
     return lines
 
 
+#: a table's columns mapped to cells of the source's tables, on the line before the table:
+#: ``<!-- columns: DOC COLUMN = SOURCE HEADING / SOURCE COLUMN; ... -->``
+COLUMNS = re.compile(r"^<!-- columns: (?P<spec>.*) -->$")
+
+
+def column_map(spec: str) -> dict[str, tuple[str, str]]:
+    """A ``columns`` comment's mapping: doc column name -> (the source heading a source
+    table follows, that table's column name), each read as :func:`column_names` reads
+    a header."""
+    out = {}
+    for part in spec.split(";"):
+        doc, _, source = part.partition("=")
+        heading, _, column = source.rpartition("/")
+        out[TRAILING_NOTE.sub("", plain(doc))] = (
+            plain(heading),
+            TRAILING_NOTE.sub("", plain(column)),
+        )
+    return out
+
+
+def mapped_tables(body: str) -> list[tuple[list[str], dict[str, tuple[str, str]]]]:
+    """The tables of a numbers block, each with the mapping of the ``columns`` comment on the
+    line before it (empty without one)."""
+    lines = body.splitlines()
+    out = []
+    for table in table_blocks(body):
+        start = lines.index(table[0])
+        match = COLUMNS.match(lines[start - 1].strip()) if start else None
+        out.append((table, column_map(match.group("spec")) if match else {}))
+    return out
+
+
+def tables_under(text: str, heading: str) -> list[list[list[str]]]:
+    """The tables between the first heading line of ``text`` (``#``...) whose words open
+    with ``heading`` and the next heading line: each its header names, then each row's
+    cells."""
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if line.startswith("#") and plain(line.lstrip("#")).startswith(heading):
+            rest = lines[at + 1 :]
+            end = next((i for i, x in enumerate(rest) if x.startswith("#")), len(rest))
+            return [
+                [column_names(table[0]), *(split_cells(row) for row in table[2:])]
+                for table in table_blocks("\n".join(rest[:end]))
+            ]
+    return []
+
+
+def cell_value(cell: str) -> str:
+    """A cell as compared across documents: markdown, a footnote mark and a trailing
+    parenthetical removed."""
+    return TRAILING_NOTE.sub("", plain(cell)).strip()
+
+
+def mapped_problems(
+    header: list[str],
+    cells: list[str],
+    name: re.Pattern[str],
+    mapping: dict[str, tuple[str, str]],
+    sources: dict[str, str],
+) -> list[str]:
+    """The cells of a doc row, in the columns a ``columns`` comment maps, that differ from
+    the mapped cell of the source row of the same name (a cell of ``—`` where the source
+    table has no such row)."""
+    problems = []
+    for column, (heading, source_column) in mapping.items():
+        if column not in header:
+            problems.append(f"the columns comment maps {column!r}, not a column of the table")
+            continue
+        cell = cells[header.index(column)]
+        tables = [
+            table
+            for text in sources.values()
+            for table in tables_under(text, heading)
+            if source_column in table[0]
+        ]
+        if not tables:
+            problems.append(f"column {column!r}: no table under {heading!r} has {source_column!r}")
+            continue
+        rows = [
+            (table[0].index(source_column), row)
+            for table in tables
+            for row in table[1:]
+            if any(name.fullmatch(label) for label in (plain(row[0]), cell_value(row[0])))
+        ]
+        if not rows:
+            if cell_value(cell) not in ("—", ""):
+                problems.append(f"column {column!r} quotes {cell!r}; {heading!r} has no such row")
+            continue
+        at, row = rows[0]
+        if cell_value(cell) != cell_value(row[at]):
+            problems.append(
+                f"column {column!r} quotes {cell!r}, where {heading!r} / {source_column!r} "
+                f"says {row[at]!r}"
+            )
+    return problems
+
+
 def row_problems(
     text: str, doc: str, read: Callable[[str], str] = lambda name: (ROOT / name).read_text()
 ) -> list[str]:
     """The table rows of the numbers blocks of ``text`` (the document ``doc``, a path from the
-    repository root) that quote a number their own source lines do not hold."""
+    repository root) that quote a number their own source lines do not hold, a mean ± std
+    pair or a verdict they do not state, or a cell other than the one a ``columns`` comment
+    maps it to."""
     problems = []
     for block in BLOCK.finditer(text):
         sources = {name: read(name) for name in block.group("files").split()}
         units = [unit for source in sources.values() for unit in source_units(source)]
-        for table in table_blocks(block.group("body")):
+        for table, mapping in mapped_tables(block.group("body")):
             header = column_names(table[0])
             body = [split_cells(line) for line in table[2:]]
             keys = row_keys([cells[0] for cells in body])
@@ -420,14 +584,18 @@ def row_problems(
                     lines = named_lines(units, i, names)
                     where = f"the {len(lines)} lines of {list(sources)} naming {keys[i]!r}"
                 written = {n for line in lines for n in decimals(line.text)}
-                bad = [n for n in numbers if n not in written]
+                bad = [n for n in numbers if n not in written and not mapping]
                 if bad:
                     problems.append(f"{doc}: row {cells[0]!r} quotes {bad}, in none of {where}")
-                elif not claim:
-                    problems += [
-                        f"{doc}: row {cells[0]!r}: {p}"
-                        for p in column_problems(header, cells, lines)
-                    ]
+                    continue
+                found = verdict_problems(header, cells, lines)
+                if mapping:
+                    found += mapped_problems(header, cells, names[i], mapping, sources)
+                else:
+                    found += pair_problems(cells, lines)
+                if not claim:
+                    found += column_problems(header, cells, lines, mapping)
+                problems += [f"{doc}: row {cells[0]!r}: {p}" for p in found]
     return problems
 
 
@@ -561,3 +729,108 @@ def test_every_results_section_states_data_protocol_hardware_time_and_command() 
     assert missing_fields((ROOT / "docs" / "results.md").read_text()) == {}
     bare = "## A\n- **Source:** x\n- **Data:** x\n- **Protocol:** x\n- **Time:** x\n"
     assert missing_fields(bare) == {"A": ["Hardware", "Command"]}
+
+
+#: a reviewer's edits of the real documents that keep every number somewhere in its sources
+#: yet change what a row says; each must be found (doc, text, its replacement)
+MUTATIONS = [
+    # stds traded between the two means of a claims row
+    (
+        "README.md",
+        "| 94.8 ± 0.5 vs VarCon 96.9 ± 0.3 | opposite |",
+        "| 94.8 ± 0.3 vs VarCon 96.9 ± 0.5 | opposite |",
+    ),
+    # a verdict turned round
+    (
+        "README.md",
+        "| 94.8 ± 0.5 vs VarCon 96.9 ± 0.3 | opposite |",
+        "| 94.8 ± 0.5 vs VarCon 96.9 ± 0.3 | reproduced |",
+    ),
+    # SupCon's MNIST-5k supervised and weak cells traded (a mapped table)
+    (
+        "docs/results.md",
+        "| SupCon | 96.6 ± 0.3 | — | 95.9 ± 0.2 |",
+        "| SupCon | 95.9 ± 0.2 | — | 96.6 ± 0.3 |",
+    ),
+    # SimCLR's MNIST-5k and CLINC150 cells traded, then one std changed
+    (
+        "docs/results.md",
+        "| SimCLR | 93.4 ± 0.6 | 93.4 ± 0.6 | 93.4 ± 0.6 | 87.5 ± 0.7 |",
+        "| SimCLR | 87.5 ± 0.7 | 93.4 ± 0.6 | 93.4 ± 0.6 | 93.4 ± 0.6 |",
+    ),
+    (
+        "docs/results.md",
+        "| SimCLR | 93.4 ± 0.6 | 93.4 ± 0.6 | 93.4 ± 0.6 | 87.5 ± 0.7 |",
+        "| SimCLR | 93.4 ± 0.6 | 93.4 ± 0.6 | 93.4 ± 0.6 | 87.5 ± 0.6 |",
+    ),
+    # a short target called met, and a seed count changed (same-named columns)
+    (
+        "docs/results.md",
+        "| 58.07 / 47.03 | 2.50 / 40.00 | short | 826 |",
+        "| 58.07 / 47.03 | 2.50 / 40.00 | met | 826 |",
+    ),
+    (
+        "docs/results.md",
+        "| StackOverflow 75% | 5 | 87.64 ± 0.67 vs 86.89 |",
+        "| StackOverflow 75% | 4 | 87.64 ± 0.67 vs 86.89 |",
+    ),
+    # a fine-tuned table's macro-F1 and F1-OOD traded (mapped columns)
+    (
+        "docs/results.md",
+        "| SupCon | 69.58 ± 2.31 | 70.31 ± 3.61 |",
+        "| SupCon | 70.31 ± 3.61 | 69.58 ± 2.31 |",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "text", "edit"), MUTATIONS)
+def test_row_check_finds_an_edit_that_keeps_every_number(doc: str, text: str, edit: str) -> None:
+    original = (ROOT / doc).read_text()
+    assert original.count(text) == 1, f"{doc} no longer holds {text!r} once"
+    edited = original.replace(text, edit)
+    assert missing(decimals(edited), [original]) == []  # the block check cannot see it
+    assert row_problems(edited, doc), f"{doc}: the edit {edit!r} went unseen"
+
+
+def test_a_columns_comment_maps_cells_exactly() -> None:
+    source = "## Bench A\n\n| model | test |\n|---|---|\n| x | 1.0 ± 0.1 |\n| y | 2.0 ± 0.2 |\n"
+    read = {"s.md": source}.__getitem__
+
+    def doc(cells: str, spec: str = "A = Bench A / test") -> str:
+        return (
+            f"<!-- numbers from: s.md -->\n<!-- columns: {spec} -->\n| model | A |\n|---|---|\n"
+            f"{cells}<!-- /numbers -->\n"
+        )
+
+    assert row_problems(doc("| x | 1.0 ± 0.1 \\* |\n| y | 2.0 ± 0.2 (a) |\n"), "d.md", read) == []
+    assert row_problems(doc("| x | 1.0 ± 0.2 |\n"), "d.md", read)
+    assert row_problems(doc("| z | 1.0 ± 0.1 |\n"), "d.md", read)  # no such source row
+    assert row_problems(doc("| z | — |\n"), "d.md", read) == []
+    assert row_problems(doc("| x | 1.0 ± 0.1 |\n", "A = Bench B / test"), "d.md", read)
+
+
+def test_an_unmapped_column_the_source_does_not_have_is_found() -> None:
+    source = "| model | test |\n|---|---|\n| x | 1.0 |\n| y | 2.0 |\n"
+    read = {"s.md": source}.__getitem__
+    text = "<!-- numbers from: s.md -->\n| model | other |\n|---|---|\n| x | 1.0 |\n"
+    text += "<!-- /numbers -->"
+    problems = row_problems(text, "d.md", read)
+    assert problems and "no source row has a 'other' column" in problems[0]
+
+
+def one_table_per_section(markdown: str) -> dict[str, int]:
+    """Per ``##`` section of a results page, its number of tables where that is not one."""
+    out = {}
+    for section in re.split(r"^## ", markdown, flags=re.M)[1:]:
+        title, _, body = section.partition("\n")
+        if len(table_blocks(body)) != 1:
+            out[title.strip()] = len(table_blocks(body))
+    return out
+
+
+def test_every_results_section_holds_one_table() -> None:
+    """One table per benchmark, in lightly's manner (the counter-example: a section with
+    two tables is found)."""
+    assert one_table_per_section((ROOT / "docs" / "results.md").read_text()) == {}
+    two = "## A\n| a |\n|---|\n| 1 |\n\ntext\n\n| b |\n|---|\n| 2 |\n## B\n| c |\n|---|\n"
+    assert one_table_per_section(two) == {"A": 2}
