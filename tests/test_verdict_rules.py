@@ -217,6 +217,68 @@ def test_saturates_counter_examples() -> None:
         V.saturates(flat, [4, 1, 16, 64, 256])
 
 
+def test_saturates_counts_the_seeds_above_the_tolerance() -> None:
+    """Like the bound rules, the saturation rule states how many seeds are on the wrong
+    side: the seeds whose gain over the last 4-fold step exceeds the tolerance (0.05).
+    None in a flat curve, every seed in a rising one, and a mixed case where the mean
+    rule says "not reproduced" while one of three seeds is above."""
+    sizes = [1, 4, 16, 64, 256]
+    flat = [[0.2, 0.9, 1.35, 1.40, 1.41], [0.3, 1.0, 1.38, 1.41, 1.42]]  # gains 0.7%
+    rising = [[0.01, 0.04, 0.16, 0.6, 1.5], [0.02, 0.05, 0.2, 0.7, 1.6]]
+    # gains (256 vs 64): 1.64%, 9.02% (above), 0.83%
+    mixed = [
+        [0.2, 0.5, 0.9, 1.2, 1.22],
+        [0.2, 0.5, 0.9, 1.21, 1.33],
+        [0.2, 0.5, 0.9, 1.19, 1.2],
+    ]
+    ok = V.saturates(flat, sizes)
+    assert ok.verdict == REPRODUCED and ok.row == "0 of 2 seeds above the tolerance"
+    assert "tolerance = 0.05 (0 of 2 seeds above the tolerance)" in ok.rule
+    up = V.saturates(rising, sizes)
+    assert up.verdict == OPPOSITE and up.row == "2 of 2 seeds above the tolerance"
+    part = V.saturates(mixed, sizes)
+    assert part.verdict == NOT_AT_SCALE
+    assert part.row == "1 of 3 seeds above the tolerance" and part.notes == part.row
+    # the count moves with the tolerance: at 0.01 two of the three gains exceed it
+    assert V.saturates(mixed, sizes, tolerance=0.01).row == "2 of 3 seeds above the tolerance"
+    assert V.above_tolerance([0.05, 0.0500001], 0.05) == "1 of 2 seeds above the tolerance"
+
+
+def test_the_lemma_claims_row_states_each_encoders_count() -> None:
+    """Claim 19 (SPACL study): its measured cell states, per encoder, how many seeds'
+    gains are above the tolerance, whatever the combined verdict (both opposite here:
+    :func:`~spacl.studies.verdicts.combine` carries no part's row then)."""
+    from spacl.studies.spacl_bench.claims import claim_specs
+
+    spec = next(c for c in claim_specs() if c.key == "lemma_2_4_negatives_saturate")
+    sizes = [1, 4, 16, 64, 256]
+    rising = [
+        [0.01, 0.04, 0.16, 0.6, 1.5],
+        [0.02, 0.05, 0.2, 0.7, 1.6],
+        [0.02, 0.06, 0.2, 0.7, 1.7],
+    ]
+    mixed = [[0.2, 0.5, 0.9, 1.2, 1.22], [0.2, 0.5, 0.9, 1.21, 1.33], [0.2, 0.5, 0.9, 1.19, 1.2]]
+    m = {
+        "diagnostics": {
+            "sizes": sizes,
+            "encoders": {
+                "SPACL": {"grad_curve_own_tau": rising},
+                "SimCLR": {"grad_curve_own_tau": mixed},
+            },
+        }
+    }
+    cell = spec.measured(m)
+    assert "n=256: 1.6 (3 of 3 seeds above the tolerance) / SimCLR:" in cell
+    assert cell.endswith("n=256: 1.25 (1 of 3 seeds above the tolerance)")
+    assert spec.rule(m).verdict == NOT_AT_SCALE
+
+
+def test_the_verdict_legend_says_a_saturation_row_states_the_count() -> None:
+    legend = " ".join(V.VERDICT_RULES.split())
+    assert "*saturation claims* need the relative gain" in legend
+    assert "the row stating how many seeds' gains are above the tolerance" in legend
+
+
 def test_discriminating_counter_examples() -> None:
     """Corollary 2.2's share at 100% for both encoders decides nothing."""
     assert V.discriminating([100.0] * 3, [100.0] * 3).verdict == NO_SIGNAL

@@ -64,7 +64,8 @@ p-value it decided on ("corrected steps disagree: ...").
 * :func:`saturates` - "beyond a critical number of negatives more add almost nothing":
   per seed, the relative gain of a curve over its last ``tail``-fold step; reproduced
   when ``mean + std`` of the gain is below ``tolerance``, opposite when ``mean - std``
-  is above it.
+  is above it.  Like the bound rules it counts the seeds on the wrong side
+  (:attr:`Verdict.row`: "k of n seeds above the tolerance").
 * :func:`discriminating` - :func:`compare` of two measures, unless every value of both
   is one and the same (a measure that does not discriminate here): then **no verdict
   (the measure does not discriminate here)**.
@@ -121,6 +122,7 @@ __all__ = [
     "VERDICTS",
     "VERDICT_RULES",
     "Verdict",
+    "above_tolerance",
     "at_least",
     "at_most",
     "best_of",
@@ -199,7 +201,8 @@ VERDICT_RULES = (
     "90% interval of the difference lies inside the margin (its p-value, Holm-adjusted "
     "in a family, below 5%), opposite when it lies wholly outside; *saturation claims* "
     "need the relative gain over the last step of a curve "
-    "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it); "
+    "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it), "
+    "the row stating how many seeds' gains are above the tolerance; "
     "*families* of tests (named below the table: claims read together; every other claim "
     "with comparison tests is a family of its own, a family of one where it runs a single "
     "test, which nothing corrects; a test that two claims share is named there too) are "
@@ -918,7 +921,8 @@ def saturates(
     ``n'`` the largest size ``<= n_max / tail``; reproduced when ``mean + std`` of the gains
     is below ``tolerance``, opposite when ``mean - std`` is above it.  The rule also names
     the critical size: the smallest size whose mean value reaches ``(1 - tolerance)`` of
-    the mean value at ``n_max``.
+    the mean value at ``n_max``; its :attr:`~Verdict.row` counts the seeds whose gain is
+    above ``tolerance`` (:func:`above_tolerance`).
     """
     n = [int(v) for v in sizes]
     if len(n) < 2 or n != sorted(n) or len(set(n)) != len(n):
@@ -933,16 +937,28 @@ def saturates(
     m, s = mean_std(gains)
     means = [mean_std([float(c[i]) for c in curves])[0] for i in range(len(n))]
     critical = next(v for v, g in zip(n, means, strict=True) if g >= (1 - tolerance) * means[-1])
+    row = above_tolerance(gains, tolerance)
     rule = (
         f"relative gain from {n[j]} to {n[-1]}: mean = {m:+.4g}, std = {s:.3g} over "
-        f"{len(gains)} seed(s), tolerance = {tolerance:g}; critical size "
+        f"{len(gains)} seed(s), tolerance = {tolerance:g} ({row}); critical size "
         f"(mean reaches {1 - tolerance:g} of its value at {n[-1]}) = {critical}"
     )
     if m + s < tolerance:
-        return _ruled(REPRODUCED, rule, by="saturates")
+        return _ruled(REPRODUCED, rule, by="saturates", row=row, notes=row)
     if m - s > tolerance:
-        return _ruled(OPPOSITE, rule, by="saturates")
-    return _ruled(NOT_AT_SCALE, rule, by="saturates")
+        return _ruled(OPPOSITE, rule, by="saturates", row=row, notes=row)
+    return _ruled(NOT_AT_SCALE, rule, by="saturates", row=row, notes=row)
+
+
+def above_tolerance(gains: Sequence[float], tolerance: float) -> str:
+    """The row note of a saturation claim (:func:`saturates`): ``"k of n seeds above the
+    tolerance"``, ``k`` the seeds whose relative gain exceeds ``tolerance``.
+
+    Example:
+        >>> above_tolerance([0.01, 0.07, 0.09], 0.05)
+        '2 of 3 seeds above the tolerance'
+    """
+    return f"{sum(float(g) > tolerance for g in gains)} of {len(gains)} seeds above the tolerance"
 
 
 def discriminating(

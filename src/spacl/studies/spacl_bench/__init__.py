@@ -270,14 +270,29 @@ def run(
 
 
 def _status_stamp(study: StudyRun, metrics: dict[str, Any]) -> None:
-    """The header's ``Status: partial`` line when claims lack their runs (recomputed)."""
+    """The header's ``Status: partial`` line (recomputed) when claims lack their runs, or
+    when the results name seeds of a compared arm whose runs the run rows do not hold
+    (a truncated ``runs``: the per-claim provenance cannot count them;
+    :func:`~.claim_runs.missing_runs`)."""
+    from spacl.studies.spacl_bench.claim_runs import missing_runs
+
     missing = sum(1 for s in claim_specs() if s.rule(metrics).verdict == NOT_RUN)
+    gaps = missing_runs(metrics, study.report.runs)
     stamps = [x for x in study.report.stamps if not x.startswith("Status:")]
+    why = []
     if missing:
-        stamps.append(
-            f"Status: **partial**: {missing} of {len(claim_specs())} claims have no verdict "
-            "because their runs are missing (listed in each claim's rule)"
+        why.append(
+            f"{missing} of {len(claim_specs())} claims have no verdict because their runs "
+            "are missing (listed in each claim's rule)"
         )
+    if gaps:
+        why.append(
+            f"{len(gaps)} compared arm(s) name seeds whose runs results.json's `runs` does "
+            "not hold, so their provenance is not counted (marked **seeds without runs** in "
+            "'Provenance of each claim's runs'): " + "; ".join(gaps)
+        )
+    if why:
+        stamps.append("Status: **partial**: " + "; ".join(why))
     study.report.stamps[:] = stamps
 
 

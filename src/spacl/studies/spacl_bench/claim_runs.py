@@ -8,7 +8,10 @@ value; the best-chance arms; the open-intent and FB15k-237 seed runs; the diagno
 encoders, which record no commit), and :func:`provenance_rows` turns them into the
 report's per-claim table: how many of those runs are at a clean commit, on a modified
 tree, with no recorded commit, and whether an arm's seeds were trained at more than one
-code version (more than one distinct recorded commit).
+code version (more than one distinct recorded commit).  An arm with no runs says "no
+runs read" (never "at one clean commit"), and :func:`missing_runs` names the arms whose
+seeds the results name but whose runs the run rows lack (a truncated ``runs``): the
+report is then partial.
 """
 
 from __future__ import annotations
@@ -22,23 +25,36 @@ from spacl.studies.spacl_bench.claims import BENCH_SETTINGS, PAPER_ABLATION
 from spacl.studies.spacl_bench.methods import UNTRAINED
 from spacl.studies.study import commit_kind
 
-__all__ = ["Arm", "arm_versions", "claim_arms", "provenance_rows", "read_provenance"]
+__all__ = [
+    "NO_RUNS",
+    "Arm",
+    "arm_versions",
+    "claim_arms",
+    "missing_runs",
+    "provenance_rows",
+    "read_provenance",
+]
 
 Rows = Sequence[Mapping[str, Any]]
+#: :func:`arm_versions`' answer for an arm with no runs (never counted clean)
+NO_RUNS = "no runs read"
 
 
 @dataclass(frozen=True)
 class Arm:
     """One compared arm of a claim: its label, the recorded commit of each run read
     (``None``: none recorded), every commit its runs' processes recorded (a resumed
-    run may span several; by default the runs' own) and how many of its runs were
+    run may span several; by default the runs' own), how many of its runs were
     resumed from a checkpoint with their earlier processes' commits not recorded (the
-    run's record holds only its final process's: it may span an unknown commit)."""
+    run's record holds only its final process's: it may span an unknown commit), and
+    the seeds the results name for it whose runs the run rows do not hold (a truncated
+    ``runs``: their commits cannot be counted)."""
 
     label: str
     commits: tuple[str | None, ...]
     spans: tuple[str, ...] = field(default=())
     partly_unrecorded: int = 0
+    missing: tuple[int, ...] = field(default=())
 
     @property
     def versions(self) -> list[str]:
@@ -53,14 +69,15 @@ def _tag(bench: str, setting: str) -> str:
 
 def _rows_of(
     runs: Rows, bench: str, setting: str, name: str, group: Mapping[str, Any] | None
-) -> tuple[str | None, ...]:
-    """The commits of ``name``'s runs at the group's chosen value over its seeds."""
+) -> tuple[tuple[str | None, ...], tuple[int, ...]]:
+    """The commits of ``name``'s runs at the group's chosen value over its seeds, and
+    the group's seeds that no run of ``runs`` holds there (sorted)."""
     if not group or group.get("tau") is None:
-        return ()
+        return (), ()
     seeds = set(group.get("seeds") or [])
     tau = float(group["tau"])
-    return tuple(
-        r.get("commit")
+    held = [
+        r
         for r in runs
         if r.get("bench") == bench
         and r.get("setting") == setting
@@ -68,15 +85,18 @@ def _rows_of(
         and r.get("tau") is not None
         and math.isclose(float(r["tau"]), tau)
         and r.get("seed") in seeds
-    )
+    ]
+    missing = sorted(seeds - {r.get("seed") for r in held})
+    return tuple(r.get("commit") for r in held), tuple(missing)
 
 
 def _arm(
     runs: Rows, where: tuple[str, str], label: str, name: str, group: Mapping[str, Any] | None
 ) -> Arm:
     """The arm ``label``: method ``name``'s runs at ``where`` (bench, setting) read by a
-    claim, at the group's chosen value over its seeds."""
-    return Arm(label, _rows_of(runs, *where, name, group))
+    claim, at the group's chosen value over its seeds (those the runs lack: ``missing``)."""
+    commits, missing = _rows_of(runs, *where, name, group)
+    return Arm(label, commits, missing=missing)
 
 
 def _bench_arms(m: Mapping[str, Any], runs: Rows) -> dict[str, list[Arm]]:
@@ -193,9 +213,12 @@ def claim_arms(m: Mapping[str, Any], runs: Rows) -> dict[str, list[Arm]]:
 
 def arm_versions(arm: Arm) -> tuple[str, str]:
     """Whether the arm's seeds were trained at more than one code version, and why:
-    ``("yes", "k commits")``, ``("no", "")`` (one clean commit), or ``("not known",
+    ``("yes", "k commits")``, ``("no", "")`` (one clean commit), ``("not known",
     ...)`` (runs with no recorded commit, or one modified tree: its changes are not
-    recorded)."""
+    recorded), or ``("no runs read", "")`` (an arm with no runs: nothing to call
+    clean)."""
+    if not arm.commits:
+        return NO_RUNS, ""
     versions = arm.versions
     missing = sum(commit_kind(c) == "no_commit" for c in arm.commits)
     partly = (
@@ -234,10 +257,13 @@ def provenance_rows(claims: Sequence[Any], m: Mapping[str, Any], runs: Rows) -> 
         said = {label: arm_versions(a) for label, a in unique.items()}
         parts = [
             f"{'**yes**' if answer == 'yes' else answer}: "
-            + ", ".join(f"{k} ({why})" for k, (a, why) in said.items() if a == answer)
-            for answer in ("yes", "not known")
+            + ", ".join(f"{k} ({why})" if why else k for k, (a, why) in said.items() if a == answer)
+            for answer in ("yes", "not known", NO_RUNS)
             if any(a == answer for a, _ in said.values())
         ]
+        gaps = [_missing_text(a) for a in unique.values() if a.missing]
+        if gaps:
+            parts.append("**seeds without runs** (not counted): " + ", ".join(gaps))
         cell = "; ".join(parts) or f"no: each of its {len(unique)} arm(s) at one clean commit"
         rows.append(
             [
@@ -251,6 +277,25 @@ def provenance_rows(claims: Sequence[Any], m: Mapping[str, Any], runs: Rows) -> 
             ]
         )
     return rows
+
+
+def _missing_text(arm: Arm) -> str:
+    """``"label (seeds 3, 4: named by the results, not in the runs)"``."""
+    seeds = ", ".join(str(x) for x in arm.missing)
+    return f"{arm.label} (seed(s) {seeds}: named by the results, not in the runs)"
+
+
+def missing_runs(m: Mapping[str, Any], runs: Rows) -> list[str]:
+    """Every compared arm (:func:`claim_arms`) whose seeds the results name but whose
+    runs ``runs`` does not hold (a truncated or partial ``results.json["runs"]``), said
+    as ``"label (seed(s) ...: named by the results, not in the runs)"``, each arm once;
+    ``[]`` when every named seed's run is there."""
+    seen: dict[str, str] = {}
+    for arms in claim_arms(m, runs).values():
+        for arm in arms:
+            if arm.missing and arm.label not in seen:
+                seen[arm.label] = _missing_text(arm)
+    return list(seen.values())
 
 
 def read_provenance(

@@ -9,7 +9,7 @@ the best baseline is also the one with the best *validation* score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -438,7 +438,9 @@ def _lemma_claim() -> ClaimSpec:
                 continue
             means = [sum(c[i] for c in curves) / len(curves) for i in range(len(sizes))]
             cells.append(
-                f"{who}: " + ", ".join(f"n={n}: {g:.3g}" for n, g in zip(sizes, means, strict=True))
+                f"{who}: "
+                + ", ".join(f"n={n}: {g:.3g}" for n, g in zip(sizes, means, strict=True))
+                + _seeds_above(curves, sizes)
             )
         return (
             "mean gradient norm at the encoder's own tau vs number of negatives n; "
@@ -457,6 +459,18 @@ def _lemma_claim() -> ClaimSpec:
         measured,
         rule,
     )
+
+
+def _seeds_above(curves: Sequence[Sequence[float]], sizes: Sequence[int]) -> str:
+    """``" (5 of 5 seeds above the tolerance)"``: how many seeds' relative gain over the
+    last 4-fold step exceeds :data:`SATURATION_TOLERANCE` (the saturation rule's count,
+    :func:`~spacl.studies.verdicts.saturates`), or ``""`` where the rule cannot read the
+    curves."""
+    try:
+        row = saturates(curves, sizes, tolerance=SATURATION_TOLERANCE).row
+    except ValueError:
+        return ""
+    return f" ({row})"
 
 
 def _certificate_claim() -> ClaimSpec:

@@ -42,6 +42,8 @@ from spacl.studies.spacl_bench.grown import (
 )
 from spacl.studies.spacl_bench.methods import (
     BARLOW_LAMBDAS,
+    BASE,
+    FACTORS,
     MAX_GROWTH,
     TEMPERATURES,
     UNTRAINED,
@@ -51,6 +53,13 @@ from spacl.studies.spacl_bench.open_intent_edges import (
     open_intent_edge_rows,
     open_intent_edge_stamp,
     untuned_text,
+)
+from spacl.studies.spacl_bench.option_edges import (
+    FACTOR,
+    LABEL,
+    OptionEdge,
+    chosen_counts,
+    option_edges,
 )
 from spacl.studies.stats import fmt, welch
 from spacl.studies.verdicts import compare, holm_family
@@ -356,7 +365,10 @@ def _claim_provenance_section(report: StudyReport, m: dict[str, Any]) -> None:
         "tell (a run with no commit, or one modified tree, whose changes are not "
         "recorded).  A run resumed from a checkpoint is counted by its final process's "
         "commit; where its earlier processes' commits were not recorded, the last column "
-        "says so for its arm.  The header's counts are over every trained run the report "
+        "says so for its arm.  An arm with no runs says *no runs read* (it is not counted "
+        "clean), and an arm whose seeds the results name but whose runs results.json's "
+        "`runs` lacks is marked **seeds without runs** (the header then says the report is "
+        "partial).  The header's counts are over every trained run the report "
         "reads (the run store's, tables and claims alike, the diagnostics' encoders, the "
         "FB15k-237 and open-intent seed runs).",
     )
@@ -389,13 +401,19 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
     near = near_ties(m)
     grew = grown_grids(m)
     tunes = {(where, name): tune for where, name, _, tune in tuned_choices(m)}
+    options, checked = option_edges(m)
     report.section(
         "Choices at a grid edge (flagged)",
-        f"{at_edge} of the {total} validation-chosen values (temperatures; Barlow Twins' "
-        "lambda: every baseline, SPACL's base and validation-chosen setting, every ablation "
-        "arm, the best-chance arms) lie at the lowest or the highest value of their grid, "
-        f"and {tied} more tie the validation score of an edge value (the choice breaks ties "
-        "toward the lower value, which hides a tie with the top of the grid).  A tie is the "
+        "The check covers every ordered grid a choice is made on: the temperatures and "
+        "Barlow Twins' lambda (every baseline, SPACL's base and validation-chosen setting, "
+        "every ablation arm, the best-chance arms) and SPACL's ordered option grid, K_adv "
+        f"(the generator count: {_counts_text()}).  {at_edge} of the {total} "
+        "validation-chosen values (temperatures; Barlow Twins' lambda) lie at the lowest or "
+        f"the highest value of their grid, and {tied} more tie the validation score of an "
+        "edge value (the choice breaks ties "
+        "toward the lower value, which hides a tie with the top of the grid); in "
+        f"{len(options)} of the {checked} settings that swept K_adv its best count is at or "
+        "tied with an edge (the option-grid table below).  A tie is the "
         "same validation score to 1e-9 (`same_score`): the same number of validation "
         "examples right.  The study "
         "grows a grid by one value beyond the end that holds the choice, or beyond the end "
@@ -426,6 +444,7 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             "no table or claim reads have their best seed-0 value at or tied with an edge "
             f"of the temperatures they ran (the last row(s) of the table: {UNREAD_ARM})."
         )
+    _option_edges_text(report, m, options, checked)
     _near_ties_text(report, m, near)
     kg = m.get("kg_seeds") or {}
     _budget_edge_text(report, kg)
@@ -440,6 +459,9 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
             if unread
             else ""
         )
+        + f", {len(options)} of {checked} {LABEL} option grids with their best count at or "
+        "tied with an edge"
+        + (f" ({'; '.join(f'{o.where}: {o.best}, {o.edge}' for o in options)})" if options else "")
         + " "
         f"and {len(near)} near-tie(s) (an edge value within one validation example of the "
         f"chosen value's score, not a tie; one example: {_one_example_text(m)}), {grew} "
@@ -447,6 +469,53 @@ def _edges_section(report: StudyReport, m: dict[str, Any]) -> None:
         "(flagged in 'Choices at a grid edge' and in the claim rows)"
     )
     report.stamps[:] = [x for x in report.stamps if not x.startswith("Grid edges:")] + [stamp]
+
+
+def _counts_text() -> str:
+    """The K_adv counts of the option grid, the base's named: ``"0, 1 (the base), 8, 32"``."""
+    counts = sorted((c for c in FACTORS[FACTOR] if c.isdigit()), key=int)
+    return ", ".join(f"{c} (the base)" if c == BASE.generator else c for c in counts)
+
+
+def _chosen_counts_text(m: dict[str, Any]) -> str:
+    """What K_adv the chosen options keep: ``"the chosen option of every setting keeps
+    K_adv = 1, inside the grid"``, or each setting's where they differ."""
+    chosen = chosen_counts(m)
+    if chosen and set(chosen.values()) == {BASE.generator}:
+        return f"the chosen option of every setting keeps K_adv = {BASE.generator}, inside the grid"
+    return "the chosen options' generator: " + (
+        ", ".join(f"{where} {count}" for where, count in chosen.items()) or "not recorded"
+    )
+
+
+def _option_edges_text(
+    report: StudyReport, m: dict[str, Any], options: list[OptionEdge], checked: int
+) -> None:
+    """The edges section's option grid (:mod:`.option_edges`): SPACL's best K_adv per
+    setting at or tied with an edge of the counts that ran, and its table."""
+    report.text(
+        f"**SPACL's option grid** ({len(options)} of {checked} settings at or tied with an "
+        f"edge): K_adv, the generator count ({_counts_text()}; `cond1`, a conditional "
+        "discriminator at K_adv = 1, is not on that order), each count one option of the "
+        "one-factor round at the base's temperature (seed 0, validation; 'What makes SPACL "
+        "work').  The best count, ties broken as the option selection breaks them (to the "
+        "base, then to the earlier option), is flagged where it is the lowest or highest "
+        "count that ran, or ties the score there.  Option grids do not grow (only "
+        f"temperature grids do); {_chosen_counts_text(m)}, and the table says how the edge "
+        "count scored against the chosen option."
+    )
+    if options:
+        report.table(
+            [
+                "bench",
+                "option grid",
+                "best count",
+                "edge",
+                "validation per count",
+                "not grown further: why",
+            ],
+            [[o.where, LABEL, o.best, o.edge, o.curve_text(), o.why()] for o in options],
+        )
 
 
 def _near_ties_text(report: StudyReport, m: dict[str, Any], near: list[list[str]]) -> None:
