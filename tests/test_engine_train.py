@@ -132,7 +132,7 @@ def test_max_steps_stops_early_and_checkpoint_records_position(tmp_path):
     assert state["progress"]["epoch"] == 1 and state["progress"]["step_in_epoch"] == 1
     assert not state["progress"]["finished"]
     reader = Trainer(cfg, tmp_path / "run", read_only=True, quiet=True)
-    tr_f, tr_y, te_f, _ = reader.features(reader.arms[0], bank_limit=10)
+    tr_f, tr_y, te_f, _ = reader.evaluator.features(reader.arms[0], bank_limit=10)
     assert tr_f.shape == (10, 8) and te_f.shape == (8, 8) and len(tr_y) == 10
 
 

@@ -19,6 +19,7 @@ from spacl.cli import main
 from spacl.engine import StopRequested, read_metrics
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.tasks.image import Trainer, load_config
+from spacl.tasks.image.evaluation import Evaluator
 from test_engine_resume import TOTAL_STEPS
 from test_interrupt import FEW_CHECKPOINTS
 from test_one_engine import Counting
@@ -113,22 +114,22 @@ def test_a_signal_during_an_epochs_evaluation_stops_at_that_epochs_end(
     epoch's end (checkpoint, one line, 128 + signal) before the final evaluation, which
     the resume then runs.  After an earlier epoch it stops there too, not a step later."""
     recipe, whole = uninterrupted
-    real = Trainer.online_evaluation
+    real = Evaluator.online
 
-    def interrupted(self: Trainer, evaluated: int) -> None:
+    def interrupted(self: Evaluator, arms: Any, evaluated: int, step: int) -> None:
         if evaluated == epoch:
             os.kill(os.getpid(), signum)
-        real(self, evaluated)
+        real(self, arms, evaluated, step)
 
     run = tmp_path / "stopped"
-    monkeypatch.setattr(Trainer, "online_evaluation", interrupted)
+    monkeypatch.setattr(Evaluator, "online", interrupted)
     capsys.readouterr()
     assert main(["train", str(recipe), "--out", str(run), "--quiet"]) == status
     step = (epoch + 1) * STEPS_PER_EPOCH
     assert_one_resume_line(capsys.readouterr().err.strip(), run, step)
     assert not (run / "eval.json").exists()
     assert max(r[3] for r in records(run) if r[0] == "train") == step
-    monkeypatch.setattr(Trainer, "online_evaluation", real)
+    monkeypatch.setattr(Evaluator, "online", real)
     assert_resumes_to_the_uninterrupted_run(run, whole)
 
 

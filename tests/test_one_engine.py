@@ -10,28 +10,44 @@
   through ``__import__("torch")`` or ``importlib.import_module("torch")``, the schema's
   ``resolve_device`` rather than :mod:`spacl.engine.device`'s): those are the engine's
   (:mod:`spacl.engine.loop`, :mod:`spacl.engine.optim`, :mod:`spacl.engine.device`);
+  nor does a task module touch the backend (``torch.cuda.*``, ``torch.backends.*``,
+  ``torch.use_deterministic_algorithms``, ``torch.set_num_threads``): a run is set up by
+  :func:`spacl.engine.device.prepare_run` and its precision read by
+  :func:`spacl.engine.device.precision_dtypes`;
 - the rest of the tree (``alignment``, ``evaluate``, ``geometry``, ``mining``, ...)
   holds only the solvers and fixed placements of :data:`OUTSIDE_ENGINE`, each with its
   reason (the linear probe's L-BFGS, ADB's radii solver on fixed features, SPACL's
   own generator and discriminator), and no stale entry;
+- loop bodies and the image ``Evaluator`` are given data, never their owner (the
+  source read for references to the trainer, and the fields of a built Evaluator);
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
-  (counted by a wrapper around it), and the engine's loop keeps its promises: early
-  stopping with patience keeps the best epoch, a step-based checkpoint interval, a
-  stop request checked at the step boundary.
+  (counted by a wrapper around it) with its optimiser, schedule, checkpoint, run
+  directory, run setup, device and evaluation state from the engine (who called each,
+  recorded), and the engine's loop keeps its promises: early stopping with patience
+  keeps the best epoch, a step-based checkpoint interval, a stop request checked at the
+  step boundary.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
+import functools
+import importlib
+import pkgutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+import spacl.engine
+import spacl.tasks
+from spacl.engine import device as engine_device
+from spacl.engine import evaluation as engine_evaluation
 from spacl.engine import loop as engine_loop
 from spacl.engine import rundir as engine_rundir
 from spacl.engine.loop import LoopBody, LoopPlan, StopRequested, TrainLoop
@@ -285,11 +301,93 @@ def test_the_reader_sees_torch_imported_by_name() -> None:
     ]
 
 
+#: the process's backend, which a run sets up through ``engine.device`` (``prepare_run``,
+#: ``precision_dtypes``): every name under these modules, and these functions
+BACKEND_MODULES = ("torch.cuda", "torch.backends")
+BACKEND_CALLS = (
+    "torch.use_deterministic_algorithms",
+    "torch.set_num_threads",
+    "torch.set_num_interop_threads",
+)
+
+
+def _backend_name(name: str) -> bool:
+    """Whether the dotted ``name`` is (under) one of :data:`BACKEND_MODULES` or is one of
+    :data:`BACKEND_CALLS`."""
+    under = any(name == m or name.startswith(m + ".") for m in BACKEND_MODULES)
+    return under or name in BACKEND_CALLS
+
+
+def backend_work_in(source: str) -> list[str]:
+    """Any use in ``source`` of ``torch.cuda.*``, ``torch.backends.*``,
+    ``torch.use_deterministic_algorithms`` or ``torch.set_num_threads`` (read, written or
+    called; ``torch`` under another name, by ``__import__`` / ``importlib``, or imported
+    from): ``line: backend name``.  A task leaves the backend to
+    :mod:`spacl.engine.device`."""
+    tree = ast.parse(source)
+    torch_names = {"torch"} | {
+        a.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+        if a.name == "torch" and a.asname
+    }
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Attribute) and id(node) not in inner:  # a whole chain
+            head, _, rest = _dotted(node).partition(".")
+            names = [f"torch.{rest}" if head in torch_names else f"{head}.{rest}"]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        found += [f"{node.lineno}: backend {name}" for name in names if _backend_name(name)]
+    return sorted(set(found))
+
+
+def test_the_backend_reader_sees_every_spelling() -> None:
+    """Counter-examples: what the image task did before issue 40's engine.device
+    (``torch.cuda.is_bf16_supported``, ``torch.backends.cudnn.benchmark = True``, the
+    threads and the deterministic algorithms), and the same reached other ways."""
+    source = (
+        "import torch\n"
+        "import torch as t\n"
+        "import torch.backends.cudnn as cudnn\n"
+        "from torch import cuda\n"
+        "from torch.backends import mps\n"
+        "def setup(cfg, device):\n"
+        "    bf16 = torch.cuda.is_bf16_supported()\n"
+        "    torch.backends.cudnn.benchmark = True\n"
+        "    torch.set_num_threads(cfg.threads)\n"
+        "    torch.use_deterministic_algorithms(True)\n"
+        "    t.cuda.synchronize()\n"
+        "    __import__('torch').backends.cuda.matmul.allow_tf32 = True\n"
+        "    return torch.device(device), torch.float32, torch.amp.GradScaler('cuda')\n"
+    )
+    assert backend_work_in(source) == [
+        "10: backend torch.use_deterministic_algorithms",
+        "11: backend torch.cuda.synchronize",
+        "12: backend torch.backends.cuda.matmul.allow_tf32",
+        "3: backend torch.backends.cudnn",
+        "4: backend torch.cuda",
+        "5: backend torch.backends.mps",
+        "7: backend torch.cuda.is_bf16_supported",
+        "8: backend torch.backends.cudnn.benchmark",
+        "9: backend torch.set_num_threads",
+    ]
+    fine = "import torch\ndef f(device):\n    return device.type == 'cuda', torch.float16\n"
+    assert backend_work_in(fine) == []
+
+
 @pytest.mark.parametrize(
     "path", sorted(TASKS.rglob("*.py")), ids=lambda p: str(p.relative_to(TASKS))
 )
 def test_no_task_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> None:
-    found = engine_work_in(path.read_text())
+    """No loop, optimiser, device resolution or backend setting (CUDA, cuDNN, threads,
+    deterministic algorithms) in a task: the engine's."""
+    found = engine_work_in(path.read_text()) + backend_work_in(path.read_text())
     assert not found, f"{path.name}: the engine's work in a task:\n" + "\n".join(found)
 
 
@@ -467,6 +565,95 @@ def test_no_loop_body_calls_back_into_its_owner(path: Path) -> None:
     assert owner_reach(path.read_text()) == []
 
 
+# ------------------------------------------------- the image Evaluator is given data
+IMAGE_EVALUATION = TASKS / "image" / "evaluation.py"
+
+
+def trainer_reach(source: str, cls_name: str = "Evaluator") -> list[str]:
+    """What in ``source`` ties class ``cls_name`` to the trainer that owns it: an import of
+    the trainer's module (or of ``Trainer``), a field or ``__init__`` parameter annotated
+    with the ``Trainer``, and any name or attribute spelled ``trainer`` in the class (a
+    reference kept, or a call back such as ``self.trainer._say(...)``)."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [
+            f"line {node.lineno}: imports {name}"
+            for name in names
+            if "trainer" in name.lower().split(".")
+        ]
+    for cls in ast.walk(tree):
+        if not (isinstance(cls, ast.ClassDef) and cls.name == cls_name):
+            continue
+        for node in ast.walk(cls):
+            annotations = []
+            if isinstance(node, ast.AnnAssign):
+                annotations.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef):
+                arguments = [*node.args.args, *node.args.kwonlyargs]
+                annotations += [a.annotation for a in arguments if a.annotation is not None]
+            found += [
+                f"line {node.lineno}: annotated {ast.unparse(a)}"
+                for a in annotations
+                if "Trainer" in ast.unparse(a)
+            ]
+            spelled = {ast.Name: "id", ast.Attribute: "attr", ast.arg: "arg"}.get(type(node))
+            spelled = getattr(node, spelled) if spelled else None
+            if isinstance(spelled, str) and "trainer" in spelled.lower():
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return sorted(set(found))
+
+
+def test_the_trainer_reach_check_sees_an_evaluator_calling_back() -> None:
+    """Counter-example: the evaluation issue 40 removed (it called back into the trainer:
+    ``trainer.features``, ``trainer._say``)."""
+    source = (
+        "from spacl.engine.trainer import Trainer\n"
+        "import spacl.tasks.image.trainer as t\n"
+        "class Evaluator:\n"
+        "    owner: Trainer\n"
+        "    def online(self, trainer: 'Trainer', epoch):\n"
+        "        feats = self.owner.features(trainer.arms[0])\n"
+        "        self.owner._say(f'epoch {epoch}')\n"
+        "class Other:\n"
+        "    trainer: Trainer\n"
+    )
+    assert trainer_reach(source) == [
+        "line 1: imports spacl.engine.trainer.Trainer",
+        "line 2: imports spacl.tasks.image.trainer",
+        "line 4: Trainer",
+        "line 4: annotated Trainer",
+        "line 5: annotated 'Trainer'",
+        "line 5: trainer: 'Trainer'",
+        "line 6: trainer",
+    ]
+
+
+def test_the_image_evaluator_is_given_data_never_the_trainer(tmp_path: Path) -> None:
+    """The image ``Evaluator`` names no trainer (its source), and the one a ``Trainer``
+    builds holds none: no field is the trainer, a bound method of it or a function
+    closing over it (its ``log`` is the logger's, ``barrier`` the distributed
+    context's, ``say`` a message sink)."""
+    from spacl.tasks.image import Trainer
+    from test_engine_train import tiny_config
+
+    assert trainer_reach(IMAGE_EVALUATION.read_text()) == []
+    trainer = Trainer(tiny_config("objective.name=simclr"), tmp_path / "run", quiet=True)
+    evaluator = trainer.evaluator
+    for field in dataclasses.fields(evaluator):
+        value = getattr(evaluator, field.name)
+        cells = [c.cell_contents for c in getattr(value, "__closure__", None) or ()]
+        held = [value, getattr(value, "__self__", None), *cells]
+        assert not any(v is trainer for v in held), field.name
+        assert not any(isinstance(v, Trainer) for v in held), field.name
+
+
 # ------------------------------------------------------------------ the loop itself
 
 
@@ -594,18 +781,62 @@ def caller_module(depth: int = 2) -> str:
     return str(frame.f_globals.get("__name__"))
 
 
+#: the engine functions a run's device and evaluation come from
+DEVICE_FUNCTIONS = ("resolve_device", "prepare_run", "precision_dtypes", "device_of")
+
+
+def wrap_everywhere(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, record: Callable[[str], None]
+) -> None:
+    """Replace ``module.name`` by a wrapper that calls ``record(caller's module)`` first,
+    in ``module`` and in every loaded ``spacl`` module that imported it by name (every
+    module of ``spacl.tasks`` and ``spacl.engine`` is imported first)."""
+    for package in (spacl.tasks, spacl.engine):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+    real = getattr(module, name)
+
+    @functools.wraps(real)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        record(caller_module())
+        return real(*args, **kwargs)
+
+    for loaded in list(sys.modules.values()):
+        if not getattr(loaded, "__name__", "").startswith("spacl"):
+            continue
+        for attr, value in list(vars(loaded).items()):
+            if value is real:
+                monkeypatch.setattr(loaded, attr, wrapper)
+
+
 @pytest.fixture
 def engine_parts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Who built each optimiser, who wrote each ``torch.save`` file, and the tasks of the
-    run directories opened, while a run trains."""
-    seen: dict[str, list[str]] = {"optimizer": [], "save": [], "rundir": []}
+    """While a run trains: who built each optimiser and each learning-rate schedule, who
+    wrote each ``torch.save`` file, the tasks of the run directories opened, who called
+    each function of ``engine.device`` (``"prepare_run <- spacl.tasks.kg.train"``), and
+    who entered ``engine.evaluation.evaluating``."""
+    seen: dict[str, list[str]] = {
+        "optimizer": [],
+        "scheduler": [],
+        "save": [],
+        "rundir": [],
+        "device": [],
+        "evaluating": [],
+    }
     real_init = torch.optim.Optimizer.__init__
+    real_scheduler = torch.optim.lr_scheduler.LRScheduler.__init__
     real_save = torch.save
     real_rundir = engine_rundir.RunDirectory.__init__
 
     def optimizer_init(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
         seen["optimizer"].append(caller_module())
         real_init(self, *args, **kwargs)
+
+    def scheduler_init(
+        self: torch.optim.lr_scheduler.LRScheduler, *args: Any, **kwargs: Any
+    ) -> None:
+        seen["scheduler"].append(caller_module())
+        real_scheduler(self, *args, **kwargs)
 
     def save(*args: Any, **kwargs: Any) -> None:
         seen["save"].append(caller_module())
@@ -616,8 +847,17 @@ def engine_parts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         real_rundir(self, path, task)
 
     monkeypatch.setattr(torch.optim.Optimizer, "__init__", optimizer_init)
+    monkeypatch.setattr(torch.optim.lr_scheduler.LRScheduler, "__init__", scheduler_init)
     monkeypatch.setattr(torch, "save", save)
     monkeypatch.setattr(engine_rundir.RunDirectory, "__init__", rundir_init)
+    for name in DEVICE_FUNCTIONS:
+        wrap_everywhere(
+            monkeypatch,
+            engine_device,
+            name,
+            lambda who, n=name: seen["device"].append(f"{n} <- {who}"),
+        )
+    wrap_everywhere(monkeypatch, engine_evaluation, "evaluating", seen["evaluating"].append)
     return seen
 
 
@@ -628,16 +868,46 @@ CACHE_WRITERS = {"spacl.models.text", "spacl.data.kg"}
 LOSS_OWN_OPTIMIZERS = {"spacl.mining.adversarial"}
 
 
+def kg_recipe_run(tmp_path: Path) -> dict[str, Any]:
+    """A built-in KG recipe, ``kg/fb15k237_infonce``, through ``spacl.run_recipe`` (the
+    path of ``spacl train``) on a tiny graph instead of FB15k-237."""
+    from spacl.tasks import run_recipe
+    from test_kg_model import cycle_graph
+
+    overrides = [
+        "data.name=toy",
+        f"data.root={cycle_graph(tmp_path / 'toy')}",
+        "data.unseen=error",
+        "model.dim=16",
+        "model.init_scale=0.1",
+        "train.epochs=2",
+        "train.batch_size=16",
+        "train.minutes=null",
+        "train.threads=null",
+        "eval.batch_size=64",
+    ]
+    summary = run_recipe("kg/fb15k237_infonce", overrides, out=tmp_path / "kg", quiet=True)
+    return dict(summary)
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_one_recipe_of_every_task_trains_through_the_engines_loop(
     tmp_path: Path, loop_runs: list[str], engine_parts: dict[str, list[str]]
 ) -> None:
-    """Each task's run: its loops are the engine's, every optimiser is built by
-    ``engine.optim``, every checkpoint written by ``engine.checkpoint``, and its run
-    directory is the engine's ``RunDirectory`` of its task."""
+    """Each task's run: its loops are the engine's, every optimiser and learning-rate
+    schedule is built by ``engine.optim``, every checkpoint written by
+    ``engine.checkpoint``, its run directory is the engine's ``RunDirectory`` of its
+    task, its process is set up by ``engine.device.prepare_run`` (once) and its device
+    read by ``engine.device``, and its evaluation during training enters
+    ``engine.evaluation.evaluating``.
+
+    The image and KG runs are built-in recipes through ``spacl.run_recipe``; the text
+    runs are ``spacl.tasks.text.train_ood`` (a frozen-encoder head, the DA-ADB detector)
+    and ``spacl.tasks.text.task.train_finetuned`` with a test encoder and split: a text
+    recipe through ``run_recipe`` loads all-MiniLM-L6-v2 and the intent data, too slow
+    here."""
     from test_same_results import (
         image_run,
-        kg_run,
         text_detector_run,
         text_finetuned_run,
         text_head_run,
@@ -645,31 +915,66 @@ def test_one_recipe_of_every_task_trains_through_the_engines_loop(
 
     expected = {
         image_run: ["ImageSteps"],
-        kg_run: ["KGSteps"],
+        kg_recipe_run: ["KGSteps"],
         text_head_run: ["HeadSteps"],
         text_finetuned_run: ["FinetuneSteps"],
         text_detector_run: ["PretrainSteps", "BoundarySteps"],
     }
-    tasks = {image_run: "image", kg_run: "kg"}
+    tasks = {image_run: "image", kg_recipe_run: "kg"}
+    #: the runs with a learning-rate schedule (the others step at a constant rate)
+    scheduled = {image_run, text_detector_run}
+    #: the runs that evaluate during training (the frozen text head trains a fixed number
+    #: of epochs, no validation: its features are projected once it is trained)
+    evaluated = {
+        image_run: {"spacl.tasks.image.evaluation"},
+        kg_recipe_run: {"spacl.tasks.kg.train"},
+        text_finetuned_run: {"spacl.tasks.text.finetune"},
+        text_detector_run: {"spacl.tasks.text.adb"},
+    }
     for run, bodies in expected.items():
         loop_runs.clear()
         for parts in engine_parts.values():
             parts.clear()
         run(tmp_path / run.__name__)
-        assert loop_runs == bodies, run.__name__
-        assert engine_parts["optimizer"], run.__name__
+        name = run.__name__
+        assert loop_runs == bodies, name
+        assert engine_parts["optimizer"], name
         built = set(engine_parts["optimizer"]) - LOSS_OWN_OPTIMIZERS
-        assert built == {"spacl.engine.optim"}, run.__name__
-        assert "spacl.engine.checkpoint" in engine_parts["save"], run.__name__
+        assert built == {"spacl.engine.optim"}, name
+        schedules = set(engine_parts["scheduler"])
+        assert schedules == ({"spacl.engine.optim"} if run in scheduled else set()), name
+        assert "spacl.engine.checkpoint" in engine_parts["save"], name
         assert set(engine_parts["save"]) <= {"spacl.engine.checkpoint", *CACHE_WRITERS}
         assert engine_parts["rundir"] and set(engine_parts["rundir"]) == {tasks.get(run, "text")}, (
-            run.__name__
+            name
         )
+        device = engine_parts["device"]
+        assert [d for d in device if d.startswith("prepare_run")] == [
+            f"prepare_run <- {SETUP[tasks.get(run, 'text')]}"
+        ], name
+        assert any(d.startswith(("resolve_device", "device_of")) for d in device), name
+        assert set(engine_parts["evaluating"]) == evaluated.get(run, set()), name
+
+
+#: the module that sets a task's run up (``engine.device.prepare_run``)
+SETUP = {
+    "image": "spacl.tasks.image.trainer",
+    "kg": "spacl.tasks.kg.train",
+    "text": "spacl.tasks.text.detector",
+}
 
 
 def test_the_caller_reader_names_a_task_that_builds_its_own_optimiser(
     engine_parts: dict[str, list[str]],
 ) -> None:
-    """The counter-example: an optimiser built here is seen as built here."""
-    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    """The counter-example: an optimiser, a schedule, a device reading and an evaluation
+    state made here are seen as made here."""
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    engine_device.resolve_device("cpu")
+    with engine_evaluation.evaluating():
+        pass
     assert engine_parts["optimizer"] == [__name__]
+    assert engine_parts["scheduler"] == [__name__]
+    assert engine_parts["device"] == [f"resolve_device <- {__name__}"]
+    assert engine_parts["evaluating"] == [__name__]

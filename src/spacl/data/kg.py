@@ -212,10 +212,6 @@ class TripleIndex:
             1,
         )
 
-    def query_counts(self) -> Tensor:
-        """``LongTensor[Q]`` number of known tails of each query of :meth:`query_pairs`."""
-        return self.offsets[1:] - self.offsets[:-1]
-
     def _ranges(self, heads: Tensor, relations: Tensor) -> tuple[Tensor, Tensor]:
         """CSR ``(start, count)`` of each query (``count = 0`` for an unknown query)."""
         keys = heads.long().cpu() * self.num_relations + relations.long().cpu()

@@ -13,6 +13,7 @@ Each task supplies the body of the loop and its own schema (:mod:`spacl.tasks.im
 ``TrainLoop`` / ``LoopBody``            the one loop of every task and what a task supplies
 ``evaluating(*modules)``                every task's evaluation: eval mode, no autograd, RNG kept
 ``resolve_device``                      ``train.device`` as a ``torch.device``
+``prepare_run`` / ``precision_dtypes``  a run's threads, determinism, cuDNN; its precision
 ``RunDirectory``                        a run's directory (image, KG, text)
 =====================================  ======================================================
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
         restore_rng_state,
         save_checkpoint,
     )
-    from spacl.engine.device import device_of, resolve_device
+    from spacl.engine.device import device_of, precision_dtypes, prepare_run, resolve_device
     from spacl.engine.distributed import (
         DistributedContext,
         all_gather_nograd,
@@ -63,6 +64,8 @@ _PUBLIC = {
     "restore_rng_state": "checkpoint",
     "save_checkpoint": "checkpoint",
     "device_of": "device",
+    "precision_dtypes": "device",
+    "prepare_run": "device",
     "resolve_device": "device",
     "DistributedContext": "distributed",
     "all_gather_nograd": "distributed",
@@ -123,6 +126,8 @@ __all__ = [
     "init_from_env",
     "is_distributed",
     "load_checkpoint",
+    "precision_dtypes",
+    "prepare_run",
     "read_metrics",
     "remove_stale_temporaries",
     "resolve_device",

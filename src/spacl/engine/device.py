@@ -1,10 +1,14 @@
-"""The device of a run, for every task: ``train.device`` resolved, a module's device.
+"""The device of a run, for every task: ``train.device`` resolved, the process set up for
+it, the precision on it, a module's device.
 
 :func:`resolve_device` is the one reading of ``train.device`` (``auto``: CUDA when it is
 available, else the CPU; :func:`spacl.schema_checks.resolve_device`, checked there with
 the recipe's other values); a run's distributed context starts from the same
-value through it (:func:`spacl.engine.distributed.init_from_env`).  :func:`device_of` is where a
-module's parameters live.
+value through it (:func:`spacl.engine.distributed.init_from_env`).  :func:`prepare_run`
+is every task's setup of the process's backend for a run (``train.threads``, the
+deterministic algorithms, cuDNN's autotuner), :func:`precision_dtypes` the reading of
+``train.precision`` on a device, and :func:`device_of` where a module's parameters live.
+No task asks ``torch.cuda`` or sets ``torch.backends`` itself (``tests/test_one_engine.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from torch import nn
 
 from spacl.schema_checks import resolve_device as _resolve
 
-__all__ = ["deterministic_algorithms", "device_of", "resolve_device"]
+__all__ = [
+    "deterministic_algorithms",
+    "device_of",
+    "precision_dtypes",
+    "prepare_run",
+    "resolve_device",
+]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -65,3 +75,58 @@ def deterministic_algorithms(requested: bool | None, device: torch.device) -> bo
         torch.use_deterministic_algorithms(False)
         _TURNED_ON_FOR_A_CPU_RUN = False
     return torch.are_deterministic_algorithms_enabled()
+
+
+def prepare_run(
+    device: torch.device,
+    *,
+    threads: int | None = None,
+    deterministic: bool | None = None,
+    cudnn_benchmark: bool = False,
+) -> bool:
+    """Set the process up for a run on ``device``, one way for every task, and return
+    whether the deterministic algorithms are on.
+
+    ``threads``: ``train.threads`` (``torch.set_num_threads``; ``None`` leaves the count
+    as it is); ``deterministic``: ``train.deterministic``
+    (:func:`deterministic_algorithms`; ``None``, the KG and text runs' setting, is on for
+    a run on the CPU); ``cudnn_benchmark``: cuDNN's autotuner for a run on CUDA without
+    the deterministic algorithms (the image task's convolutions; left as it is
+    otherwise).  The seeds are the task's: which generators a run seeds, and when, is
+    part of what it computes.
+
+    Example::
+
+        prepare_run(resolve_device(cfg.train.device), threads=cfg.train.threads)
+    """
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    on = deterministic_algorithms(deterministic, device)
+    if cudnn_benchmark and not on and device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    return on
+
+
+def precision_dtypes(name: str, device: torch.device) -> tuple[torch.dtype, torch.dtype | None]:
+    """``(parameter dtype, autocast dtype or None)`` of a ``train.precision`` value on
+    ``device``: ``fp64`` / ``fp32`` parameters of that dtype, no autocast; ``bf16`` /
+    ``fp16`` float32 parameters under that autocast, on CUDA only (a ``ValueError``
+    naming the key elsewhere); ``auto`` bf16 on CUDA where the GPU supports it (fp16
+    otherwise), fp32 on the CPU.
+
+    Example:
+        >>> import torch
+        >>> from spacl.engine.device import precision_dtypes
+        >>> precision_dtypes("auto", torch.device("cpu"))
+        (torch.float32, None)
+    """
+    cuda = device.type == "cuda"
+    if name == "auto":
+        name = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
+    if name == "fp64":
+        return torch.float64, None
+    if name == "fp32":
+        return torch.float32, None
+    if not cuda:
+        raise ValueError(f"config key 'train.precision'={name!r} (mixed precision) needs CUDA")
+    return torch.float32, torch.bfloat16 if name == "bf16" else torch.float16

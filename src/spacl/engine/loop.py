@@ -16,8 +16,10 @@ one optimiser step, what closes an epoch, a validation score, what a checkpoint 
             (an unreadable test image in its evaluation, say) loses none of its steps
             end_epoch -> the epoch's record
             validate when due (every plan.validate_every epochs, the last epoch and an
-            epoch cut short) -> score: the best score's snapshot is kept (the earliest
-            on ties); plan.patience epochs without a better one stop training
+            epoch cut short; never when plan.validate_every is None) -> score or None:
+            the best score's snapshot is kept (the earliest on ties); plan.patience
+            epochs without a better one stop training; a body whose validation scores
+            nothing (None) keeps no epoch and has no patience
             position -> next epoch; save
         a stop requested while the epoch closed (its evaluation, say): stop at this
         epoch boundary, after the last epoch too; not where training ends here anyway
@@ -84,19 +86,20 @@ class LoopPlan:
 
     ``epochs``: epochs in all; ``max_steps``: stop after this many steps in all;
     ``log_every`` / ``checkpoint_every``: every so many steps (0: never);
-    ``validate_every``: every so many epochs (0: only the last epoch and an epoch cut
-    short); ``patience``: stop after so many validated epochs without a better score
-    (``None``: never); ``budget_seconds``: stop once training (validation excluded) has
-    taken this long; ``close_partial_epoch``: an epoch cut short by ``max_steps`` or the
-    budget is closed (recorded, validated) as a whole one is; ``steps_per_epoch``: when
-    known, an epoch stopped at its last step counts as whole.
+    ``validate_every``: every so many epochs and after the last (0: only the last epoch
+    and an epoch cut short; ``None``: never); ``patience``: stop after so many validated
+    epochs without a better score (``None``: never); ``budget_seconds``: stop once
+    training (validation excluded) has taken this long; ``close_partial_epoch``: an epoch
+    cut short by ``max_steps`` or the budget is closed (recorded, validated) as a whole
+    one is; ``steps_per_epoch``: when known, an epoch stopped at its last step counts as
+    whole (closed and validated as one).
     """
 
     epochs: int
     max_steps: int | None = None
     log_every: int = 0
     checkpoint_every: int = 0
-    validate_every: int = 0
+    validate_every: int | None = 0
     patience: int | None = None
     budget_seconds: float | None = None
     close_partial_epoch: bool = True
@@ -289,7 +292,7 @@ class TrainLoop:
                 break
             if self._saved_step != p.global_step:  # closing the epoch may fail: keep its steps
                 self._save()
-            stop = self._close_epoch(epoch, seconds, cut) or stop
+            stop = self._close_epoch(epoch, seconds, not whole) or stop
             if not stop and self._stop_asked():  # closed and saved: the epoch boundary
                 raise StopRequested(p)
         p.finished = p.epoch >= plan.epochs
@@ -330,15 +333,15 @@ class TrainLoop:
             return False
         return self.train_seconds + self.clock() - epoch_started >= budget
 
-    def _close_epoch(self, epoch: int, seconds: float, cut: bool) -> bool:
-        """End ``epoch``, validate when due, move on, save; whether patience ran out."""
+    def _close_epoch(self, epoch: int, seconds: float, partial: bool) -> bool:
+        """End ``epoch`` (``partial``: cut short before its last step), validate when due,
+        move on, save; whether patience ran out."""
         plan, p = self.plan, self.progress
         record = self.body.end_epoch(epoch, seconds, self)
         number = epoch + 1
-        due = (
-            (plan.validate_every and number % plan.validate_every == 0)
-            or number == plan.epochs
-            or cut
+        every = plan.validate_every
+        due = every is not None and (
+            (every > 0 and number % every == 0) or number == plan.epochs or partial
         )
         stop = False
         score = self.body.validate(epoch, record, self) if due else None

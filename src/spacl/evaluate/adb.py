@@ -104,9 +104,10 @@ class ADBModel:
         """What :meth:`predict` returns for an open input (``open_label``)."""
         return self.open_label
 
-    def _prepare(self, features: Tensor, name: str = "features") -> Tensor:
-        """``features`` checked (``name`` in the errors), on the centroids' device, in the
-        wider of the two float dtypes, normalised when the model is."""
+    def prepare(self, features: Tensor, name: str = "features") -> Tensor:
+        """``features[N, d]`` as the model compares them: checked (``name`` in the
+        errors), on the centroids' device, in the wider of the two float dtypes,
+        normalised when the model is."""
         check_tensor(features, name, ndim=2)
         if int(features.shape[1]) != int(self.centroids.shape[1]):
             raise ValueError(
@@ -117,12 +118,10 @@ class ADBModel:
         z = features.to(device=self.centroids.device, dtype=wide)
         return F.normalize(z, dim=1) if self.normalize else z
 
-    def distances(self, features: Tensor) -> Tensor:
-        """``[N, K]`` Euclidean distances to the centroids."""
-        return self._distances(features, "features")
-
-    def _distances(self, features: Tensor, name: str) -> Tensor:
-        z = self._prepare(features, name)
+    def distances(self, features: Tensor, name: str = "features") -> Tensor:
+        """``[N, K]`` Euclidean distances of :meth:`prepare`'d ``features`` to the
+        centroids (``name``: what the errors call ``features``)."""
+        z = self.prepare(features, name)
         return torch.cdist(z, self.centroids.to(z.dtype))
 
     def open_score(self, features: Tensor) -> Tensor:
@@ -166,7 +165,7 @@ def boundary_loss(distances: Tensor, radii: Tensor) -> Tensor:
 def adb_boundary_loss(features: Tensor, labels: Tensor, model: ADBModel) -> Tensor:
     """ADB's boundary loss ``L_b`` (:func:`boundary_loss`) of ``model`` on labelled
     known-class features."""
-    z = model._prepare(features)
+    z = model.prepare(features)
     idx = _class_index(check_labels(labels, int(z.shape[0])).to(z.device), model.classes)
     return boundary_loss((z - model.centroids[idx]).norm(dim=1), model.radii[idx])
 
@@ -284,7 +283,7 @@ def _dev_quantile_radii(
     check_tensor(dev_z, "dev features", ndim=2)
     dev_y = check_labels(dev_y, int(dev_z.shape[0]), "dev labels")
     _class_index(dev_y.to(model.classes.device), model.classes)  # known classes only
-    best, assigned = model._distances(dev_z, "dev features").min(dim=1)
+    best, assigned = model.distances(dev_z, "dev features").min(dim=1)
     radii = conformal_thresholds(best, assigned, model.num_known, q, min_class_count)
     return torch.nextafter(radii, torch.full_like(radii, torch.inf))
 

@@ -123,19 +123,11 @@ class PairLayout:
     #: anchors and candidates are the same rows (``anchor_mode="all"``, no targets)
     shared: bool = False
 
-    def same_instance(self) -> Tensor:
-        """``[A, K]`` bool: candidate is a view of the anchor's instance (self included)."""
-        return self.anchor_instance.unsqueeze(1) == self.candidate_instance.unsqueeze(0)
-
     def same_label(self) -> Tensor:
         """``[A, K]`` bool: candidate has the anchor's label (self included)."""
         if self.anchor_labels is None or self.candidate_labels is None:
             raise ValueError("this loss needs labels")
         return self.anchor_labels.unsqueeze(1) == self.candidate_labels.unsqueeze(0)
-
-    def not_self(self, mask: Tensor) -> Tensor:
-        """``mask`` with each anchor's own candidate set to ``False`` (out of place)."""
-        return mask.scatter(1, self.self_index.unsqueeze(1), False)
 
 
 def pair_layout(batch: ViewBatch, anchor_mode: str = "all") -> PairLayout:

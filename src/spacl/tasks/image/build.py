@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from spacl.data import derive_seed
+from spacl.engine.device import precision_dtypes
 from spacl.engine.distributed import DistributedContext
 from spacl.engine.optim import WarmupCosine, build_optimizer, build_scheduler, scaled_lr
 from spacl.mining.queue import NegativeQueue
@@ -23,17 +24,11 @@ __all__ = ["arm_configs", "build_arms", "build_base_model", "resolve_precision"]
 
 
 def resolve_precision(name: str, device: torch.device) -> Precision:
-    """``auto``: bf16 autocast on CUDA when supported (fp16 otherwise), fp32 on the CPU."""
-    cuda = device.type == "cuda"
-    if name == "auto":
-        name = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
-    if name == "fp64":
-        return Precision(torch.float64, None, device.type)
-    if name == "fp32":
-        return Precision(torch.float32, None, device.type)
-    if not cuda:
-        raise ValueError(f"config key 'train.precision'={name!r} (mixed precision) needs CUDA")
-    return Precision(torch.float32, torch.bfloat16 if name == "bf16" else torch.float16, "cuda")
+    """The arms' :class:`Precision` of ``train.precision`` on ``device``, read by the
+    engine (:func:`spacl.engine.device.precision_dtypes`; ``auto``: bf16 autocast on CUDA
+    when supported, fp16 otherwise, fp32 on the CPU)."""
+    param_dtype, autocast_dtype = precision_dtypes(name, device)
+    return Precision(param_dtype, autocast_dtype, device.type)
 
 
 def build_base_model(cfg: Any, input_shape: tuple[int, ...]) -> ContrastiveModel:

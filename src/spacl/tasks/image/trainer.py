@@ -7,7 +7,8 @@ and the logger from a validated config, then :meth:`Trainer.fit` runs::
         every arm: forward (global-batch loss), finite check, backward, clip, step,
                    LR schedule, EMA update
         log every train.log_every steps; checkpoint every train.checkpoint_every steps
-    end of epoch: online kNN / NCC / geometry every eval.every_epochs; checkpoint
+    end of epoch: online kNN / NCC / geometry every eval.every_epochs (the loop's
+                  validation); checkpoint
     end of run:   checkpoint, linear probe + kNN + NCC + geometry, eval.json, summary.md
 
 Ctrl-C / SIGTERM while training (:class:`~spacl.engine.interrupt.StopOnSignal`) stop at
@@ -48,7 +49,7 @@ from spacl.engine.checkpoint import (
     save_checkpoint,
     signals_held,
 )
-from spacl.engine.device import deterministic_algorithms
+from spacl.engine.device import prepare_run
 from spacl.engine.distributed import DistributedContext, init_from_env
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
@@ -163,12 +164,13 @@ class Trainer:
         self.quiet = quiet
         self.command = command
         self.precision = resolve_precision(cfg.train.precision, self.ctx.device)
-        if cfg.train.threads is not None:
-            torch.set_num_threads(int(cfg.train.threads))
+        prepare_run(
+            self.ctx.device,
+            threads=cfg.train.threads,
+            deterministic=cfg.train.deterministic,
+            cudnn_benchmark=True,
+        )
         _seed_everything(int(cfg.train.seed))
-        on = deterministic_algorithms(cfg.train.deterministic, self.ctx.device)
-        if not on and self.ctx.device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
         # an image folder's split: recorded by a fresh run, held to the record otherwise
         fresh = not read_only and checkpoint is None
         fresh = fresh and not (resume and self.run.last_checkpoint.is_file())
@@ -375,6 +377,8 @@ class Trainer:
             max_steps=None if cfg.train.max_steps is None else int(cfg.train.max_steps),
             log_every=int(cfg.train.log_every),
             checkpoint_every=int(cfg.train.checkpoint_every or 0),
+            # online evaluation every eval.every_epochs epochs and after the last (0: never)
+            validate_every=int(cfg.eval.every_epochs) or None,
             close_partial_epoch=False,
             steps_per_epoch=self.steps_per_epoch,
         )
@@ -394,9 +398,7 @@ class Trainer:
                 int(cfg.train.epochs),
                 self.ctx.is_main and not self.quiet and progress_enabled(cfg.train.progress),
             ),
-            evaluate_every=int(cfg.eval.every_epochs),
-            epochs=int(cfg.train.epochs),
-            online_evaluation=self.online_evaluation,
+            evaluator=self.evaluator,
             save=self.save,
         )
         with StopOnSignal() as stop:  # Ctrl-C / SIGTERM: a checkpoint at the next step
@@ -414,15 +416,6 @@ class Trainer:
                 raise StopRequested(p)
 
     # --------------------------------------------------------------- evaluation
-    def features(self, arm: Arm, *, bank_limit: int | None = None) -> tuple[torch.Tensor, ...]:
-        """Frozen ``(train_f, train_y, test_f, test_y)`` of ``arm`` (fine labels;
-        :meth:`spacl.tasks.image.evaluation.Evaluator.features`)."""
-        return self.evaluator.features(arm, bank_limit=bank_limit)
-
-    def online_evaluation(self, epoch: int) -> None:
-        """kNN, NCC and geometry of every arm (main process; no linear probe)."""
-        self.evaluator.online(self.arms, epoch, self.progress.global_step)
-
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Linear probe, kNN, NCC and geometry of every arm (main process;
         :meth:`spacl.tasks.image.evaluation.Evaluator.final`).
@@ -487,10 +480,12 @@ class EpochBar:
 class ImageSteps(LoopBody):
     """The image task's body in the engine's loop: the stream's batches of an epoch (from
     the saved step on), every arm's step on the same views, the train and epoch records,
-    online evaluation every ``evaluate_every`` epochs and checkpoints.
+    the online evaluation as the loop's validation (when the plan says: every
+    ``eval.every_epochs`` epochs and after the last; it scores no epoch to keep, so
+    there is no best epoch and no patience) and checkpoints.
 
-    Given data and public callables (the trainer's ``online_evaluation`` and ``save``),
-    never the trainer itself.
+    Given data, the run's :class:`~spacl.tasks.image.evaluation.Evaluator` and a public
+    callable (the trainer's ``save``), never the trainer itself.
     """
 
     def __init__(
@@ -504,9 +499,7 @@ class ImageSteps(LoopBody):
         log: Callable[[dict[str, Any]], None],
         started: float,
         bar: EpochBar,
-        evaluate_every: int,
-        epochs: int,
-        online_evaluation: Callable[[int], None],
+        evaluator: Evaluator,
         save: Callable[[], Any],
     ) -> None:
         self.arms = list(arms)
@@ -516,8 +509,7 @@ class ImageSteps(LoopBody):
         self.log = log
         self.started = started
         self.epoch_bar = bar
-        self.evaluate_every, self.epochs = evaluate_every, epochs
-        self.online_evaluation = online_evaluation
+        self.evaluator = evaluator
         self.save_run = save
         self.bar: Any = None
 
@@ -556,8 +548,7 @@ class ImageSteps(LoopBody):
             )
 
     def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
-        """Log the epoch's mean losses; online evaluation every ``evaluate_every`` epochs
-        and after the last."""
+        """Log the epoch's mean losses."""
         p = loop.progress
         for arm in self.arms:
             mean = p.loss_sums.get(arm.name, 0.0) / max(1, p.loss_count)
@@ -571,10 +562,15 @@ class ImageSteps(LoopBody):
                     "seconds": seconds,
                 }
             )
-        every = self.evaluate_every
-        if every and ((epoch + 1) % every == 0 or epoch + 1 == self.epochs):
-            self.online_evaluation(epoch)
         return {}
+
+    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
+        """The online evaluation of every arm (kNN, NCC, geometry; main process), under
+        the engine's :func:`~spacl.engine.evaluation.evaluating`
+        (:meth:`Evaluator.online <spacl.tasks.image.evaluation.Evaluator.online>`): records
+        and lines, no score (several arms, no model selection)."""
+        self.evaluator.online(self.arms, epoch, loop.progress.global_step)
+        return None
 
     def save(self, loop: TrainLoop) -> None:
         self.save_run()

@@ -41,7 +41,7 @@ from torch import Tensor, nn
 from spacl._progress import progress
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocabulary
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
-from spacl.engine.device import deterministic_algorithms, resolve_device
+from spacl.engine.device import prepare_run, resolve_device
 from spacl.engine.evaluation import evaluating
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
@@ -444,9 +444,8 @@ def train_kg(
     """
     cfg = kg_config(config, overrides)
     say = log or _logger.info
-    if cfg.train.threads:
-        torch.set_num_threads(int(cfg.train.threads))
-    deterministic_algorithms(None, resolve_device(str(cfg.train.device)))  # on for a CPU run
+    # train.threads; the deterministic algorithms on for a CPU run
+    prepare_run(resolve_device(str(cfg.train.device)), threads=cfg.train.threads)
     torch.manual_seed(int(cfg.train.seed))
     if kg is None and not resume:  # a new run reads its graph first: a missing one makes no run
         kg = load_kg(str(cfg.data.name), cfg.data.root, unseen=str(cfg.data.unseen))

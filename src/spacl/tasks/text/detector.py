@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
@@ -34,7 +33,7 @@ from spacl.data.text import (
     load_intent_dataset,
     protocol_split,
 )
-from spacl.engine.device import deterministic_algorithms, resolve_device
+from spacl.engine.device import prepare_run, resolve_device
 from spacl.engine.interrupt import StopOnSignal
 from spacl.engine.loop import StopRequested
 from spacl.engine.rundir import RunDirectory
@@ -133,10 +132,8 @@ def open_text_run(
         stored = None
     else:
         saved, stored = None, stored_summary(run, resume, say)
-    if stored is None and cfg.train.threads:
-        torch.set_num_threads(int(cfg.train.threads))
-    if stored is None:  # on for a CPU run: a resume then equals the uninterrupted run
-        deterministic_algorithms(None, resolve_device(train_device))
+    if stored is None:  # deterministic on for a CPU run: a resume equals the uninterrupted run
+        prepare_run(resolve_device(train_device), threads=cfg.train.threads)
     return run, stored, saved
 
 

@@ -198,18 +198,17 @@ def encode_views(top: TopLayers, states: Tensor, mask: Tensor, num_views: int) -
     return torch.cat((first, others.reshape(b, m, -1)), dim=1)
 
 
-@torch.no_grad()
 def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512) -> Tensor:
     """``float32 [N, d]`` eval-mode embeddings of cached states (normalised as ``top``),
-    computed on ``top``'s device, returned in host memory."""
+    computed on ``top``'s device under the engine's
+    :func:`~spacl.engine.evaluation.evaluating` (eval mode, autograd off, the RNG forked,
+    each submodule's mode restored after), returned in host memory."""
     if not states:
         raise ValueError("embed_states needs at least one text's states")
-    was_training = top.training
     device = device_of(top)
-    top.eval()
     order = sorted(range(len(states)), key=lambda i: int(states[i].shape[0]))  # less padding
     out: Tensor | None = None
-    try:
+    with evaluating(top):
         for i in range(0, len(order), batch_size):
             rows = order[i : i + batch_size]
             h, mask = pad_states([states[r] for r in rows])
@@ -217,8 +216,6 @@ def embed_states(top: TopLayers, states: Sequence[Tensor], batch_size: int = 512
             if out is None:
                 out = z.new_zeros(len(states), z.shape[1])
             out[torch.tensor(rows)] = z
-    finally:
-        top.train(was_training)
     assert out is not None
     return out
 
