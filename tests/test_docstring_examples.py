@@ -92,6 +92,13 @@ def test_the_cut_sort_path_example_runs() -> None:
     assert result.failed == 0 and result.attempted == len(test.examples)
 
 
+def test_the_cut_select_example_runs() -> None:
+    """Issue 40: the one entry point's example (every form, the value check) runs."""
+    from spacl.mining.cut import RelativeThresholdNegatives
+
+    run_examples(RelativeThresholdNegatives.select, "RelativeThresholdNegatives.select", 8)
+
+
 #: the packages whose every public name shows a runnable example (audit item 16)
 EXAMPLE_PACKAGES = [spacl.geometry, spacl.alignment, spacl.evaluate, spacl.mining]
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacl.mining import RelativeThresholdNegatives
+from spacl.mining.cut import CUT_FORMS
 from spacl.mining.cut import kernel as cut_kernel
 from spacl.mining.cut import threshold as cut_threshold
 
@@ -251,12 +252,190 @@ def test_bad_inputs() -> None:
         cut(torch.tensor([[0.0, math.inf]]))
     with pytest.raises(ValueError, match="2 dimensions"):
         cut(torch.zeros(3))
-    with pytest.raises(ValueError, match="valid_mask"):
+    with pytest.raises(ValueError, match="mask must have the shape"):
         cut(torch.zeros(2, 3), torch.ones(2, 2, dtype=torch.bool))
     with pytest.raises(TypeError, match="bool"):
         cut(torch.zeros(2, 3), torch.ones(2, 3))
     with pytest.raises(ValueError, match="share"):
         RelativeThresholdNegatives(0.0)
+
+
+#: a cut's scores, its candidates, and select's bad inputs built from them: ``(args,
+#: keywords, error, message)``; each message names the argument and what was found
+_GOOD = torch.tensor([[0.9, 0.5, 0.1], [0.2, -0.3, 0.4]])
+_VALID = torch.tensor([[True, True, False], [True, True, True]])
+
+
+def _with(value: float, row: int, col: int) -> torch.Tensor:
+    x = _GOOD.clone()
+    x[row, col] = value
+    return x
+
+
+BAD_SELECT = [
+    pytest.param(
+        (_GOOD.tolist(),),
+        {},
+        TypeError,
+        r"^scores must be a torch\.Tensor, got list$",
+        id="scores-list",
+    ),
+    pytest.param(
+        (_GOOD.long(),),
+        {},
+        TypeError,
+        r"^scores must be a floating-point tensor, got dtype torch\.int64$",
+        id="scores-int64",
+    ),
+    pytest.param(
+        (_GOOD[0],),
+        {},
+        ValueError,
+        r"^scores must have 2 dimensions, got shape \(3,\)$",
+        id="scores-1d",
+    ),
+    pytest.param(
+        (_GOOD[:, :0],),
+        {},
+        ValueError,
+        r"^scores must hold at least one candidate column \(K >= 1\), got shape \(2, 0\)$",
+        id="scores-no-column",
+    ),
+    pytest.param(
+        (_with(math.nan, 1, 2),),
+        {},
+        ValueError,
+        r"^scores contains 1 non-finite value\(s\) \(NaN or \+inf; -inf marks a column",
+        id="scores-nan",
+    ),
+    pytest.param(
+        (_with(math.inf, 0, 1),),
+        {},
+        ValueError,
+        r"^scores contains 1 non-finite value\(s\) \(NaN or \+inf; -inf marks a column",
+        id="scores-plus-inf",
+    ),
+    pytest.param(
+        (_with(-math.inf, 1, 0), _VALID),
+        {},
+        ValueError,
+        r"^scores contains 1 non-finite value\(s\) \(NaN or inf on a candidate of mask\)$",
+        id="scores-minus-inf-on-a-candidate",
+    ),
+    pytest.param(
+        (_GOOD, _VALID.float()),
+        {},
+        TypeError,
+        r"^mask must be a bool tensor, got torch\.float32$",
+        id="mask-float",
+    ),
+    pytest.param(
+        (_GOOD, _VALID.tolist()),
+        {},
+        TypeError,
+        r"^mask must be a bool tensor, got list$",
+        id="mask-list",
+    ),
+    pytest.param(
+        (_GOOD, _VALID[:, :2]),
+        {},
+        ValueError,
+        r"^mask must have the shape \(2, 3\) of scores, got \(2, 2\)$",
+        id="mask-shape",
+    ),
+    pytest.param(
+        (_GOOD,),
+        {"total": torch.zeros(3)},
+        ValueError,
+        r"^total must have the shape \(2,\) \(one per row of scores\), got \(3,\)$",
+        id="total-shape",
+    ),
+    pytest.param(
+        (_GOOD,),
+        {"total": torch.zeros(2, dtype=torch.long)},
+        TypeError,
+        r"^total must be a floating-point tensor, got dtype torch\.int64$",
+        id="total-int64",
+    ),
+    pytest.param(
+        (_GOOD,),
+        {"weights_out": []},
+        TypeError,
+        r"^weights_out must be a dict or None, got list$",
+        id="weights_out-list",
+    ),
+    pytest.param((_GOOD,), {"finite": 1}, TypeError, r"^finite must be a bool", id="finite-int"),
+]
+
+
+@pytest.mark.parametrize("share", [0.8, 1.0])  # 1.0: the keep-every-candidate branch
+@pytest.mark.parametrize("form", CUT_FORMS)
+@pytest.mark.parametrize(("args", "kwargs", "error", "message"), BAD_SELECT)
+def test_every_form_of_select_rejects_bad_inputs(
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    error: type[Exception],
+    message: str,
+    form: str,
+    share: float,
+) -> None:
+    """Issue 40: ``select`` is the one entry point and checks its inputs in every form
+    (the module call, :meth:`forward`, is ``select(form="mask")``, so it checks the same)."""
+    cut = RelativeThresholdNegatives(share, "similarity")
+    with pytest.raises(error, match=message):
+        cut.select(*args, form=form, **kwargs)  # type: ignore[call-overload]
+    if form == "mask" and not kwargs:
+        with pytest.raises(error, match=message):
+            cut(*args)
+
+
+@pytest.mark.parametrize("form", CUT_FORMS)
+def test_select_reads_no_score_off_the_candidates(form: str) -> None:
+    """``-inf`` without a mask marks a column that is no candidate; with a mask, the
+    scores off it are never read (a NaN there changes nothing); ``finite=False`` skips
+    only the value scan (the losses' call): the same answer, the other checks kept."""
+    cut = RelativeThresholdNegatives(0.8, "similarity")
+    # row 0: 0.9 + 0.5 = 1.4 reach 0.8 * 1.5; row 1 (column 1 no candidate): 0.4 alone
+    # falls short of 0.8 * 0.6, 0.4 + 0.2 reach it
+    want = torch.tensor([[True, True, False], [True, False, True]])
+    scores = torch.tensor([[0.9, 0.5, 0.1], [0.2, -0.3, 0.4]])
+    valid = torch.tensor([[True, True, True], [True, False, True]])
+    answers = [
+        cut.select(scores.masked_fill(~valid, -math.inf), form=form),  # type: ignore[call-overload]
+        cut.select(scores.masked_fill(~valid, math.nan), valid, form=form),  # type: ignore[call-overload]
+        cut.select(scores, valid, form=form, finite=False),  # type: ignore[call-overload]
+    ]
+    for got in answers:
+        if form == "index":
+            cols, kept = got
+            got = torch.zeros_like(want).scatter_(1, cols, kept)
+        elif form == "selection":
+            got = got.mask()
+        assert torch.equal(got.bool(), want), got
+    with pytest.raises(TypeError, match=r"^scores must be a floating-point tensor"):
+        cut.select(scores.long(), finite=False)
+
+
+@pytest.mark.parametrize("mass", ["exp", "linear", "similarity"])
+@pytest.mark.parametrize("k", [5, 300, 5000])
+def test_calling_the_cut_is_select_in_mask_form(mass: str, k: int) -> None:
+    """Issue 40: ``cut(scores, mask)`` (``forward``) is ``cut.select(scores, mask,
+    form="mask")``, bit for bit, and both are the loop reference's prefix."""
+    g = torch.Generator().manual_seed(k)
+    logits = torch.randn(5, k, generator=g, dtype=torch.float64) * 2
+    valid = torch.rand(5, k, generator=g) > 0.3
+    cut = RelativeThresholdNegatives(0.7, mass, temperature=0.5)
+    for mask in (None, valid):
+        got = cut(logits, mask)
+        assert got.dtype == torch.bool
+        assert torch.equal(got, cut.select(logits, mask, form="mask"))
+        assert torch.equal(got, cut.select(logits, mask))
+    keep = cut(logits, valid)
+    assert torch.equal(keep, prefix_ref(cut.weights(logits, valid), 0.7, valid, logits))
+    keys = logits.masked_fill(~valid, -math.inf)
+    before = keys.clone()
+    assert torch.equal(cut(keys), keep)
+    assert torch.equal(keys, before)  # the scores are read, never written
 
 
 # -- the literal reading on raw similarities (SPEC §1.4 revised) -----------------------------

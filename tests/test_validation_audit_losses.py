@@ -142,7 +142,7 @@ def test_maskcon_empty_batch() -> None:
 
 
 def test_relative_threshold_no_candidate_column() -> None:
-    with pytest.raises(ValueError, match=r"logits must hold at least one .* got shape \(4, 0\)"):
+    with pytest.raises(ValueError, match=r"scores must hold at least one .* got shape \(4, 0\)"):
         RelativeThresholdNegatives(0.9)(torch.randn(4, 0))
     # no row is fine: an empty keep mask
     assert RelativeThresholdNegatives(0.9)(torch.randn(0, 5)).shape == (0, 5)

@@ -340,7 +340,7 @@ class LinkSPACLLoss(LazyGameModule):
             keys[:, e:] = adv_logits.detach()
         keys.index_put_(known, keys.new_full((), -math.inf))
         cut_weights: dict[str, Tensor] = {}
-        kept = self.cut.select(keys, form="float", weights_out=cut_weights)
+        kept = self.cut.select(keys, form="float", weights_out=cut_weights, finite=False)
         weights = cut_weights.get("weights")
         if weights is not None:
             row_max, weights = cut_weights["row_max"], weights[:, :e]

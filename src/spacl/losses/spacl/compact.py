@@ -123,7 +123,7 @@ def compact_loss(
         # through the same sparse product as the kept negatives
         pos_values = joint[:, :n].gather(1, flat_pos)
         total, count, blocks, queue_groups = _negatives_only(options, rows, joint, queue)
-        selection = cut.select(joint, total=total, form="selection")
+        selection = cut.select(joint, total=total, form="selection", finite=False)
         # the kept entries lead each row; a row with a candidate keeps at least one, so
         # 0 = no in-batch candidate anywhere (one host wait, the cut's own on a GPU)
         width = selection.widest()

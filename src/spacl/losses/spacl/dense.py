@@ -72,7 +72,7 @@ def dense_objective(
         )
     logits = torch.cat(pieces, dim=1)
     if kept is None:  # else the compact path's selection, on the same logits
-        kept = cut.select(logits.detach(), candidates)
+        kept = cut.select(logits.detach(), candidates, finite=False)
     positives: Tensor
     if options.positive_pool == "instance_class" or rows.extra_labels is not None:
         positives = torch.cat(pos_blocks, dim=1)

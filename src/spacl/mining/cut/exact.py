@@ -38,18 +38,6 @@ def check_share(share: float) -> float:
     return check_in_range(share, "share", 0.0, 1.0, low_inclusive=False)
 
 
-def checked_mask(mask: Tensor | None, like: Tensor, name: str = "valid") -> Tensor:
-    """A bool mask of ``like``'s shape (all ``True`` if ``None``), or a clear error."""
-    if mask is None:
-        return torch.ones(like.shape, dtype=torch.bool, device=like.device)
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"{name} must be a bool tensor, got {got}")
-    if mask.shape != like.shape:
-        raise ValueError(f"{name} must have the shape {tuple(like.shape)}, got {tuple(mask.shape)}")
-    return mask
-
-
 def _active_key_range(keys: Tensor, active: Tensor) -> tuple[Tensor, Tensor]:
     """Largest and smallest active key per row (``0, 0`` for a row with none)."""
     hi = torch.where(active, keys, -math.inf).amax(1)

@@ -102,7 +102,6 @@ from spacl.mining.cut.compiled import PASSES
 from spacl.mining.cut.exact import (
     WIDE_ROWS,
     check_share,
-    checked_mask,
     masked_cut,
     prefix_mask,
     sample_min,
@@ -119,6 +118,69 @@ CUT_FORMS: tuple[CutForm, ...] = ("mask", "float", "index", "selection")
 #: (:func:`~spacl.mining.cut.exact.sorted_prefixes`): on a GPU a sort of ``[B, K]`` is
 #: cheap and the fast path's and the levels' data-dependent branches each wait on the host
 SORTED_DEVICES: frozenset[str] = frozenset({"cuda"})
+
+
+def _check_inputs(
+    scores: Tensor,
+    mask: Tensor | None,
+    form: str,
+    total: Tensor | None,
+    weights_out: dict[str, Tensor] | None,
+    finite: bool,
+) -> None:
+    """:meth:`RelativeThresholdNegatives.select`'s input checks, each error naming the
+    argument and what was found (``finite``: also :func:`_check_values`)."""
+    check_tensor(scores, "scores", ndim=2, finite=False)
+    if scores.shape[1] == 0:
+        raise ValueError(
+            "scores must hold at least one candidate column (K >= 1), got shape "
+            f"{tuple(scores.shape)}"
+        )
+    if mask is not None:
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+            raise TypeError(f"mask must be a bool tensor, got {got}")
+        if mask.shape != scores.shape:
+            raise ValueError(
+                f"mask must have the shape {tuple(scores.shape)} of scores, got {tuple(mask.shape)}"
+            )
+    check_choice(form, "form", CUT_FORMS)
+    if total is not None:
+        check_tensor(total, "total", ndim=1, finite=False)
+        if total.shape[0] != scores.shape[0]:
+            raise ValueError(
+                f"total must have the shape ({scores.shape[0]},) (one per row of scores), "
+                f"got {tuple(total.shape)}"
+            )
+    if weights_out is not None and not isinstance(weights_out, dict):
+        raise TypeError(f"weights_out must be a dict or None, got {type(weights_out).__name__}")
+    if check_flag(finite, "finite"):
+        _check_values(scores, mask)
+
+
+def _check_values(scores: Tensor, mask: Tensor | None) -> None:
+    """Raise ``ValueError`` for a NaN or ``+inf`` score (``mask=None``: ``-inf`` marks a
+    column that is no candidate) or a non-finite score of a candidate (a ``mask``; the
+    scores off it are never read).
+
+    One sum over ``[B, K]`` and one host read: it is finite where every score is, and
+    ``-inf`` where the only non-finite scores are ``-inf``; only otherwise (a NaN, an
+    infinity, finite scores that overflow the sum, ``-inf`` beside a ``mask``) are the
+    bad entries counted.  E.g. ``[[0.5, -inf]]`` passes, ``[[0.5, nan]]`` raises.
+    """
+    values = scores.detach()
+    total = float(values.sum())
+    if math.isfinite(total) or (mask is None and total == -math.inf):
+        return
+    if mask is None:
+        bad = torch.isnan(values) | (values == math.inf)
+        what = "NaN or +inf; -inf marks a column that is no candidate"
+    else:
+        bad = mask & ~torch.isfinite(values)
+        what = "NaN or inf on a candidate of mask"
+    count = int(bad.sum())
+    if count:
+        raise ValueError(f"scores contains {count} non-finite value(s) ({what})")
 
 
 @dataclass(frozen=True)
@@ -201,10 +263,11 @@ class RelativeThresholdNegatives(nn.Module):
 
     (SPACL, ICLR 2026, OpenReview 4cZvjp8Iwk, SPEC §1.4; ``share`` is its ``lambda_Q``).
 
-    Call: ``RelativeThresholdNegatives(share, mass, temperature)(logits[B, K],
-    valid_mask=None) -> BoolTensor[B, K]`` (``True`` = kept; always ``False`` off
-    ``valid_mask``); :meth:`select` is the same cut without the input checks, in the
-    form the caller names (``form="mask" | "float" | "index" | "selection"``).
+    Call: :meth:`select` ``(scores[B, K], mask=None, form=...)``, the one entry point: it
+    checks its inputs and answers in the form the caller names (``form="mask" | "float" |
+    "index" | "selection"``).  Calling the module, ``cut(scores, mask=None) ->
+    BoolTensor[B, K]`` (``True`` = kept; always ``False`` off the candidates), is
+    ``cut.select(scores, mask)`` (:meth:`forward`).
 
     ``compiled=True``: the exact selection of long rows (``K >= 4096`` under ``"exp"``,
     the link-prediction rows) runs its histogram and mask passes through
@@ -260,17 +323,14 @@ class RelativeThresholdNegatives(nn.Module):
             return (l64 - row_max.to(torch.float64).unsqueeze(1)).exp(), row_max
         return ((1.0 + l64 * self.temperature) / 2.0).clamp_min(0.0), row_max
 
-    @torch.no_grad()
-    def forward(self, logits: Tensor, valid_mask: Tensor | None = None) -> Tensor:
-        """The keep mask ``[B, K]`` after checking the inputs (``valid_mask=None``: every
-        column a candidate): :meth:`select` with ``form="mask"``."""
-        check_tensor(logits, "logits", ndim=2)
-        if logits.shape[1] == 0:
-            raise ValueError(
-                "logits must hold at least one candidate column (K >= 1), got shape "
-                f"{tuple(logits.shape)}"
-            )
-        return self.select(logits, checked_mask(valid_mask, logits, "valid_mask"))
+    def forward(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``cut(scores, mask)``: :meth:`select` with ``form="mask"``, checks included.
+
+        An alias, so the module is callable as any ``nn.Module``; the selection and the
+        input checks live in :meth:`select` only.  E.g. ``cut(scores)`` is
+        ``cut.select(scores)``, a ``BoolTensor[B, K]``.
+        """
+        return self.select(scores, mask)
 
     @overload
     def select(
@@ -281,6 +341,7 @@ class RelativeThresholdNegatives(nn.Module):
         form: Literal["mask", "float"] = ...,
         total: Tensor | None = ...,
         weights_out: dict[str, Tensor] | None = ...,
+        finite: bool = ...,
     ) -> Tensor: ...
     @overload
     def select(
@@ -291,6 +352,7 @@ class RelativeThresholdNegatives(nn.Module):
         form: Literal["index"],
         total: Tensor | None = ...,
         weights_out: dict[str, Tensor] | None = ...,
+        finite: bool = ...,
     ) -> tuple[Tensor, Tensor]: ...
     @overload
     def select(
@@ -301,6 +363,7 @@ class RelativeThresholdNegatives(nn.Module):
         form: Literal["selection"],
         total: Tensor | None = ...,
         weights_out: dict[str, Tensor] | None = ...,
+        finite: bool = ...,
     ) -> Selection: ...
     @torch.no_grad()
     def select(
@@ -311,13 +374,25 @@ class RelativeThresholdNegatives(nn.Module):
         form: CutForm = "mask",
         total: Tensor | None = None,
         weights_out: dict[str, Tensor] | None = None,
+        finite: bool = True,
     ) -> Tensor | tuple[Tensor, Tensor] | Selection:
         """The cut of every row of ``scores[B, K]``, in the form the caller needs.
 
-        The one entry point of the cut (no input checks: :meth:`forward` is this call
-        with them).  ``scores`` are the logits ``s / tau`` of each anchor row against its
-        candidates; ``mask[B, K]`` (bool) marks the candidates, or ``None`` where the
-        caller filled the non-candidates with ``-inf`` itself (cheaper than a mask pass).
+        The one entry point of the cut, and the one place its inputs are checked
+        (calling the module is this with ``form="mask"``: :meth:`forward`).  ``scores``
+        are the logits ``s / tau`` of each anchor row against its candidates (a floating
+        ``[B, K]`` tensor, ``K >= 1``; ``B = 0`` gives an empty answer); ``mask[B, K]``
+        (bool) marks the candidates, or ``None``: every column is a candidate but those
+        the caller filled with ``-inf`` (cheaper than a mask pass).
+
+        Checks: a ``TypeError`` or ``ValueError`` naming the argument and what was found
+        for a ``scores`` that is not a floating 2-D tensor with a column, a ``mask`` that
+        is not bool of ``scores``' shape, an unknown ``form``, a ``total`` that is not a
+        floating ``[B]``, a ``weights_out`` that is not a dict; and, with ``finite=True``,
+        a NaN or ``+inf`` in ``scores`` (``mask=None``) or a non-finite score of a
+        candidate (a ``mask``; the scores off it are never read).  The value check is one
+        reduction over ``[B, K]`` and one host read (on a GPU a host wait): the losses,
+        whose inputs are checked before their logits are formed, pass ``finite=False``.
 
         ``form``:
 
@@ -340,8 +415,28 @@ class RelativeThresholdNegatives(nn.Module):
         The fast path (module docstring) settles the rows whose prefix ends among their
         largest keys; the exact radix selection finishes the others.  Under
         :mod:`torch.profiler` the call is the region ``"spacl/cut"``.
+
+        Example (the forms of one cut; ``-inf`` marks column 3 as no candidate):
+            >>> import torch
+            >>> from spacl.mining import RelativeThresholdNegatives
+            >>> cut = RelativeThresholdNegatives(share=0.8)
+            >>> scores = torch.tensor([[0.9, 0.5, 0.1, -float("inf")]])
+            >>> cut.select(scores)
+            tensor([[ True,  True, False, False]])
+            >>> cut.select(scores, form="float")
+            tensor([[1., 1., 0., 0.]])
+            >>> cols, kept = cut.select(scores, form="index")
+            >>> cols[kept].tolist()
+            [0, 1]
+            >>> cut.select(scores, form="selection").widest()
+            2
+            >>> cut.select(torch.tensor([[0.9, float("nan")]]))  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+              ...
+            ValueError: scores contains 1 non-finite value(s) (NaN or +inf; ...)
         """
         with record_function("spacl/cut"):
+            _check_inputs(scores, mask, form, total, weights_out, finite)
             return self._select(scores, mask, form, total, weights_out)
 
     def _select(
@@ -352,8 +447,7 @@ class RelativeThresholdNegatives(nn.Module):
         total: Tensor | None,
         weights_out: dict[str, Tensor] | None,
     ) -> Tensor | tuple[Tensor, Tensor] | Selection:
-        """:meth:`select`'s body."""
-        check_choice(form, "form", CUT_FORMS)
+        """:meth:`select`'s body, on checked inputs."""
         if self.share >= 1.0:  # every candidate kept
             candidates = torch.isfinite(scores) if mask is None else mask.clone()
             if form == "mask":
