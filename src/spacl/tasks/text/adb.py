@@ -78,8 +78,8 @@ from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
 from spacl.evaluate.adb import ADBModel, boundary_loss
 from spacl.evaluate.ood import f1_per_class
-from spacl.losses.registry import build_objective
 from spacl.tasks.text.finetune import TopLayers
+from spacl.tasks.text.loss import text_loss
 from spacl.tasks.text.states import CachedTexts, length_batches
 
 __all__ = [
@@ -287,8 +287,8 @@ def _optimizer(
 def _spacl_loss(schedule: ADBSchedule) -> nn.Module:
     """SPACL in the paper's supervised form (the ``text_finetune`` row of the registry:
     ``positive_pool="instance_class"``, ``detach_candidates=False``), seeded."""
-    loss = build_objective(
-        "spacl", "text_finetune", {}, temperature=schedule.temperature, seed=schedule.seed
+    loss = text_loss(
+        "spacl", {}, temperature=schedule.temperature, seed=schedule.seed, finetuned=True
     )
     assert loss is not None
     return loss

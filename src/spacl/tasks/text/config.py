@@ -18,7 +18,7 @@ from torch import nn
 from spacl.data.text import PROTOCOLS
 from spacl.data.textoir import TEXTOIR_DATASETS
 from spacl.evaluate.ood import THRESHOLD_METHODS, THRESHOLD_SCOPES
-from spacl.losses.registry import build_objective, objective_names
+from spacl.losses.registry import objective_names
 from spacl.schema import (
     DataSection,
     EvalSection,
@@ -31,6 +31,7 @@ from spacl.schema import (
 from spacl.schema_checks import check_device, choice, in_range, int_at_least, positive
 from spacl.tasks.text.adb import ADB_METHODS
 from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES, TEXT_OPTIMIZERS
+from spacl.tasks.text.loss import text_loss
 
 __all__ = ["OOD_OBJECTIVES", "OODConfig", "build_text_loss", "ood_config"]
 
@@ -284,11 +285,10 @@ def build_text_loss(cfg: DictConfig, seed: int) -> nn.Module | None:
     its ``text`` rows, or its ``text_finetune`` rows for a fine-tuned run
     (``finetune.trainable_layers > 0``).  A classifier's loss (``cross_entropy``) takes no
     temperature; ``frozen`` has none (``None``)."""
-    task = "text_finetune" if int(cfg.finetune.trainable_layers) > 0 else "text"
-    return build_objective(
+    return text_loss(
         str(cfg.objective.name),
-        task,
         cfg.objective.params,
         temperature=cfg.objective.get("temperature"),
         seed=seed,
+        finetuned=int(cfg.finetune.trainable_layers) > 0,
     )

@@ -60,7 +60,8 @@ from spacl.engine.evaluation import evaluating
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
-from spacl.losses.registry import build_objective, objective_names
+from spacl.losses.registry import objective_names
+from spacl.tasks.text.loss import text_loss
 
 __all__ = [
     "EPOCH_SEED_STRIDE",
@@ -296,12 +297,12 @@ def finetune_loss(settings: FinetuneSettings) -> nn.Module:
     The SPACL forms of the module docstring are the registry rows' defaults
     (``params`` override them); a classifier's loss takes no temperature.
     """
-    loss = build_objective(
+    loss = text_loss(
         settings.objective,
-        "text_finetune",
         settings.params,
         temperature=settings.temperature,
         seed=settings.seed,
+        finetuned=True,
     )
     assert loss is not None  # every fine-tuning objective has a loss module
     return loss
