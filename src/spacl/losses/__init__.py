@@ -15,6 +15,7 @@
 ``BarlowTwinsLoss``            Zbontar et al.: redundancy reduction (not a contrastive kernel)
 ``VarConLoss``                 Wang et al. 2025: posterior-weighted ELBO over class centroids
 ``MaskConLoss``                Feng & Patras 2023: coarse labels, masked soft instance targets
+``CrossEntropyObjective``      the cross-entropy baseline: a linear classifier's logits, every view
 ``PairwiseContrastiveLoss``    base of the view-pair losses (hooks ``select``, ``kernel_options``)
 ``contrastive_kernel``         the shared kernel: ``-log(sum_pos e^l / sum_pos+neg e^l)``
 ``masked_logsumexp``           a row's log-sum-exp over masked entries (empty rows: ``-inf``)
@@ -42,6 +43,7 @@ Example:
 """
 
 from spacl.losses.base import PairwiseContrastiveLoss
+from spacl.losses.classifier import CrossEntropyObjective
 from spacl.losses.hard import HardNegativeLoss, SampledHardNegativeLoss, TiltedNegativeSampler
 from spacl.losses.infonce import DebiasedContrastiveLoss, DecoupledContrastiveLoss, NTXentLoss
 from spacl.losses.kernel import contrastive_kernel, masked_logsumexp
@@ -54,6 +56,7 @@ from spacl.losses.weak import MaskConLoss
 
 __all__ = [
     "BarlowTwinsLoss",
+    "CrossEntropyObjective",
     "DebiasedContrastiveLoss",
     "DecoupledContrastiveLoss",
     "HardNegativeLoss",

@@ -15,6 +15,18 @@ class CrossEntropyObjective(nn.Module):
     the text tasks' ``Linear`` over the head or the encoder), so the "projections" this
     loss receives are logits ``[B, V, C]``; every view is classified:
     ``loss = mean_{i, v} CE(logits_iv, y_i)`` (with optional label smoothing).
+
+    Example:
+        >>> import torch
+        >>> from spacl.losses import CrossEntropyObjective
+        >>> logits = torch.zeros(4, 2, 3)                    # [B, V, C]: uniform logits
+        >>> loss = CrossEntropyObjective()(logits, torch.tensor([0, 1, 2, 0]))
+        >>> round(loss.item(), 4) == round(torch.log(torch.tensor(3.0)).item(), 4)
+        True
+        >>> CrossEntropyObjective()(torch.zeros(4, 3), torch.zeros(4, dtype=torch.long))
+        Traceback (most recent call last):
+        ...
+        ValueError: logits must be [B, V, C], got shape (4, 3)
     """
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
