@@ -63,7 +63,8 @@ def _image(tmp: Path) -> dict[str, Any]:
         "train.epochs=2",
         "train.max_steps=8",
         "train.progress=false",
-        "eval.linear_probe=false",
+        "eval.linear_probe=true",
+        "eval.probe_max_iter=50",
         "eval.every_epochs=1",
         "log.tensorboard=false",
     ]

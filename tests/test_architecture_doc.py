@@ -615,3 +615,28 @@ def test_each_tasks_loader_is_what_the_doc_says() -> None:
         assert "load_structured" in loader_calls(task), task
     assert {"recipe_layer", "validate_config"} <= loader_calls("image")
     assert "load_structured" not in loader_calls("image")  # the reader can fail
+
+
+def lazy_packages_in_doc(doc: str) -> set[str]:
+    """The packages the doc's ``_lazy.py`` entry says import their public names on first
+    use: the parenthesised list after "on first use"."""
+    match = re.search(r"on first use \(([^)]*)\)", " ".join(doc.split()))
+    assert match, "the doc's _lazy.py entry lists no packages"
+    return {name.strip() for name in match.group(1).split(",")}
+
+
+def lazy_packages_in_code() -> set[str]:
+    """The packages whose ``__init__.py`` calls ``lazy_attributes`` (paths under spacl/)."""
+    return {
+        init.parent.relative_to(SRC).as_posix()
+        for init in SRC.rglob("__init__.py")
+        if "lazy_attributes(" in init.read_text()
+    }
+
+
+def test_the_lazy_packages_are_the_docs() -> None:
+    """The ``_lazy.py`` entry names exactly the packages that use it (the counter-example:
+    a list missing one is found)."""
+    assert lazy_packages_in_doc(DOC.read_text()) == lazy_packages_in_code()
+    short = "import their public names on first use (data, engine), so"
+    assert lazy_packages_in_doc(short) != lazy_packages_in_code()

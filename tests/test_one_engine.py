@@ -863,9 +863,10 @@ def engine_parts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
 #: modules that may ``torch.save`` beside the checkpoint: data and embedding caches
 CACHE_WRITERS = {"spacl.models.text", "spacl.data.kg"}
-#: optimisers not of a task: SPACL's generator and discriminator train inside the loss
+#: optimisers not of a task's training: SPACL's generator and discriminator train inside the loss
 #: (docs/training.md, "SPACL in your own loop"), their state in the loss's state_dict
-LOSS_OWN_OPTIMIZERS = {"spacl.mining.adversarial"}
+#: and the linear probe fits its classifier (an evaluation of frozen features, not training)
+LOSS_OWN_OPTIMIZERS = {"spacl.mining.adversarial", "spacl.evaluate.linear"}
 
 
 def kg_recipe_run(tmp_path: Path) -> dict[str, Any]:
@@ -931,29 +932,49 @@ def test_one_recipe_of_every_task_trains_through_the_engines_loop(
         text_finetuned_run: {"spacl.tasks.text.finetune"},
         text_detector_run: {"spacl.tasks.text.adb"},
     }
-    for run, bodies in expected.items():
-        loop_runs.clear()
-        for parts in engine_parts.values():
-            parts.clear()
-        run(tmp_path / run.__name__)
-        name = run.__name__
-        assert loop_runs == bodies, name
-        assert engine_parts["optimizer"], name
-        built = set(engine_parts["optimizer"]) - LOSS_OWN_OPTIMIZERS
-        assert built == {"spacl.engine.optim"}, name
-        schedules = set(engine_parts["scheduler"])
-        assert schedules == ({"spacl.engine.optim"} if run in scheduled else set()), name
-        assert "spacl.engine.checkpoint" in engine_parts["save"], name
-        assert set(engine_parts["save"]) <= {"spacl.engine.checkpoint", *CACHE_WRITERS}
-        assert engine_parts["rundir"] and set(engine_parts["rundir"]) == {tasks.get(run, "text")}, (
-            name
-        )
-        device = engine_parts["device"]
-        assert [d for d in device if d.startswith("prepare_run")] == [
-            f"prepare_run <- {SETUP[tasks.get(run, 'text')]}"
-        ], name
-        assert any(d.startswith(("resolve_device", "device_of")) for d in device), name
-        assert set(engine_parts["evaluating"]) == evaluated.get(run, set()), name
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
+    deterministic = {}
+    try:
+        for run in expected:
+            loop_runs.clear()
+            for parts in engine_parts.values():
+                parts.clear()
+            torch.use_deterministic_algorithms(False)  # each run must turn them on itself
+            run(tmp_path / run.__name__)
+            deterministic[run.__name__] = torch.are_deterministic_algorithms_enabled()
+            check_walk(run, expected[run], loop_runs, engine_parts, tasks, scheduled, evaluated)
+    finally:
+        torch.use_deterministic_algorithms(was_deterministic)
+    # architecture.md: the deterministic algorithms are on for every task's CPU run
+    assert deterministic == dict.fromkeys(deterministic, True), deterministic
+
+
+def check_walk(
+    run: Any,
+    bodies: list[str],
+    loop_runs: list[str],
+    engine_parts: dict[str, list[str]],
+    tasks: dict[Any, str],
+    scheduled: set[Any],
+    evaluated: dict[Any, set[str]],
+) -> None:
+    """One run's walk through the engine (the test above)."""
+    name = run.__name__
+    assert loop_runs == bodies, name
+    assert engine_parts["optimizer"], name
+    built = set(engine_parts["optimizer"]) - LOSS_OWN_OPTIMIZERS
+    assert built == {"spacl.engine.optim"}, name
+    schedules = set(engine_parts["scheduler"])
+    assert schedules == ({"spacl.engine.optim"} if run in scheduled else set()), name
+    assert "spacl.engine.checkpoint" in engine_parts["save"], name
+    assert set(engine_parts["save"]) <= {"spacl.engine.checkpoint", *CACHE_WRITERS}
+    assert engine_parts["rundir"] and set(engine_parts["rundir"]) == {tasks.get(run, "text")}, name
+    device = engine_parts["device"]
+    assert [d for d in device if d.startswith("prepare_run")] == [
+        f"prepare_run <- {SETUP[tasks.get(run, 'text')]}"
+    ], name
+    assert any(d.startswith(("resolve_device", "device_of")) for d in device), name
+    assert set(engine_parts["evaluating"]) == evaluated.get(run, set()), name
 
 
 #: the module that sets a task's run up (``engine.device.prepare_run``)

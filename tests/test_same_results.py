@@ -1,7 +1,9 @@
 """Behaviour unchanged by issue 40 (one engine for every task): one tiny seeded run per task
 ends with the ``eval.json`` it had before the tasks moved onto the engine's loop.
 
-The numbers below were recorded at 029ec10, after the first two issue-40 commits; the same
+The numbers below were recorded at 029ec10, after the first two issue-40 commits (the image
+run's linear probe, which the Evaluator runs, and the NC3/NC4 it lets the geometry report
+add, at b7221cf); the same
 five runs at bbf3c33, the commit before issue 40's first change, give the same numbers:
 ``benchmarks/same_results_before.py`` runs them on that commit's exported tree with its
 import paths and records them in ``benchmarks/results/same_results_before.json``, which
@@ -36,7 +38,8 @@ def image_run(tmp_path: Path) -> dict[str, Any]:
         "train.epochs=2",
         "train.max_steps=8",
         "train.progress=false",
-        "eval.linear_probe=false",
+        "eval.linear_probe=true",
+        "eval.probe_max_iter=50",
         "eval.every_epochs=1",
         "log.tensorboard=false",
     ]
@@ -131,6 +134,8 @@ GOLDEN: dict[str, dict[str, Any]] = {
             "geometry/nc2_equiangularity": 0.2239968009998489,
             "geometry/nc2_equinorm": 0.18537416682708466,
             "geometry/nc2_etf_deviation": 0.7035852183765978,
+            "geometry/nc3": 0.9908610237253521,
+            "geometry/nc4": 0.0947075208913649,
             "geometry/nc_equal_inner_product": 0.6910299965881873,
             "geometry/nc_unit_norm": 2.067976848561487,
             "geometry/nc_within_class_distance": 4.0449596352108,
@@ -139,6 +144,8 @@ GOLDEN: dict[str, dict[str, Any]] = {
             "geometry/rankme": 58.77962660717568,
             "geometry/uniformity": -1.9828816905889273,
             "knn_accuracy": 0.935933147632312,
+            "linear_accuracy": 0.9832869080779945,
+            "linear_train_accuracy": 1.0,
             "ncc_accuracy": 0.8690807799442897,
         }
     },
