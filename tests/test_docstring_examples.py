@@ -68,8 +68,9 @@ LOSS_BASES = {"LazyGameModule"}
 
 def test_every_loss_module_of_the_package_is_public_in_the_overview() -> None:
     """Issue 38: a loss public in any module of ``spacl.losses`` (its ``__all__``, or its
-    public names where it has none) is a name of ``spacl.losses`` or ``spacl.losses.kg``, so the overview and the example
-    tests above reach it (``CrossEntropyObjective`` once escaped both)."""
+    public names where it has none) is a name of ``spacl.losses`` or ``spacl.losses.kg``,
+    so the overview and the example tests above reach it (``CrossEntropyObjective`` once
+    escaped both)."""
     import importlib
     import pkgutil
 
