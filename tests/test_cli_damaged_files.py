@@ -73,13 +73,20 @@ def test_a_damaged_config_yaml_is_one_line_in_every_command(
     assert "is damaged: it must hold a mapping, got ListConfig" in err
 
 
+@pytest.mark.parametrize(
+    ("content", "cause"), [(b"hello world", "KeyError"), (b"junk", "struct.error")]
+)
 def test_a_features_file_that_is_not_a_torch_archive_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, cause: str
 ) -> None:
-    """Text saved as ``.pt``: torch's weights-only reader raises a ``KeyError``, which
-    reached the user as a traceback from ``geometry`` and ``align``."""
+    """Text saved as ``.pt``: torch's weights-only reader raises a ``KeyError`` (``hello
+    world``) or, on a file shorter than its legacy header, a ``struct.error`` (``junk``),
+    which reached the user as a traceback from ``geometry`` and ``align``."""
     text = tmp_path / "hw.pt"
-    text.write_text("hello world")
+    text.write_bytes(content)
+    with pytest.raises(Exception) as raised:  # the reader's own error, which is named
+        torch.load(text, weights_only=True)
+    assert cause.endswith(type(raised.value).__name__), raised.value
     good = tmp_path / "f.pt"
     torch.save({"features": torch.randn(20, 4)}, good)
     for argv in (
@@ -88,7 +95,7 @@ def test_a_features_file_that_is_not_a_torch_archive_is_one_line(
         ["align", str(text), str(good)],
     ):
         err = _one_line_error(capsys, argv)
-        assert f"{text} is not a readable .pt file" in err, (argv, err)
+        assert f"{text} is not a readable .pt file ({cause}" in err, (argv, err)
 
 
 def test_an_output_name_whose_suffix_says_another_format_is_refused(
@@ -163,3 +170,177 @@ def test_the_unreadable_image_advice_fits_a_trained_run() -> None:
 
     assert "data.bad_images=skip to train without it" in BAD_IMAGE_ADVICE
     assert "restore the file" in BAD_IMAGE_ADVICE
+
+
+def test_an_output_that_cannot_be_written_is_refused_naming_its_argument(
+    digits_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` / ``--json`` / ``--plot`` naming an existing folder (for a file) or a path
+    under a file: one line naming the argument, before any work (they were tracebacks,
+    ``embed`` after computing every feature and leaving ``d.npz.tmp.npz`` behind)."""
+    feats = tmp_path / "f.pt"
+    torch.save({"features": torch.randn(20, 4)}, feats)
+    junk = tmp_path / "j.npz"  # a file where a folder would have to be
+    junk.write_bytes(b"junk")
+    folders = {name: tmp_path / name for name in ("d.npz", "d.pt2", "d.json", "d.png")}
+    for folder in folders.values():
+        folder.mkdir()
+    a_folder = [
+        (["embed", str(digits_run), "--out", str(folders["d.npz"])], "--out"),
+        (["export", str(digits_run), "--out", str(folders["d.pt2"])], "--out"),
+        (["geometry", str(feats), "--no-plot", "--json", str(folders["d.json"])], "--json"),
+        (["geometry", str(feats), "--plot", str(folders["d.png"])], "--plot"),
+        (["align", str(feats), str(feats), "--no-plot", "--json", str(folders["d.json"])],
+         "--json"),
+    ]  # fmt: skip
+    for argv, option in a_folder:
+        err = _one_line_error(capsys, argv)
+        assert f"{option} writes a" in err and "an existing folder: name a file" in err, err
+        assert str(Path(argv[argv.index(option) + 1])) in err, err
+    under_a_file = [
+        (["embed", str(digits_run), "--out", str(junk / "x.npz")], "--out"),
+        (["export", str(digits_run), "--out", str(junk / "x.pt2")], "--out"),
+        (["geometry", str(feats), "--no-plot", "--json", str(junk / "g.json")], "--json"),
+        (["geometry", str(feats), "--plot", str(junk / "p.png")], "--plot"),
+        (["train", "digits/supcon", *QUICK, "--out", str(junk / "run")], "--out"),
+    ]
+    for argv, option in under_a_file:
+        err = _one_line_error(capsys, argv)
+        assert f"{option} {str(Path(argv[argv.index(option) + 1]))!r} cannot be written" in err
+        assert f"{str(junk)!r} is a file, not a folder" in err, err
+    assert junk.read_bytes() == b"junk"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*folders, "f.pt", "j.npz"])
+    assert all(not any(folder.iterdir()) for folder in folders.values())  # nothing written
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_out_that_the_system_refuses_names_out_not_a_scratch_file(
+    digits_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``/proc`` takes no new file: the system's refusal is one line naming ``--out`` (it
+    named ``x.npz.features.npy``, the memory map written next to it)."""
+    for command, out in (("embed", "/proc/x.npz"), ("export", "/proc/x.pt2")):
+        err = _one_line_error(capsys, [command, str(digits_run), "--out", out])
+        assert f"--out {out!r} cannot be written (No such file or directory)" in err, err
+        assert ".features.npy" not in err and not Path(out).exists(), err
+
+
+def test_write_features_leaves_no_scratch_file_when_the_output_fails(tmp_path: Path) -> None:
+    """The packed ``.tmp`` file and the memory map are removed when the last step fails
+    (a folder at ``path``: ``replace`` cannot put a file there), and the error names the
+    output as its argument."""
+    from spacl.commands.embed import write_features
+
+    out = tmp_path / "d.npz"
+    out.mkdir()
+    rows = iter([(torch.randn(3, 2), torch.arange(3))])
+    with pytest.raises(OSError, match=r"^--data-out '.*d\.npz' cannot be written \(Is a"):
+        write_features(out, 3, rows, option="--data-out")
+    assert [p.name for p in tmp_path.iterdir()] == ["d.npz"] and not any(out.iterdir())
+    good = tmp_path / "f.NPZ"  # any case of the suffix: np.savez adds none
+    assert write_features(good, 3, iter([(torch.randn(3, 2), torch.arange(3))])) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "f.NPZ"]
+    assert np.load(good)["labels"].tolist() == [0, 1, 2]
+
+
+def test_os_errors_past_the_checks_are_one_line_with_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ``OSError`` the checks could not foresee (a full disk, a permission) is one line
+    with the system's reason and the file, exit 2; a broken pipe is still no error."""
+    import errno
+    import os
+    import sys
+
+    from spacl.commands import recipes
+
+    def full_disk(args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", "out/x.npz")
+
+    monkeypatch.setattr(recipes, "run", full_disk)
+    err = _one_line_error(capsys, ["recipes"])
+    assert err == "spacl recipes: error: No space left on device: 'out/x.npz'"
+
+    def reader_left(args: object) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(recipes, "run", reader_left)
+    with open(os.devnull, "w") as devnull:  # a stdout with a descriptor, left as it is
+        monkeypatch.setattr(sys, "stdout", devnull)
+        monkeypatch.setattr(os, "dup2", lambda fd, fd2: None)
+        assert main(["recipes"]) == 0
+
+
+def test_a_damaged_class_centres_file_is_named_as_such(
+    digits_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``centres.pt`` that torch cannot read, or that holds no per-arm centres: predict
+    names the class-centres file and the command that writes it again (it said
+    "checkpoint ... could not be read"); ``spacl eval`` does write it again."""
+    import shutil
+
+    from PIL import Image
+
+    run = tmp_path / "run"
+    shutil.copytree(digits_run, run)
+    image = tmp_path / "x.png"
+    Image.new("L", (8, 8)).save(image)
+    for content in (b"junk", None):
+        if content is None:
+            torch.save({"arms": {"main": {"classes": torch.arange(3)}}}, run / "centres.pt")
+        else:
+            (run / "centres.pt").write_bytes(content)
+        err = _one_line_error(capsys, ["predict", str(run), str(image)])
+        assert f"the class-centres file {run / 'centres.pt'} is damaged" in err, err
+        assert err.endswith(f"run `spacl eval {run}` to compute the class centres again"), err
+        assert "checkpoint" not in err
+    assert main(["eval", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(run), str(image)]) == 0
+    assert capsys.readouterr().out.startswith(f"{image}\t")
+
+
+@pytest.fixture(scope="module")
+def folder_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-epoch run on an own image folder without ``test/``: it writes ``split.json``."""
+    from test_own_images import overrides, write_folder
+
+    base = tmp_path_factory.mktemp("folder")
+    write_folder(base / "photos", per_class=4)
+    run = base / "run"
+    argv = ["train", "digits/simclr", *overrides(base / "photos"), "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    assert (run / "split.json").is_file()
+    return run
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [("", "not valid JSON: Expecting value"), ("[]\n", "no train fingerprint"),
+     ('{"train": {"sha256": "x", "count": 1}}', "no test fingerprint")],
+)  # fmt: skip
+def test_a_damaged_split_record_is_named_with_what_to_do(
+    folder_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    why: str,
+) -> None:
+    """A ``split.json`` that is not JSON (or not the record's layout): ``embed``, ``eval``
+    and ``train --resume`` name the file and the ways on in one line (they printed
+    ``error: Expecting value: line 1 column 1 (char 0)``)."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(folder_run, run)
+    (run / "split.json").write_text(content)
+    for argv in (
+        ["embed", str(run), "--out", str(tmp_path / "e.npz"), "--quiet"],
+        ["eval", str(run), "--no-write"],
+        ["train", str(run), "--resume", "--quiet"],
+    ):
+        err = _one_line_error(capsys, argv)
+        assert f"the split record {run / 'split.json'} is damaged ({why}" in err, (argv, err)
+        assert "restore it from a copy of the run, or delete it to skip this check" in err
+    (run / "split.json").unlink()  # the way out it names
+    assert main(["eval", str(run), "--no-write"]) == 0

@@ -463,3 +463,58 @@ def test_a_kg_runs_data_moved_is_evaluated_with_data_root(
     assert main(["eval", str(run), "train.epochs=2"]) == 2
     err = capsys.readouterr().err
     assert "data.root=DIR" in err and "train.epochs=2" in err and "\n" not in err.strip()
+
+
+def test_a_builtin_fb15k237_run_moved_without_any_data_root_predicts_exports_and_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38's case through the CLI: a run of the built-in ``kg/fb15k237_infonce``
+    recipe (its graph looked up by name, ``fb15k-237``, in the data roots), moved, with no
+    data root holding the graph (``$SPACL_DATA_DIR`` empty, no per-user directory, no
+    checkout fallback): ``predict``, ``export``, ``embed`` and ``spacl.load`` read the run
+    alone; ``eval``, which needs the graph, says it is not found (so it is not reachable)."""
+    import shutil
+
+    from spacl.data import sources
+
+    data = tmp_path / "data"
+    cycle_graph(data / "kg" / "fb15k-237")  # the layout the recipe's loader reads
+    monkeypatch.setenv("SPACL_DATA_DIR", str(data))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # the per-user root: empty
+    fallback = sources.dev_data_dir()  # ../shared/data beside this checkout, if any
+    monkeypatch.setattr(sources, "dev_data_dir", lambda: None)  # not looked in
+    trained = tmp_path / "runs" / "fb"
+    tiny = ["model.dim=8", "train.epochs=1", "train.batch_size=64", "eval.batch_size=64"]
+    assert main(["train", "kg/fb15k237_infonce", *tiny, "--out", str(trained), "--quiet"]) == 0
+    assert spacl.load(trained).kg.name == "fb15k-237"  # the public graph's name, looked up
+    expected = spacl.load(trained).predict("r0", head="e1", top=3, filtered=True)
+
+    run = tmp_path / "elsewhere" / "fb"
+    run.parent.mkdir()
+    shutil.move(str(trained), str(run))
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("SPACL_DATA_DIR", str(tmp_path / "empty"))
+    capsys.readouterr()
+    assert main(["eval", str(run), "--no-write"]) == 2  # the graph is nowhere to be found
+    err = capsys.readouterr().err
+    assert "knowledge graph 'fb15k-237' not found" in err and str(data) not in err, err
+    searched = err.split("searched: ", 1)[1].split(". ", 1)[0]
+    assert str(tmp_path / "empty") in searched and str(tmp_path / "xdg") in searched
+    assert fallback is None or str(fallback) not in searched, searched
+
+    argv = ["predict", str(run), "--head", "e1", "--relation", "r0", "--top", "3", "--filter"]
+    assert main([*argv, "--json"]) == 0
+    answers = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(a["entity"], a["score"]) for a in answers] == [(n, s) for n, _, s in expected]
+    assert spacl.load(run).predict("r0", head="e1", top=3, filtered=True) == expected
+    assert main(["export", str(run), "--out", str(tmp_path / "link")]) == 0
+    assert (tmp_path / "link" / "README.md").is_file()
+    table = tmp_path / "entities.npz"
+    assert main(["embed", str(run), "--out", str(table), "--quiet"]) == 0
+    assert np.load(table)["features"].shape == (24, 8)
+    # an --out under a file is one line naming it, before any work
+    capsys.readouterr()
+    assert main(["export", str(run), "--out", str(table / "link")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--out {str(table / 'link')!r} cannot be written: {str(table)!r} is a file" in err
+    assert "\n" not in err

@@ -225,6 +225,18 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     return args
 
 
+def os_error_line(err: OSError) -> str:
+    """One line for ``err``: the system's reason and the file(s) it names (``Is a
+    directory: 'out.json'``), without the ``[Errno N]`` prefix; the message itself when it
+    names no file (spacl's own messages)."""
+    if err.strerror is None or err.filename is None:
+        return one_line(err)
+    names = repr(str(err.filename))
+    if err.filename2 is not None:
+        names += f" -> {str(err.filename2)!r}"
+    return f"{err.strerror}: {names}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spacl`` console script."""
     words = list(argv) if argv is not None else sys.argv[1:]
@@ -262,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as err:  # a file that cannot be read or written (after the checks)
+        print(f"spacl {args.command}: error: {os_error_line(err)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,14 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["check_directory_out", "check_file_out", "close_names", "did_you_mean", "one_line"]
+__all__ = [
+    "check_directory_out",
+    "check_file_out",
+    "check_out_parent",
+    "close_names",
+    "did_you_mean",
+    "one_line",
+]
 
 #: suffixes of the files spacl writes or reads: a directory option ending in one is a
 #: file name given where a directory is written
@@ -17,20 +24,45 @@ FILE_SUFFIXES = (
 )  # fmt: skip
 
 
+def check_out_parent(path: str | Path, option: str) -> None:
+    """``ValueError`` of one line when a folder above ``path``, what ``option`` writes, is
+    an existing file (``--out notes.txt/run``): nothing can be written under a file.
+
+    The nearest existing folder above ``path`` decides; folders that do not exist yet
+    are made by the writer."""
+    for parent in Path(path).parents:
+        if parent.is_dir():
+            return
+        if parent.exists():
+            raise ValueError(
+                f"{option} {str(path)!r} cannot be written: {str(parent)!r} is a file, not a folder"
+            )
+
+
 def check_file_out(path: str | Path, option: str, suffixes: Sequence[str]) -> None:
     """``ValueError`` of one line when ``path``, the file ``option`` writes, does not end
-    in one of ``suffixes`` (what is written there): a name must say what the file holds."""
+    in one of ``suffixes`` (what is written there): a name must say what the file holds;
+    or when it cannot be written: an existing folder, or a path under a file
+    (:func:`check_out_parent`)."""
     if Path(path).suffix.lower() not in suffixes:
         raise ValueError(
             f"{option} writes a {' or '.join(suffixes)} file; got {str(path)!r}: "
             f"end it in {suffixes[0]}"
         )
+    if Path(path).is_dir():
+        inside = Path(path) / f"{Path(path).stem or 'out'}{suffixes[0]}"
+        raise ValueError(
+            f"{option} writes a {' or '.join(suffixes)} file; got {str(path)!r}, an existing "
+            f"folder: name a file (e.g. {str(inside)!r})"
+        )
+    check_out_parent(path, option)
 
 
 def check_directory_out(path: str | Path, option: str) -> None:
     """``ValueError`` of one line when ``path``, the directory ``option`` writes, ends in a
     file suffix of :data:`FILE_SUFFIXES` (``--out runs/d.pt`` would make a directory
-    named like a file) or names an existing file."""
+    named like a file), names an existing file or lies under a file
+    (:func:`check_out_parent`)."""
     if Path(path).exists() and not Path(path).is_dir():
         raise ValueError(f"{option} names the directory the run writes, got {str(path)!r}, a file")
     if Path(path).suffix.lower() in FILE_SUFFIXES:
@@ -38,6 +70,7 @@ def check_directory_out(path: str | Path, option: str) -> None:
             f"{option} names the directory the run writes, got {str(path)!r}, a file name "
             f"({Path(path).suffix}); give a directory, e.g. {str(Path(path).with_suffix(''))!r}"
         )
+    check_out_parent(path, option)
 
 
 def moved_data_root(overrides: list[str], command: str) -> str | None:

@@ -10,10 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spacl.commands import moved_data_error, moved_data_root
+from spacl.commands import (
+    check_file_out,
+    check_out_parent,
+    moved_data_error,
+    moved_data_root,
+    one_line,
+)
 
 if TYPE_CHECKING:  # torch and numpy are imported where used: `spacl embed --help` is quick
     from torch import Tensor
@@ -113,6 +120,7 @@ def run_export(args: argparse.Namespace) -> int:
     if task in ("text", "kg"):
         if args.arm is not None:
             raise ValueError(f"--arm applies to image runs, not to a {task} run (got {args.arm!r})")
+        check_out_parent(args.out, "--out")  # the folder's own checks: its exporter's
         folder = _folder_exporter(task)(args.run_dir, args.out)
         print(f"wrote {folder} (README.md there shows how to use it)", file=sys.stderr)
         return 0
@@ -122,12 +130,26 @@ def run_export(args: argparse.Namespace) -> int:
             f"{args.run_dir} is a {task} run"
         )
     check_export_archive(args.out)  # before loading the run: one line, at once
+    check_file_out(args.out, "--out", (".pt2",))  # not a folder, not under a file
     from spacl.trained import export_encoder, load_image_run
 
     model = load_image_run(args.run_dir, args.arm)
+    _check_writable(args.out, "--out")  # torch's own error is a traceback
     path = export_encoder(model, args.out)
     print(f"wrote {path} (arm {model.arm}, input {list(model.input_shape)})", file=sys.stderr)
     return 0
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """An ``OSError`` naming ``option`` when the file ``path`` cannot be created (a folder
+    that does not exist and cannot be made, no permission); the writer's folder is made."""
+    existed = path.exists()
+    with _naming(path, option):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab"):
+            pass
+    if not existed:
+        path.unlink()
 
 
 def _folder_exporter(task: str) -> Any:
@@ -145,8 +167,7 @@ def run_embed(args: argparse.Namespace) -> int:
     from spacl._progress import progress
     from spacl.engine.rundir import run_config
 
-    if args.out.suffix not in (".npz", ".pt"):
-        raise ValueError(f"--out must end in .npz or .pt, got {str(args.out)!r}")
+    check_file_out(args.out, "--out", (".npz", ".pt"))  # before any work: one line
     task = str(run_config(args.run_dir).get("task", "image"))
     root = moved_data_root(args.overrides, "embed")
     if args.split is not None and args.data is not None:
@@ -299,14 +320,14 @@ def _label_by_run_names(dataset: Any, run_dir: str | Path | None) -> None:
     """A ``--data`` folder's labels in the run's class order (torchvision numbers the
     folder's own classes from 0), when every class folder is one of the run's classes
     (``centres.pt``'s names); otherwise the folder's own order, said on stderr."""
+    from spacl.commands.predict import read_centres
     from spacl.data.imagefolder import align_classes
-    from spacl.engine.checkpoint import load_checkpoint
     from spacl.engine.rundir import RunDirectory
 
     centres = RunDirectory(run_dir).centres if run_dir is not None else None
     names = (
-        [str(n) for n in load_checkpoint(centres).get("class_names", [])]
-        if centres is not None and centres.is_file()
+        [str(n) for n in read_centres(Path(run_dir)).get("class_names", [])]
+        if run_dir is not None and centres is not None and centres.is_file()
         else []
     )
     if names and set(dataset.classes) <= set(names):
@@ -338,23 +359,35 @@ def _named_data_errors(
 
 
 def write_features(
-    path: Path, total: int, batches: Iterator[tuple[Tensor, Tensor]], on_rows: Any = None
+    path: Path,
+    total: int,
+    batches: Iterator[tuple[Tensor, Tensor]],
+    on_rows: Any = None,
+    option: str = "--out",
 ) -> int:
-    """Write ``features`` / ``labels`` to ``path`` (.npz or .pt) through an on-disk memory map."""
+    """Write ``features`` / ``labels`` to ``path`` (.npz or .pt) through an on-disk memory map.
+
+    The memory map and the packed file are written next to ``path`` and removed whatever
+    happens; a file that cannot be written there is an ``OSError`` naming ``path`` as
+    ``option`` (the argument that gave it), not the scratch files.
+    """
     import numpy as np
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    kind = path.suffix.lower()
     scratch = path.with_name(path.name + ".features.npy")
+    tmp = path.with_name(path.name + ".tmp" + kind)  # np.savez keeps a name ending in .npz
     labels = np.zeros(total, dtype=np.int64)
     feats: Any = None
     n = 0
     try:
         for f, y in batches:
             if feats is None:
-                feats = np.lib.format.open_memmap(
-                    scratch, mode="w+", dtype=np.float32, shape=(total, f.shape[1])
-                )
+                with _naming(path, option):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    feats = np.lib.format.open_memmap(
+                        scratch, mode="w+", dtype=np.float32, shape=(total, f.shape[1])
+                    )
             feats[n : n + len(f)] = f.numpy()
             labels[n : n + len(f)] = y.numpy()
             n += len(f)
@@ -362,16 +395,31 @@ def write_features(
                 on_rows(len(f))
         if feats is None:
             raise ValueError("the data set is empty: nothing to embed")
-        feats.flush()
-        tmp = path.with_name(path.name + ".tmp" + path.suffix)
-        if path.suffix == ".npz":
-            np.savez(tmp, features=feats[:n], labels=labels[:n])
-        else:
-            payload = {"features": torch.from_numpy(np.array(feats[:n])), "labels": labels[:n]}
-            payload["labels"] = torch.from_numpy(labels[:n])
-            torch.save(payload, tmp)
-        tmp.replace(path)
+        with _naming(path, option):
+            feats.flush()
+            if kind == ".npz":
+                np.savez(tmp, features=feats[:n], labels=labels[:n])
+            else:
+                payload = {
+                    "features": torch.from_numpy(np.array(feats[:n])),
+                    "labels": torch.from_numpy(labels[:n]),
+                }
+                with tmp.open("wb") as handle:  # an OSError naming the file, not torch's
+                    torch.save(payload, handle)
+            tmp.replace(path)
     finally:
         del feats
         scratch.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
     return n
+
+
+@contextmanager
+def _naming(path: Path, option: str) -> Iterator[None]:
+    """An ``OSError`` inside the block re-raised naming ``option`` and ``path``: the
+    scratch files next to ``path`` are spacl's, not the user's."""
+    try:
+        yield
+    except OSError as err:
+        reason = err.strerror or one_line(err)
+        raise OSError(f"{option} {str(path)!r} cannot be written ({reason})") from None

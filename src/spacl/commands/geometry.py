@@ -115,6 +115,7 @@ def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
                     f"{suffix} files do); write one with numpy.save / numpy.savez or spacl embed"
                 )
     import pickle
+    import struct
     import zipfile
 
     try:
@@ -129,13 +130,15 @@ def _load(path: Path, role: str) -> tuple[Tensor | None, Tensor | None]:
         AttributeError,
         IndexError,
         pickle.UnpicklingError,
+        struct.error,  # a short file torch's legacy reader takes for its header (b"junk")
         zipfile.BadZipFile,
     ) as err:
         if str(err).startswith(f"{path}:"):  # our own check of what the file holds
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        if isinstance(err, KeyError | TypeError | AttributeError | IndexError):
-            first = f"{type(err).__name__} {first} while reading it"  # a reader's own error
+        if isinstance(err, KeyError | TypeError | AttributeError | IndexError | struct.error):
+            kind = "struct.error" if isinstance(err, struct.error) else type(err).__name__
+            first = f"{kind} {first} while reading it"  # a reader's own error
         raise ValueError(f"{path} is not a readable {suffix} file ({first})") from None
 
 

@@ -30,7 +30,7 @@ from spacl.commands import did_you_mean
 if TYPE_CHECKING:  # torch is imported where used: `spacl predict --help` is quick
     import torch
 
-__all__ = ["nearest_centres", "register"]
+__all__ = ["nearest_centres", "read_centres", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -58,19 +58,49 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor, str, list[str]]:
-    """``(classes, centres [C, d], feature kind, class names)`` of ``arm`` from
-    ``RUN_DIR/centres.pt``; the names (in label order) are empty when the data has none
-    (the digits) or the run predates them."""
+def read_centres(run_dir: Path) -> dict[str, Any]:
+    """``RUN_DIR/centres.pt``, the class centres ``spacl eval`` writes: a dict of ``arms``
+    (per arm its ``classes``, ``centres`` and ``features`` kind) and ``class_names``.
+
+    A missing file is a ``FileNotFoundError``, a damaged one (not a torch archive, or
+    not that layout) a ``ValueError``, each one line naming the file and saying that
+    ``spacl eval RUN_DIR`` writes it again."""
     from spacl.engine.checkpoint import load_checkpoint
     from spacl.engine.rundir import RunDirectory
 
     path = RunDirectory(run_dir).centres
+    again = f"run `spacl eval {run_dir}` to compute the class centres again"
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} is missing: run `spacl eval {run_dir}` to compute the class centres"
         )
-    saved = load_checkpoint(path)
+    try:
+        saved = load_checkpoint(path)
+    except ValueError as err:
+        cause = err.__cause__  # torch's own error; none: the file holds no dict
+        text = str(cause).strip() if cause is not None else ""
+        kind = type(cause).__name__
+        if kind == "error":  # struct.error, zlib.error...: the module says which
+            kind = f"{type(cause).__module__}.error"
+        why = (
+            "not a dict of centres"
+            if cause is None
+            else kind + (f": {text.splitlines()[0]}" if text else "")
+        )
+        raise ValueError(f"the class-centres file {path} is damaged ({why}); {again}") from None
+    arms = saved.get("arms")
+    if not isinstance(arms, dict) or not all(
+        isinstance(e, dict) and {"classes", "centres", "features"} <= set(e) for e in arms.values()
+    ):
+        raise ValueError(f"the class-centres file {path} is damaged (no per-arm centres); {again}")
+    return saved
+
+
+def nearest_centres(run_dir: Path, arm: str) -> tuple[torch.Tensor, torch.Tensor, str, list[str]]:
+    """``(classes, centres [C, d], feature kind, class names)`` of ``arm`` from
+    ``RUN_DIR/centres.pt`` (:func:`read_centres`); the names (in label order) are empty
+    when the data has none (the digits) or the run predates them."""
+    saved = read_centres(run_dir)
     arms = saved["arms"]
     check_choice(arm, "arm", sorted(arms))
     entry = arms[arm]

@@ -296,6 +296,33 @@ def _few(names: list[str], n: int = 3) -> str:
     return shown + (f", ... ({len(names) - n} more)" if len(names) > n else "")
 
 
+def _read_split_record(path: Path) -> dict[str, Any]:
+    """The record at ``path`` (:func:`write_split_record`'s layout); a damaged one (not
+    JSON, or not that layout) is a one-line ``ValueError`` naming it and the ways on."""
+
+    def damaged(why: str) -> ValueError:
+        return ValueError(
+            f"the split record {path} is damaged ({why}): it holds the files the run "
+            f"{path.parent} trained and tested on; restore it from a copy of the run, or "
+            f"delete it to skip this check (the split is then made from the folder as it is "
+            f"now, unchecked)"
+        )
+
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise damaged(f"not valid JSON: {str(err).splitlines()[0]}") from None
+    for name in ("train", "test"):
+        entry = record.get(name) if isinstance(record, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            raise damaged(f"no {name} fingerprint")
+        if "files" in entry and not isinstance(entry["files"], list):
+            raise damaged(f"its {name} files are not a list")
+        if not isinstance(entry.get("count"), int):
+            raise damaged(f"no {name} count")
+    return dict(record)
+
+
 def check_split_record(path: str | Path, train: Any, test: Any, root: str | Path) -> None:
     """Hold the current ``(train, test)`` split of ``root`` to the record at ``path``.
 
@@ -306,12 +333,16 @@ def check_split_record(path: str | Path, train: Any, test: Any, root: str | Path
     path = Path(path)
     if not path.is_file():
         return
-    record = json.loads(path.read_text())
+    record = _read_split_record(path)
     files = _split_files(train, test, Path(root))
     if all(record[k]["sha256"] == _fingerprint(v) for k, v in files.items()):
         return
     where = f"the image folder {root} is not the one run {path.parent} was trained on"
-    fix = "train a new run on the folder as it is now, or restore the recorded files"
+    fix = (
+        "train a new run on the folder as it is now, or restore the recorded files (to test "
+        "the run on another labelled folder: spacl predict RUN IMAGE..., or spacl embed RUN "
+        "--data DIR --out F.npz then spacl geometry F.npz)"
+    )
     if all("files" in record[k] for k in files):
         was = {f for k in files for f in record[k]["files"]}
         now = {f for v in files.values() for f in v}
