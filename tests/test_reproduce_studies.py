@@ -474,6 +474,13 @@ def test_spacl_provenance_counts_trained_runs_apart_from_untrained_rows() -> Non
     assert f"{whole['no_commit']} with no recorded commit" in header
     assert f"{p['runs']} in the run store" in header and f"{kg} FB15k-237 seed runs" in header
     assert f"Provenance of the {whole['runs']} trained runs this report reads" in report
+    # the resumed FB15k-237 runs counted clean by their final process say so (a review)
+    resumed = len(stored["metrics"]["kg_seeds"]["resumed_unrecorded"])
+    assert resumed == 3
+    assert (
+        f"{whole['clean']} at a clean commit ({resumed} of them resumed from a checkpoint"
+        in header
+    )
 
 
 def test_alignment_points_are_counted_once_by_content() -> None:

@@ -514,12 +514,20 @@ def _provenance_stamp(study: StudyRun, metrics: Mapping[str, Any]) -> None:
     p, parts = read_provenance(metrics, study.report.runs)
     untrained = untrained_rows(study.report.runs)
     held = "; ".join(f"{n} {label}" for label, n in parts)
+    resumed = len((metrics.get("kg_seeds") or {}).get("resumed_unrecorded") or ())
+    counted = (
+        f" ({resumed} of them resumed from a checkpoint, counted by their final process's "
+        "commit: their earlier processes' commits were not recorded)"
+        if resumed
+        else ""
+    )
     stamps = [x for x in study.report.stamps if not x.startswith(RUNS_STAMP)]
     stamps.insert(
         0,
         (
             f"{RUNS_STAMP} of the {p['runs']} trained runs this report reads ({held}), "
-            f"{p['clean']} at a clean commit, {p['modified_tree']} on a modified tree, "
+            f"{p['clean']} at a clean commit{counted}, {p['modified_tree']} on a modified "
+            "tree, "
             f"{p['no_commit']} with no recorded commit "
             f"(trained before runs recorded it); besides them, {untrained} untrained "
             f"baseline row(s) ({' / '.join(UNTRAINED)}: scored without training, no run of "
