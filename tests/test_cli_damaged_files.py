@@ -344,3 +344,23 @@ def test_a_damaged_split_record_is_named_with_what_to_do(
         assert "restore it from a copy of the run, or delete it to skip this check" in err
     (run / "split.json").unlink()  # the way out it names
     assert main(["eval", str(run), "--no-write"]) == 0
+
+
+def test_an_out_dir_key_that_cannot_hold_a_run_names_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``out_dir=`` (the folder a new run is made in) under a file, or a file itself, is
+    one line naming the config key before anything is written; a spacl FileNotFoundError
+    keeps its message, and a system one loses its ``[Errno N]`` prefix."""
+    note = tmp_path / "notes.txt"
+    note.write_text("x")
+    err = _one_line_error(capsys, ["train", "digits/supcon", *QUICK, f"out_dir={note}/runs"])
+    assert err == (
+        f"spacl train: error: config key 'out_dir' {str(note / 'runs')!r} cannot be written: "
+        f"{str(note)!r} is a file, not a folder"
+    )
+    err = _one_line_error(capsys, ["train", "digits/supcon", *QUICK, f"out_dir={note}"])
+    assert "config key 'out_dir' names the directory the run writes" in err
+    assert not any(p.name != "notes.txt" for p in tmp_path.iterdir())
+    err = _one_line_error(capsys, ["eval", str(tmp_path / "no-such-run")])
+    assert "[Errno" not in err and "no-such-run" in err

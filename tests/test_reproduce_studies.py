@@ -478,8 +478,7 @@ def test_spacl_provenance_counts_trained_runs_apart_from_untrained_rows() -> Non
     resumed = len(stored["metrics"]["kg_seeds"]["resumed_unrecorded"])
     assert resumed == 3
     assert (
-        f"{whole['clean']} at a clean commit ({resumed} of them resumed from a checkpoint"
-        in header
+        f"{whole['clean']} at a clean commit ({resumed} of them resumed from a checkpoint" in header
     )
 
 

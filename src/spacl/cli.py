@@ -257,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
-        print(f"spacl {args.command}: error: {one_line(err)}", file=sys.stderr)
+        line = os_error_line(err) if isinstance(err, OSError) else one_line(err)
+        print(f"spacl {args.command}: error: {line}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # torchvision built for another torch: say how to fix it
         fix = torch_build_mismatch(err)

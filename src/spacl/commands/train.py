@@ -264,6 +264,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_directory_out(args.out, "--out")
     loaded, run_dir = resolve_run(args.config, list(args.overrides), args.out, args.resume)
+    out_dir = loaded.config.get("out_dir")
+    if run_dir is None and out_dir:  # a new run, made under out_dir: name the key
+        check_directory_out(Path(str(out_dir)).expanduser(), "config key 'out_dir'")
     if loaded.task != "image":  # kg / text: their runners (docs/kg_and_text.md)
         return run_task(args, loaded, run_dir)
     return run_image(args, loaded, run_dir)
