@@ -35,23 +35,39 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 #: every sub-command: its name, the module that registers it, its one-line help
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("demo", "demo", "train SPACL, SimCLR and SupCon on built-in digits (CPU, about 45 s) "
-     "and compare"),
+    (
+        "demo",
+        "demo",
+        "train SPACL, SimCLR and SupCon on built-in digits (CPU, about 45 s) and compare",
+    ),
     ("train", "train", "train a model from a YAML recipe (or resume a run)"),
     ("recipes", "recipes", "list the built-in recipes (spacl train NAME runs one), or print one"),
-    ("data", "data", "list the datasets spacl reads (source, licence, layout); `data check "
-     "[ROOT]`"),
+    (
+        "data",
+        "data",
+        "list the datasets spacl reads (source, licence, layout); `data check [ROOT]`",
+    ),
     ("eval", "eval", "evaluate a trained run (linear probe, kNN, NCC, geometry)"),
-    ("reproduce", "reproduce", "reproduce the papers' claims at laptop scale (report + plots "
-     "+ results.json)"),
-    ("geometry", "geometry", "neural/dimensional collapse, effective rank and uniformity of "
-     "saved features"),
+    (
+        "reproduce",
+        "reproduce",
+        "reproduce the papers' claims at laptop scale (report + plots + results.json)",
+    ),
+    (
+        "geometry",
+        "geometry",
+        "neural/dimensional collapse, effective rank and uniformity of saved features",
+    ),
     ("align", "geometry", "CKA and RSA between two saved representations of the same samples"),
     ("embed", "embed", "write the features of a data set under a trained run's encoder"),
-    ("export", "embed", "write a trained run's encoder (image runs), open-intent detector "
-     "(text runs) or link predictor (kg runs) in a form that runs without spacl"),
+    (
+        "export",
+        "embed",
+        "write a trained run's encoder (image runs), open-intent detector "
+        "(text runs) or link predictor (kg runs) in a form that runs without spacl",
+    ),
     ("predict", "predict", "predict with a trained run (image runs: nearest class centre)"),
-)  # fmt: skip
+)
 
 
 def build_parser(command: str | None = "") -> argparse.ArgumentParser:

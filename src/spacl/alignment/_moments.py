@@ -53,9 +53,20 @@ class PairMoments:
             return torch.zeros(shape, dtype=F64, device=device)
 
         return cls(
-            0.0, z(dx), z(dy), z(dx, dx), z(dy, dy), z(dx, dy),
-            z(), z(), z(), z(dx), z(dy), z(dx), z(dy),
-        )  # fmt: skip
+            0.0,
+            z(dx),
+            z(dy),
+            z(dx, dx),
+            z(dy, dy),
+            z(dx, dy),
+            z(),
+            z(),
+            z(),
+            z(dx),
+            z(dy),
+            z(dx),
+            z(dy),
+        )
 
     @classmethod
     def from_batch(
@@ -142,9 +153,9 @@ class PairMoments:
         mean_y = self.mean_y + (other.mean_y - self.mean_y) * (other.n / n)
         a = self.recentred(mean_x, mean_y)
         b = other.recentred(mean_x, mean_y)
-        out = PairMoments(n, mean_x, mean_y, *(
-            getattr(a, f.name) + getattr(b, f.name) for f in fields(self)[3:]
-        ))  # fmt: skip
+        out = PairMoments(
+            n, mean_x, mean_y, *(getattr(a, f.name) + getattr(b, f.name) for f in fields(self)[3:])
+        )
         return out
 
     def copy(self) -> PairMoments:

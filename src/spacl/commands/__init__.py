@@ -19,9 +19,27 @@ __all__ = [
 #: suffixes of the files spacl writes or reads: a directory option ending in one is a
 #: file name given where a directory is written
 FILE_SUFFIXES = (
-    ".pt", ".pth", ".pt2", ".npz", ".npy", ".json", ".jsonl", ".yaml", ".yml", ".png",
-    ".jpg", ".jpeg", ".pdf", ".svg", ".onnx", ".zip", ".txt", ".tsv", ".csv", ".md",
-)  # fmt: skip
+    ".pt",
+    ".pth",
+    ".pt2",
+    ".npz",
+    ".npy",
+    ".json",
+    ".jsonl",
+    ".yaml",
+    ".yml",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".pdf",
+    ".svg",
+    ".onnx",
+    ".zip",
+    ".txt",
+    ".tsv",
+    ".csv",
+    ".md",
+)
 
 
 def check_out_parent(path: str | Path, option: str) -> None:

@@ -137,10 +137,15 @@ def bound_runs(m: Mapping[str, Any], cfg: AlignmentConfig) -> BoundRuns:
     satisfied ones: a bound at least :func:`max_drift` of the reference set's size
     (``cfg.reference_size``, the most points a run's reference set holds)."""
     records = [
-        (cfg.tau, b["drift_ratio"], b["vacuous"], b["measured_cka"] - b["cka_lower_bound"],
-         b["measured_drift"])
+        (
+            cfg.tau,
+            b["drift_ratio"],
+            b["vacuous"],
+            b["measured_cka"] - b["cka_lower_bound"],
+            b["measured_drift"],
+        )
         for b in m["main"]["bound"]
-    ]  # fmt: skip
+    ]
     for _, tau, g in _tagged(m):
         bd = g["bound"]
         columns = [

@@ -144,8 +144,17 @@ def _run_bench(
 
 
 RUN_FIELDS = (
-    "bench", "setting", "method", "tau", "seed", "val", "test", "seconds", "cpu_seconds", "commit",
-)  # fmt: skip
+    "bench",
+    "setting",
+    "method",
+    "tau",
+    "seed",
+    "val",
+    "test",
+    "seconds",
+    "cpu_seconds",
+    "commit",
+)
 
 
 def _run_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -423,12 +432,11 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
     )
     out: dict[str, Any] = {"source": "kg_seeds.jsonl", "minutes": KG_MINUTES}
     for key in ("mrr", "hits@10"):
-        out[key] = {m: [float(r["test"][key]) for r in rows if r["method"] == m] for m in
-                    KG_METHODS}  # fmt: skip
-    out["seeds"] = {m: [int(r["seed"]) for r in rows if r["method"] == m] for m in
-                    KG_METHODS}  # fmt: skip
-    out["epochs"] = {m: [float(r["epochs"]) for r in rows if r["method"] == m] for m in
-                     KG_METHODS}  # fmt: skip
+        out[key] = {
+            m: [float(r["test"][key]) for r in rows if r["method"] == m] for m in KG_METHODS
+        }
+    out["seeds"] = {m: [int(r["seed"]) for r in rows if r["method"] == m] for m in KG_METHODS}
+    out["epochs"] = {m: [float(r["epochs"]) for r in rows if r["method"] == m] for m in KG_METHODS}
     # the validation-chosen epoch, 1-based, counting the one the budget cut short (so it
     # may exceed "epochs", the steps done over an epoch's steps): spacl_bench.budget_edge;
     # a method with a row that lacks it has a shorter list, which that module leaves out

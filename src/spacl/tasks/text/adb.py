@@ -373,17 +373,23 @@ class PretrainSteps(StageBody):
 
     def _parts(self) -> dict[str, Any]:
         return {
-            "net": self.net, "opt": self.opt, "lr_schedule": self.lr_schedule,
-            "contrastive": self.contrastive, "gen": self.gen,
-        }  # fmt: skip
+            "net": self.net,
+            "opt": self.opt,
+            "lr_schedule": self.lr_schedule,
+            "contrastive": self.contrastive,
+            "gen": self.gen,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         r = self.result
         return {
-            **states_of(self._parts()), "order": list(self.order), "total": self.total,
-            "count": self.count, "dev_scores": list(r.dev_scores),
+            **states_of(self._parts()),
+            "order": list(self.order),
+            "total": self.total,
+            "count": self.count,
+            "dev_scores": list(r.dev_scores),
             "train_losses": list(r.train_losses),
-        }  # fmt: skip
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         load_states(self._parts(), state)
@@ -475,9 +481,12 @@ class BoundarySteps(StageBody):
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            **states_of({"opt": self.opt, "gen": self.gen}), "raw": self.raw.detach().clone(),
-            "radii": self.model.radii, "order": list(self.order), "scores": list(self.scores),
-        }  # fmt: skip
+            **states_of({"opt": self.opt, "gen": self.gen}),
+            "raw": self.raw.detach().clone(),
+            "radii": self.model.radii,
+            "order": list(self.order),
+            "scores": list(self.scores),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         load_states({"opt": self.opt, "gen": self.gen}, state)

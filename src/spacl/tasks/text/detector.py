@@ -197,22 +197,41 @@ def decide(
     fraction, q = float(ood.held_out_fraction), float(ood.quantile)
     if ood.method == "select":
         return select_rule(
-            split, inputs, features, fraction=fraction, quantile=q, seed=seed,
-            train_head=train_head, project=project,
-        )  # fmt: skip
+            split,
+            inputs,
+            features,
+            fraction=fraction,
+            quantile=q,
+            seed=seed,
+            train_head=train_head,
+            project=project,
+        )
     if ood.method == "held_out_classes":
         centres = class_centres(train_z, split.train_labels, k)
         threshold = held_out_threshold(
-            train_x, split.train_labels, dev_x, split.dev_labels, k,
-            fraction=fraction, seed=seed, train_head=train_head, project=project,
-        )  # fmt: skip
+            train_x,
+            split.train_labels,
+            dev_x,
+            split.dev_labels,
+            k,
+            fraction=fraction,
+            seed=seed,
+            train_head=train_head,
+            project=project,
+        )
         clf = OpenClassifier(centres, threshold.to(centres.dtype).expand(k).clone())
         return clf, {"rule": "held_out_classes"}
     clf = fit_open_classifier(
-        train_z, split.train_labels, dev_z, split.dev_labels, k,
-        method=str(ood.method), scope=str(ood.scope), quantile=q,
+        train_z,
+        split.train_labels,
+        dev_z,
+        split.dev_labels,
+        k,
+        method=str(ood.method),
+        scope=str(ood.scope),
+        quantile=q,
         min_class_count=int(ood.min_class_count),
-    )  # fmt: skip
+    )
     rules = rules_on_test(split, features, quantile=q)
     return clf, {"rule": f"{ood.method}/{ood.scope}", "rules_test": rules}
 

@@ -357,15 +357,18 @@ class FinetuneSteps(StageBody):
 
     def _parts(self) -> dict[str, Any]:
         return {
-            "top": self.top, "classifier": self.classifier, "loss_fn": self.loss_fn,
+            "top": self.top,
+            "classifier": self.classifier,
+            "loss_fn": self.loss_fn,
             "optimizer": self.optimizer,
-        }  # fmt: skip
+        }
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            **states_of(self._parts()), "epoch_losses": list(self.epoch_losses),
+            **states_of(self._parts()),
+            "epoch_losses": list(self.epoch_losses),
             "scores": list(self.scores),
-        }  # fmt: skip
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         load_states(self._parts(), state)

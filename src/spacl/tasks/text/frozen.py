@@ -87,9 +87,11 @@ class HeadSteps(StageBody):
         self.losses: list[float] = []
         self.perm = torch.empty(0, dtype=torch.long)  # the running epoch's order
         self.bar = progress(
-            total=int(cfg.train.epochs), desc=f"{self.name} head", mode=cfg.train.progress,
+            total=int(cfg.train.epochs),
+            desc=f"{self.name} head",
+            mode=cfg.train.progress,
             unit="epoch",
-        )  # fmt: skip
+        )
 
     def batches(self, epoch: int, start: int) -> Iterator[Tensor]:
         if start == 0:  # a fresh epoch draws its order; a resumed one has it
@@ -102,9 +104,12 @@ class HeadSteps(StageBody):
 
     def _parts(self) -> dict[str, Any]:
         return {
-            "head": self.head, "classifier": self.classifier, "loss_fn": self.loss_fn,
-            "optimizer": self.optimizer, "gen": self.gen,
-        }  # fmt: skip
+            "head": self.head,
+            "classifier": self.classifier,
+            "loss_fn": self.loss_fn,
+            "optimizer": self.optimizer,
+            "gen": self.gen,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         return {**states_of(self._parts()), "perm": self.perm, "losses": list(self.losses)}

@@ -290,9 +290,16 @@ def _main_finetune(
         dev = states[n : n + len(split.dev_texts)]
         score = dev_accuracy_score(states[:n], split.train_labels, dev, split.dev_labels, k)
     top, losses = finetune(
-        initial, states[:n], split.train_labels, k, settings, on_step=tick, score=score,
-        stages=stages, scores=scores,
-    )  # fmt: skip
+        initial,
+        states[:n],
+        split.train_labels,
+        k,
+        settings,
+        on_step=tick,
+        score=score,
+        stages=stages,
+        scores=scores,
+    )
     if not scores:
         return top, losses, {}
     chosen = scores.index(max(scores)) + 1
