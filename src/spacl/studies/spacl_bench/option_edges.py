@@ -58,7 +58,7 @@ class OptionEdge:
     chosen_score: float
 
     def curve_text(self) -> str:
-        """``"0: 87.4, 1: 87.3, 8: 87.5, 32: 87.6"`` (validation %, one decimal)."""
+        """``"0: 87.38, 1: 87.33, 8: 87.47, 32: 87.64"`` (validation %, two decimals)."""
         return ", ".join(f"{k}: {v:.2f}" for k, v in self.curve.items())
 
     def why(self) -> str:
