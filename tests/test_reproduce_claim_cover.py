@@ -142,8 +142,14 @@ def test_sandwich_rule_reads_the_papers_literal_form_and_can_fail() -> None:
     inside = spec.rule(
         _alignment_metrics([_run(0.1, 0.5, temperature_bound), _run(0.2, 0.8, temperature_bound)])
     )
-    assert inside.verdict == REPRODUCED and inside.from_rule and inside.by == "at_most"
+    assert inside.verdict == REPRODUCED and inside.from_rule and inside.by == "combine"
     assert "2/2 within the bound" in inside.rule
+    # both sides are in the rule: a network whose L_DCL falls below L_NSCL breaks it
+    left = _alignment_metrics(
+        [_run(-0.01, 0.5, temperature_bound), _run(0.2, 0.8, temperature_bound)]
+    )
+    assert spec.rule(left).verdict == NOT_AT_SCALE
+    assert "[left side, L_NSCL <= L_DCL] 1 of 2 networks break the bound" in spec.rule(left).row
     # inside the temperature's form, above the paper's literal one: the claim fails
     over = _alignment_metrics(
         [_run(0.1, 0.5, temperature_bound), _run(0.2, 1.5, temperature_bound)]
@@ -154,7 +160,11 @@ def test_sandwich_rule_reads_the_papers_literal_form_and_can_fail() -> None:
     assert "tau = 0.5: 1 of 2 (largest gap 1.5 vs 0.821)" in text
     assert "of the 40 network-batch points 0 break its left side, 0 its right side" in text
     all_over = _alignment_metrics([_run(0.1, 0.9, temperature_bound), _run(0.2, 3.0, 6.1)])
-    assert spec.rule(all_over).verdict == OPPOSITE
+    # the right side broken by every network, the left side held: the inequality, both
+    # sides in every network, is refuted as stated (not "mixed": no test disagrees)
+    broken = spec.rule(all_over)
+    assert broken.verdict == NOT_AT_SCALE and "sides disagree: " in broken.row
+    assert "is refuted in right side, L_DCL - L_NSCL <= e^2/(C-1)" in broken.row
 
 
 def test_committed_sandwich_counts_the_networks_above_the_literal_bound() -> None:
@@ -175,7 +185,11 @@ def test_committed_sandwich_counts_the_networks_above_the_literal_bound() -> Non
     assert len(broken) == 10 and {r["tau"] for r in broken} == {0.1}
     assert sum(r["tau"] == 0.1 for r in runs) == 10
     spec = _spec(alignment_claims(cfg), "nscl_dcl_sandwich")
-    assert spec.rule(stored["metrics"]).row == "10 of 195 networks break the bound"
+    row = spec.rule(stored["metrics"]).row
+    assert "[left side, L_NSCL <= L_DCL] 0 of 195 networks break the bound" in row
+    assert "regimes disagree: tau = 0.1 opposite (bound rule: 10 of 10 networks break" in row
+    assert "tau = 0.5 reproduced (bound rule: 0 of 175 networks" in row
+    assert "is refuted in tau = 0.1" in row
     assert "tau = 0.1: 10 of 10 (largest gap 4.9 vs 0.821)" in spec.measured(stored["metrics"])
 
 
@@ -434,10 +448,14 @@ def test_theorem_2_1_claim_reads_both_regimes_and_names_their_split() -> None:
     assert spec.rule(_residuals((far, far), (near, near))).verdict == REPRODUCED
     assert spec.rule(_residuals((near, near), (far, far))).verdict == OPPOSITE
     split = spec.rule(_residuals((far, near), (near, far)))
-    assert split.verdict == "mixed" and split.row.startswith("regimes disagree: d = 64 reproduced")
+    # "in both regimes": regimes that disagree refute the claim as stated (not "mixed")
+    assert split.verdict == NOT_AT_SCALE
+    assert split.row.startswith("regimes disagree: d = 64 reproduced")
+    assert "is refuted in d = 4 (opposite, " in split.row
     one_way = spec.rule(_residuals((near, noisy), (far, noisy)))
     assert one_way.verdict == NOT_AT_SCALE
     assert one_way.row.startswith("regimes differ: d = 64 opposite, d = 4 not reproduced")
+    assert "the claim as stated, in every one of the regimes, is refuted in d = 64" in one_way.row
     text = spec.measured(_residuals((near, noisy), (far, noisy)))
     assert "d = 64: SPACL" in text and "d = 4: SPACL" in text
     # results that measured one regime only: read on it, the other named as not measured
@@ -461,5 +479,8 @@ def test_committed_theorem_2_1_row_names_the_regimes() -> None:
     spec = _spec(claim_specs(), "theorem_2_1_spacl_farther_from_collapse")
     verdict = spec.rule(m)
     assert verdict.verdict == NOT_AT_SCALE
-    assert verdict.row == "regimes differ: d = 64 opposite, d = 4 not reproduced at this scale"
+    assert verdict.row.startswith(
+        "regimes differ: d = 64 opposite, d = 4 not reproduced at this scale; the claim as "
+        "stated, in every one of the regimes, is refuted in d = 64 (opposite, test, "
+    )
     assert "SPACL 0.576 ± 0.047 vs NT-Xent 0.490 ± 0.124" in spec.measured(m)

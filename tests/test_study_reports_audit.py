@@ -96,7 +96,10 @@ def test_open_intent_edges_flag_both_ends_and_nothing_inside() -> None:
     assert open_intent_edges(oi, "0.25", "boundary") == []
     caveat = open_intent_caveat(oi, "0.25")
     assert "1 of 3 runs kept the representation's epoch 1" in caveat
-    assert "(s0: tied on dev with epoch 11)" in caveat
+    assert (
+        "(s0: tied on dev with epoch 11 (epoch 11 is the last epoch it ran: the choice " in caveat
+    )
+    assert "ties the upper edge of its epochs too" in caveat
     assert "1 of 3 runs kept the representation's last allowed epoch" in caveat
     assert "no dev selection of the lr is stored" in caveat
     assert open_intent_caveat({"epochs": {}}, "0.25") == ""

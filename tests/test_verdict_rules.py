@@ -98,7 +98,8 @@ def test_combine_counter_examples() -> None:
     assert V.combine({"x": o, "y": o}).verdict == OPPOSITE
     split = V.combine({"equal steps": r, "equal epochs": o}, what="regimes")
     assert split.verdict == MIXED and split.by == "combine"
-    assert split.rule.startswith("regimes disagree: equal steps reproduced, equal epochs opposite")
+    assert split.rule.startswith("regimes disagree: equal steps reproduced (test, p = ")
+    assert ", equal epochs opposite (test, p = " in split.row
     # parts that agree, or differ only by a part inside the noise, do not "disagree"
     flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
     assert flat.verdict == NOT_AT_SCALE
@@ -118,6 +119,68 @@ def test_combine_counter_examples() -> None:
     # a part that is itself mixed makes the whole mixed, named as such
     outer = V.combine({"lr rule a": split, "lr rule b": r}, what="rules")
     assert outer.verdict == MIXED and outer.rule.startswith("rules disagree: lr rule a mixed")
+
+
+def test_combine_names_a_test_against_a_level_rule() -> None:
+    """ "Mixed" says which kinds of rule disagree: a corrected test against a level rule
+    (no test) is "test and level rule disagree", never the wording of tests that
+    disagree; two tests that disagree keep "<what> disagree"."""
+    r, o = V.compare(HIGH, LOW), V.compare(LOW, HIGH)
+    low = V.at_least([0.6, 0.62, 0.65], 0.8)
+    assert low.verdict == OPPOSITE
+    split = V.combine({"weights grow": r, "CKA high": low})
+    assert split.verdict == MIXED
+    assert split.row.startswith("test and level rule disagree: weights grow reproduced (test, p = ")
+    assert "CKA high opposite (level rule: 3 of 3 runs fall below the threshold)" in split.row
+    # counter-example: two corrected tests that disagree are not called a test/rule split
+    tests = V.combine({"a": r, "b": o})
+    assert tests.verdict == MIXED and tests.row.startswith("parts disagree: ")
+    assert "level rule" not in tests.row and "bound rule" not in tests.row
+    # a test against a bound rule is named as such
+    broken = V.at_most([1.5, 2.0], 1.0)
+    assert V.combine({"a": r, "b": broken}).row.startswith("test and bound rule disagree: ")
+
+
+def test_combine_every_regime_refutes_instead_of_mixing() -> None:
+    """A claim stated for every regime (``every=True``): regimes that disagree refute it
+    as stated, not reproduced (never "mixed"), the row saying "regimes disagree" and where
+    it is refuted; a regime opposite beside one inside the noise is named too."""
+    bad = V.at_most([1.5, 2.0, 3.0], 1.0, runs="networks")
+    good = V.at_most([0.2, 0.5], 1.0, runs="networks")
+    v = V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes", every=True)
+    assert v.verdict == NOT_AT_SCALE and v.by == "combine"
+    assert v.row.startswith("regimes disagree: tau = 0.1 opposite (bound rule: 3 of 3 networks")
+    assert "is refuted in tau = 0.1" in v.row
+    # counter-example: without every=True the same parts are mixed
+    assert V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes").verdict == MIXED
+    # regimes that agree are not refuted
+    agree = V.combine({"a": good, "b": good}, what="regimes", every=True)
+    assert agree.verdict == REPRODUCED and "refuted" not in agree.rule
+    o = V.compare(LOW, HIGH)
+    flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
+    one = V.combine({"d = 64": o, "d = 4": flat}, what="regimes", every=True)
+    assert one.verdict == NOT_AT_SCALE
+    assert "the claim as stated, in every one of the regimes, is refuted in d = 64 (opposite, " in (
+        one.row
+    )
+    assert "refuted" not in V.combine({"d = 64": o, "d = 4": flat}, what="regimes").row
+
+
+def test_a_family_of_one_says_uncorrected_beside_its_p() -> None:
+    """A claim whose only comparison test is a family of one: its rule line says so
+    beside the raw p; counter-examples: a claim of two tests is Holm-adjusted (no such
+    note), and a claim with no test has none."""
+    alone, size = V.holm_within("claim 1", lambda: V.compare(HIGH, LOW))
+    assert size == 1 and f"p = {V.welch(HIGH, LOW)[1]:.3g}{V.FAMILY_OF_ONE}" in alone.rule
+    assert alone.clear[0][2].endswith(", family of one, uncorrected")
+    two, size = V.holm_within(
+        "claim 2", lambda: V.combine({"a": V.compare(HIGH, LOW), "b": V.compare(HIGH, LOW)})
+    )
+    assert size == 2 and "family of one" not in two.rule and "Holm-adjusted p = " in two.rule
+    none, size = V.holm_within("claim 3", lambda: V.at_most([0.5], 1.0))
+    assert size == 0 and "family of one" not in none.rule
+    # outside holm_within (a plain rule call) nothing is claimed about the family
+    assert "family of one" not in V.compare(HIGH, LOW).rule
 
 
 def test_at_most_counter_examples() -> None:

@@ -49,7 +49,11 @@ p-value it decided on ("corrected steps disagree: ...").
   beside the measured numbers.
 * :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
   every part is opposite, **mixed** if one part is reproduced and another opposite
-  (the rule says which parts disagree).
+  (the rule says which parts disagree, and by which kind of rule: ``"test and level
+  rule disagree"`` where a corrected test meets a level or bound rule, which runs no
+  test); ``every=True``, a claim stated for every part (a bound in every regime): parts
+  that disagree refute it as stated, **not reproduced**, its row saying ``"regimes
+  disagree"`` and in which part it is refuted.
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
   that ran says so; **mixed** when the settings disagree (one reproduced, another
@@ -108,6 +112,7 @@ from spacl.studies.stats import (
 
 __all__ = [
     "ALPHA",
+    "FAMILY_OF_ONE",
     "FEW_SEEDS",
     "MIN_SEEDS",
     "MIXED",
@@ -192,7 +197,10 @@ VERDICT_RULES = (
     "that test (a non-monotone sweep is not reproduced); a best-option or trend claim "
     "whose comparisons go both ways is refuted as stated, not reproduced, and its row "
     "says which comparisons disagree; *combined claims* need every "
-    "part to agree and say **mixed** when one part is reproduced and another opposite; "
+    "part to agree and say **mixed** when one part is reproduced and another opposite "
+    "(a claim stated for every regime, such as a bound at every temperature, whose "
+    "regimes so disagree is refuted as stated: not reproduced, its row saying "
+    "'regimes disagree' and naming the regime that refutes it); "
     "*per-setting claims* give each setting its own verdict with its sign "
     "and say **mixed** when one setting is reproduced and another opposite (settings "
     "that differ otherwise are not reproduced, the row naming them); *equivalence "
@@ -208,7 +216,13 @@ VERDICT_RULES = (
     "test, which nothing corrects; a test that two claims share is named there too) are "
     "corrected by Holm's step-down method: every Welch p-value of the family's comparisons is "
     "adjusted over all of them before the 5% rule, and every verdict above reads the "
-    "corrected p-values (so **mixed** means that corrected parts or settings disagree); "
+    "corrected p-values; the rule line of a family of one says 'family of one, "
+    "uncorrected' beside its p.  **Mixed** is used exactly where the parts or settings "
+    "of one claim point opposite ways after that correction, and the row says which kinds "
+    "of rule disagree: 'parts disagree' or 'settings disagree' where both sides are "
+    "corrected tests, 'test and level rule disagree' (or 'test and bound rule disagree') "
+    "where one side is a corrected test and the other a level or bound rule, which runs "
+    "no test; "
     "*bound claims* are reproduced when every measured value is within "
     "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
@@ -360,13 +374,15 @@ def compare(
             by="compare",
         )
     t, p_raw = welch(a, b)
-    p, note = _family_p(p_raw)
+    p, note, adjusted = _family_p(p_raw)
     _signed("Welch", a, b, names, f"min_gap {gap_min:g}")
     rule = (
         f"{head}, Welch t = {t:+.3g}, p = {p_raw:.3g}{note} (n = {len(a)}, {len(b)}), "
         f"min_gap = {gap_min:g}"
     )
-    said = f"{'Holm p' if note else 'p'} = {p:.3g}"
+    said = f"{'Holm p' if adjusted else 'p'} = {p:.3g}" + (
+        f", {FAMILY_OF_ONE.strip(' ()')}" if note == FAMILY_OF_ONE else ""
+    )
     if p < ALPHA and gap > gap_min:
         return _ruled(REPRODUCED, rule, by="compare", clear=(("", REPRODUCED, said, "test"),))
     if p < ALPHA and -gap > gap_min:
@@ -431,19 +447,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(f"{v:.15g}") for v in out]
 
 
-def _family_p(p_raw: float) -> tuple[float, str]:
-    """The p-value :func:`compare` decides on: raw, recorded, or Holm-adjusted."""
+#: while a claim whose one comparison test is a family of one is decided (:func:`holm_within`)
+_ALONE: ContextVar[bool] = ContextVar("_ALONE", default=False)
+#: what the rule of a family of one's test says beside its p-value: nothing corrects it
+FAMILY_OF_ONE = " (family of one, uncorrected)"
+
+
+def _family_p(p_raw: float) -> tuple[float, str, bool]:
+    """The p-value :func:`compare` decides on (raw, recorded, or Holm-adjusted), the note
+    its rule prints beside the raw p (the adjusted p and its family, or
+    :data:`FAMILY_OF_ONE` for a claim's only test) and whether it is adjusted."""
     recorded = _RECORDED.get()
     if recorded is not None:
         recorded.append(p_raw)
     adjusted = _ADJUSTED.get()
     if adjusted is None:
-        return p_raw, ""
+        return p_raw, FAMILY_OF_ONE if _ALONE.get() else "", False
     left, name, size = adjusted
     if not left:
         raise RuntimeError("a family's claims ran more comparisons than were recorded")
     p = left.pop(0)
-    return p, f", Holm-adjusted p = {p:.3g} (family '{name}', {size} tests)"
+    return p, f", Holm-adjusted p = {p:.3g} (family '{name}', {size} tests)", True
 
 
 def holm_family(name: str, rules: Sequence[Callable[[], Verdict]]) -> tuple[list[Verdict], int]:
@@ -485,7 +509,8 @@ def holm_within(name: str, rule: Callable[[], Verdict]) -> tuple[Verdict, int]:
     of every :func:`compare` it calls; with more than one, the claim is decided again by
     :func:`holm_family` (family ``name``: Holm within the claim), so a verdict word reads
     the adjusted p-values.  Returns the verdict and the number of comparison tests (0 or
-    1: the verdict of the plain run, nothing to correct).
+    1: nothing to correct; with 1, the claim is decided again so that its test's rule
+    says so beside its raw p, :data:`FAMILY_OF_ONE`).
     """
     recording = _RECORDED.set([])
     try:
@@ -493,7 +518,13 @@ def holm_within(name: str, rule: Callable[[], Verdict]) -> tuple[Verdict, int]:
         count = len(_RECORDED.get() or [])
     finally:
         _RECORDED.reset(recording)
-    if count <= 1:
+    if count == 1:
+        alone = _ALONE.set(True)
+        try:
+            return rule(), count
+        finally:
+            _ALONE.reset(alone)
+    if count == 0:
         return verdict, count
     verdicts, size = holm_family(name, [rule])
     return verdicts[0], size
@@ -677,19 +708,71 @@ def trend(
     )
 
 
-def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
+#: the rules that decide without a comparison test, and what a row calls each
+_NO_TEST = {"at_most": "bound rule", "at_least": "level rule", "saturates": "saturation rule"}
+
+
+def _kind(v: Verdict) -> str:
+    """What decided ``v``: ``"test"`` (corrected comparison tests) or the rule without a
+    test (:data:`_NO_TEST`: ``"level rule"``, ``"bound rule"``, ``"saturation rule"``)."""
+    if v.by in _NO_TEST:
+        return _NO_TEST[v.by]
+    if v.by in ("combine", "per_setting") and not v.clear:  # parts without a clear test
+        tested = any(w in v.rule for w in ("Welch t", "TOST", "Spearman"))
+        if not tested and "within the bound" in v.rule:
+            return "bound rule"
+        if not tested and "threshold = " in v.rule:
+            return "level rule"
+    return "test"
+
+
+def _evidence(v: Verdict) -> str:
+    """What decided ``v``, for a row naming the parts that disagree: the p-value of its
+    clear test (``"p = 2.7e-09"``, ``"Holm p = 0.036"``) or its rule's count."""
+    if _kind(v) != "test":
+        return f"{_kind(v)}: {v.row}" if v.row else _kind(v)
+    said = [p for path, direction, p, _ in v.clear if direction == v.verdict and not path]
+    return f"test, {said[0]}" if said else "test"
+
+
+def _refuted(parts: Mapping[str, Verdict], what: str) -> str:
+    """The note of a claim that must hold in every one of ``parts`` (``combine(...,
+    every=True)``) where some are opposite: ``"the claim as stated, in every one of the
+    regimes, is refuted in d = 64 (opposite, Holm p = 0.00032)"``; ``""`` where none is."""
+    refuted = [
+        f"{k} (opposite, {_evidence(v)})" if _kind(v) == "test" else k
+        for k, v in parts.items()
+        if v.verdict == OPPOSITE
+    ]
+    if not refuted:
+        return ""
+    return f"the claim as stated, in every one of the {what}, is refuted in {', '.join(refuted)}"
+
+
+def combine(parts: Mapping[str, Verdict], *, what: str = "parts", every: bool = False) -> Verdict:
     """All parts must agree (module docstring); the rule lists each part's verdict.
 
     Parts that disagree outright (one reproduced, another opposite, or a part itself
     :data:`MIXED`) give :data:`MIXED`, the rule opening with ``"<what> disagree: <part>
-    reproduced, <part> opposite"`` (``what``: what the parts are, e.g. ``"regimes"``).
+    reproduced (test, p = ...), <part> opposite (...)"`` (``what``: what the parts are,
+    e.g. ``"regimes"``), each part named with what decided it (:func:`_evidence`).  Where
+    the parts that disagree are decided by different kinds of rule - a corrected test
+    against a level or bound rule, which has no test - the opening names the kinds
+    instead: ``"test and level rule disagree: ..."``, so "mixed" never reads as corrected
+    tests that disagree when one side has no test.
     Parts that differ otherwise (one reproduced or opposite, another inside the noise)
     give :data:`NOT_AT_SCALE`, and the rule and the row note say so: ``"<what> differ:
     <part> reproduced, <part> not reproduced at this scale"``; a not-reproduced whole
     carries its parts' row notes (``"[<part>] <note>"``), led by ``"<what> disagree in
     their corrected comparisons: ..."`` when the clear comparisons inside its parts
     (:attr:`Verdict.leans`) point both ways although no part is itself reproduced and
-    another opposite (the outcome stays not reproduced)."""
+    another opposite (the outcome stays not reproduced).
+
+    ``every=True``: the claim must hold in every part (a bound in every regime), so parts
+    that disagree outright refute it as stated: :data:`NOT_AT_SCALE`, not :data:`MIXED`,
+    the row still opening ``"<what> disagree: ..."``; and wherever a part is opposite
+    (disagreeing or beside parts inside the noise) the row adds ``"the claim as stated,
+    in every one of the <what>, is refuted in <part> (opposite, ...)"``."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
@@ -699,13 +782,27 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
         return _ruled(REPRODUCED, rule, by="combine", clear=clear)
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="combine", clear=clear)
+    refuted = _refuted(parts, what) if every else ""
     if (REPRODUCED in verdicts and OPPOSITE in verdicts) or MIXED in verdicts:
+        sides = {k: v for k, v in parts.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
         split = ", ".join(
-            f"{k} {v.verdict}"
-            for k, v in parts.items()
-            if v.verdict in (REPRODUCED, OPPOSITE, MIXED)
+            f"{k} {v.verdict}" + (f" ({_evidence(v)})" if v.verdict != MIXED else "")
+            for k, v in sides.items()
         )
-        disagree = f"{what} disagree: {split}"
+        kinds = list(dict.fromkeys(_kind(v) for v in sides.values()))
+        who = " and ".join(kinds) if len(kinds) > 1 else what
+        disagree = f"{who} disagree: {split}"
+        if every:
+            row = f"{disagree}; {refuted}" if refuted else disagree
+            return _ruled(
+                NOT_AT_SCALE,
+                f"{row}; {rule}",
+                by="combine",
+                row=row,
+                leans=_leanings(parts.values()),
+                clear=clear,
+                notes=row,
+            )
         return _ruled(
             MIXED, f"{disagree}; {rule}", by="combine", row=disagree, clear=clear, notes=disagree
         )
@@ -718,9 +815,14 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts") -> Verdict:
         else ""
     )
     row, notes, lead = _not_reproduced_row(parts, clear, what, differ)
+    if refuted:
+        row, notes = (
+            f"{row}; {refuted}" if row else refuted,
+            f"{notes}; {refuted}" if notes else refuted,
+        )
     return _ruled(
         NOT_AT_SCALE,
-        "; ".join(x for x in [lead, differ, rule] if x),
+        "; ".join(x for x in [lead, differ, refuted, rule] if x),
         by="combine",
         row=row,
         leans=_leanings(parts.values()),
@@ -893,7 +995,7 @@ def equivalent(
         p = max(p_lower, p_upper)
     else:
         p = 0.0 if abs(diff) < margin else 1.0
-    p_decided, note = _family_p(p)
+    p_decided, note, _ = _family_p(p)
     _signed("TOST", x, y, names, f"margin {margin:g}")
     rule = (
         f"TOST: mean({names[0]}) - mean({names[1]}) = {diff:+.4g}, 90% interval "

@@ -445,6 +445,8 @@ def kg_seed_metrics(results_dir: str | Path) -> dict[str, Any]:
         for m in KG_METHODS
     }
     out["threads"] = sorted({int(r["threads"]) for r in rows})
+    # the validation triples each run ranked every epoch (eval.valid_subset; none: all)
+    out["valid_subset"] = sorted({int(r.get("valid_subset") or 0) for r in rows})
     loads = [float(r["load_1min_at_end"]) for r in rows if r.get("load_1min_at_end") is not None]
     out["load_at_end"] = [min(loads), max(loads)] if loads else []
     # per method, each run's (final process's) commit and every commit its processes

@@ -58,12 +58,30 @@ def open_intent_edges(oi: Mapping[str, Any], ratio: str, stage: str) -> list[dic
     return found
 
 
+def _upper_tie(run: Mapping[str, Any]) -> str:
+    """Where a first-epoch choice ties the last epoch the run ran (``run``) on dev: the
+    note that it ties the upper edge too (``", the last epoch it ran: it ties the upper
+    edge too"``), else ``""``."""
+    ties = [int(t) for t in run.get("ties") or []]
+    last = run.get("run")
+    if run.get("edge") != "first" or last is None or int(last) not in ties:
+        return ""
+    return (
+        f" (epoch {int(last)} is the last epoch it ran: the choice ties the upper edge "
+        "of its epochs too, so dev scored the stage's end no lower than its start)"
+    )
+
+
 def _run_text(run: Mapping[str, Any]) -> str:
-    """``"s0: tied on dev with epoch 11"``, or ``"s4"``."""
+    """``"s0: tied on dev with epoch 11 (epoch 11 is the last epoch it ran: ...)"``, or
+    ``"s4"``."""
     ties = [str(t) for t in run.get("ties") or []]
     if not ties:
         return f"s{run['seed']}"
-    return f"s{run['seed']}: tied on dev with epoch{'s' if len(ties) > 1 else ''} {', '.join(ties)}"
+    return (
+        f"s{run['seed']}: tied on dev with epoch{'s' if len(ties) > 1 else ''} "
+        f"{', '.join(ties)}{_upper_tie(run)}"
+    )
 
 
 def _fmt(values: Sequence[float]) -> str:
@@ -140,7 +158,11 @@ def open_intent_edge_rows(oi: Mapping[str, Any]) -> list[list[str]]:
                     "**lower edge**: its first epoch"
                     if r["edge"] == "first"
                     else "**upper edge**: its last allowed epoch"
-                ) + (f" (tied with epoch(s) {', '.join(map(str, ties))})" if ties else "")
+                ) + (
+                    f" (tied with epoch(s) {', '.join(map(str, ties))}){_upper_tie(r)}"
+                    if ties
+                    else ""
+                )
                 rows.append(
                     [
                         f"StackOverflow {_pct(ratio)} s{r['seed']}",
