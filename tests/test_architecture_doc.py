@@ -12,7 +12,8 @@
 - the registries it lists are the code's: the objective lists (each defined once, where the
   doc says, as ``objective_names(task)``), the tasks an objective row names, the task
   registry, the cut's forms, the loop body's methods and the tasks' bodies, the CLI's
-  sub-commands, the install extras, the ``views`` keys.
+  sub-commands, the install extras, the ``views`` keys;
+- who keeps the negative queue: the image task's Arm, and nothing in ``engine/``.
 
 Each checker is a function of the doc's text, with a counter-example.
 """
@@ -640,3 +641,62 @@ def test_the_lazy_packages_are_the_docs() -> None:
     assert lazy_packages_in_doc(DOC.read_text()) == lazy_packages_in_code()
     short = "import their public names on first use (data, engine), so"
     assert lazy_packages_in_doc(short) != lazy_packages_in_code()
+
+
+# ------------------------------------------------------------------- the negative queue
+
+
+def queue_identifiers(source: str) -> list[str]:
+    """Every identifier of ``source`` that speaks of a queue (case-insensitive): names,
+    attributes, definitions, parameters, keywords and imported names."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.keyword) and node.arg:
+            names = [node.arg]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name for a in node.names]
+            names += [getattr(node, "module", None) or ""]
+        found.update(n for n in names if "queue" in n.lower())
+    return sorted(found)
+
+
+def test_the_queue_reader_sees_a_queue() -> None:
+    source = (
+        "from spacl.mining.queue import NegativeQueue\n"
+        "def step(arm, queue_size=0):\n"
+        "    arm.queue.push(1)\n"
+        "    return f(extra_queue=None)\n"
+        "note = 'a queue in a string is no identifier'\n"
+    )
+    assert queue_identifiers(source) == [
+        "NegativeQueue",
+        "extra_queue",
+        "queue",
+        "queue_size",
+        "spacl.mining.queue",
+    ]
+
+
+def test_the_image_tasks_arm_keeps_the_queue_and_the_engine_none() -> None:
+    """The doc says the image task's Arm keeps, pushes and checkpoints the negative queue
+    and that ``engine/`` knows none: no identifier of ``engine/`` speaks of a queue."""
+    text = _flat(doc_text())
+    assert "The image task's Arm (`tasks/image/arm.py`) keeps one queue per arm" in text
+    assert "The engine keeps one queue" not in text
+    assert "How the engine feeds it" not in text
+    engine = {
+        str(path.relative_to(SRC)): queue_identifiers(path.read_text())
+        for path in sorted((SRC / "engine").rglob("*.py"))
+    }
+    assert engine and not any(engine.values()), {k: v for k, v in engine.items() if v}
+    arm = queue_identifiers((SRC / "tasks" / "image" / "arm.py").read_text())
+    assert {"queue", "NegativeQueue"} <= set(arm)

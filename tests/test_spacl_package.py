@@ -3,11 +3,13 @@
 Following ``pool`` from ``SPACLLoss.forward`` stays inside ``losses/spacl/`` and
 ``mining/`` and never returns to the class: (a) no module of the package but the class
 module imports the class module (or the package, which re-exports the class) or names
-``SPACLLoss`` in a parameter annotation; (b) no module of the tree imports another
-module's private (``_x``) names or reads them off an imported module, nor another
-package's private module (``spacl.geometry._x`` from ``spacl.alignment``); (c) no import
-circle (``tests/test_import_graph.py``).  Also the cut's one entry point and the loss's
-options record.
+``SPACLLoss`` in a parameter annotation, and no call in the class module hands ``self``
+to a function outside the class; (b) no module of the tree imports another module's
+private (``_x``) names or reads them off an imported module, nor another package's
+private module (``spacl.geometry._x`` from ``spacl.alignment``), and no script of
+``benchmarks/`` imports a private ``spacl`` module or name; (c) no import circle
+(``tests/test_import_graph.py``).  Also the cut's one entry point and the loss's options
+record and constructor.
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ CLASS_MODULE = "spacl.losses.spacl.loss"
 #: is left: issue 40 made the shared helpers public, tasks/ and engine/ included, so any
 #: new one fails the test below.
 KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}
+
+#: the same rule for ``benchmarks/*.py`` (module ``benchmarks.<stem>``), which sit outside
+#: the package: every private ``spacl`` name or module they import, with its reason
+KNOWN_BENCHMARK_PRIVATE_IMPORTS: dict[str, str] = {
+    "benchmarks._common <- spacl._progress": (
+        "the timing rounds' tqdm bar (iterate), the package's own progress switch; "
+        "no public home yet"
+    ),
+}
+BENCHMARKS = ROOT.parents[1] / "benchmarks"
 
 
 def _private(name: str) -> bool:
@@ -115,6 +127,51 @@ def tree_private_imports(root: Path = ROOT) -> list[str]:
     return sorted(found)
 
 
+def benchmark_private_imports(root: Path = BENCHMARKS, tree: Path = ROOT) -> list[str]:
+    """:func:`private_imports` of every ``root/*.py`` (as ``benchmarks.<stem>``, outside
+    every spacl package): ``from spacl.x import _name``, ``spacl.x._mod``, ``alias._name``."""
+    files = modules(tree)
+    found = {
+        hit
+        for path in sorted(root.glob("*.py"))
+        for hit in private_imports(path.read_text(), f"benchmarks.{path.stem}", files)
+    }
+    return sorted(found)
+
+
+def test_the_benchmark_check_sees_a_counter_example(tmp_path: Path) -> None:
+    """A benchmark importing a private module (``spacl.data._files``, issue 40's audit),
+    a private name, or reading one off a module is caught; its own helpers' private names
+    (``from open_intent import _cached``) are not spacl's and pass."""
+    tree = tmp_path / "src" / "spacl"
+    for rel in ("__init__.py", "data/__init__.py", "data/_files.py", "mining/__init__.py"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("")
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "heldout.py").write_text(
+        "from open_intent import _cached\n"
+        "from spacl.data._files import split_file\n"
+        "from spacl.data import split_file as public\n"
+    )
+    (bench / "other.py").write_text(
+        "import spacl.mining as mining\n"
+        "def f():\n    from spacl.mining import _hidden\n    return mining._inner\n"
+    )
+    assert benchmark_private_imports(bench, tree) == [
+        "benchmarks.heldout <- spacl.data._files",
+        "benchmarks.other <- spacl.mining._hidden",
+        "benchmarks.other <- spacl.mining._inner",
+    ]
+
+
+def test_no_benchmark_imports_a_private_spacl_name() -> None:
+    found = benchmark_private_imports()
+    assert found == sorted(KNOWN_BENCHMARK_PRIVATE_IMPORTS), "\n".join(
+        sorted(set(found) ^ set(KNOWN_BENCHMARK_PRIVATE_IMPORTS))
+    )
+
+
 def test_private_import_check_sees_a_counter_example() -> None:
     known = {"spacl.a": 0, "spacl.b": 0, "spacl.pkg": 0, "spacl.pkg._mod": 0}
     source = (
@@ -194,6 +251,74 @@ def test_class_reference_check_sees_a_counter_example() -> None:
         "def h(options: SPACLOptions) -> SPACLLoss: ...\n"
     )
     assert class_references(source) == ["f", "g"]
+
+
+def self_handed_on(source: str) -> list[str]:
+    """``"Class.method -> callee"`` for every call in a method of a class of ``source``
+    that passes the bare instance (the method's first parameter, ``self``) as an argument
+    to a function outside the class: not ``self.m(...)``, ``super().m(...)`` or a builtin
+    (``isinstance(self, ...)``).  Such a helper reads the object's attributes, which the
+    annotation check (:func:`class_references`) misses when the parameter is mistyped
+    (``options: SPACLOptions``) and the run-time trace misses if nothing is called."""
+    import builtins
+
+    found: list[str] = []
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [*method.args.posonlyargs, *method.args.args]
+            if not params or params[0].arg != "self":
+                continue
+            for call in ast.walk(method):
+                if not isinstance(call, ast.Call):
+                    continue
+                func = call.func
+                if isinstance(func, ast.Attribute) and (
+                    (isinstance(func.value, ast.Name) and func.value.id == "self")
+                    or (
+                        isinstance(func.value, ast.Call)
+                        and getattr(func.value.func, "id", "") == "super"
+                    )
+                ):
+                    continue
+                if isinstance(func, ast.Name) and hasattr(builtins, func.id):
+                    continue
+                values = [*call.args, *(k.value for k in call.keywords)]
+                values = [v.value if isinstance(v, ast.Starred) else v for v in values]
+                if any(isinstance(v, ast.Name) and v.id == "self" for v in values):
+                    found.append(f"{cls.name}.{method.name} -> {ast.unparse(func)}")
+    return found
+
+
+def test_the_self_check_sees_a_helper_handed_the_object() -> None:
+    """Counter-example (issue 40's audit): ``forward`` handing ``self`` to
+    ``one_anchor_loss``, whose parameter is annotated ``options: SPACLOptions``."""
+    source = (
+        "class SPACLLoss:\n"
+        "    def forward(self, pool):\n"
+        "        if isinstance(self, object) and len([self]):\n"
+        "            self.check(self)\n"
+        "        super().forward(self)\n"
+        "        x = one_anchor_loss(self, self.cut, pool, training=self.training)\n"
+        "        return mod.every(*[pool], owner=self) + x\n"
+        "    @classmethod\n"
+        "    def make(cls):\n"
+        "        return helper(cls)\n"
+        "def one_anchor_loss(options: SPACLOptions, cut, pool, training): ...\n"
+    )
+    assert self_handed_on(source) == [
+        "SPACLLoss.forward -> one_anchor_loss",
+        "SPACLLoss.forward -> mod.every",
+    ]
+    assert class_references(source) == []  # the annotation check is blind to it
+
+
+def test_the_class_hands_data_never_itself() -> None:
+    path = modules()[CLASS_MODULE]
+    assert self_handed_on(path.read_text()) == []
 
 
 def test_the_package_never_returns_to_the_class() -> None:
@@ -330,7 +455,15 @@ def test_the_cut_has_one_entry_point_with_a_named_form() -> None:
 
 
 def test_options_record_builds_the_same_loss() -> None:
-    loss = SPACLLoss(0.2, 1, 0.9, 2, "no_anchor", mass="exp", embedding_dim=8)
+    loss = SPACLLoss(
+        0.2,
+        num_positives=1,
+        share=0.9,
+        num_adversarial=2,
+        variant="no_anchor",
+        mass="exp",
+        embedding_dim=8,
+    )
     assert loss.options == SPACLOptions(0.2, 1, 0.9, 2, "no_anchor", mass="exp")
     twin = SPACLLoss.from_options(loss.options, embedding_dim=8)
     assert twin.options == loss.options
@@ -344,22 +477,65 @@ def test_options_record_builds_the_same_loss() -> None:
         loss.reduction = "median"
     loss.share = 0.5
     assert loss.cut.share == 0.5  # the cut follows the options
+    loss.replace_options(share=0.25, mass="linear")
+    assert (loss.cut.share, loss.cut.mass) == (0.25, "linear")
+    with pytest.raises(TypeError, match="'shares'; did you mean 'share'"):
+        loss.replace_options(shares=0.3)  # type: ignore[call-arg]
+
+
+def test_the_constructor_takes_a_record_and_keyword_fields() -> None:
+    """``SPACLLoss(temperature, /, *, options, embedding_dim, generator, **fields)``: the
+    fields given override the record's, the positional temperature is one of them, and a
+    wrong name is a ``TypeError`` naming it and the closest field (issue 40: the
+    constructor no longer spells out the record's 17 fields)."""
+    base = SPACLOptions(0.3, share=0.8, variant="no_adversarial")
+    assert SPACLLoss(options=base).options == base
+    assert SPACLLoss(options=base, share=0.5).options == SPACLOptions(
+        0.3, share=0.5, variant="no_adversarial"
+    )
+    assert SPACLLoss(0.2, options=base).options.temperature == 0.2
+    assert SPACLLoss(0.2).options == SPACLLoss(temperature=0.2).options == SPACLOptions(0.2)
+    with pytest.raises(
+        TypeError, match="unexpected keyword argument 'temprature'; did you mean 'temperature'"
+    ):
+        SPACLLoss(temprature=0.2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'zzz'$"):
+        SPACLLoss(zzz=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'temperature'"):
+        SPACLLoss(0.2, temperature=0.3)
+    with pytest.raises(TypeError, match="options must be a SPACLOptions"):
+        SPACLLoss(options={"share": 0.5})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        SPACLLoss(0.2, 2)  # type: ignore[misc]  # only the temperature is positional
+    with pytest.raises(ValueError, match="share"):
+        SPACLLoss(options=base, share=2.0)  # values checked as the record checks them
 
 
 def test_the_constructor_the_record_and_the_attributes_name_the_same_options() -> None:
-    """SPACLLoss keeps its options in a keyword signature (typed, as torch losses take
-    theirs), in :class:`SPACLOptions` and as attributes: the three lists are one, with the
-    same defaults, so none can drift (``embedding_dim`` and ``generator`` are state)."""
+    """SPACLLoss takes its options as typed keywords (``**fields: Unpack[SPACLFields]``, as
+    torch losses take theirs), keeps them in :class:`SPACLOptions` and shows them as
+    attributes and in its runtime signature (which the objective registry reads): the
+    lists are one, with the same types and defaults, so none can drift
+    (``embedding_dim`` and ``generator`` are state, ``options`` the record itself)."""
     import dataclasses
     import inspect
 
+    from spacl.losses.spacl.options import SPACLFields
+
     fields = {f.name: f.default for f in dataclasses.fields(SPACLOptions)}
-    params = {
-        name: p.default
-        for name, p in inspect.signature(SPACLLoss.__init__).parameters.items()
-        if name not in ("self", "embedding_dim", "generator")
-    }
-    assert params == fields
+    types = {f.name: f.type for f in dataclasses.fields(SPACLOptions)}
+    typed = {k: getattr(v, "__forward_arg__", v) for k, v in SPACLFields.__annotations__.items()}
+    assert list(typed.items()) == list(types.items())  # same keys, order and types
+    assert SPACLFields.__optional_keys__ == frozenset(fields)
+    state = ("options", "embedding_dim", "generator")
+    init = inspect.signature(SPACLLoss.__init__).parameters
+    assert list(init) == ["self", "temperature", *state, "fields"]
+    assert init["fields"].kind is inspect.Parameter.VAR_KEYWORD
+    assert "Unpack[SPACLFields]" in str(init["fields"].annotation)
+    shown = inspect.signature(SPACLLoss).parameters
+    assert list(shown) == [*fields, *state]
+    assert {name: shown[name].default for name in fields} == fields
+    assert all(shown[name].default is None for name in state)
     # an attribute of each, but the game's: its networks are built from them once
     # (read them as loss.options.adversarial_lr, ...)
     game = {"adversarial_lr", "adversarial_hidden", "conditional_discriminator"}
@@ -369,3 +545,4 @@ def test_the_constructor_the_record_and_the_attributes_name_the_same_options() -
         name: value for name, value in fields.items() if name not in game
     }
     assert SPACLLoss.from_options(SPACLOptions()).options == loss.options
+    assert "share" not in inspect.signature(loss).parameters  # an instance: its call

@@ -9,7 +9,8 @@ Datasets (in memory, :class:`LabeledData` = inputs, labels, coarse labels, class
         ``ImageFolder``; ``materialize`` loads a small one into memory).
     ``get_dataset(name, root, split, **kw)`` registry, ``DATASET_NAMES``,
     ``stratified_split(data, test_fraction, seed)``, ``default_data_root()``,
-    ``data_root(cfg)`` (the directory a run's on-disk dataset is read from).
+    ``data_root(cfg)`` (the directory a run's on-disk dataset is read from),
+    ``split_file(directory, split, suffixes)`` (a dataset's file of one split).
 
 Views (``ViewMaker``: ``sample`` random parameters for the global batch, ``apply`` them
 to this rank's rows; view 0 = original when ``keep_original``):
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING
 from spacl._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._files import split_file
     from .builtin import load_digits, load_mnist5k, mnist5k_path
     from .cifar import load_cifar
     from .image_augment import ImageAugment, augment_images
@@ -120,6 +122,7 @@ _PUBLIC: dict[str, str] = {
     "read_intent_tsv": "text",
     "read_triples": "kg",
     "simclr_transform": "transforms",
+    "split_file": "_files",
     "stratified_indices": "labeled",
     "stratified_split": "labeled",
     "synthetic_centers": "synthetic",
@@ -170,6 +173,7 @@ __all__ = [
     "read_intent_tsv",
     "read_triples",
     "simclr_transform",
+    "split_file",
     "stratified_indices",
     "stratified_split",
     "synthetic_centers",

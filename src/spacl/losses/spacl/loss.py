@@ -11,8 +11,9 @@ functions of the package: :func:`~spacl.losses.spacl.mining.mine`, then
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
-from typing import Any, Generic, TypeVar, overload
+import dataclasses
+import inspect
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 import torch
 from torch import Tensor
@@ -26,7 +27,7 @@ from spacl.losses.spacl.every_view import every_view_loss
 from spacl.losses.spacl.inputs import check_pool, checked_batch, one_anchor
 from spacl.losses.spacl.mining import anchor_of, mine, mine_every
 from spacl.losses.spacl.one_anchor import one_anchor_loss
-from spacl.losses.spacl.options import SPACLOptions, SPACLParts
+from spacl.losses.spacl.options import SPACLFields, SPACLOptions, SPACLParts, options_with
 from spacl.losses.spacl.step import SPACLStep
 from spacl.mining.adversarial import (
     AdversarialNegatives,
@@ -36,6 +37,9 @@ from spacl.mining.adversarial import (
 )
 from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.mining.pool import unit
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _T = TypeVar("_T")
 
@@ -58,14 +62,46 @@ class _Option(Generic[_T]):
         return value
 
     def __set__(self, obj: SPACLLoss, value: _T) -> None:
-        obj.replace_options(**{self.name: value})
+        obj._use_options(options_with(obj.options, {self.name: value}, f"SPACLLoss.{self.name}"))
+
+
+class _ClassSignature:
+    """``SPACLLoss.__signature__``: what :func:`inspect.signature` shows of the class (and
+    what the objective registry reads as its accepted arguments): ``temperature``, every
+    other field of :class:`SPACLOptions` as a keyword with its default, then ``options``,
+    ``embedding_dim`` and ``generator``.  Read off an instance it is absent, so that
+    ``inspect.signature(loss)`` stays the call's."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> inspect.Signature:
+        if obj is not None:
+            raise AttributeError("__signature__")
+        kw = inspect.Parameter.KEYWORD_ONLY
+        first, *rest = (
+            inspect.Parameter(f.name, kw, default=f.default, annotation=f.type)
+            for f in dataclasses.fields(SPACLOptions)
+        )
+        state = [
+            inspect.Parameter("options", kw, default=None, annotation="SPACLOptions | None"),
+            inspect.Parameter("embedding_dim", kw, default=None, annotation="int | None"),
+            inspect.Parameter("generator", kw, default=None, annotation="torch.Generator | None"),
+        ]
+        temperature = first.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return inspect.Signature([temperature, *rest, *state], return_annotation="None")
 
 
 class SPACLLoss(LazyGameModule):
     """SPACL objective (SPEC §1): hard positives, adversarial negatives, relative cut.
 
+    ``SPACLLoss(temperature=None, /, *, options=None, embedding_dim=None, generator=None,
+    **fields)``: the options are keyword arguments (``temperature`` also the one
+    positional), typed by :class:`~spacl.losses.spacl.options.SPACLFields`; or a record
+    ``options=SPACLOptions(...)``, in which case the keyword fields given override its
+    fields (``SPACLLoss(options=base, share=0.5)``: ``base`` with another share).  An
+    unknown keyword is a ``TypeError`` naming it (and the closest field), a bad value a
+    ``ValueError`` naming the argument.  ``inspect.signature(SPACLLoss)`` lists every field.
+
     Args:
-        temperature: ``tau``.
+        temperature: ``tau`` (default 0.1).
         num_positives: ``lambda_P``, hard positives per anchor (default 2).
         share: ``lambda_Q``, kept share of the negative mass, ``0 < share <= 1`` (0.95).
         num_adversarial: ``K_adv``, generated negatives per anchor (default 1; 0: none).
@@ -90,19 +126,22 @@ class SPACLLoss(LazyGameModule):
         normalize: ``sphere | ball | none`` for the loss's embeddings; mining always
             works on the unit sphere.
         detach_candidates: treat the target (candidate) embeddings as constants.
-        embedding_dim: ``d``; builds the generator and discriminator now (else at the
-            first forward pass, or when a ``state_dict`` holding them is loaded).
-        adversarial_lr: Adam learning rate of the game.
+        adversarial_lr: Adam learning rate of the game (default ``1e-3``).
         adversarial_hidden: hidden width of ``G`` and ``D`` (default ``2 d``).
         conditional_discriminator: feed ``D`` the anchor too (not in the paper).
-        generator: ``torch.Generator`` for random positives and for seeding the game
-            (default: seeded with 0).
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+        options: a :class:`~spacl.losses.spacl.options.SPACLOptions` record to start
+            from (default: the defaults above); the fields given override it.
+        embedding_dim: ``d`` (state, not an option); builds the generator and
+            discriminator now (else at the first forward pass, or when a
+            ``state_dict`` holding them is loaded).
+        generator: ``torch.Generator`` (state, not an option) for random positives and
+            for seeding the game (default: seeded with 0).
 
     Call: ``loss(anchors, pool, labels=None, *, anchor_index=None, extra_negatives=None,
     extra_negative_labels=None) -> Tensor`` with ``pool[B, V, d]`` and ``anchors``
     ``None``, ``[B, d]`` or ``[B, V, d]`` (module docstring).  After each call
-    :attr:`last` holds a :class:`SPACLStep`.  The arguments are kept as one frozen
+    :attr:`last` holds a :class:`SPACLStep`.  The options are kept as one frozen
     :class:`~spacl.losses.spacl.options.SPACLOptions` record, :attr:`options` (each
     also readable as an attribute, e.g. ``loss.temperature``); :meth:`from_options`
     builds the loss from one.
@@ -129,49 +168,24 @@ class SPACLLoss(LazyGameModule):
         >>> state = {"loss": loss_fn.state_dict()}  # with the encoder's, in a checkpoint
     """
 
+    __signature__ = _ClassSignature()
+
     def __init__(
         self,
-        temperature: float = 0.1,
-        num_positives: int = 2,
-        share: float = 0.95,
-        num_adversarial: int = 1,
-        variant: str = "full",
-        positive_pool: str = "instance",
+        temperature: float | None = None,
+        /,
         *,
-        positive_mode: str = "log_sum_exp",
-        mass: str = "similarity",
-        negatives: str = "all_views",
-        online: str = "all_views",
-        anchor_set: str = "dynamic",
-        normalize: NormalizeMode = "sphere",
-        detach_candidates: bool = True,
+        options: SPACLOptions | None = None,
         embedding_dim: int | None = None,
-        adversarial_lr: float = 1e-3,
-        adversarial_hidden: int | None = None,
-        conditional_discriminator: bool = False,
         generator: torch.Generator | None = None,
-        reduction: str = "mean",
+        **fields: Unpack[SPACLFields],
     ) -> None:
         super().__init__()
-        self.options = SPACLOptions(
-            temperature=temperature,
-            num_positives=num_positives,
-            share=share,
-            num_adversarial=num_adversarial,
-            variant=variant,
-            positive_pool=positive_pool,
-            positive_mode=positive_mode,
-            mass=mass,
-            negatives=negatives,
-            online=online,
-            anchor_set=anchor_set,
-            normalize=normalize,
-            detach_candidates=detach_candidates,
-            adversarial_lr=adversarial_lr,
-            adversarial_hidden=adversarial_hidden,
-            conditional_discriminator=conditional_discriminator,
-            reduction=reduction,
-        )
+        if temperature is not None:
+            if "temperature" in fields:
+                raise TypeError("SPACLLoss() got multiple values for argument 'temperature'")
+            fields["temperature"] = temperature
+        self._use_options(options_with(options, fields, "SPACLLoss()"))
         if embedding_dim is not None:
             embedding_dim = check_int(embedding_dim, "embedding_dim", low=1)
         if generator is not None and not isinstance(generator, torch.Generator):
@@ -179,14 +193,10 @@ class SPACLLoss(LazyGameModule):
                 f"generator must be a torch.Generator or None, got {type(generator).__name__}"
             )
         self.rng = generator if generator is not None else torch.Generator().manual_seed(0)
-        options = self.options
-        self.cut = RelativeThresholdNegatives(
-            options.effective_share, options.mass, options.temperature
-        )
         self.register_module("adversarial", None)
         self.adversarial: AdversarialNegatives | None
-        if embedding_dim is not None and options.effective_adversarial > 0:
-            self.adversarial = build_players(embedding_dim, options.players, self.rng)
+        if embedding_dim is not None and self.options.effective_adversarial > 0:
+            self.adversarial = build_players(embedding_dim, self.options.players, self.rng)
         self.last: SPACLStep | None = None
 
     @classmethod
@@ -199,7 +209,7 @@ class SPACLLoss(LazyGameModule):
     ) -> SPACLLoss:
         """The loss of an :class:`SPACLOptions` record (``embedding_dim`` and
         ``generator`` as in the constructor: state, not options)."""
-        return cls(**asdict(options), embedding_dim=embedding_dim, generator=generator)
+        return cls(options=options, embedding_dim=embedding_dim, generator=generator)
 
     # -- the options: each readable and settable as an attribute (a new record) -----------
     temperature = _Option[float]()
@@ -217,12 +227,16 @@ class SPACLLoss(LazyGameModule):
     detach_candidates = _Option[bool]()
     reduction = _Option[str]()
 
-    def replace_options(self, **changes: Any) -> None:
-        """Replace some options (checked again, as in the constructor) and rebuild the
-        cut from them; the game, once built, keeps its networks."""
-        self.options = replace(self.options, **changes)
+    def replace_options(self, **changes: Unpack[SPACLFields]) -> None:
+        """Replace some options (names and values checked again, as in the constructor)
+        and rebuild the cut from them; the game, once built, keeps its networks."""
+        self._use_options(options_with(self.options, changes, "replace_options()"))
+
+    def _use_options(self, options: SPACLOptions) -> None:
+        """Keep ``options`` (a checked record) and the cut they make."""
+        self.options = options
         self.cut = RelativeThresholdNegatives(
-            self.options.effective_share, self.options.mass, self.options.temperature
+            options.effective_share, options.mass, options.temperature
         )
 
     @property
@@ -253,9 +267,9 @@ class SPACLLoss(LazyGameModule):
         """``LongTensor[B]``: the anchor view of every instance under this variant.
 
         The dynamic anchor ``argmax_u h(u)`` on the (target) ``pool[B, V, d]``, or view 0
-        for ``no_anchor`` / ``oaa``.  An engine calls this on the target embeddings,
-        runs the online encoder on ``views[arange(B), a]`` only, and passes
-        ``anchor_index=a`` to :meth:`forward`.
+        for ``no_anchor`` / ``oaa``.  A training step (the image task's Arm) calls this
+        on the target embeddings, runs the online encoder on ``views[arange(B), a]``
+        only, and passes ``anchor_index=a`` to :meth:`forward`.
         """
         check_pool(self.options, pool, None, positives=False)
         return anchor_of(self.options.parts, unit(pool.detach()), None)

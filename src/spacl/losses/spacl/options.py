@@ -3,12 +3,17 @@
 Every function of :mod:`spacl.losses.spacl` reads what it needs from a
 :class:`SPACLOptions`; the loss object keeps only state (its game, the generator of its
 random positives) and dispatches.  The variants (SPEC §1.6) and what each switch means:
-module docstring of :mod:`spacl.losses.spacl`.
+module docstring of :mod:`spacl.losses.spacl`.  :class:`SPACLFields` types the same
+fields as keyword arguments (``SPACLLoss(temperature=0.1, ...)``), :func:`options_with`
+checks their names and makes the record.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypedDict
 
 from spacl._validation import check_choice, check_flag, check_int, check_positive
 from spacl.losses.normalize import NormalizeMode, check_normalize_mode
@@ -30,7 +35,7 @@ NEGATIVE_SETS: tuple[str, ...] = ("all_views", "anchor_views")
 #: how labels enter (module docstring of :mod:`spacl.losses.spacl`); the two last need labels
 SPACL_POSITIVE_POOLS: tuple[str, ...] = ("instance", "instance_class", "class")
 POSITIVE_MODES: tuple[str, ...] = ("log_sum_exp", "mean")
-#: how the training engine feeds the loss (spacl.tasks.image.arm): one online pass of every
+#: how the image task's Arm (spacl.tasks.image.arm) feeds the loss: one online pass of every
 #: view, or the online encoder on the anchor view only (with the target on the pool)
 ONLINE_MODES: tuple[str, ...] = ("all_views", "anchor_view")
 #: one dynamic anchor per instance (the paper), or every view an anchor once
@@ -146,3 +151,55 @@ class SPACLOptions:
             self.adversarial_lr,
             self.conditional_discriminator,
         )
+
+
+class SPACLFields(TypedDict, total=False):
+    """The fields of :class:`SPACLOptions` as keyword arguments, each optional: the type of
+    ``**fields`` in ``SPACLLoss(...)`` and :meth:`~spacl.losses.SPACLLoss.replace_options`
+    (a test holds its keys equal to the record's fields)."""
+
+    temperature: float
+    num_positives: int
+    share: float
+    num_adversarial: int
+    variant: str
+    positive_pool: str
+    positive_mode: str
+    mass: str
+    negatives: str
+    online: str
+    anchor_set: str
+    normalize: NormalizeMode
+    detach_candidates: bool
+    adversarial_lr: float
+    adversarial_hidden: int | None
+    conditional_discriminator: bool
+    reduction: str
+
+
+#: the names of :class:`SPACLOptions`' fields, in order
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(SPACLOptions))
+
+
+def check_option_names(names: Mapping[str, Any] | list[str], caller: str) -> None:
+    """``TypeError`` naming the first name of ``names`` that is no field of
+    :class:`SPACLOptions` (with the closest field, where one is close), as Python names an
+    unexpected keyword argument of ``caller``."""
+    for name in names:
+        if name in OPTION_NAMES:
+            continue
+        close = difflib.get_close_matches(str(name), OPTION_NAMES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise TypeError(f"{caller} got an unexpected keyword argument {name!r}{hint}")
+
+
+def options_with(
+    base: SPACLOptions | None, changes: Mapping[str, Any], caller: str = "SPACLOptions"
+) -> SPACLOptions:
+    """``base`` (default: :class:`SPACLOptions`'s defaults) with ``changes`` set: the
+    names checked first (:func:`check_option_names`), then the values (the record's own
+    checks, errors naming the argument)."""
+    if base is not None and not isinstance(base, SPACLOptions):
+        raise TypeError(f"options must be a SPACLOptions or None, got {type(base).__name__}")
+    check_option_names(list(changes), caller)
+    return replace(base, **changes) if base is not None else SPACLOptions(**changes)
