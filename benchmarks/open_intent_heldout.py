@@ -69,10 +69,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from open_intent import (
     LABELS,
+    MAX_TOKENS,
     OUT,
     SCALES,
     SETTINGS,
-    _cached,
     _f1s,
     _known_rows,
     _load,
@@ -82,12 +82,12 @@ from open_intent import (
     provenance,
     schedule_of,
 )
-from spacl.data._files import split_file
+from spacl.data import split_file
 from spacl.data.text import SPLIT_SUFFIXES, IntentExamples, intent_path, read_intent_tsv
 from spacl.data.textoir import textoir_known_classes
 from spacl.evaluate.adb import ADBModel
 from spacl.models.text import EmbeddingCache
-from spacl.tasks.text.adb import Detector, train_detector
+from spacl.tasks.text.adb import ADBSchedule, Detector, train_detector
 from spacl.tasks.text.decision import hidden_classes
 from spacl.tasks.text.states import CachedTexts, PooledEncoder, load_backbone
 
@@ -108,15 +108,60 @@ SELECTION_STORE = OUT / "selection_runs.jsonl"
 SUMMARY = OUT / "heldout.md"
 #: the splits read: never ``test``
 DEV_SPLITS = ("train", "dev")
-RUN_COMMAND = "python benchmarks/open_intent_heldout.py"
-SUMMARY_COMMAND = "python benchmarks/open_intent_heldout.py --summarise --write"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """Which detector a plan tries the rule on: the head on the frozen encoder
+    (``layers = 0``, HELDOUT_PLAN.md) or MiniLM's top layer trained too (``layers = 1``,
+    HELDOUT_TOP_PLAN.md), with its store, summary, plan and planned settings and draws."""
+
+    layers: int
+    method: str
+    store: Path
+    summary: Path
+    plan: str
+    settings: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def run_command(self) -> str:
+        return "python benchmarks/open_intent_heldout.py" + (" --top-layer" if self.layers else "")
+
+    @property
+    def summary_command(self) -> str:
+        return self.run_command + " --summarise --write"
+
+
+#: HELDOUT_PLAN.md: the pre-registered head-only detector, every setting
+HEAD = Variant(0, METHOD, STORE, SUMMARY, "HELDOUT_PLAN.md", SETTINGS, SEEDS)
+#: HELDOUT_TOP_PLAN.md: the top-layer detector (``da_adb_top1``) in the three settings
+#: where it fell short on fresh draws (confirmation.md), in that order
+TOP = Variant(
+    1,
+    "da_adb_top1",
+    OUT / "heldout_top_runs.jsonl",
+    OUT / "heldout_top.md",
+    "HELDOUT_TOP_PLAN.md",
+    ("stackoverflow:0.75", "stackoverflow:0.5", "oos:0.5"),
+    SEEDS,
+)
+RUN_COMMAND = HEAD.run_command
+SUMMARY_COMMAND = HEAD.summary_command
+
+
+def subset(texts: CachedTexts, rows: torch.Tensor, labels: torch.Tensor) -> CachedTexts:
+    """``texts`` at the ``rows`` mask, with ``labels`` (pooled or token states alike)."""
+    return CachedTexts(texts.states[rows], texts.lengths[rows], labels)
 
 
 class DevEncoded:
     """A dataset's train and dev texts (its test file is never opened) and the frozen
-    encoder's cached mean-pooled outputs of them (the vectors ``select_runs`` used)."""
+    encoder's outputs of them: the cached mean-pooled outputs ``select_runs`` used
+    (``layers = 0``), or the token states after the bottom ``6 - layers`` layers, cut to
+    TEXTOIR's max_seq_length as the table's top-layer runs cut them."""
 
-    def __init__(self, name: str, backbone: Any) -> None:
+    def __init__(self, name: str, backbone: Any, layers: int = 0) -> None:
         self.name = name
         directory = intent_path(name)
         self.data: dict[str, IntentExamples] = {}
@@ -126,10 +171,21 @@ class DevEncoded:
                 raise FileNotFoundError(f"{directory}: no {split} file")
             self.data[split] = read_intent_tsv(path)
         start = time.perf_counter()
-        encoder = PooledEncoder(backbone.model, backbone.tokenize, backbone.name)
-        cache = EmbeddingCache()
-        self.vectors = {split: cache.embed(encoder, self.data[split].texts) for split in DEV_SPLITS}
-        log.info("%s: train and dev vectors in %.0f s", name, time.perf_counter() - start)
+        self.inputs: dict[str, CachedTexts] = {}
+        if layers == 0:
+            encoder = PooledEncoder(backbone.model, backbone.tokenize, backbone.name)
+            cache = EmbeddingCache()
+            for split in DEV_SPLITS:
+                texts = self.data[split].texts
+                unset = torch.full((len(texts),), -1, dtype=torch.long)
+                self.inputs[split] = CachedTexts.pooled(cache.embed(encoder, texts), unset)
+        else:
+            for split in DEV_SPLITS:
+                texts = self.data[split].texts
+                unset = torch.full((len(texts),), -1, dtype=torch.long)
+                states = backbone.states(texts, layers)
+                self.inputs[split] = CachedTexts.from_states(states, unset, MAX_TOKENS[name])
+        log.info("%s: train and dev inputs in %.0f s", name, time.perf_counter() - start)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,17 +211,25 @@ def draw_of(enc: DevEncoded, ratio: float, seed: int) -> Draw:
     dv_known = _known_rows(enc.data["dev"].labels, known)
     y_tr = _open_labels(enc.data["train"].labels, known)[tr]
     y_dev_all = _open_labels(enc.data["dev"].labels, known)
+    every_dev = torch.ones(len(y_dev_all), dtype=torch.bool)
     return Draw(
         known=known,
-        train=_cached(enc.vectors["train"], tr, y_tr),
-        dev=_cached(enc.vectors["dev"], dv_known, y_dev_all[dv_known]),
-        whole_dev=CachedTexts.pooled(enc.vectors["dev"], y_dev_all),
+        train=subset(enc.inputs["train"], tr, y_tr),
+        dev=subset(enc.inputs["dev"], dv_known, y_dev_all[dv_known]),
+        whole_dev=subset(enc.inputs["dev"], every_dev, y_dev_all),
     )
 
 
-def detector(train: CachedTexts, dev: CachedTexts, k: int) -> Detector:
-    """The pre-registered detector trained on ``train``, early-stopped on ``dev``."""
-    return train_detector(None, train, dev, k, schedule_of(METHOD, 0, OPTIONS))
+def detector(
+    train: CachedTexts, dev: CachedTexts, k: int, layers: int = 0, backbone: Any = None
+) -> Detector:
+    """The detector trained on ``train``, early-stopped on ``dev``: the pre-registered
+    head-only one (``layers = 0``), or with a fresh copy of MiniLM's top ``layers``
+    trained too (``da_adb_top1``'s schedule: the same options, ``trainable_layers=1``)."""
+    if layers == 0:
+        return train_detector(None, train, dev, k, schedule_of(METHOD, 0, OPTIONS))
+    schedule = ADBSchedule(method=METHOD, seed=0, trainable_layers=layers, **OPTIONS)
+    return train_detector(backbone.top(layers), train, dev, k, schedule)
 
 
 def best_scale(
@@ -187,7 +251,9 @@ def _numpy(*tensors: torch.Tensor) -> list[np.ndarray]:
     return [t.detach().cpu().numpy() for t in tensors]
 
 
-def held_out_draw(draw: Draw, draw_seed: int, j: int) -> dict[str, Any]:
+def held_out_draw(
+    draw: Draw, draw_seed: int, j: int, layers: int = 0, backbone: Any = None
+) -> dict[str, Any]:
     """Held-out draw ``j`` of selection draw ``draw_seed``: ``hidden_classes(K, 0.25,
     seed=draw_seed * 10 + j)`` hidden, an auxiliary detector trained on the kept classes
     (labels remapped), and the scale it chooses on the known-class dev texts (the hidden
@@ -202,12 +268,15 @@ def held_out_draw(draw: Draw, draw_seed: int, j: int) -> dict[str, Any]:
     tr = remap[draw.train.labels] >= 0
     dv = remap[draw.dev.labels] >= 0
     aux = detector(
-        CachedTexts.pooled(draw.train.states[tr], remap[draw.train.labels[tr]]),
-        CachedTexts.pooled(draw.dev.states[dv], remap[draw.dev.labels[dv]]),
+        subset(draw.train, tr, remap[draw.train.labels[tr]]),
+        subset(draw.dev, dv, remap[draw.dev.labels[dv]]),
         n_kept,
+        layers,
+        backbone,
     )
     labels = torch.where(dv, remap[draw.dev.labels], torch.full_like(draw.dev.labels, n_kept))
-    _, nearest, dist = aux.scores(CachedTexts.pooled(draw.dev.states, labels))
+    every = torch.ones(len(labels), dtype=torch.bool)
+    _, nearest, dist = aux.scores(subset(draw.dev, every, labels))
     y, near, d, radii = _numpy(labels, aux.boundary.classes[nearest], dist, aux.boundary.radii)
     scale, macro = best_scale(y, near, d, radii, n_kept)
     return {
@@ -253,16 +322,24 @@ def reproduces(ours: dict[str, float], stored: dict[str, float] | None) -> bool 
     return all(key in ours and abs(ours[key] - v) <= REPRODUCE_TOL for key, v in stored.items())
 
 
-def heldout_run(enc: DevEncoded, ratio: float, seed: int, selection: list[dict]) -> dict[str, Any]:
+def heldout_run(
+    enc: DevEncoded,
+    ratio: float,
+    seed: int,
+    selection: list[dict],
+    variant: Variant = HEAD,
+    backbone: Any = None,
+) -> dict[str, Any]:
     """The stored row of one (setting, draw): the full detector, the three held-out
     draws, and the pseudo-open dev metrics at scale 1.0, the held-out rule's scale and
     the dev-best scale (a diagnostic)."""
     start = time.perf_counter()
     draw = draw_of(enc, ratio, seed)
     k = draw.k
-    full = detector(draw.train, draw.dev, k)
+    layers = variant.layers
+    full = detector(draw.train, draw.dev, k, layers, backbone)
     z, nearest, dist = full.scores(draw.whole_dev)
-    draws = [held_out_draw(draw, seed, j) for j in HELD_OUT_DRAWS]
+    draws = [held_out_draw(draw, seed, j, layers, backbone) for j in HELD_OUT_DRAWS]
     scale = sum(d["scale"] for d in draws) / len(draws)
     y, near, d, radii = _numpy(
         draw.whole_dev.labels, full.boundary.classes[nearest], dist, full.boundary.radii
@@ -270,13 +347,13 @@ def heldout_run(enc: DevEncoded, ratio: float, seed: int, selection: list[dict])
     dev_best, _ = best_scale(y, near, d, radii, k)
     labels = draw.whole_dev.labels
     boundary = scaled_metrics(full.boundary, z, labels, k, 1.0)
-    stored = stored_selection(selection, enc.name, ratio, seed)
+    stored = stored_selection(selection, enc.name, ratio, seed) if layers == 0 else None
     return {
         "phase": "heldout",
         "dataset": enc.name,
         "ratio": ratio,
         "seed": seed,
-        "method": METHOD,
+        "method": variant.method,
         "options": OPTIONS,
         "hidden_fraction": HIDDEN_FRACTION,
         "known_classes": draw.known,
@@ -298,7 +375,9 @@ def heldout_run(enc: DevEncoded, ratio: float, seed: int, selection: list[dict])
     }
 
 
-def run(backbone: Any, settings: list[str], seeds: list[int], store: Path) -> None:
+def run(
+    backbone: Any, settings: list[str], seeds: list[int], store: Path, variant: Variant = HEAD
+) -> None:
     """Every (setting, draw) that ``store`` lacks, each appended when it finishes."""
     done = {(r["dataset"], float(r["ratio"]), r["seed"]) for r in _load(store)}
     selection = _load(SELECTION_STORE)
@@ -310,9 +389,9 @@ def run(backbone: Any, settings: list[str], seeds: list[int], store: Path) -> No
         if not todo:
             continue
         if enc is None or enc.name != name:
-            enc = DevEncoded(name, backbone)
+            enc = DevEncoded(name, backbone, variant.layers)
         for seed in todo:
-            row = heldout_run(enc, ratio, seed, selection)
+            row = heldout_run(enc, ratio, seed, selection, variant, backbone)
             _store(store, [row])
             po = row["pseudo_open"]
             log.info(
@@ -350,26 +429,32 @@ def _cells(rows: list[dict], key: str) -> str:
     )
 
 
-def _line(label: str, rows: list[dict]) -> str:
+def _line(label: str, rows: list[dict], variant: Variant = HEAD) -> str:
     """One row of :func:`summary`: the means over ``rows``."""
     scales = " / ".join(
         f"{_mean([r[key] for r in rows]):.3f}" for key in ("scale", "dev_best_scale")
     )
-    same = sum(r["reproduces_selection"] is True for r in rows)
     cells = [label, str(len(rows)), _cells(rows, "macro_f1"), _cells(rows, "f1_ood"), scales]
-    return "| " + " | ".join([*cells, f"{same} of {len(rows)}"]) + " |"
+    if variant.layers == 0:
+        same = sum(r["reproduces_selection"] is True for r in rows)
+        cells.append(f"{same} of {len(rows)}")
+    return "| " + " | ".join(cells) + " |"
 
 
-def _planned(rows: list[dict]) -> list[dict]:
-    """The rows of the plan's 27 draws (``SETTINGS`` x :data:`SEEDS`)."""
-    planned = {(s.split(":")[0], float(s.split(":")[1]), seed) for s in SETTINGS for seed in SEEDS}
+def _planned(rows: list[dict], variant: Variant = HEAD) -> list[dict]:
+    """The rows of the plan's draws (its settings x its seeds)."""
+    planned = {
+        (s.split(":")[0], float(s.split(":")[1]), seed)
+        for s in variant.settings
+        for seed in variant.seeds
+    }
     return [r for r in rows if (r["dataset"], float(r["ratio"]), r["seed"]) in planned]
 
 
-def summary(rows: list[dict]) -> str:
-    """Per setting (``SETTINGS`` order) and over every stored draw: the mean pseudo-open
+def summary(rows: list[dict], variant: Variant = HEAD) -> str:
+    """Per setting (the plan's order) and over every stored draw: the mean pseudo-open
     dev macro-F1 and F1-open of the boundary, the held-out rule and the dev-best scale
-    (a diagnostic), and the plan's decision once the 27 draws are stored."""
+    (a diagnostic), and the plan's decision once its draws are stored."""
     names = " / ".join(name for _, name in RULES)
     head = [
         "setting",
@@ -377,52 +462,67 @@ def summary(rows: list[dict]) -> str:
         f"macro-F1: {names}",
         f"F1-open: {names}",
         "scale: held-out / dev-best",
-        "reproduces selection",
     ]
+    if variant.layers == 0:
+        head.append("reproduces selection")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for setting in SETTINGS:
+    for setting in variant.settings:
         name, ratio_text = setting.split(":")
         runs = [r for r in rows if (r["dataset"], float(r["ratio"])) == (name, float(ratio_text))]
         if runs:
-            lines.append(_line(f"{LABELS[name]} {int(100 * float(ratio_text))}%", runs))
+            lines.append(_line(f"{LABELS[name]} {int(100 * float(ratio_text))}%", runs, variant))
     if not rows:
         return "\n".join([*lines, "", "No draw stored."])
-    lines.append(_line("**all draws**", rows))
-    return "\n".join([*lines, "", decision(rows)])
+    lines.append(_line("**all draws**", rows, variant))
+    return "\n".join([*lines, "", decision(rows, variant)])
 
 
-def decision(rows: list[dict]) -> str:
+def decision(rows: list[dict], variant: Variant = HEAD) -> str:
     """The plan's decision: the held-out rule is better on dev if its mean pseudo-open dev
-    macro-F1 over the 27 draws exceeds the boundary rule's (none before all 27)."""
-    planned = _planned(rows)
-    if len(planned) != PLANNED_DRAWS:
-        return f"Decision: none yet ({len(planned)} of the {PLANNED_DRAWS} draws stored)."
+    macro-F1 over the plan's draws exceeds the boundary rule's (none before all are in)."""
+    planned = _planned(rows, variant)
+    count = len(variant.settings) * len(variant.seeds)
+    if len(planned) != count:
+        return f"Decision: none yet ({len(planned)} of the {count} draws stored)."
     held = _mean([r["pseudo_open"]["heldout"]["macro_f1"] for r in planned])
     base = _mean([r["pseudo_open"]["boundary"]["macro_f1"] for r in planned])
     verdict = "better on dev" if held > base else "not better on dev"
     return (
-        f"Decision (HELDOUT_PLAN.md): the held-out rule is **{verdict}**: mean pseudo-open dev "
-        f"macro-F1 over the {PLANNED_DRAWS} draws {held:.2f} vs the boundary rule's {base:.2f}.  "
+        f"Decision ({variant.plan}): the held-out rule is **{verdict}**: mean pseudo-open dev "
+        f"macro-F1 over the {count} draws {held:.2f} vs the boundary rule's {base:.2f}.  "
         "No test text was loaded or scored; any use on test needs its own pre-registration."
     )
 
 
-def summary_text(rows: list[dict]) -> str:
-    """heldout.md: the commands, the plan's pointer and :func:`summary`."""
+def summary_text(rows: list[dict], variant: Variant = HEAD) -> str:
+    """heldout.md (heldout_top.md): the commands, the plan's pointer and :func:`summary`."""
+    if variant.layers == 0:
+        title = "a threshold from held-out known classes (dev only)"
+        about = (
+            "the pre-registered detector (DA-ADB, lr 1e-4, frozen MiniLM) at three scales of "
+            "its radii; the dev-best scale reads the pseudo-open labels, a diagnostic, never a "
+            "rule.  `reproduces selection`: draws whose scale-1 metrics match the stored "
+            "selection row within 1e-3."
+        )
+    else:
+        title = "the held-out threshold for the top-layer detector (dev only)"
+        about = (
+            "the top-layer detector (`da_adb_top1`: DA-ADB, lr 1e-4, MiniLM's top layer "
+            "trained) at three scales of its radii, in the settings where it fell short on "
+            "fresh draws (confirmation.md); the dev-best scale reads the pseudo-open labels, "
+            "a diagnostic, never a rule."
+        )
     return "\n".join(
         [
-            "# Open-intent detection: a threshold from held-out known classes (dev only)",
+            f"# Open-intent detection: {title}",
             "",
-            f"Runs: `{RUN_COMMAND}`; this file: `{SUMMARY_COMMAND}`.",
+            f"Runs: `{variant.run_command}`; this file: `{variant.summary_command}`.",
             "",
-            "Plan and rule, committed before the runs: [HELDOUT_PLAN.md](HELDOUT_PLAN.md).  "
-            "Store: `heldout_runs.jsonl`.  Mean over the draws of the pseudo-open dev scores "
-            "(percent) of the pre-registered detector (DA-ADB, lr 1e-4, frozen MiniLM) at "
-            "three scales of its radii; the dev-best scale reads the pseudo-open labels, a "
-            "diagnostic, never a rule.  `reproduces selection`: draws whose scale-1 metrics "
-            "match the stored selection row within 1e-3.  No test text is loaded or scored.",
+            f"Plan and rule, committed before the runs: [{variant.plan}]({variant.plan}).  "
+            f"Store: `{variant.store.name}`.  Mean over the draws of the pseudo-open dev "
+            f"scores (percent) of {about}  No test text is loaded or scored.",
             "",
-            summary(rows),
+            summary(rows, variant),
             "",
         ]
     )
@@ -434,10 +534,15 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS, metavar="NAME:RATIO"
+        "--settings", nargs="+", default=None, choices=SETTINGS, metavar="NAME:RATIO"
     )
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
-    parser.add_argument("--store", type=Path, default=STORE)
+    parser.add_argument("--seeds", nargs="+", type=int, default=None)
+    parser.add_argument(
+        "--top-layer",
+        action="store_true",
+        help="HELDOUT_TOP_PLAN.md: the top-layer detector, its settings, store and summary",
+    )
+    parser.add_argument("--store", type=Path, default=None, help="default: the plan's store")
     parser.add_argument("--summarise", action="store_true", help="print the summary table")
     parser.add_argument("--write", action="store_true", help="with --summarise: write heldout.md")
     return parser
@@ -445,17 +550,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    variant = TOP if args.top_layer else HEAD
+    store = args.store or variant.store
     if args.summarise:
-        text = summary_text(_load(args.store))
+        text = summary_text(_load(store), variant)
         if args.write:
-            SUMMARY.write_text(text)
+            variant.summary.write_text(text)
         print(text)
         return 0
-    if any(seed < min(SEEDS) for seed in args.seeds):
+    seeds = args.seeds or list(variant.seeds)
+    if any(seed < min(SEEDS) for seed in seeds):
         raise SystemExit(f"--seeds: selection draws only ({min(SEEDS)}+), never a table seed")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
-    run(load_backbone(), args.settings, args.seeds, args.store)
+    run(load_backbone(), args.settings or list(variant.settings), seeds, store, variant)
     return 0
 
 
