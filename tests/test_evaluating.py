@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -101,15 +102,50 @@ def evaluating_methods() -> set[str]:
     }
 
 
+def engine_evaluated(path: Path) -> bool:
+    """Whether the module builds the engine's Evaluator (imported from
+    ``spacl.engine.evaluation``, under any name) for its loop's validation."""
+    tree = ast.parse(path.read_text())
+    names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "spacl.engine.evaluation"
+        for alias in node.names
+        if alias.name == "Evaluator"
+    }
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+        for n in ast.walk(tree)
+    )
+
+
 def test_the_reader_finds_the_tasks_that_validate() -> None:
+    """ADB's stages validate in their bodies; the image, KG and fine-tuned text runs
+    through the engine's Evaluator, which the loop calls."""
     names = {str(p.relative_to(SRC)) for p in VALIDATING}
-    assert {
-        "tasks/image/trainer.py",
-        "tasks/kg/train.py",
-        "tasks/text/adb.py",
-        "tasks/text/finetune.py",
-    } <= names
+    assert "tasks/text/adb.py" in names
+    engine = {str(p.relative_to(SRC)) for p in (SRC / "tasks").rglob("*.py") if engine_evaluated(p)}
+    assert {"tasks/image/trainer.py", "tasks/kg/train.py", "tasks/text/finetune.py"} <= engine
     assert "online" in evaluating_methods()
+
+
+def test_the_engine_evaluator_enters_evaluating() -> None:
+    """The engine's hook: the task's scoring function runs in the evaluation state and
+    its metrics go to ``log`` with the epoch's record; ``key`` ranks the epochs."""
+    from spacl.engine.evaluation import Evaluator
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+    seen: list[Any] = []
+
+    def score(epoch: int, step: int) -> dict[str, float]:
+        seen.append((model.training, torch.is_grad_enabled()))
+        return {"acc": 0.5 + epoch, "step": float(step)}
+
+    ev = Evaluator(score, (model,), key="acc", log=lambda e, m, r: r.update(m))
+    record: dict[str, Any] = {}
+    metrics = ev.evaluate(1, 7, record)
+    assert seen == [(False, False)] and model.training
+    assert record == metrics == {"acc": 1.5, "step": 7.0} and ev.rank(metrics) == 1.5
 
 
 @pytest.mark.parametrize("path", VALIDATING, ids=lambda p: str(p.relative_to(SRC)))

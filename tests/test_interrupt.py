@@ -212,12 +212,14 @@ def test_every_task_checkpoints_at_a_step_interval_by_default(recipe: str) -> No
     assert int(load_recipe(recipe).config.train.checkpoint_every) > 0
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
-    tmp_path: Path,
+    tmp_path: Path, signum: int, status: int
 ) -> None:
     """The Must show of issue 38 as a user meets it: ``spacl train`` in its own process
-    group, SIGINT to the group (what a terminal's Ctrl-C sends) at a step reached, exit
-    130 and one line; ``--resume`` then writes the eval.json an uninterrupted run writes,
+    group, SIGINT to the group (what a terminal's Ctrl-C sends; SIGTERM: ``kill``,
+    ``timeout``, Slurm) at a step reached, exit 130 (143) and one line; ``--resume``
+    then writes the eval.json an uninterrupted run writes,
     and metrics.jsonl holds each step once."""
     import subprocess
     import time
@@ -245,11 +247,11 @@ def test_ctrl_c_to_a_real_spacl_train_process_resumes_to_the_uninterrupted_eval(
     while time.monotonic() < deadline and child.poll() is None:
         metrics = run / "metrics.jsonl"
         if metrics.is_file() and len(train_rows(run)) >= 6:  # a few steps in
-            os.killpg(child.pid, signal.SIGINT)
+            os.killpg(child.pid, signum)
             break
         time.sleep(0.05)
     _, err = child.communicate(timeout=120)
-    assert child.returncode == 130, err[-2000:]
+    assert child.returncode == status, err[-2000:]
     assert err.strip().count("\n") == 0 and f"spacl train {run} --resume" in err
     stopped_at = max(step for _, step in train_rows(run))
     assert 0 < stopped_at < 160

@@ -22,7 +22,7 @@ from spacl.tasks.image import Trainer, load_config
 from spacl.tasks.image.evaluation import Evaluator
 from test_engine_resume import TOTAL_STEPS
 from test_interrupt import FEW_CHECKPOINTS
-from test_one_engine import Counting
+from test_one_engine import Counting, looping
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
@@ -116,10 +116,10 @@ def test_a_signal_during_an_epochs_evaluation_stops_at_that_epochs_end(
     recipe, whole = uninterrupted
     real = Evaluator.online
 
-    def interrupted(self: Evaluator, arms: Any, evaluated: int, step: int) -> None:
+    def interrupted(self: Evaluator, arms: Any, evaluated: int, step: int) -> dict[str, float]:
         if evaluated == epoch:
             os.kill(os.getpid(), signum)
-        real(self, arms, evaluated, step)
+        return real(self, arms, evaluated, step)
 
     run = tmp_path / "stopped"
     monkeypatch.setattr(Evaluator, "online", interrupted)
@@ -151,7 +151,7 @@ def test_the_loop_honours_a_stop_at_an_epoch_end_unless_training_ends_there_earl
 
     for ask_at in (0, 1):
         body = AskedWhileClosing(ask_at, n=4)
-        loop = TrainLoop(body, LoopPlan(epochs=2), stop_requested=lambda b=body: b.asked)
+        loop = looping(body, LoopPlan(epochs=2), stop_requested=lambda b=body: b.asked)
         with pytest.raises(StopRequested, match=f"step {4 * (ask_at + 1)}"):
             loop.run()
         p = loop.progress
@@ -159,7 +159,7 @@ def test_the_loop_honours_a_stop_at_an_epoch_end_unless_training_ends_there_earl
         assert body.saves[-1] == p.global_step and len(body.steps) == p.global_step
     patient = AskedWhileClosing(1, n=2, scores=(3.0, 2.0, 1.0))
     plan = LoopPlan(epochs=3, validate_every=1, patience=1)
-    loop = TrainLoop(patient, plan, stop_requested=lambda: patient.asked).run()
+    loop = looping(patient, plan, stop_requested=lambda: patient.asked).run()
     assert loop.stopped_early and loop.progress.epoch == 2 and len(patient.steps) == 4
 
 
@@ -233,14 +233,14 @@ def test_a_kg_run_interrupted_after_its_last_step_says_how_to_resume(
     OmegaConf.save(OmegaConf.create(recipe), path)
     assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
     if where == "last validation":
-        real_validate = kg_train.KGSteps.validate
+        real_record = kg_train.KGSteps.record_valid
 
-        def validating(self: Any, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
+        def validating(self: Any, epoch: int, valid: Any, record: dict[str, Any]) -> None:
             if epoch == 1:
                 os.kill(os.getpid(), signal.SIGINT)
-            return real_validate(self, epoch, record, loop)
+            real_record(self, epoch, valid, record)
 
-        monkeypatch.setattr(kg_train.KGSteps, "validate", validating)
+        monkeypatch.setattr(kg_train.KGSteps, "record_valid", validating)
     else:
         real_summary = kg_train._kg_summary
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 import spacl.engine
 import spacl.tasks
@@ -399,8 +400,10 @@ STUDIES = TASKS.parent / "studies"
 )
 def test_no_study_module_holds_a_loop_an_optimiser_or_a_device(path: Path) -> None:
     """The studies train through the engine too: their bodies (SharedBatchSteps,
-    ModelSteps) run in TrainLoop, their optimisers come from engine/optim."""
-    found = engine_work_in(path.read_text())
+    ModelSteps) run in TrainLoop, their optimisers come from engine/optim, and their
+    thread count is set through engine/device (``threads`` / ``set_threads``): no
+    backend setting of their own."""
+    found = engine_work_in(path.read_text()) + backend_work_in(path.read_text())
     assert not found, f"{path.name}: the engine's work in a study:\n" + "\n".join(found)
 
 
@@ -416,11 +419,6 @@ OUTSIDE_ENGINE: dict[str, tuple[frozenset[str], str]] = {
     "commands/embed.py": (
         frozenset({"device resolution"}),
         "rebuilds a run's data on the CPU: a fixed device, nothing resolved",
-    ),
-    "models/text.py": (
-        frozenset({"device resolution"}),
-        "the encoder's `device='auto'` read by the one resolver, schema_checks.resolve_device "
-        "(engine/device wraps it; models/ sits below engine/ and cannot import it)",
     ),
     "trained.py": (
         frozenset({"device resolution"}),
@@ -450,10 +448,6 @@ OUTSIDE_ENGINE: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"optimiser or schedule"}),
         "SPACL's generator and discriminator train inside the loss with their own Adam "
         "(SPEC 1.3), whatever loop the user runs",
-    ),
-    "schema_checks.py": (
-        frozenset({"device resolution"}),
-        "the one resolution of `train.device`, which spacl.engine.device serves",
     ),
 }
 
@@ -684,12 +678,18 @@ class Counting(LoopBody):
         self.weights = int(snapshot)
 
     def save(self, loop: TrainLoop) -> None:
+        """The loop's ``on_save`` (:func:`looping`): the step of every checkpoint."""
         self.saves.append(loop.progress.global_step)
+
+
+def looping(body: Counting, plan: LoopPlan, *args: Any, **kwargs: Any) -> TrainLoop:
+    """A :class:`TrainLoop` over ``body`` whose checkpoints ``body`` records."""
+    return TrainLoop(body, plan, *args, on_save=body.save, **kwargs)
 
 
 def test_patience_stops_and_the_best_epoch_is_kept_the_earliest_on_ties() -> None:
     body = Counting(n=2, scores=(1.0, 3.0, 3.0, 2.0, 5.0, 9.0))
-    loop = TrainLoop(body, LoopPlan(epochs=6, validate_every=1, patience=2)).run()
+    loop = looping(body, LoopPlan(epochs=6, validate_every=1, patience=2)).run()
     assert loop.best is not None and (loop.best.epoch, loop.best.score) == (2, 3.0)
     assert loop.progress.epoch == 4 and loop.stopped_early  # epochs 3 and 4: no better
     loop.restore_best()
@@ -699,7 +699,7 @@ def test_patience_stops_and_the_best_epoch_is_kept_the_earliest_on_ties() -> Non
 def test_step_checkpoints_max_steps_and_a_partial_epoch() -> None:
     body = Counting(n=4)
     plan = LoopPlan(epochs=3, max_steps=6, checkpoint_every=4, close_partial_epoch=False)
-    loop = TrainLoop(body, plan).run()
+    loop = looping(body, plan).run()
     assert body.saves == [4, 4]  # step 4, then the end of epoch 0 (step 4 as well)
     assert (loop.progress.epoch, loop.progress.step_in_epoch) == (1, 2)
     resumed = Counting(n=4)
@@ -710,7 +710,7 @@ def test_step_checkpoints_max_steps_and_a_partial_epoch() -> None:
 def test_a_stop_request_is_honoured_at_the_next_step_boundary_after_a_checkpoint() -> None:
     body = Counting(n=4)
     asked = iter([False, False, True])
-    loop = TrainLoop(body, LoopPlan(epochs=2), stop_requested=lambda: next(asked))
+    loop = looping(body, LoopPlan(epochs=2), stop_requested=lambda: next(asked))
     with pytest.raises(StopRequested, match="step 3"):
         loop.run()
     assert body.saves == [3] and loop.progress.global_step == 3
@@ -740,7 +740,7 @@ def test_an_error_closing_an_epoch_loses_none_of_its_steps() -> None:
     resume from that checkpoint trains no step again and closes the epoch."""
     body = FailsClosing(n=4, fail_at=1)
     with pytest.raises(ValueError, match="unreadable"):
-        TrainLoop(body, LoopPlan(epochs=3)).run()
+        looping(body, LoopPlan(epochs=3)).run()
     assert body.saves == [4, 4, 8]  # epoch 0: its steps, then closed; epoch 1: its steps
     last = body.states[-1]["progress"]
     assert (last["epoch"], last["step_in_epoch"], last["global_step"]) == (1, 4, 8)
@@ -752,7 +752,7 @@ def test_an_error_closing_an_epoch_loses_none_of_its_steps() -> None:
     assert resumed.progress.global_step == 12 and resumed.progress.finished
     # a step checkpoint at the epoch's last step is not written twice
     steps = Counting(n=4)
-    TrainLoop(steps, LoopPlan(epochs=2, checkpoint_every=2)).run()
+    looping(steps, LoopPlan(epochs=2, checkpoint_every=2)).run()
     assert steps.saves == [2, 4, 4, 6, 8, 8]
 
 
@@ -771,6 +771,77 @@ def loop_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(engine_loop.TrainLoop, "run", counted)
     return seen
+
+
+#: the code of the loop's one step: every optimiser step of a task's training runs under it
+ONE_STEP = engine_loop.TrainLoop._one_step.__code__
+#: modules that step an optimiser outside the loop, not a task's training: the linear
+#: probe's L-BFGS fit on frozen features in the final evaluation, and SPACL's generator
+#: (its own Adam, inside the loss) in the config check's trial forward of a throwaway
+#: objective (``tasks.image.objectives.check_objective``)
+STEPS_OUTSIDE_THE_LOOP = {"spacl.evaluate.linear", "spacl.mining.adversarial"}
+
+
+def spacl_caller(frame: Any) -> str:
+    """The module of the first ``spacl`` frame from ``frame`` up (``""``: none)."""
+    while frame is not None:
+        name = str(frame.f_globals.get("__name__", ""))
+        if name.startswith("spacl") or name.startswith("test_"):
+            return name
+        frame = frame.f_back
+    return ""
+
+
+@pytest.fixture
+def steps_outside_loop() -> Iterator[list[str]]:
+    """The modules that stepped an optimiser outside :meth:`TrainLoop.run` (no frame of
+    the loop's ``_one_step`` on the stack), as the steps happen: a loop of a task's own
+    (``for xb in data: update(model, xb)``) is seen however it is spelled."""
+    seen: list[str] = []
+
+    def hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        frame = sys._getframe(1)
+        here = frame
+        while here is not None:
+            if here.f_code is ONE_STEP:
+                return
+            here = here.f_back
+        seen.append(spacl_caller(frame))
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        yield seen
+    finally:
+        handle.remove()
+
+
+def test_a_step_outside_the_loop_is_seen(steps_outside_loop: list[str]) -> None:
+    """The counter-example the source reader misses: a loop over data calling an update
+    function; and a step inside the engine's loop, which is not reported."""
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def update(xb: torch.Tensor) -> float:
+        opt.zero_grad()
+        loss = model(xb).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return float(loss)
+
+    for xb in torch.randn(3, 4, 2):
+        update(xb)
+    assert steps_outside_loop == [__name__] * 3
+
+    class Updates(LoopBody):
+        def batches(self, epoch: int, start: int) -> Iterator[torch.Tensor]:
+            return iter(torch.randn(2, 4, 2)[start:])
+
+        def step(self, batch: Any, loop: TrainLoop) -> float:
+            return update(batch)
+
+    steps_outside_loop.clear()
+    TrainLoop(Updates(), LoopPlan(epochs=2)).run()
+    assert steps_outside_loop == []
 
 
 def caller_module(depth: int = 2) -> str:
@@ -893,14 +964,18 @@ def kg_recipe_run(tmp_path: Path) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("one_thread")
 def test_one_recipe_of_every_task_trains_through_the_engines_loop(
-    tmp_path: Path, loop_runs: list[str], engine_parts: dict[str, list[str]]
+    tmp_path: Path,
+    loop_runs: list[str],
+    engine_parts: dict[str, list[str]],
+    steps_outside_loop: list[str],
 ) -> None:
     """Each task's run: its loops are the engine's, every optimiser and learning-rate
     schedule is built by ``engine.optim``, every checkpoint written by
     ``engine.checkpoint``, its run directory is the engine's ``RunDirectory`` of its
     task, its process is set up by ``engine.device.prepare_run`` (once) and its device
-    read by ``engine.device``, and its evaluation during training enters
-    ``engine.evaluation.evaluating``.
+    read by ``engine.device``, its evaluation during training enters
+    ``engine.evaluation.evaluating``, and every optimiser step of its training happens
+    inside :meth:`TrainLoop.run` (the stack read at each step, ``steps_outside_loop``).
 
     The image and KG runs are built-in recipes through ``spacl.run_recipe``; the text
     runs are ``spacl.tasks.text.train_ood`` (a frozen-encoder head, the DA-ADB detector)
@@ -927,9 +1002,9 @@ def test_one_recipe_of_every_task_trains_through_the_engines_loop(
     #: the runs that evaluate during training (the frozen text head trains a fixed number
     #: of epochs, no validation: its features are projected once it is trained)
     evaluated = {
-        image_run: {"spacl.tasks.image.evaluation"},
-        kg_recipe_run: {"spacl.tasks.kg.train"},
-        text_finetuned_run: {"spacl.tasks.text.finetune"},
+        image_run: {"spacl.engine.evaluation", "spacl.tasks.image.evaluation"},
+        kg_recipe_run: {"spacl.engine.evaluation", "spacl.tasks.kg.train"},
+        text_finetuned_run: {"spacl.engine.evaluation", "spacl.tasks.text.finetune"},
         text_detector_run: {"spacl.tasks.text.adb"},
     }
     was_deterministic = torch.are_deterministic_algorithms_enabled()
@@ -937,12 +1012,14 @@ def test_one_recipe_of_every_task_trains_through_the_engines_loop(
     try:
         for run in expected:
             loop_runs.clear()
+            steps_outside_loop.clear()
             for parts in engine_parts.values():
                 parts.clear()
             torch.use_deterministic_algorithms(False)  # each run must turn them on itself
             run(tmp_path / run.__name__)
             deterministic[run.__name__] = torch.are_deterministic_algorithms_enabled()
             check_walk(run, expected[run], loop_runs, engine_parts, tasks, scheduled, evaluated)
+            assert set(steps_outside_loop) <= STEPS_OUTSIDE_THE_LOOP, run.__name__
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
     # architecture.md: the deterministic algorithms are on for every task's CPU run

@@ -4,7 +4,8 @@ messages of a bad key.
 Beside :mod:`spacl.schema` (callers import these names from here): each check raises a
 ``ValueError`` naming the key, the value and what is allowed (:func:`fail`); a merge error
 becomes one naming the full key and, for an unknown key, the closest valid one
-(:func:`format_error`); :func:`resolve_device` turns ``train.device`` into a
+(:func:`format_error`); :func:`check_device` checks a ``train.device`` string, which
+:func:`spacl.engine.device.resolve_device` (the one resolver) turns into a
 ``torch.device``.
 """
 
@@ -29,7 +30,6 @@ __all__ = [
     "in_range",
     "int_at_least",
     "positive",
-    "resolve_device",
 ]
 
 
@@ -83,17 +83,6 @@ def check_device(key: str, value: Any) -> None:
     )
     if not ok:
         raise fail(key, value, "must be auto, cpu, cuda or cuda:N")
-
-
-def resolve_device(name: str) -> Any:
-    """The ``torch.device`` of a ``train.device`` value: ``auto`` is ``cuda`` when CUDA is
-    available, else ``cpu`` (the same in every task)."""
-    import torch
-
-    check_device("train.device", name)
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def _schema_keys(schema: type, dotted: str, list_items: Mapping[str, type]) -> list[str] | None:

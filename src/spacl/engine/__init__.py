@@ -12,6 +12,8 @@ Each task supplies the body of the loop and its own schema (:mod:`spacl.tasks.im
 ``build_optimizer`` / ``build_scheduler`` every task's optimiser and schedule
 ``TrainLoop`` / ``LoopBody``            the one loop of every task and what a task supplies
 ``evaluating(*modules)``                every task's evaluation: eval mode, no autograd, RNG kept
+``Evaluator``                           a task's scoring function as data, called by the loop
+``Checkpointer``                        every task's checkpoints, resume and signal stop
 ``resolve_device``                      ``train.device`` as a ``torch.device``
 ``prepare_run`` / ``precision_dtypes``  a run's threads, determinism, cuDNN; its precision
 ``RunDirectory``                        a run's directory (image, KG, text)
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
         init_from_env,
         is_distributed,
     )
-    from spacl.engine.evaluation import evaluating
+    from spacl.engine.evaluation import Evaluator, evaluating
     from spacl.engine.loop import Best, LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
     from spacl.engine.optim import (
         LARS,
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
         scaled_lr,
     )
     from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
-    from spacl.engine.stages import RunStages, StageBody
+    from spacl.engine.stages import Checkpointer, RunStages, StageBody
 
 #: each public name and the module it lives in: imported on first use (PEP 562), so
 #: ``import spacl.engine.rundir`` (the CLI's run-directory checks) loads no training code
@@ -73,6 +75,7 @@ _PUBLIC = {
     "init_from_env": "distributed",
     "is_distributed": "distributed",
     "evaluating": "evaluation",
+    "Evaluator": "evaluation",
     "Best": "loop",
     "LoopBody": "loop",
     "LoopPlan": "loop",
@@ -88,6 +91,7 @@ _PUBLIC = {
     "MetricsLogger": "rundir",
     "RunDirectory": "rundir",
     "read_metrics": "rundir",
+    "Checkpointer": "stages",
     "RunStages": "stages",
     "StageBody": "stages",
 }
@@ -104,7 +108,9 @@ def __dir__() -> list[str]:
 __all__ = [
     "LARS",
     "Best",
+    "Checkpointer",
     "DistributedContext",
+    "Evaluator",
     "LoopBody",
     "LoopPlan",
     "MetricsLogger",

@@ -171,7 +171,11 @@ def capture_rng_state() -> dict[str, Any]:
 
 
 def restore_rng_state(state: dict[str, Any]) -> None:
-    """Inverse of :func:`capture_rng_state`."""
+    """Inverse of :func:`capture_rng_state` (a bare tensor, as checkpoints written before
+    it kept, restores torch's CPU state alone)."""
+    if isinstance(state, torch.Tensor):
+        torch.set_rng_state(state)
+        return
     torch.set_rng_state(state["torch"])
     npk = state["numpy"]
     np.random.set_state(  # noqa: NPY002

@@ -2,23 +2,29 @@
 it, the precision on it, a module's device.
 
 :func:`resolve_device` is the one reading of ``train.device`` (``auto``: CUDA when it is
-available, else the CPU; :func:`spacl.schema_checks.resolve_device`, checked there with
-the recipe's other values); a run's distributed context starts from the same
-value through it (:func:`spacl.engine.distributed.init_from_env`).  :func:`prepare_run`
+available, else the CPU; the string itself is checked by
+:func:`spacl.schema_checks.check_device`, with the recipe's other values); a run's
+distributed context starts from the same value through it
+(:func:`spacl.engine.distributed.init_from_env`), and so does a text encoder's
+``device="auto"`` (:mod:`spacl.models.text`).  :func:`prepare_run`
 is every task's setup of the process's backend for a run (``train.threads``, the
 deterministic algorithms, cuDNN's autotuner), :func:`precision_dtypes` the reading of
 ``train.precision`` on a device, and :func:`device_of` where a module's parameters live.
-No task asks ``torch.cuda`` or sets ``torch.backends`` itself (``tests/test_one_engine.py``).
+No task asks ``torch.cuda`` or sets ``torch.backends`` itself, and no study sets the
+thread count but through :func:`set_threads` / :func:`threads`
+(``tests/test_one_engine.py``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-from spacl.schema_checks import resolve_device as _resolve
+from spacl.schema_checks import check_device
 
 __all__ = [
     "deterministic_algorithms",
@@ -26,13 +32,36 @@ __all__ = [
     "precision_dtypes",
     "prepare_run",
     "resolve_device",
+    "set_threads",
+    "threads",
 ]
 
 
 def resolve_device(name: str) -> torch.device:
     """The ``torch.device`` of a ``train.device`` value (``auto`` | ``cpu`` | ``cuda[:N]``)."""
-    device: torch.device = _resolve(str(name))
-    return device
+    name = str(name)
+    check_device("train.device", name)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def set_threads(count: int | None) -> None:
+    """``torch.set_num_threads(count)`` (``None``: the count as it is): ``train.threads``
+    of a run (:func:`prepare_run`), a study's ``--threads``."""
+    if count is not None:
+        torch.set_num_threads(int(count))
+
+
+@contextmanager
+def threads(count: int | None) -> Iterator[None]:
+    """Run with :func:`set_threads` ``(count)``, the previous count restored after."""
+    before = torch.get_num_threads()
+    set_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def device_of(module: nn.Module) -> torch.device:
@@ -99,8 +128,7 @@ def prepare_run(
 
         prepare_run(resolve_device(cfg.train.device), threads=cfg.train.threads)
     """
-    if threads is not None:
-        torch.set_num_threads(int(threads))
+    set_threads(threads)
     on = deterministic_algorithms(deterministic, device)
     if cudnn_benchmark and not on and device.type == "cuda":
         torch.backends.cudnn.benchmark = True

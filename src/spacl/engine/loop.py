@@ -37,7 +37,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spacl.engine.evaluation import Evaluator
 
 __all__ = ["Best", "LoopBody", "LoopPlan", "Progress", "StopRequested", "TrainLoop"]
 
@@ -117,7 +120,7 @@ class Best:
 
 class StopRequested(Exception):
     """Raised by :meth:`TrainLoop.run` when ``stop_requested`` said so at a step boundary
-    or an epoch's end, after the body saved its checkpoint there."""
+    or an epoch's end, after the checkpoint there was saved."""
 
     def __init__(self, progress: Progress, run_dir: str | None = None) -> None:
         super().__init__(f"stopped at step {progress.global_step} (a checkpoint is saved)")
@@ -130,7 +133,9 @@ class StopRequested(Exception):
 
 class LoopBody:
     """What a task supplies to :class:`TrainLoop`: override :meth:`batches` and
-    :meth:`step`; the other hooks do nothing unless overridden."""
+    :meth:`step`; the other hooks do nothing unless overridden.  A body does not save:
+    its state is read by the engine's checkpointer
+    (:class:`spacl.engine.stages.StageBody`)."""
 
     def batches(self, epoch: int, start: int) -> Iterable[Any]:
         """The batches of ``epoch`` (0-based) from its step ``start`` on."""
@@ -171,10 +176,6 @@ class LoopBody:
     def after_epoch(self, record: dict[str, Any], loop: TrainLoop) -> None:
         """After the epoch is closed, validated and the position moved to the next one."""
 
-    def save(self, loop: TrainLoop) -> None:
-        """Write a checkpoint (every ``plan.checkpoint_every`` steps, when an epoch's steps
-        are done and again once it is closed, and when a stop is requested)."""
-
 
 StepCallback = Callable[["TrainLoop"], None]
 
@@ -187,12 +188,20 @@ class TrainLoop:
         plan: epochs, step limits, logging, checkpoints, validation.
         progress: where to start (a resumed run's; default: the beginning).
         callbacks: called as ``callback(loop)`` after every step.
-        stop_requested: checked at every step boundary; when it returns true the body
-            saves a checkpoint and :meth:`run` raises :class:`StopRequested`.  Checked
-            again once an epoch is closed and saved (its validation may be long, and
-            none of its steps follows the last epoch's), unless training stops there
+        stop_requested: checked at every step boundary; when it returns true a
+            checkpoint is saved (``on_save``) and :meth:`run` raises
+            :class:`StopRequested`.  Checked again once an epoch is closed and saved (its
+            validation may be long, and none of its steps follows the last epoch's),
+            unless training stops there
             anyway: then :meth:`run` returns, and the caller checks before what follows.
         clock: the time source of ``plan.budget_seconds`` and the epochs' seconds.
+        on_save: writes a checkpoint of the loop (every ``plan.checkpoint_every`` steps,
+            when an epoch's steps are done and again once it is closed, and when a stop
+            is requested): the engine's checkpointer
+            (:class:`spacl.engine.stages.Checkpointer`), never the body.
+        evaluator: the validation when due (:class:`spacl.engine.evaluation.Evaluator`:
+            the task's scoring function as data, its metrics logged, the epochs ranked by
+            its ``key``); without one, the body's :meth:`LoopBody.validate`.
     """
 
     def __init__(
@@ -204,6 +213,8 @@ class TrainLoop:
         callbacks: Sequence[StepCallback] = (),
         stop_requested: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        on_save: Callable[[TrainLoop], None] | None = None,
+        evaluator: Evaluator | None = None,
     ) -> None:
         self.body, self.plan = body, plan
         self.progress = progress if progress is not None else Progress()
@@ -214,10 +225,11 @@ class TrainLoop:
         self.train_seconds = 0.0
         self.stopped_early = False
         self._epoch_started: float | None = None  # the running epoch's start (clock)
-        self._saved_step: int | None = None  # the global step of the last checkpoint
-        #: called after every ``body.save`` (a run's checkpoint of several loops:
-        #: :class:`spacl.engine.stages.RunStages`)
-        self.on_save: Callable[[TrainLoop], None] | None = None
+        #: the global step of the last checkpoint (``None``: none yet in this process)
+        self.saved_step: int | None = None
+        #: writes a checkpoint (the run's :class:`spacl.engine.stages.Checkpointer`)
+        self.on_save = on_save
+        self.evaluator = evaluator
 
     # ------------------------------------------------------------------ state
     def seconds(self) -> float:
@@ -290,7 +302,7 @@ class TrainLoop:
             )
             if not whole and not plan.close_partial_epoch:
                 break
-            if self._saved_step != p.global_step:  # closing the epoch may fail: keep its steps
+            if self.saved_step != p.global_step:  # closing the epoch may fail: keep its steps
                 self._save()
             stop = self._close_epoch(epoch, seconds, not whole) or stop
             if not stop and self._stop_asked():  # closed and saved: the epoch boundary
@@ -322,16 +334,22 @@ class TrainLoop:
         return self.stop_requested is not None and self.stop_requested()
 
     def _save(self) -> None:
-        self.body.save(self)
-        self._saved_step = self.progress.global_step
         if self.on_save is not None:
             self.on_save(self)
+        self.saved_step = self.progress.global_step
 
     def _out_of_time(self, epoch_started: float) -> bool:
         budget = self.plan.budget_seconds
         if budget is None:
             return False
         return self.train_seconds + self.clock() - epoch_started >= budget
+
+    def _validate(self, epoch: int, record: dict[str, Any]) -> float | None:
+        """The evaluator's score of ``epoch`` (its metrics logged), or the body's."""
+        if self.evaluator is None:
+            return self.body.validate(epoch, record, self)
+        metrics = self.evaluator.evaluate(epoch, self.progress.global_step, record)
+        return self.evaluator.rank(metrics)
 
     def _close_epoch(self, epoch: int, seconds: float, partial: bool) -> bool:
         """End ``epoch`` (``partial``: cut short before its last step), validate when due,
@@ -344,7 +362,7 @@ class TrainLoop:
             (every > 0 and number % every == 0) or number == plan.epochs or partial
         )
         stop = False
-        score = self.body.validate(epoch, record, self) if due else None
+        score = self._validate(epoch, record) if due else None
         if score is not None:
             if self.best is None or score > self.best.score:
                 self.best = Best(score, number, self.body.snapshot())

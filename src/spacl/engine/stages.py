@@ -1,35 +1,63 @@
-"""Checkpoints of a run made of several training loops, resumed at the step.
+"""Every task's checkpoints: the one writer, reader and signal stop of a run's loops.
 
-A text run trains in stages, one :class:`~spacl.engine.loop.TrainLoop` each: a head, or
-fine-tuned top layers, or ADB's two stages, and the held-out heads some decision rules
-train.  :class:`RunStages` numbers the loops in the order the run starts them (the
-order is fixed by the recipe and the seed, so a resumed run starts them in the same
-order) and keeps, in one checkpoint, every stage's state: the loop's
-(:meth:`TrainLoop.state`), the body's (:meth:`StageBody.state_dict`) and the global
-random state.  A stage that completed is not trained again on resume: its state is
-loaded and the run goes on as it did; the stage that was running continues at its
-saved step.  So a run stopped anywhere (Ctrl-C, ``kill``, a step interval's checkpoint
-before a crash) and resumed ends as the uninterrupted run (tested for each text path).
+:class:`Checkpointer` is the engine's one checkpointer, for images, link prediction and
+text.  A run gives it ``write`` (where a checkpoint goes: the run directory's file, the
+main process only...), the checkpoint it resumes from and the data it adds (its config,
+its format, its counters), and runs each of its loops through :meth:`Checkpointer.run`.
+Whenever a loop saves (every ``plan.checkpoint_every`` steps, when an epoch's steps are
+done and again once it is closed, on a stop request, when the loop ends) the checkpointer
+writes the loop's state (:meth:`TrainLoop.state`), the body's
+(:meth:`StageBody.state_dict`) and the global random state; on resume it loads the three
+back before the loop runs.  Inside ``with checkpointer:`` SIGINT and SIGTERM
+(:class:`~spacl.engine.interrupt.StopOnSignal`) stop the loop at the next step boundary
+with a checkpoint there, and the :class:`~spacl.engine.loop.StopRequested` that leaves
+the block names the run directory.  No body saves itself: a body never sees the writer.
+
+Two layouts, one writer:
+
+- one loop (the image and KG runs): ``{**data, "loop", "progress", **body, "rng"}``;
+  ``progress`` repeats the loop's position for readers of a run's checkpoint;
+- several loops (``staged=True``: a text run trains in stages, one
+  :class:`~spacl.engine.loop.TrainLoop` each: a head, or fine-tuned top layers, or
+  ADB's two stages, and the held-out heads some decision rules train):
+  ``{**data, "stages": [{"loop", "body", "rng", "complete"}, ...]}``, numbered in the
+  order the run starts them (fixed by the recipe and the seed, so a resumed run starts
+  them in the same order).  A stage that completed is not trained again on resume: its
+  state is loaded and the run goes on as it did; the stage that was running continues
+  at its saved step.
+
+So a run stopped anywhere (Ctrl-C, ``kill``, a step interval's checkpoint before a
+crash) and resumed ends as the uninterrupted run (tested for each task).
 
 Example:
     >>> saved = []
-    >>> stages = RunStages(saved.append)
+    >>> stages = Checkpointer(saved.append, staged=True)
     >>> stages.count
     0
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from types import TracebackType
 from typing import Any
 
 import torch
 
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
-from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
+from spacl.engine.evaluation import Evaluator
+from spacl.engine.interrupt import StopOnSignal
+from spacl.engine.loop import LoopBody, LoopPlan, StepCallback, StopRequested, TrainLoop
 
-__all__ = ["RunStages", "StageBody", "load_states", "run_stage", "states_of"]
+__all__ = [
+    "Checkpointer",
+    "RunStages",
+    "StageBody",
+    "load_states",
+    "run_stage",
+    "states_of",
+]
 
 
 def states_of(parts: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,61 +98,147 @@ class StageBody(LoopBody):
         raise NotImplementedError
 
 
-class RunStages:
-    """The training loops of one run, checkpointed together (module docstring).
+class Checkpointer:
+    """The checkpoints of a run's loops (module docstring).
 
     Args:
-        write: called with the checkpoint (``{"stages": [...]}``) whenever a stage
-            saves: every ``plan.checkpoint_every`` steps, after every epoch, on a stop
-            request and when a stage completes.
-        saved: a previous checkpoint's ``"stages"`` list, to resume from.
-        stop_requested: checked by every loop at every step boundary
-            (:class:`~spacl.engine.interrupt.StopOnSignal`).
-        checkpoint_every: the step interval of every stage's loop (0: epoch ends only).
+        write: stores a checkpoint (``None``: a run that keeps none; no signal is then
+            caught either, Ctrl-C is Python's ``KeyboardInterrupt``).
+        saved: the checkpoint to resume from, as ``write`` received it (a staged one may
+            be given as its ``"stages"`` list alone).
+        data: what the task adds to every checkpoint: a mapping, or a callable returning
+            one at each save.
+        staged: several loops in one checkpoint (module docstring), else exactly one.
+        checkpoint_every: the step interval of every loop whose plan sets none (0: epoch
+            ends only).
+        run_dir: named by a :class:`StopRequested` leaving ``with checkpointer:``.
+        stop_requested: checked by every loop at every step boundary (default: inside
+            ``with checkpointer:``, a SIGINT or SIGTERM received).
     """
 
     def __init__(
         self,
-        write: Callable[[dict[str, Any]], None],
-        saved: list[dict[str, Any]] | None = None,
+        write: Callable[[dict[str, Any]], object] | None,
+        saved: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         *,
-        stop_requested: Callable[[], bool] | None = None,
+        data: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+        staged: bool = False,
         checkpoint_every: int = 0,
+        run_dir: str | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
-        self.write, self.stop_requested = write, stop_requested
-        self.saved = list(saved or [])
+        self.write, self.data, self.staged = write, data, staged
+        self.saved = self._saved_stages(saved)
         self.states: list[dict[str, Any]] = []
         self.checkpoint_every = int(checkpoint_every)
+        self.run_dir = run_dir
+        self.stop_requested = stop_requested
+        self._signals: StopOnSignal | None = None
+        #: the loop running (or run last), its state loaded: where training stands
+        self.loop: TrainLoop | None = None
 
+    def _saved_stages(self, saved: Any) -> list[dict[str, Any]]:
+        if saved is None:
+            return []
+        if self.staged:
+            return list(saved["stages"] if isinstance(saved, Mapping) else saved)
+        loop = saved.get("loop")
+        if loop is None:  # a checkpoint written before it kept the loop's whole state
+            loop = {"progress": saved["progress"], "train_seconds": 0.0, "best": None}
+        return [{"loop": loop, "body": saved, "rng": saved["rng"], "complete": False}]
+
+    # ----------------------------------------------------------------- signals
+    def __enter__(self) -> Checkpointer:
+        if self.write is not None and self.stop_requested is None:
+            self._signals = StopOnSignal().__enter__()
+            self.stop_requested = self._signals.requested
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._signals is not None:
+            self._signals.__exit__(kind, error, trace)
+            self.stop_requested, self._signals = None, None
+        if isinstance(error, StopRequested) and self.run_dir is not None:
+            error.run_dir = self.run_dir
+
+    def stop_asked(self) -> bool:
+        """Whether a stop was requested (a signal received inside the block)."""
+        return self.stop_requested is not None and self.stop_requested()
+
+    # ------------------------------------------------------------------- loops
     @property
     def count(self) -> int:
-        """How many stages this run has started."""
+        """How many loops (stages) this run has started."""
         return len(self.states)
 
     def steps_of(self, index: int) -> int:
         """The optimiser steps stage ``index`` has taken (in this process or before)."""
         return int(self.states[index]["loop"]["progress"]["global_step"])
 
-    def run(self, body: StageBody, plan: LoopPlan) -> TrainLoop:
-        """Run the next stage's loop (or load it, completed) and return it."""
-        if self.checkpoint_every and not plan.checkpoint_every:
+    def saved_progress(self) -> dict[str, Any] | None:
+        """The position of the last loop of the checkpoint resumed from (``None``: none)."""
+        return dict(self.saved[-1]["loop"]["progress"]) if self.saved else None
+
+    def run(
+        self,
+        body: StageBody,
+        plan: LoopPlan,
+        *,
+        callbacks: Sequence[StepCallback] = (),
+        stop_at_end: bool = False,
+        evaluator: Evaluator | None = None,
+    ) -> TrainLoop:
+        """Run the next loop (or load it, a completed stage) and return it.
+
+        On resume the loop, the body and the random state are loaded first.  Once the
+        loop ends it is saved (a stage always, to mark it complete; one loop when steps
+        went unsaved or it finished).  ``stop_at_end``: a stop requested by then (while
+        the loop closed its last epoch, or after a ``plan.max_steps`` stop) raises
+        :class:`StopRequested` after that save, before what follows the loop (the image
+        task's final evaluation).  ``evaluator``: the loop's validation
+        (:class:`~spacl.engine.evaluation.Evaluator`)."""
+        if self.checkpoint_every and not plan.checkpoint_every and self.write is not None:
             plan = replace(plan, checkpoint_every=self.checkpoint_every)
         index = len(self.states)
-        loop = TrainLoop(body, plan, stop_requested=self.stop_requested)
+        loop = TrainLoop(
+            body,
+            plan,
+            callbacks=callbacks,
+            stop_requested=self.stop_requested,
+            evaluator=evaluator,
+        )
         self.states.append({})
+        self.loop = loop
         saved = self.saved[index] if index < len(self.saved) else None
         if saved is not None:
             loop.load_state(saved["loop"])
+            loop.saved_step = loop.progress.global_step  # what is saved already
             body.load_state_dict(saved["body"])
             restore_rng_state(saved["rng"])
-            if saved["complete"]:
-                self.states[index] = saved
+            if self.staged and saved["complete"]:
+                self.states[index] = dict(saved)
                 return loop
-        loop.on_save = lambda running: self._save(index, running, body, complete=False)
+        if self.write is not None:
+            loop.on_save = lambda running: self._save(index, running, body, complete=False)
         loop.run()
         loop.on_save = None
-        self._save(index, loop, body, complete=True)
+        p = loop.progress
+        if self.write is not None and (
+            self.staged or loop.saved_step != p.global_step or p.finished
+        ):
+            self._save(index, loop, body, complete=True)
+        if stop_at_end and self.stop_asked():
+            raise StopRequested(p)
         return loop
+
+    def last(self) -> dict[str, Any]:
+        """The last checkpoint written (or loaded), in its layout (for a final record)."""
+        return self._layout()
 
     def _save(self, index: int, loop: TrainLoop, body: StageBody, *, complete: bool) -> None:
         self.states[index] = {
@@ -133,10 +247,36 @@ class RunStages:
             "rng": capture_rng_state(),
             "complete": complete,
         }
-        self.write({"stages": list(self.states)})
+        assert self.write is not None
+        self.write(self._layout())
+
+    def _layout(self) -> dict[str, Any]:
+        data = self.data() if callable(self.data) else dict(self.data or {})
+        if self.staged:
+            return {**data, "stages": list(self.states)}
+        (state,) = self.states
+        loop = state["loop"]
+        return {
+            **data,
+            "loop": loop,
+            "progress": loop["progress"],
+            **state["body"],
+            "rng": state["rng"],
+        }
 
 
-def run_stage(body: StageBody, plan: LoopPlan, stages: RunStages | None) -> TrainLoop:
+#: the name the text task's stage functions use for a run's checkpointer
+RunStages = Checkpointer
+
+
+def run_stage(
+    body: StageBody,
+    plan: LoopPlan,
+    stages: Checkpointer | None,
+    evaluator: Evaluator | None = None,
+) -> TrainLoop:
     """``body`` under ``plan``: the next stage of ``stages`` (checkpointed), or a plain
-    :class:`TrainLoop` when the run keeps no checkpoints."""
-    return stages.run(body, plan) if stages is not None else TrainLoop(body, plan).run()
+    :class:`TrainLoop` when the run keeps no checkpoints; ``evaluator``: its validation."""
+    if stages is None:
+        return TrainLoop(body, plan, evaluator=evaluator).run()
+    return stages.run(body, plan, evaluator=evaluator)

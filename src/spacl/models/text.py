@@ -16,11 +16,9 @@
   the embedding itself.
 - :class:`TopLayersMiniLM` (GPU option): the same model with its top transformer
   layers trainable, for fine-tuning instead of a frozen encoder.
-- The device: ``device="auto"`` is read by :func:`spacl.schema_checks.resolve_device`,
-  the one reading of ``train.device`` that :func:`spacl.engine.device.resolve_device`
-  wraps.  **Decision**: not through :mod:`spacl.engine` itself, which imports the models
-  (its trainer builds them): models importing the engine would tie the two packages in
-  a circle.
+- The device: ``device="auto"`` is read by :func:`spacl.engine.device.resolve_device`,
+  the one reading of ``train.device`` (the engine imports no model, so the models may
+  import the engine's device module, on the same floor, without a circle).
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from torch import Tensor, nn
 from spacl._extras import MissingExtraError
 from spacl._progress import progress_enabled
 from spacl._validation import check_flag
-from spacl.schema_checks import resolve_device
+from spacl.engine.device import resolve_device
 
 __all__ = [
     "EmbeddingCache",

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
+from spacl.engine.device import threads as engine_threads
 from spacl.engine.loop import LoopBody, LoopPlan, TrainLoop
 
 __all__ = [
@@ -41,21 +42,18 @@ def seed_list(n: int) -> list[int]:
 
 @contextmanager
 def study_threads(threads: int | None) -> Iterator[None]:
-    """Run with ``torch.set_num_threads(threads)`` (``None``: unchanged), restored after.
+    """Run with ``threads`` threads (``None``: unchanged; :func:`spacl.engine.device.threads`),
+    the previous count restored after.
 
     **Decision**: the studies default to one thread - on a small machine shared with
     other processes, oversubscribed BLAS threads made steps 10x slower in our
     measurements, and one thread keeps the numbers bit-for-bit reproducible.
     """
-    before = torch.get_num_threads()
     if threads is not None:
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ValueError(f"--threads must be an integer >= 1, got {threads!r}")
-        torch.set_num_threads(threads)
-    try:
+    with engine_threads(threads):  # the engine's one setter of the thread count
         yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------ shared training

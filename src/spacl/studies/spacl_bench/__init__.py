@@ -17,8 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from spacl.engine.device import set_threads
 from spacl.studies.report import git_commit
 from spacl.studies.spacl_bench.benches import BENCHES, load_bench
 from spacl.studies.spacl_bench.claims import CLAIM_KEYS, claim_specs
@@ -663,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "trains only what it lacks (e.g. the values a grid grows by)",
     )
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # the engine's one setter of the thread count
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.seed_store_from:
         from spacl.studies.spacl_bench.protocol import import_results

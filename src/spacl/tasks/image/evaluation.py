@@ -3,7 +3,10 @@ end of an epoch, the final one at the end of a run.
 
 :class:`Evaluator` holds what evaluation reads (the ``eval`` section, the run's data,
 the device, where records and lines go) and is given the arms and the step to evaluate;
-:class:`~spacl.tasks.image.trainer.Trainer` owns one and never gets called back.  Each
+:class:`~spacl.tasks.image.trainer.Trainer` owns one and never gets called back.  The
+online evaluation is the loop's validation through the engine's hook
+(:class:`spacl.engine.evaluation.Evaluator`, its scoring function
+:meth:`Evaluator.online`).  Each
 arm is evaluated under the engine's :func:`~spacl.engine.evaluation.evaluating` (eval
 mode, forked RNG), and only the main process evaluates.
 """
@@ -85,8 +88,10 @@ class Evaluator:
             **options,
         )
 
-    def online(self, arms: Sequence[Arm], epoch: int, step: int) -> None:
-        """kNN, NCC and geometry of every arm (main process; no linear probe)."""
+    def online(self, arms: Sequence[Arm], epoch: int, step: int) -> dict[str, float]:
+        """kNN, NCC and geometry of every arm (main process; no linear probe), logged;
+        returned as ``{"<arm>/<metric>": value}`` (empty off the main process)."""
+        scores: dict[str, float] = {}
         if self.is_main:
             for arm in arms:
                 with evaluating(arm.model, autograd=True):  # the probe trains, here or below
@@ -94,11 +99,13 @@ class Evaluator:
                     metrics = self._metrics(features, linear=False)
                 record = {"kind": "eval", "arm": arm.name, "epoch": epoch, "step": step}
                 self.log({**record, **metrics})
+                scores.update({f"{arm.name}/{k}": v for k, v in metrics.items()})
                 self.say(
                     f"[{arm.name}] epoch {epoch + 1}: kNN {100 * metrics['knn_accuracy']:.2f}%  "
                     f"NCC {100 * metrics['ncc_accuracy']:.2f}%"
                 )
         self.barrier()
+        return scores
 
     def final(
         self, arms: Sequence[Arm], epoch: int, step: int

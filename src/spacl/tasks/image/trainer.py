@@ -11,9 +11,11 @@ and the logger from a validated config, then :meth:`Trainer.fit` runs::
                   validation); checkpoint
     end of run:   checkpoint, linear probe + kNN + NCC + geometry, eval.json, summary.md
 
-Ctrl-C / SIGTERM while training (:class:`~spacl.engine.interrupt.StopOnSignal`) stop at
-the next step or epoch boundary, or before the final evaluation, with a checkpoint
-there (:class:`~spacl.engine.loop.StopRequested`).  During the final evaluation the
+Checkpoints, resume and Ctrl-C / SIGTERM while training are the engine's checkpointer's
+(:class:`~spacl.engine.stages.Checkpointer`): the loop's state, the arms' (the body's
+``state_dict``) and the random state, with the run's config and model facts as data.  A
+signal stops at the next step or epoch boundary, or before the final evaluation, with a
+checkpoint there (:class:`~spacl.engine.loop.StopRequested`).  During the final evaluation the
 process's own handlers act (Ctrl-C: ``KeyboardInterrupt``); the last step's checkpoint is
 written by then, and ``spacl train`` says how to resume.
 
@@ -42,18 +44,17 @@ from tqdm import tqdm
 
 from spacl._progress import progress_enabled
 from spacl.engine.checkpoint import (
-    capture_rng_state,
     load_checkpoint,
     remove_stale_temporaries,
     restore_rng_state,
     save_checkpoint,
-    signals_held,
 )
 from spacl.engine.device import prepare_run
 from spacl.engine.distributed import DistributedContext, init_from_env
-from spacl.engine.interrupt import StopOnSignal
-from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
+from spacl.engine.evaluation import Evaluator as EngineEvaluator
+from spacl.engine.loop import LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
+from spacl.engine.stages import Checkpointer, StageBody
 from spacl.schema_files import upgrade_renamed_keys
 from spacl.tasks.image.arm import Arm, NonFiniteLossError
 from spacl.tasks.image.build import build_arms, resolve_precision
@@ -194,14 +195,17 @@ class Trainer:
             ctx=self.ctx,
             steps_per_epoch=self.steps_per_epoch,
         )
-        self.progress = Progress()
+        self._progress = Progress()
+        self._checkpointer: Checkpointer | None = None
+        #: the checkpoint this run resumes from (loaded by the engine's checkpointer)
+        self.saved: dict[str, Any] | None = None
         self.resumed_from: int | None = None
         self.last_checkpoint_step: int | None = None
         ckpt = Path(checkpoint) if checkpoint is not None else self.run.last_checkpoint
         if read_only or checkpoint is not None:
             self._load(ckpt, clean=not read_only)
         elif resume and ckpt.is_file():
-            self._load(ckpt)
+            self._load(ckpt, resume=True)
         self.logger = MetricsLogger(
             self.run,
             enabled=self.ctx.is_main and not read_only,
@@ -235,6 +239,12 @@ class Trainer:
         elif fresh:  # from scratch: a directory's earlier records are not this run's
             self.run.reset_metrics()
 
+    @property
+    def progress(self) -> Progress:
+        """Where training stands: the running loop's position while it trains."""
+        loop = None if self._checkpointer is None else self._checkpointer.loop
+        return self._progress if loop is None else loop.progress
+
     # ------------------------------------------------------------------ helpers
     def _num_label_classes(self) -> int:
         if self.cfg.data.label_kind == "coarse":
@@ -255,14 +265,14 @@ class Trainer:
         return total
 
     # -------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
+    def checkpoint_data(self) -> dict[str, Any]:
+        """What the run adds to every checkpoint beside the loop's, the arms' and the
+        random state (the engine's :class:`~spacl.engine.stages.Checkpointer` writes
+        those): its format, config and model facts."""
         return {
             "format": CHECKPOINT_FORMAT,
             "config": config_to_dict(self.cfg),
-            "progress": self.progress.as_dict(),
-            "arms": {arm.name: arm.state_dict() for arm in self.arms},
             "model_info": self.model_info(),
-            "rng": capture_rng_state(),
             "world_size": self.ctx.world_size,
             "torch_version": str(torch.__version__),
         }
@@ -282,17 +292,15 @@ class Trainer:
             else {"mean": list(norm[0]), "std": list(norm[1])},
         }
 
-    def save(self) -> Path | None:
-        """Write ``checkpoints/last.pt`` atomically (main process only)."""
-        path = None
-        with signals_held():  # a Ctrl-C during the write stops after it, the step recorded
-            if self.ctx.is_main:
-                path = save_checkpoint(self.state_dict(), self.run.last_checkpoint)
-            self.last_checkpoint_step = self.progress.global_step
+    def write_checkpoint(self, state: dict[str, Any]) -> None:
+        """Write ``state`` (the checkpointer's) to ``checkpoints/last.pt`` atomically (main
+        process only; Ctrl-C and ``kill`` held until it is written)."""
+        if self.ctx.is_main:
+            save_checkpoint(state, self.run.last_checkpoint)
+        self.last_checkpoint_step = int(state["progress"]["global_step"])
         self.ctx.barrier()
-        return path
 
-    def _load(self, path: Path, *, clean: bool = True) -> None:
+    def _load(self, path: Path, *, clean: bool = True, resume: bool = False) -> None:
         if clean:
             remove_stale_temporaries(path.parent)
         state = load_checkpoint(path, map_location=self.ctx.device)
@@ -313,12 +321,14 @@ class Trainer:
             raise ValueError(
                 f"checkpoint arms {sorted(state['arms'])} differ from the config's {sorted(names)}"
             )
-        for arm in self.arms:
-            arm.load_state_dict(state["arms"][arm.name])
-        self.progress = Progress.from_dict(state["progress"])
-        restore_rng_state(state["rng"])
+        self._progress = Progress.from_dict(state["progress"])
         self.resumed_from = self.progress.global_step
         self.last_checkpoint_step = self.progress.global_step
+        if resume:  # the engine's checkpointer loads it when training starts
+            self.saved = state
+        else:  # read for evaluation: the arms as saved
+            load_arms(self.arms, state)
+            restore_rng_state(state["rng"])
 
     # --------------------------------------------------------------------- loop
     def fit(self) -> TrainResult:
@@ -367,10 +377,11 @@ class Trainer:
 
     def _train_loop(self) -> None:
         """The engine's loop (:class:`spacl.engine.loop.TrainLoop`) over
-        :class:`ImageSteps`; a last checkpoint where the loop stopped.  A stop requested
-        by then (Ctrl-C while the last epoch evaluated, say) raises
-        :class:`~spacl.engine.loop.StopRequested` here, before the final evaluation:
-        the resume runs it."""
+        :class:`ImageSteps`, checkpointed and resumed by the engine's
+        :class:`~spacl.engine.stages.Checkpointer`; a last checkpoint where the loop
+        stopped.  A stop requested by then (Ctrl-C while the last epoch evaluated, say)
+        raises :class:`~spacl.engine.loop.StopRequested` there, before the final
+        evaluation: the resume runs it."""
         cfg = self.cfg
         plan = LoopPlan(
             epochs=int(cfg.train.epochs),
@@ -399,21 +410,18 @@ class Trainer:
                 self.ctx.is_main and not self.quiet and progress_enabled(cfg.train.progress),
             ),
             evaluator=self.evaluator,
-            save=self.save,
         )
-        with StopOnSignal() as stop:  # Ctrl-C / SIGTERM: a checkpoint at the next step
-            TrainLoop(
+        self._checkpointer = Checkpointer(
+            self.write_checkpoint, self.saved, data=self.checkpoint_data()
+        )
+        with self._checkpointer:  # Ctrl-C / SIGTERM: a checkpoint at the next step
+            self._checkpointer.run(
                 body,
                 plan,
-                self.progress,
                 callbacks=callbacks,
-                stop_requested=stop.requested,
-            ).run()
-            p = self.progress
-            if self.last_checkpoint_step != p.global_step or p.finished:
-                self.save()
-            if stop.requested():  # the boundary before the final evaluation
-                raise StopRequested(p)
+                stop_at_end=True,
+                evaluator=body.online_evaluator(),
+            )
 
     # --------------------------------------------------------------- evaluation
     def final_evaluation(self) -> dict[str, dict[str, float]]:
@@ -477,15 +485,22 @@ class EpochBar:
         )
 
 
-class ImageSteps(LoopBody):
+def load_arms(arms: Sequence[Arm], state: Mapping[str, Any]) -> None:
+    """Load every arm's state of an image checkpoint (``state["arms"]``, by name)."""
+    for arm in arms:
+        arm.load_state_dict(state["arms"][arm.name])
+
+
+class ImageSteps(StageBody):
     """The image task's body in the engine's loop: the stream's batches of an epoch (from
     the saved step on), every arm's step on the same views, the train and epoch records,
     the online evaluation as the loop's validation (when the plan says: every
     ``eval.every_epochs`` epochs and after the last; it scores no epoch to keep, so
-    there is no best epoch and no patience) and checkpoints.
+    there is no best epoch and no patience) and what a checkpoint keeps of it (every
+    arm's state; the engine's checkpointer writes it).
 
-    Given data, the run's :class:`~spacl.tasks.image.evaluation.Evaluator` and a public
-    callable (the trainer's ``save``), never the trainer itself.
+    Given data and the run's :class:`~spacl.tasks.image.evaluation.Evaluator`, never the
+    trainer itself, nor anything that saves.
     """
 
     def __init__(
@@ -500,7 +515,6 @@ class ImageSteps(LoopBody):
         started: float,
         bar: EpochBar,
         evaluator: Evaluator,
-        save: Callable[[], Any],
     ) -> None:
         self.arms = list(arms)
         self.stream = stream
@@ -510,7 +524,6 @@ class ImageSteps(LoopBody):
         self.started = started
         self.epoch_bar = bar
         self.evaluator = evaluator
-        self.save_run = save
         self.bar: Any = None
 
     def batches(self, epoch: int, start: int) -> Iterator[Any]:
@@ -564,16 +577,22 @@ class ImageSteps(LoopBody):
             )
         return {}
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
-        """The online evaluation of every arm (kNN, NCC, geometry; main process), under
-        the engine's :func:`~spacl.engine.evaluation.evaluating`
-        (:meth:`Evaluator.online <spacl.tasks.image.evaluation.Evaluator.online>`): records
-        and lines, no score (several arms, no model selection)."""
-        self.evaluator.online(self.arms, epoch, loop.progress.global_step)
-        return None
+    def online_evaluator(self) -> EngineEvaluator:
+        """The loop's validation (the engine's
+        :class:`~spacl.engine.evaluation.Evaluator`): the online evaluation of every arm
+        (kNN, NCC, geometry; main process;
+        :meth:`Evaluator.online <spacl.tasks.image.evaluation.Evaluator.online>`, each arm
+        under :func:`~spacl.engine.evaluation.evaluating`), which writes its records and
+        lines; no key (several arms, no model selection)."""
+        online, arms = self.evaluator.online, self.arms
+        return EngineEvaluator(lambda epoch, step: online(arms, epoch, step), autograd=True)
 
-    def save(self, loop: TrainLoop) -> None:
-        self.save_run()
+    def state_dict(self) -> dict[str, Any]:
+        """Every arm's state (model, target, objective, optimiser, schedule, scaler)."""
+        return {"arms": {arm.name: arm.state_dict() for arm in self.arms}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        load_arms(self.arms, state)
 
 
 def _seed_everything(seed: int) -> None:

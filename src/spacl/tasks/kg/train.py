@@ -18,8 +18,9 @@ N3 regulariser (``optim.n3``) is the mean over the step's training triples of
 The epochs run in the engine's one loop (:class:`spacl.engine.loop.TrainLoop`); this
 module supplies its body, :class:`KGSteps`: an epoch's queries in a seeded order, one
 optimiser step (:func:`kg_step`), the epoch's record, filtered validation MRR (the best
-epoch's weights kept), and the checkpoint.  Device, optimiser, run directory and
-checkpoint writing are the engine's.
+epoch's weights kept), and what a checkpoint keeps of it (its ``state_dict``).  Device,
+optimiser, run directory, checkpoints, resume and the signal stop are the engine's
+(:class:`spacl.engine.stages.Checkpointer`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,12 @@ from torch import Tensor, nn
 
 from spacl._progress import progress
 from spacl.data.kg import GRAPH_FILE, KnowledgeGraph, load_kg, write_graph_vocabulary
-from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
 from spacl.engine.device import prepare_run, resolve_device
-from spacl.engine.evaluation import evaluating
-from spacl.engine.interrupt import StopOnSignal
-from spacl.engine.loop import LoopBody, LoopPlan, Progress, StopRequested, TrainLoop
+from spacl.engine.evaluation import Evaluator, evaluating
+from spacl.engine.loop import LoopPlan, Progress, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.rundir import RunDirectory
+from spacl.engine.stages import Checkpointer, StageBody
 from spacl.evaluate.ranking import evaluate_link_prediction
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg.config import build_kg_objective, kg_config
@@ -66,6 +66,31 @@ __all__ = [
 # ----------------------------------------------------------------------------- training
 
 
+def link_metrics(
+    model: LinkPredictor,
+    kg: KnowledgeGraph,
+    split: str,
+    filter_index: Any,
+    cfg: DictConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """Filtered MRR and Hits@k of ``model`` on ``split`` (the validation subset of
+    ``eval.valid_subset``); the caller puts the model in the evaluation state."""
+    triples = kg.split(split)
+    if split == "valid" and cfg.eval.valid_subset is not None:
+        triples = triples[: int(cfg.eval.valid_subset)]
+    return evaluate_link_prediction(
+        model,
+        triples,
+        kg.num_relations,
+        filter_index,
+        batch_size=int(cfg.eval.batch_size),
+        ties=str(cfg.eval.ties),
+        device=device,
+        progress=cfg.train.progress,
+    )
+
+
 def _evaluate(
     model: LinkPredictor,
     kg: KnowledgeGraph,
@@ -74,20 +99,8 @@ def _evaluate(
     cfg: DictConfig,
     device: torch.device,
 ) -> dict[str, float]:
-    triples = kg.split(split)
-    if split == "valid" and cfg.eval.valid_subset is not None:
-        triples = triples[: int(cfg.eval.valid_subset)]
     with evaluating(model):
-        return evaluate_link_prediction(
-            model,
-            triples,
-            kg.num_relations,
-            filter_index,
-            batch_size=int(cfg.eval.batch_size),
-            ties=str(cfg.eval.ties),
-            device=device,
-            progress=cfg.train.progress,
-        )
+        return link_metrics(model, kg, split, filter_index, cfg, device)
 
 
 @dataclass
@@ -200,9 +213,10 @@ def kg_plan(cfg: DictConfig) -> LoopPlan:
     )
 
 
-class KGSteps(LoopBody):
-    """The body of a KG run in the engine's loop (module docstring): the state a
-    checkpoint keeps is its own (model, optimiser, objective, order) and the loop's."""
+class KGSteps(StageBody):
+    """The body of a KG run in the engine's loop (module docstring): its part of a
+    checkpoint (:meth:`state_dict`: model, optimiser, objective, order) the engine's
+    checkpointer writes beside the loop's."""
 
     def __init__(
         self,
@@ -213,7 +227,7 @@ class KGSteps(LoopBody):
         say: Callable[[str], None],
     ) -> None:
         self.setup, self.train_index, self.filter_index = setup, train_index, filter_index
-        self.store, self.say = store, say
+        self.store, self.say = store, say  # the store: the epoch records (metrics.jsonl)
         self.order_gen = torch.Generator().manual_seed(int(setup.cfg.train.seed))
         self.history: list[dict[str, Any]] = []
         self.epochs_done = 0.0
@@ -228,10 +242,21 @@ class KGSteps(LoopBody):
     def begin_epoch(self, epoch: int, loop: TrainLoop) -> None:
         self.perm = torch.randperm(len(self.setup.items), generator=self.order_gen)
         self.diagnostics = {}
-        self._open_epoch(epoch, 0)
+        self._open_epoch(epoch, 0, loop)
 
-    def _open_epoch(self, epoch: int, start: int) -> None:
-        """The epoch's clock and bar, from its step ``start`` (a run resumed mid-epoch)."""
+    def resume_epoch(self, epoch: int, start: int, loop: TrainLoop) -> None:
+        """Mid-epoch (a resumed run): the epoch's order and sums are the checkpoint's."""
+        self._open_epoch(epoch, start, loop)
+
+    def _open_epoch(self, epoch: int, start: int, loop: TrainLoop) -> None:
+        """The epoch's clock and bar, from its step ``start`` (a run resumed mid-epoch);
+        the bar over the epochs, at this one, the first time."""
+        if self.epoch_bar is None:
+            cfg = self.setup.cfg
+            self.epoch_bar = progress(
+                total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
+            )
+            self.epoch_bar.update(epoch)
         self.epoch_started, self.first_step = time.perf_counter(), start
         self.step_bar = progress(
             total=self.setup.steps_per_epoch,
@@ -277,15 +302,24 @@ class KGSteps(LoopBody):
             **{k: v / max(steps, 1) for k, v in self.diagnostics.items()},
         }
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
+    def evaluator(self) -> Evaluator:
+        """The loop's validation (the engine's :class:`~spacl.engine.evaluation.Evaluator`):
+        filtered MRR on the validation triples, epochs ranked by it, recorded in the
+        epoch's record and its line."""
         s = self.setup
-        valid = _evaluate(s.model, s.kg, "valid", self.filter_index, s.cfg, s.device)
+
+        def score(epoch: int, step: int) -> dict[str, float]:
+            return link_metrics(s.model, s.kg, "valid", self.filter_index, s.cfg, s.device)
+
+        return Evaluator(score, (s.model,), key="mrr", log=self.record_valid)
+
+    def record_valid(self, epoch: int, valid: dict[str, Any], record: dict[str, Any]) -> None:
+        """The validation of ``epoch`` in its record and its line."""
         record["valid"] = valid
         self.say(
             f"epoch {epoch + 1}: loss {record['loss']:.4f}  {record['seconds']:.1f}s  "
             f"valid MRR {valid['mrr']:.4f} H@10 {valid['hits@10']:.4f}"
         )
-        return float(valid["mrr"])
 
     def snapshot(self) -> dict[str, Tensor]:
         return copy.deepcopy(self.setup.model.state_dict())
@@ -305,18 +339,19 @@ class KGSteps(LoopBody):
             self.epoch_bar.update(1)
             self.epoch_bar.set_postfix(loss=f"{record['loss']:.4f}")
 
-    # ------------------------------------------------------------ checkpoints
-    def save(self, loop: TrainLoop) -> None:
-        if self.store is not None:
-            self.store.save(self.state(loop))
+    def close(self) -> None:
+        """Close the progress bars (the run ended, or stopped)."""
+        for bar in (self.step_bar, self.epoch_bar):
+            if bar is not None:
+                bar.close()
 
-    def state(self, loop: TrainLoop) -> dict[str, Any]:
-        """The checkpoint of the run so far: the engine loop's own state
-        (:meth:`~spacl.engine.loop.TrainLoop.state`: where it is, the time used, the best
-        epoch's weights) and the body's: at an epoch end, or mid-epoch (a step interval,
-        Ctrl-C), then with the epoch's order and loss sums."""
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The body's part of a checkpoint (the engine's checkpointer adds the loop's
+        state and the random state): model, optimiser, objective, the epochs' order
+        generator and records, and the running epoch's order and diagnostics sums (a
+        checkpoint written mid-epoch: a step interval, Ctrl-C)."""
         return {
-            "loop": loop.state(),
             "perm": self.perm,
             "diagnostics": dict(self.diagnostics),
             "epochs_done": self.epochs_done,
@@ -325,29 +360,19 @@ class KGSteps(LoopBody):
             "objective": self.setup.objective.state_dict(),
             "history": json.dumps(self.history),
             "order_gen": self.order_gen.get_state(),
-            "rng": capture_rng_state(),
-            "finished": False,
         }
 
-    def restore(self, saved: dict[str, Any], loop: TrainLoop) -> None:
-        """Continue from :meth:`state`: at the saved step of the saved epoch (a checkpoint
-        written before step positions were kept: at the next epoch)."""
-        loop.load_state(loop_state(saved))
-        if loop.progress.step_in_epoch > 0:  # mid-epoch: the epoch's order and sums
-            self.perm = saved["perm"]
-            self.diagnostics = dict(saved["diagnostics"])
-            self._open_epoch(loop.progress.epoch, loop.progress.step_in_epoch)
+    def load_state_dict(self, saved: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict` (a checkpoint written before step positions
+        were kept: at the next epoch, whose fresh order replaces the saved one)."""
+        self.perm = saved.get("perm", self.perm)
+        self.diagnostics = dict(saved.get("diagnostics", {}))
         self.epochs_done = float(saved["epochs_done"])
         self.setup.model.load_state_dict(saved["model"])
         self.setup.optimizer.load_state_dict(saved["optimizer"])
         self.setup.objective.load_state_dict(saved["objective"])
         self.history = list(json.loads(saved["history"]))
         self.order_gen.set_state(saved["order_gen"])
-        rng = saved["rng"]
-        if isinstance(rng, Tensor):  # a checkpoint written before the engine's loop
-            torch.set_rng_state(rng)
-        else:
-            restore_rng_state(rng)
 
 
 def loop_state(saved: dict[str, Any]) -> dict[str, Any]:
@@ -383,31 +408,26 @@ def _run_loop(
     store: RunDirectory | None,
     saved: dict[str, Any] | None,
     say: Callable[[str], None],
-) -> TrainLoop:
-    """The engine's loop over ``body``, resumed from ``saved``, with the epoch bar; with a
-    run directory, SIGINT / SIGTERM checkpoint at the step and raise ``StopRequested``."""
-    with StopOnSignal() as stop:  # with a run directory: Ctrl-C checkpoints at the step
-        loop = TrainLoop(
-            body, kg_plan(cfg), stop_requested=None if store is None else stop.requested
-        )
-        if saved is not None:
-            body.restore(saved, loop)
-            p = loop.progress
-            say(f"resuming at epoch {p.epoch + 1} step {p.step_in_epoch} (step {p.global_step})")
-        body.epoch_bar = progress(
-            total=int(cfg.train.epochs), desc="kg", mode=cfg.train.progress, unit="epoch"
-        )
-        body.epoch_bar.update(loop.progress.epoch)
+) -> Checkpointer:
+    """The engine's loop over ``body`` under the engine's checkpointer: resumed from
+    ``saved``; with a run directory, checkpointed into it, and SIGINT / SIGTERM
+    checkpoint at the step and raise ``StopRequested``."""
+    if saved is not None:  # an older checkpoint's loop state, read as the loop keeps it
+        saved = {**saved, "loop": loop_state(saved)}
+        p = Progress.from_dict(saved["loop"]["progress"])
+        say(f"resuming at epoch {p.epoch + 1} step {p.step_in_epoch} (step {p.global_step})")
+    checkpointer = Checkpointer(
+        None if store is None else store.save,
+        saved,
+        data={"finished": False},
+        run_dir=None if store is None else str(store.path),
+    )
+    with checkpointer:
         try:
-            loop.run()
-        except StopRequested as stopped:
-            stopped.run_dir = None if store is None else str(store.path)
-            raise
+            checkpointer.run(body, kg_plan(cfg), evaluator=body.evaluator())
         finally:
-            for bar in (body.step_bar, body.epoch_bar):
-                if bar is not None:
-                    bar.close()
-    return loop
+            body.close()
+    return checkpointer
 
 
 def train_kg(
@@ -463,12 +483,14 @@ def train_kg(
         write_graph_vocabulary(kg, store.path / GRAPH_FILE)
     setup, train_index, filter_index = kg_setup(cfg, kg, say)
     body = KGSteps(setup, train_index, filter_index, store, say)
-    loop = _run_loop(cfg, body, store, saved, say)
-    assert loop.best is not None
+    checkpointer = _run_loop(cfg, body, store, saved, say)
+    loop = checkpointer.loop
+    assert loop is not None and loop.best is not None
     summary = _kg_summary(setup, loop, body, filter_index)
     if store is not None:
         summary["run_dir"] = str(store.path.resolve())  # never relative to the cwd
-        store.save({**body.state(loop), "model": loop.best.snapshot, "finished": True})
+        last = checkpointer.last()  # the run's last checkpoint, its best weights in place
+        store.save({**last, "model": loop.best.snapshot, "finished": True})
         evaluation = {"test": summary["test"], "valid": summary["valid"]}
         store.log({"kind": "final", **evaluation})
         store.finish(evaluation, summary)

@@ -34,10 +34,8 @@ from spacl.data.text import (
     protocol_split,
 )
 from spacl.engine.device import prepare_run, resolve_device
-from spacl.engine.interrupt import StopOnSignal
-from spacl.engine.loop import StopRequested
 from spacl.engine.rundir import RunDirectory
-from spacl.engine.stages import RunStages
+from spacl.engine.stages import Checkpointer
 from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifier
 from spacl.tasks.text.decision import held_out_threshold, rules_on_test, select_rule
 
@@ -143,9 +141,10 @@ def checkpointed_stages(
     saved: dict[str, Any] | None,
     cfg: DictConfig,
     counters: dict[str, int],
-) -> Iterator[RunStages | None]:
+) -> Iterator[Checkpointer | None]:
     """The training loops of a text run with a run directory, checkpointed together
-    (:class:`~spacl.engine.stages.RunStages`, every ``train.checkpoint_every`` steps,
+    (the engine's :class:`~spacl.engine.stages.Checkpointer` of several stages, with the
+    run's counters and ``metrics.jsonl`` length as data; every ``train.checkpoint_every`` steps,
     every epoch and stage end) and stopped at the step by Ctrl-C / SIGTERM
     (:class:`~spacl.engine.loop.StopRequested`, naming the run directory).
 
@@ -160,22 +159,18 @@ def checkpointed_stages(
         counters.update(saved["counters"])
         run.truncate_metrics(int(saved["metrics_lines"]))
 
-    def write(checkpoint: dict[str, Any]) -> None:
-        extra = {"counters": dict(counters), "metrics_lines": run.metrics_lines()}
-        run.save({**checkpoint, **extra, "finished": False})
+    def data() -> dict[str, Any]:
+        return {"counters": dict(counters), "metrics_lines": run.metrics_lines(), "finished": False}
 
-    with StopOnSignal() as stop:
-        stages = RunStages(
-            write,
-            None if saved is None else saved["stages"],
-            stop_requested=stop.requested,
-            checkpoint_every=int(cfg.train.checkpoint_every),
-        )
-        try:
-            yield stages
-        except StopRequested as stopped:
-            stopped.run_dir = str(run.path)
-            raise
+    with Checkpointer(
+        run.save,
+        saved,
+        data=data,
+        staged=True,
+        checkpoint_every=int(cfg.train.checkpoint_every),
+        run_dir=str(run.path),
+    ) as stages:
+        yield stages
 
 
 def decide(

@@ -56,7 +56,7 @@ from torch import Tensor, nn
 
 from spacl._validation import check_choice, check_flag
 from spacl.engine.device import device_of
-from spacl.engine.evaluation import evaluating
+from spacl.engine.evaluation import Evaluator, evaluating
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
 from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
@@ -396,15 +396,26 @@ class FinetuneSteps(StageBody):
         self.epoch_losses.append(loop.progress.mean_losses().get("loss", 0.0))
         return {"epoch": epoch, "loss": self.epoch_losses[-1]}
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
-        if self.score is None:
+    def evaluator(self) -> Evaluator | None:
+        """The loop's validation (the engine's :class:`~spacl.engine.evaluation.Evaluator`):
+        ``score`` of the copy in eval mode, epochs ranked by it; ``None`` without one."""
+        score = self.score
+        if score is None:
             return None
-        with evaluating(self.top):
-            value = float(self.score(self.top))
-        if value != value:  # NaN: no epoch can be compared with it
+        top = self.top
+        return Evaluator(
+            lambda epoch, step: {"score": float(score(top))},
+            (top,),
+            key="score",
+            log=self.record_score,
+        )
+
+    def record_score(self, epoch: int, metrics: dict[str, Any], record: dict[str, Any]) -> None:
+        """Keep ``epoch``'s score (a NaN stops: no epoch can be compared with it)."""
+        value = float(metrics["score"])
+        if value != value:
             raise ValueError(f"the epoch score is NaN after epoch {epoch + 1}")
         self.scores.append(value)
-        return value
 
     def snapshot(self) -> dict[str, Tensor]:
         return {k: v.detach().clone() for k, v in self.top.state_dict().items()}
@@ -471,7 +482,7 @@ def finetune(
         max_steps=settings.max_steps,
         validate_every=1 if score is not None else 0,
     )
-    loop = run_stage(body, plan, stages)
+    loop = run_stage(body, plan, stages, body.evaluator())
     top.eval()
     loop.restore_best()
     return top, body.epoch_losses
