@@ -364,3 +364,47 @@ def test_an_out_dir_key_that_cannot_hold_a_run_names_the_key(
     assert not any(p.name != "notes.txt" for p in tmp_path.iterdir())
     err = _one_line_error(capsys, ["eval", str(tmp_path / "no-such-run")])
     assert "[Errno" not in err and "no-such-run" in err
+
+
+def test_out_suffixes_match_in_any_case_in_embed_and_export(
+    digits_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every ``--out`` suffix is matched in any case (``embed --out f.NPZ`` was taken and
+    ``export --out x.PT2`` refused): the file is written under the name given, holding
+    what its suffix says; a suffix of another format is one line in both commands."""
+    program = tmp_path / "enc.PT2"
+    assert main(["export", str(digits_run), "--out", str(program)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["enc.PT2"]  # that name, no other
+    extra = {"spacl.json": ""}
+    with program.open("rb") as handle:  # a torch.export archive
+        exported = torch.export.load(handle, extra_files=extra).module()
+    model = spacl.load(digits_run)
+    x = torch.rand(3, *model.input_shape)
+    torch.testing.assert_close(exported(model.transform(x)), model.embed(x))
+    assert '"input_shape": [1, 8, 8]' in extra["spacl.json"]
+    features = tmp_path / "f.NPZ"
+    assert main(["embed", str(digits_run), "--out", str(features), "--quiet"]) == 0
+    with np.load(features) as z:  # an npz archive under the name given
+        assert z["features"].shape[0] == z["labels"].shape[0] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["enc.PT2", "f.NPZ"]
+    err = _one_line_error(capsys, ["export", str(digits_run), "--out", str(tmp_path / "e.ONNX")])
+    assert "--out must name a .pt2 file" in err and "'" + str(tmp_path / "e.ONNX") in err
+    err = _one_line_error(capsys, ["embed", str(digits_run), "--out", str(tmp_path / "f.Pt2")])
+    assert "--out writes a .npz or .pt file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["enc.PT2", "f.NPZ"]
+    with pytest.raises(ValueError, match=r"must name a \.pt2 file"):
+        spacl.trained.export_encoder(model, tmp_path / "e.pt")
+
+
+def test_predict_names_a_missing_image_without_the_errno_prefix(
+    digits_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``spacl predict RUN nope.png`` kept ``[Errno 2]`` in its line, which the rest of the
+    command line strips: the system's reason and the file, as every other command says."""
+    missing = tmp_path / "nope.png"
+    err = _one_line_error(capsys, ["predict", str(digits_run), str(missing)])
+    assert err == (
+        f"spacl predict: error: cannot read image {str(missing)!r}: No such file or directory"
+    )
+    with pytest.raises(ValueError, match=r"nope\.png'\: No such file or directory$"):
+        spacl.load(digits_run).embed([missing])

@@ -72,3 +72,50 @@ def test_a_read_only_array_embeds_without_a_warning() -> None:
         torch.testing.assert_close(model.embed(x), expected)
         torch.testing.assert_close(model.embed(rows), expected)
     assert not x.flags.writeable  # the caller's array is left as it was
+
+
+def test_a_small_overshoot_of_0_1_is_taken_clamped() -> None:
+    """A bicubic resize of float images gives values a little outside ``[0, 1]``
+    (1.0001): taken within ``PIXEL_TOLERANCE`` and clamped, the caller's tensor untouched;
+    further out it is refused, with the clamp as the way on."""
+    from spacl.trained import PIXEL_TOLERANCE
+
+    model = tiny_model()
+    x = torch.rand(2, 3, 16, 16)
+    over = x.clone()
+    over[0, 0, 0, 0], over[1, 2, 3, 4] = 1.0001, -0.0004
+    kept = over.clone()
+    torch.testing.assert_close(model.embed(over), model.embed(over.clamp(0, 1)))
+    assert torch.equal(over, kept)  # clamped on a copy
+    torch.testing.assert_close(model.embed(over.numpy()), model.embed(over.clamp(0, 1)))
+    over[0, 0, 0, 0] = 1 + 0.9 * PIXEL_TOLERANCE  # near the edge of the tolerance: taken
+    torch.testing.assert_close(model.embed(over), model.embed(over.clamp(0, 1)))
+    over[0, 0, 0, 0] = 1.05  # a larger overshoot: clamp it yourself
+    with pytest.raises(ValueError, match=r"values in \[-0\.0004, 1\.05\] \(a little outside"):
+        model.embed(over)
+    with pytest.raises(ValueError, match=r"x\.clamp\(0, 1\)\)$"):
+        model.embed(over)
+
+
+def test_the_range_hint_fits_the_case() -> None:
+    """0-255 pixels are told to divide by 255; negative values (images normalised with
+    a mean and std already) are told to pass the raw pixels: dividing them by 255, as the
+    hint once said, would be wrong."""
+    model = tiny_model()
+    x = torch.rand(2, 3, 16, 16)
+    with pytest.raises(ValueError) as err:
+        model.embed(x * 255)
+    message = str(err.value)
+    assert message.startswith("inputs must be images in [0, 1] as the run was trained on")
+    assert message.endswith("(they look like 0-255 pixels: divide by 255)")
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    for normalised in ((x - mean) / std, x * 2 - 1):  # ImageNet's mean-std, and [-1, 1]
+        with pytest.raises(ValueError) as err:
+            model.embed(normalised)
+        message = str(err.value)
+        assert "255" not in message and "\n" not in message
+        assert message.endswith(
+            "(negative values: they look normalised already; pass the raw [0, 1] pixels, "
+            "the model normalises them itself)"
+        )

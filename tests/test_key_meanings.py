@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from spacl.data.text import load_intent_dataset, open_intent_split
-from spacl.schema import TrainSection
 from spacl.engine.device import resolve_device
+from spacl.schema import TrainSection
 from spacl.schema_files import RENAMED_KEYS
 from spacl.tasks import load_recipe
 from test_ood import FakeEncoder, write_topic_dataset

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,27 @@ def write_folder(root: Path, per_class: int = 8, classes: int = 3, seed: int = 0
         folder.mkdir(parents=True, exist_ok=True)
         for i in range(per_class):
             pixels = (torch.rand(20, 20, 3, generator=gen) * 80 + 80 * c).to(torch.uint8)
+            Image.fromarray(pixels.numpy()).save(folder / f"{i}.png")
+            paths.append(folder / f"{i}.png")
+    return paths
+
+
+def write_colour_folder(
+    root: Path, per_class: int = 8, seed: int = 0, size: int = 20
+) -> list[Path]:
+    """Class folders ``red`` and ``blue`` of nearly solid images (each pixel jittered by a
+    few levels): classes any encoder tells apart, so a prediction is certain."""
+    from PIL import Image
+
+    gen = torch.Generator().manual_seed(seed)
+    colours = {"red": (220, 30, 30), "blue": (30, 30, 220)}
+    paths = []
+    for name, rgb in colours.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            noise = torch.randint(-20, 21, (size, size, 3), generator=gen)
+            pixels = (torch.tensor(rgb) + noise).clamp(0, 255).to(torch.uint8)
             Image.fromarray(pixels.numpy()).save(folder / f"{i}.png")
             paths.append(folder / f"{i}.png")
     return paths
@@ -356,26 +379,78 @@ def test_the_imagefolder_recipes_need_only_data_root(
 def test_own_folder_chain_train_embed_geometry_predict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 38's path in one go: a folder without test/ -> train -> embed --split test ->
-    geometry -> predict (folder names); a corrupt image to predict is one line, exit 2."""
-    import json
+    """Issue 38's path in one go, through the real ``spacl`` command (a process each, as
+    a user runs it): a folder without test/ -> train -> embed --split test -> geometry ->
+    predict (folder names); then, in-process, a corrupt image to predict, embed or eval
+    is one line, exit 2."""
+    import math
+
+    import numpy as np
 
     root = tmp_path / "folder"
-    files = write_folder(root / "train")
+    files = write_colour_folder(root / "train")  # red and blue: trivially separable
     run = tmp_path / "run"
     # the own-folder recipe a user starts from, sized down for the test
-    assert main(["train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
-                 "objective.name=supcon", "--out", str(run), "--quiet"]) == 0  # fmt: skip
+    trained = run_spacl(
+        tmp_path,
+        "train", "imagefolder/supcon", *overrides(root, "data.test_fraction=0.25"),
+        "objective.name=supcon", "--out", str(run),
+    )  # fmt: skip
+    # the split is said once, when train makes it; embed reads the same split silently
+    assert trained.stderr.count("has no 'test' folder: 4 images held out") == 1, trained.stderr
+    record = json.loads((run / "split.json").read_text())["test"]["files"]
+    test_files = [root / name for name in record]
+    assert len(test_files) == 4 and {f.parent.name for f in test_files} == {"red", "blue"}
+
     feats = tmp_path / "test.npz"
-    assert main(["embed", str(run), "--split", "test", "--out", str(feats), "--quiet"]) == 0
+    embedded = run_spacl(tmp_path, "embed", str(run), "--split", "test", "--out", str(feats))
+    assert "held out" not in embedded.stderr and "wrote" in embedded.stderr
+    model = spacl.load(run)
+    classes = ["blue", "red"]  # the folder names, sorted: the run's class order
+    with np.load(feats) as z:
+        stored, labels = z["features"], z["labels"]
+    # exactly split.json's test files, in its order, at the encoder's width
+    assert stored.shape == (4, 8) and stored.dtype == np.float32
+    assert labels.tolist() == [classes.index(f.parent.name) for f in test_files]
+    np.testing.assert_allclose(stored, model.embed(test_files).numpy(), rtol=1e-5, atol=1e-5)
+
     report = tmp_path / "geometry.json"
-    assert main(["geometry", str(feats), "--json", str(report)]) == 0
+    run_spacl(tmp_path, "geometry", str(feats), "--json", str(report), "--no-plot")
     geometry = json.loads(report.read_text())
-    assert geometry and all(isinstance(k, str) for k in geometry)
+    named = ["rankme", "effective_rank_singular", "nc1", "cdnv", "nc2_equinorm", "uniformity"]
+    assert all(math.isfinite(geometry[k]) for k in named), geometry
+    assert (geometry["n"], geometry["dim"], geometry["num_classes"]) == (4, 8, 2)
+
+    # a fresh image of each colour, outside the folder, is predicted as its own folder
+    new = write_colour_folder(tmp_path / "new", per_class=1, seed=1)
+    inputs = [str(f) for f in [*test_files, *new]]
+    printed = run_spacl(tmp_path, "predict", str(run), *inputs).stdout.splitlines()
+    rows = [line.split("\t") for line in printed]
+    assert [row[0] for row in rows] == inputs
+    assert [row[1] for row in rows] == [Path(f).parent.name for f in inputs]
+    assert all(math.isfinite(float(row[2])) and float(row[2]) >= 0 for row in rows)
+
+    # the error checks: in-process
+    corrupt_inputs_are_one_line(run, files, tmp_path, capsys)
+
+
+def run_spacl(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``spacl ARGV`` as a user runs it (the console command, a process of its own), in
+    ``cwd``; it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, "-m", "spacl", *argv], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, (argv, done.stderr)
+    return done
+
+
+def corrupt_inputs_are_one_line(
+    run: Path, files: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A corrupt image to predict, a folder to predict, the run's own files truncated
+    (embed --split, eval) or given as --data: each one line, exit 2."""
     capsys.readouterr()
-    assert main(["predict", str(run), str(files[0]), str(files[-1])]) == 0
-    names = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
-    assert len(names) == 2 and all(n in {"class0", "class1", "class2"} for n in names)
+    feats = tmp_path / "test.npz"
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n not a png")
     assert main(["predict", str(run), str(bad)]) == 2
@@ -394,7 +469,8 @@ def test_own_folder_chain_train_embed_geometry_predict(
     # eval reads the same split: the same advice (it once said to set data.bad_images,
     # which eval refuses, or to remove the file, which the split record refuses)
     assert main(["eval", str(run)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the split's note
+    err = capsys.readouterr().err.strip()  # one line: the split's note is train's alone
+    assert "\n" not in err, err
     assert err.startswith("spacl eval: error: unreadable image")
     assert err.endswith("restore the file as it was in training") and "bad_images" not in err
     # the same file given as --data, a folder of the user's: remove it
@@ -402,6 +478,33 @@ def test_own_folder_chain_train_embed_geometry_predict(
     assert main([*argv, "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--data: unreadable image" in err and err.endswith("; remove it"), err
+
+
+def test_the_folder_split_note_is_said_once_when_train_makes_the_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``DIR has no 'test' folder: N images held out`` is news when ``spacl train`` makes
+    the split; ``--resume``, ``eval`` and ``embed --split`` read that recorded split again
+    and said it each time: now only train says it."""
+    root = tmp_path / "photos"
+    write_folder(root, per_class=4)
+    run = tmp_path / "run"
+    note = f"{root} has no 'test' folder: 3 images held out as the test split"
+    args = overrides(root, "data.test_fraction=0.25")
+    assert main(["train", "imagefolder/supcon", *args, "--out", str(run)]) == 0
+    assert capsys.readouterr().err.count(note) == 1
+    for argv in (
+        ["train", str(run), "--resume"],
+        ["eval", str(run), "--no-write"],
+        ["embed", str(run), "--split", "train", "--out", str(tmp_path / "f.npz")],
+    ):
+        assert main(argv) == 0, argv
+        err = capsys.readouterr().err
+        assert "has no 'test' folder" not in err and "held out" not in err, (argv, err)
+    # the filter is gone after the command: a new run is told again
+    again = tmp_path / "again"
+    assert main(["train", "imagefolder/supcon", *args, "--out", str(again)]) == 0
+    assert capsys.readouterr().err.count(note) == 1
 
 
 def test_an_image_run_moved_without_its_folder_predicts_exports_and_loads(

@@ -136,9 +136,10 @@ def test_missing_own_intents_names_every_place_searched(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as err:
         intent_path("intents", tmp_path)
     msg = str(err.value)
-    assert "intent dataset 'intents' not found" in msg
-    for place in (tmp_path / "text" / "intents", tmp_path / "intents", tmp_path):
-        assert f"{place};" in msg or f"{place}." in msg
+    # a user's own folder: named first, with what it must hold and the data-root layout
+    assert msg.startswith(f"intent data not found at {tmp_path}: it holds no train.tsv")
+    assert "train.tsv, dev.tsv and test.tsv" in msg and "text/intents/" in msg
+    assert "Xu et al" not in msg  # not pointed at a public dataset's source
     # the directory itself holding train.tsv is found
     make_dataset(tmp_path)
     assert intent_path("intents", tmp_path) == tmp_path

@@ -27,8 +27,10 @@ import yaml
 import spacl
 from readme_code import run_readme_code
 from spacl.cli import main
+from spacl.data.text import load_intent_dataset
 from spacl.models.text import minilm_available
 from test_ood import FakeEncoder, write_topic_dataset
+from test_own_data_docs import commands, write_intents
 
 TEXTS = ["w0_1 w0_2 w0_3 w0_4", "w5_0 w5_1 w5_2 w5_3", "nothing like the training words"]
 
@@ -104,9 +106,54 @@ def test_a_moved_text_run_loads_predicts_and_embeds_through_the_cli(
     out = tmp_path / "x.npz"
     assert main(["embed", str(moved), "--split", "test", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("spacl embed: error: intent dataset 'topics' not found"), err
-    assert str(tmp_path / "work" / "topics") in err and "\n" not in err
+    # the run's data.root is the user's own folder: named first, with the files it held
+    gone = tmp_path / "work" / "topics"
+    assert err.startswith(f"spacl embed: error: intent data not found at {gone}: it does"), err
+    assert "train.tsv, dev.tsv and test.tsv" in err and "\n" not in err
     assert not out.exists() and not list(tmp_path.glob("x.npz*"))
+
+
+def test_own_intents_moved_are_named_as_the_users_folder_not_the_public_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/using.md's own intents (``spacl train text/stackoverflow data.root=intents``:
+    data.name stays ``stackoverflow``), the folder then moved: ``eval`` and ``embed`` name
+    the run's stored data.root and the files it held, first, not StackOverflow's source
+    and data-root layout; the data.root=DIR way out comes last."""
+    _fake_encoder(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    write_intents(tmp_path / "intents")
+    train = commands("Your own intents (one TSV per split)")[0]
+    assert train[:2] == ["train", "text/stackoverflow"] and "data.root=intents" in train
+    fast = ["detector.trainable_layers=0", "detector.max_epochs=2", "encoder.cache_dir=emb"]
+    assert main([*train, *fast, "--quiet"]) == 0  # the frozen (fake) encoder: seconds
+    run = "runs/intents"
+    stored = yaml.safe_load((tmp_path / run / "config.yaml").read_text())["data"]
+    assert stored["name"] == "stackoverflow" and stored["root"] == str(tmp_path / "intents")
+    moved = (tmp_path / "intents").rename(tmp_path / "elsewhere")
+    capsys.readouterr()
+    for argv in (["eval", run], ["embed", run, "--out", "e.npz"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(
+            f"spacl {argv[0]}: error: intent data not found at {tmp_path / 'intents'}: it "
+            "does not exist. Your own intents' folder holds train.tsv, dev.tsv and test.tsv"
+        ), err
+        assert "Xu et al" not in err and "TEXTOIR" not in err and "searched" not in err
+        assert err.endswith(f"spacl {argv[0]} {run} data.root=DIR") and "\n" not in err
+    assert not (tmp_path / "e.npz").exists()
+    # the way out the line gives
+    assert main(["embed", run, f"data.root={moved}", "--out", "e.npz", "--quiet"]) == 0
+    assert (tmp_path / "e.npz").is_file()
+    # a folder that exists but holds other files says so
+    with pytest.raises(FileNotFoundError, match=r"at .*emb: it holds no train\.tsv"):
+        load_intent_dataset("stackoverflow", tmp_path / "emb")
+    # one of spacl's own data roots keeps the public dataset's message: where to put it
+    monkeypatch.setenv("SPACL_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"intent dataset 'stackoverflow' not found") as e:
+        load_intent_dataset("stackoverflow", tmp_path / "data")
+    assert "text/stackoverflow/" in str(e.value) and "Xu et al. 2015" in str(e.value)
 
 
 @pytest.mark.skipif(

@@ -79,13 +79,17 @@ class TrainedModel:
         """Embeddings ``[N, d]`` (float32, CPU) of a tensor batch, of images or of image files.
 
         ``inputs``: a float tensor or numpy array ``[N, *input_shape]`` with values as the
-        training data had them (images in ``[0, 1]``: values outside raise a
-        ``ValueError``, 0-255 images must be divided by 255; NaN or infinite values raise
-        a ``ValueError``), or a list whose items are each an image path (read with PIL), a
-        PIL image (both converted to the run's channel count and size), or one input
-        (tensor or array ``input_shape``); any other item raises a ``TypeError``.  An empty
-        batch gives ``[0, d]``.  ``features``: ``"backbone"`` (``f(x)``, what ``spacl
-        eval`` probes by default) or ``"projections"`` (``g(f(x))``).
+        training data had them: images in ``[0, 1]``, raw pixels, which the model
+        normalises itself (:attr:`transform`).  Values within ``PIXEL_TOLERANCE``
+        (``1e-3``) of that range, as a bicubic resize of float images gives, are taken and
+        clamped to ``[0, 1]``; values further out raise a ``ValueError`` whose hint fits
+        the case (0-255 pixels: divide by 255; negative values, images normalised
+        already: pass the raw pixels; a small overshoot: clamp).  NaN or infinite values
+        raise a ``ValueError``.  Or a list whose items are each an image path (read with
+        PIL), a PIL image (both converted to the run's channel count and size), or one
+        input (tensor or array ``input_shape``); any other item raises a ``TypeError``.
+        An empty batch gives ``[0, d]``.  ``features``: ``"backbone"`` (``f(x)``, what
+        ``spacl eval`` probes by default) or ``"projections"`` (``g(f(x))``).
 
         Example:
             >>> model = spacl.load("runs/photos")              # doctest: +SKIP
@@ -185,12 +189,33 @@ class TrainedModel:
             )
         if len(self.input_shape) == 3:
             low, high = float(inputs.min()), float(inputs.max())
-            if low < -1e-6 or high > 1 + 1e-6:
+            if low < -PIXEL_TOLERANCE or high > 1 + PIXEL_TOLERANCE:
                 raise ValueError(
                     f"inputs must be images in [0, 1] as the run was trained on, got values "
-                    f"in [{low:g}, {high:g}] (0-255 images: divide by 255)"
+                    f"in [{low:g}, {high:g}]{_range_hint(low, high)}"
                 )
+            if low < 0 or high > 1:  # within the tolerance: a resize's overshoot
+                inputs = inputs.clamp(0, 1)
         return inputs
+
+
+#: how far image values may lie outside ``[0, 1]`` and still be taken (then clamped):
+#: a bicubic or antialiased resize of float images overshoots ``[0, 1]`` by a little
+PIXEL_TOLERANCE = 1e-3
+
+
+def _range_hint(low: float, high: float) -> str:
+    """What to do with images whose values ``[low, high]`` lie outside ``[0, 1]``: negative
+    values well below 0 are images normalised already (``(x - mean) / std``), values above
+    2 are 0-255 pixels, a small overshoot either way wants a clamp."""
+    if low < -0.1:
+        return (
+            " (negative values: they look normalised already; pass the raw [0, 1] pixels, "
+            "the model normalises them itself)"
+        )
+    if high > 2:
+        return " (they look like 0-255 pixels: divide by 255)"
+    return f" (a little outside [0, 1], more than {PIXEL_TOLERANCE:g}: clamp them, x.clamp(0, 1))"
 
 
 def _from_numpy(array: np.ndarray) -> Tensor:
@@ -271,7 +296,9 @@ def read_image(path: str | Path, shape: tuple[int, ...], *, centre_crop: bool = 
         with Image.open(path) as img:
             return image_tensor(img, shape, centre_crop=centre_crop)
     except (OSError, ValueError, SyntaxError) as err:  # unidentified, truncated, corrupt
-        raise ValueError(f"cannot read image {str(path)!r}: {err}") from None
+        # a system error (no such file, no permission) without its "[Errno N] ..." prefix
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise ValueError(f"cannot read image {str(path)!r}: {reason}") from None
 
 
 def image_tensor(img: Any, shape: tuple[int, ...], *, centre_crop: bool = False) -> Tensor:
@@ -431,10 +458,15 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
     ``model.encoder``; spacl need not be installed.  The file also carries
     ``spacl.json`` (input shape, normalisation, arm):
     ``torch.export.load(path, extra_files={"spacl.json": ""})`` fills that dict.
+    ``path`` ends in ``.pt2`` (in any case: ``.PT2`` is written under that very name;
+    ``torch.export.load`` warns of a name not ending in ``.pt2`` and loads it, or give it
+    ``open(path, "rb")``); any other suffix is a ``ValueError``.
     """
     import json
 
-    path = check_export_archive(path)
+    path = Path(path)
+    if path.suffix.lower() != ".pt2":  # ``.PT2`` is a .pt2 file too, written as named
+        check_export_archive(path)
     param = next(model.encoder.parameters())
     example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
     program = export_batch_program(model.encoder, example)
@@ -450,5 +482,6 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
         "output": "backbone features",
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.export.save(program, str(path), extra_files={"spacl.json": json.dumps(meta)})
+    with path.open("wb") as handle:  # a file object: torch warns of a name ending in .PT2
+        torch.export.save(program, handle, extra_files={"spacl.json": json.dumps(meta)})
     return path

@@ -158,3 +158,7 @@ def did_you_mean(word: str, names: Sequence[str], n: int = 3) -> str:
     shown = ", ".join(repr(c) for c in names[:n])
     more = f", ... ({len(names)} in all)" if len(names) > n else ""
     return f"; the names are {shown}{more}"
+
+
+#: the logger of the note that an image folder without a test folder was split
+#: (:func:`spacl.tasks.image.data.folder_splits`), and the words that mark that note

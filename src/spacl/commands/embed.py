@@ -46,9 +46,11 @@ texts, KG runs every entity's embedding.
 EXPORT_HELP = """``spacl export RUN_DIR --out PATH [--arm NAME]``: a trained run in a form that runs
 without spacl.  It reads the run directory alone (no dataset).
 
-* Image runs: ``--out FILE.pt2``, the encoder (of ``--arm``, default the run's first) as
-  a ``torch.export`` program: ``torch.export.load(FILE).module()`` runs it without spacl
-  installed (see :func:`spacl.trained.export_encoder` for its input and its metadata).
+* Image runs: ``--out FILE.pt2`` (the suffix in any case, as every ``--out`` of spacl:
+  ``.PT2`` is written under that very name), the encoder (of ``--arm``, default the
+  run's first) as a ``torch.export`` program: ``torch.export.load(FILE).module()`` runs
+  it without spacl installed (see :func:`spacl.trained.export_encoder` for its input and
+  its metadata).
 * Text runs (an open-intent detector): ``--out`` is a new (or empty) folder holding the
   sentence-transformers encoder (fine-tuned layers included), the head as a
   ``torch.export`` program, the class centres, thresholds and names, and a README with
@@ -129,7 +131,8 @@ def run_export(args: argparse.Namespace) -> int:
             f"spacl export writes image encoders, text detectors and link predictors; "
             f"{args.run_dir} is a {task} run"
         )
-    check_export_archive(args.out)  # before loading the run: one line, at once
+    if args.out.suffix.lower() != ".pt2":  # any case, as every --out suffix (embed's too)
+        check_export_archive(args.out)  # refused before loading the run: one line, at once
     check_file_out(args.out, "--out", (".pt2",))  # not a folder, not under a file
     from spacl.trained import export_encoder, load_image_run
 

@@ -173,8 +173,40 @@ def intent_path(name: str, root: str | Path | None = None) -> Path:
 
     Looks in ``<root>/text/<name>``, ``<root>/<name>`` and ``root`` itself; ``root``
     defaults to :func:`spacl.data.default_data_root` (``$SPACL_DATA_DIR``).
+
+    Not found, ``FileNotFoundError``: for a ``root`` of the user's own (not one of the
+    data roots :func:`spacl.data.sources.data_search_dirs` searches), a message that
+    names that folder first and the files expected there; otherwise the public dataset's
+    (where to put it, its source).
     """
-    return find_dataset_dir(name, root, "text", SPLIT_SUFFIXES, "intent dataset")
+    try:
+        return find_dataset_dir(name, root, "text", SPLIT_SUFFIXES, "intent dataset")
+    except FileNotFoundError:
+        if root is None or _is_data_root(root):
+            raise
+        raise FileNotFoundError(_no_intents_at(Path(root).expanduser(), name)) from None
+
+
+def _is_data_root(root: str | Path) -> bool:
+    """Whether ``root`` is one of the default data roots (``$SPACL_DATA_DIR``, the
+    per-user one, ``../shared/data`` beside a checkout), not a folder of the user's own."""
+    from spacl.data.sources import data_search_dirs
+
+    given = Path(root).expanduser().resolve()
+    return any(given == d.expanduser().resolve() for d in data_search_dirs())
+
+
+def _no_intents_at(root: Path, name: str) -> str:
+    """The error of a given ``root`` holding no intent data: it names ``root`` (the
+    user's own TSVs, most often) and the files expected there, before the public
+    dataset's layout."""
+    state = "does not exist" if not root.exists() else "holds no train.tsv (or .tsv.gz)"
+    return (
+        f"intent data not found at {root}: it {state}. Your own intents' folder holds "
+        "train.tsv, dev.tsv and test.tsv (or .tsv.gz; a 'text<TAB>label' header, one "
+        f"example a line); a data root holds text/{name}/ (`spacl data` lists the public "
+        "datasets' sources)"
+    )
 
 
 def intent_dataset_name(name: str, root: str | Path | None = None) -> str:

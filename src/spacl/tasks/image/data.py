@@ -297,7 +297,9 @@ def folder_splits(
 
     With ``run_dir``: ``record`` writes the split to ``run_dir/split.json`` (a fresh run);
     otherwise the split is held to that record when it exists (resume, eval, embed): a
-    folder whose files changed since training raises a one-line ``ValueError``.
+    folder whose files changed since training raises a one-line ``ValueError``.  The note
+    that a folder without ``<test_split>`` was split is logged when the split is made
+    (``record``, or no ``run_dir``), not each time a run reads it again.
     """
     from spacl.data import load_imagefolder, stratified_indices
     from spacl.data.imagefolder import (
@@ -338,7 +340,7 @@ def folder_splits(
             write_split_record(record_path, train, test, root)
         else:
             check_split_record(record_path, train, test, root)
-    if not has_test:
+    if not has_test and (record or run_dir is None):  # once: when the split is made
         _logger.info(
             "%s has no %r folder: %d images held out as the test split (data.test_fraction=%s)",
             root,
