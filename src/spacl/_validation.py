@@ -233,19 +233,22 @@ def check_export_folder(out: str | Path, what: str, contents: str) -> Path:
 
 def check_export_archive(out: str | Path) -> Path:
     """``out`` as the ``.pt2`` file an image encoder is exported to (a ``torch.export``
-    archive); any other suffix is refused with a ``ValueError`` (no torch needed, so the
+    archive; the suffix in any case, as every ``--out`` suffix: ``.PT2`` is kept as
+    named); any other suffix is refused with a ``ValueError`` (no torch needed, so the
     CLI checks it before loading a run).
 
     Example:
         >>> check_export_archive("encoder.pt2").name
         'encoder.pt2'
+        >>> check_export_archive("encoder.PT2").name
+        'encoder.PT2'
         >>> check_export_archive("encoder.onnx")
         Traceback (most recent call last):
         ...
         ValueError: --out must name a .pt2 file (...), got 'encoder.onnx'
     """
     path = Path(out)
-    if path.suffix != ".pt2":
+    if path.suffix.lower() != ".pt2":
         raise ValueError(
             f"--out must name a .pt2 file (a torch.export archive; ONNX and other formats "
             f"are not written), got {str(path)!r}"

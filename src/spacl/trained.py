@@ -465,8 +465,7 @@ def export_encoder(model: TrainedModel, path: str | Path) -> Path:
     import json
 
     path = Path(path)
-    if path.suffix.lower() != ".pt2":  # ``.PT2`` is a .pt2 file too, written as named
-        check_export_archive(path)
+    check_export_archive(path)  # ``.PT2`` is a .pt2 file too, written as named
     param = next(model.encoder.parameters())
     example = torch.zeros(2, *model.input_shape, dtype=param.dtype, device=param.device)
     program = export_batch_program(model.encoder, example)

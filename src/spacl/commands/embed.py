@@ -131,8 +131,7 @@ def run_export(args: argparse.Namespace) -> int:
             f"spacl export writes image encoders, text detectors and link predictors; "
             f"{args.run_dir} is a {task} run"
         )
-    if args.out.suffix.lower() != ".pt2":  # any case, as every --out suffix (embed's too)
-        check_export_archive(args.out)  # refused before loading the run: one line, at once
+    check_export_archive(args.out)  # before loading the run: one line, at once (any case)
     check_file_out(args.out, "--out", (".pt2",))  # not a folder, not under a file
     from spacl.trained import export_encoder, load_image_run
 
