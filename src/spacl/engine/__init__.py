@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         scaled_lr,
     )
     from spacl.engine.rundir import MetricsLogger, RunDirectory, read_metrics
-    from spacl.engine.stages import Checkpointer, RunStages, StageBody
+    from spacl.engine.stages import Checkpointer, StageBody
 
 #: each public name and the module it lives in: imported on first use (PEP 562), so
 #: ``import spacl.engine.rundir`` (the CLI's run-directory checks) loads no training code
@@ -92,7 +92,6 @@ _PUBLIC = {
     "RunDirectory": "rundir",
     "read_metrics": "rundir",
     "Checkpointer": "stages",
-    "RunStages": "stages",
     "StageBody": "stages",
 }
 
@@ -116,7 +115,6 @@ __all__ = [
     "MetricsLogger",
     "Progress",
     "RunDirectory",
-    "RunStages",
     "StageBody",
     "StopRequested",
     "TrainLoop",

@@ -52,7 +52,6 @@ from spacl.engine.loop import LoopBody, LoopPlan, StepCallback, StopRequested, T
 
 __all__ = [
     "Checkpointer",
-    "RunStages",
     "StageBody",
     "load_states",
     "run_stage",
@@ -86,7 +85,7 @@ def load_states(parts: Mapping[str, Any], saved: Mapping[str, Any]) -> None:
 
 
 class StageBody(LoopBody):
-    """A loop body whose state a :class:`RunStages` checkpoint keeps: override
+    """A loop body whose state a :class:`Checkpointer` checkpoint keeps: override
     :meth:`state_dict` and :meth:`load_state_dict` (tensors and plain containers)."""
 
     def state_dict(self) -> dict[str, Any]:
@@ -263,10 +262,6 @@ class Checkpointer:
             **state["body"],
             "rng": state["rng"],
         }
-
-
-#: the name the text task's stage functions use for a run's checkpointer
-RunStages = Checkpointer
 
 
 def run_stage(

@@ -72,10 +72,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from spacl._validation import check_choice
-from spacl.engine.evaluation import evaluating
+from spacl.engine.evaluation import Evaluator
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import WarmupLinear, build_optimizer, build_scheduler
-from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
+from spacl.engine.stages import Checkpointer, StageBody, load_states, run_stage, states_of
 from spacl.evaluate.adb import ADBModel, boundary_loss
 from spacl.evaluate.ood import f1_per_class
 from spacl.tasks.text.finetune import TopLayers
@@ -411,14 +411,24 @@ class PretrainSteps(StageBody):
     def end_epoch(self, epoch: int, seconds: float, loop: TrainLoop) -> dict[str, Any]:
         return {"epoch": epoch + 1, "loss": self.total / self.count}
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
-        with evaluating(self.net):
-            score = _closed_score(self.net, self.train, self.dev, self.num_known)
+    def evaluator(self) -> Evaluator:
+        """The loop's validation (the engine's :class:`~spacl.engine.evaluation.Evaluator`):
+        the closed-set dev score of the network in eval mode, epochs ranked by it."""
+        net, train, dev, num_known = self.net, self.train, self.dev, self.num_known
+        return Evaluator(
+            lambda epoch, step: {"score": _closed_score(net, train, dev, num_known)},
+            (net,),
+            key="score",
+            log=self.record_score,
+        )
+
+    def record_score(self, epoch: int, metrics: dict[str, Any], record: dict[str, Any]) -> None:
+        """Keep ``epoch``'s dev score and training loss (and log them)."""
+        score = metrics["score"]
         self.result.dev_scores.append(score)
         self.result.train_losses.append(record["loss"])
         if self.log is not None:
             self.log(f"epoch {epoch + 1}: train loss {record['loss']:.4f}, dev {score:.2f}")
-        return score
 
     def snapshot(self) -> dict[str, Tensor]:
         return copy.deepcopy(self.net.state_dict())
@@ -433,7 +443,7 @@ def pretrain(
     dev: CachedTexts,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> PretrainResult:
     """Stage 1 (module docstring): train ``net`` in place, keep the best dev epoch's weights
     (:class:`PretrainSteps` in the engine's loop; ``stages``: the run's checkpointed
@@ -442,7 +452,7 @@ def pretrain(
     start = time.perf_counter()
     body = PretrainSteps(net, (train, dev), schedule, steps, log)
     plan = LoopPlan(epochs=schedule.max_epochs, validate_every=1, patience=schedule.patience)
-    loop = run_stage(body, plan, stages)
+    loop = run_stage(body, plan, stages, body.evaluator())
     assert loop.best is not None
     loop.restore_best()
     body.result.best_epoch = loop.best.epoch
@@ -505,14 +515,24 @@ class BoundarySteps(StageBody):
         self.opt.step()
         return float(loss.detach())
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float:
+    def evaluator(self) -> Evaluator:
+        """The loop's validation (the engine's :class:`~spacl.engine.evaluation.Evaluator`,
+        no module: the dev features are fixed): the open classifier's dev macro-F1 with
+        the current radii, epochs ranked by it."""
+        return Evaluator(self.score, key="score", log=self.record_score)
+
+    def score(self, epoch: int, step: int) -> dict[str, float]:
+        """The current radii, set on the model, and its dev macro-F1."""
         self.model.radii = F.softplus(self.raw).detach().clone()
-        with evaluating():  # fixed features: no module, autograd off, the RNG kept
-            score = _macro_f1(self.dev.labels, self.model.predict(self.dev_z), self.num_known + 1)
+        predicted = self.model.predict(self.dev_z)
+        return {"score": _macro_f1(self.dev.labels, predicted, self.num_known + 1)}
+
+    def record_score(self, epoch: int, metrics: dict[str, Any], record: dict[str, Any]) -> None:
+        """Keep ``epoch``'s dev macro-F1 (and log it)."""
+        score = metrics["score"]
         self.scores.append(score)
         if self.log is not None:
             self.log(f"boundary epoch {epoch + 1}: dev macro-F1 {score:.2f}")
-        return score
 
     def snapshot(self) -> Tensor:
         return self.model.radii
@@ -527,7 +547,7 @@ def fit_boundaries(
     dev: CachedTexts,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> tuple[ADBModel, dict[str, float | int | list[float]]]:
     """Stage 2 (module docstring): ADB's radii on training-mode features, dev early stopping
     (:class:`BoundarySteps` in the engine's loop; ``stages``: the run's checkpointed loops).
@@ -543,7 +563,7 @@ def fit_boundaries(
     was = net.training
     net.train()
     try:
-        loop = run_stage(body, plan, stages)
+        loop = run_stage(body, plan, stages, body.evaluator())
     finally:
         net.train(was)
     loop.restore_best()
@@ -583,7 +603,7 @@ def train_detector(
     num_known: int,
     schedule: ADBSchedule,
     log: Callable[[str], None] | None = None,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> Detector:
     """Both stages (module docstring) with the same ``schedule`` for either method
     (``stages``: the run's checkpointed loops).

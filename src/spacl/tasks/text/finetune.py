@@ -59,7 +59,7 @@ from spacl.engine.device import device_of
 from spacl.engine.evaluation import Evaluator, evaluating
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
-from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
+from spacl.engine.stages import Checkpointer, StageBody, load_states, run_stage, states_of
 from spacl.losses.registry import objective_names
 from spacl.tasks.text.loss import text_loss
 
@@ -433,7 +433,7 @@ def finetune(
     *,
     on_step: Callable[[int, float], None] | None = None,
     score: Callable[[TopLayers], float] | None = None,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
     scores: list[float] | None = None,
 ) -> tuple[TopLayers, list[float]]:
     """Fine-tune a copy of ``initial`` on cached ``states`` with ``labels``.

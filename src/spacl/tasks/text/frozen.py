@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from spacl._progress import progress
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.engine.optim import build_optimizer
-from spacl.engine.stages import RunStages, StageBody, load_states, run_stage, states_of
+from spacl.engine.stages import Checkpointer, StageBody, load_states, run_stage, states_of
 from spacl.models.heads import ProjectionHead
 from spacl.models.text import FeatureViews, ResidualHead
 from spacl.tasks.text.config import build_text_loss
@@ -144,7 +144,7 @@ def train_head(
     y: Tensor,
     num_known: int,
     device: torch.device,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> tuple[nn.Module, list[float]]:
     """Train the head of ``cfg`` on embeddings ``x`` with labels ``y`` (``train.epochs``
     in the engine's loop); the head (eval mode) and every epoch's mean loss.

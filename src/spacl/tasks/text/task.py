@@ -70,7 +70,7 @@ from torch import Tensor, nn
 
 from spacl.data.text import OpenIntentSplit
 from spacl.engine.device import resolve_device
-from spacl.engine.stages import RunStages
+from spacl.engine.stages import Checkpointer
 from spacl.evaluate.ood import OpenClassifier, reject_all_metrics
 from spacl.models.text import EmbeddingCache, MiniLMEncoder, TextEncoder
 from spacl.tasks.text.adb_run import train_adb_run
@@ -124,7 +124,7 @@ def _decide(
     inputs: tuple[Tensor, Tensor],
     features: tuple[Tensor, Tensor, Tensor],
     device: torch.device,
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> tuple[OpenClassifier, dict[str, Any]]:
     """The open classifier of ``ood.method`` (:func:`.detector.decide`): an auxiliary
     head, where the rule needs one, is trained as the run's head (a stage of ``stages``)."""
@@ -277,7 +277,7 @@ def _main_finetune(
     split: OpenIntentSplit,
     settings: FinetuneSettings,
     tick: Callable[[int, float], None],
-    stages: RunStages | None = None,
+    stages: Checkpointer | None = None,
 ) -> tuple[TopLayers, list[float], dict[str, Any]]:
     """The run's fine-tune on the train texts (``states`` = train, dev, test in order):
     ``(top, epoch losses, selection)``; under ``finetune.select_epoch=dev_accuracy`` the
