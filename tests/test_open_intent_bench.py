@@ -321,3 +321,36 @@ def test_each_table_with_the_adb_top_layer_row_says_how_it_early_stopped(bench: 
     # a setting without the row: no note
     other = bench.render(rows, [0], "da_adb").split("### BANKING77, 25% known")[1]
     assert bench.ADB_TOP_NOTE not in other.split("###")[0]
+
+
+def test_a_short_setting_reports_the_top_layer_trial_as_its_draws_come_in(bench: Any) -> None:
+    """HELDOUT_TOP_PLAN.md's trial on the top-layer row: planned (no draw) in its three
+    settings, the stored draws' means once in, nothing in another setting."""
+
+    def row(seed: int, scale: float, macro: tuple[float, ...], open_: tuple[float, ...]):
+        rules = ("boundary", "heldout", "dev_best")
+        return {
+            "dataset": "stackoverflow",
+            "ratio": 0.5,
+            "seed": seed,
+            "scale": scale,
+            "pseudo_open": {
+                rule: {"macro_f1": m, "f1_ood": o} for rule, m, o in zip(rules, macro, open_, strict=True)
+            },
+        }
+
+    planned = bench.top_layer_trial("stackoverflow:0.5", [])
+    assert "none of its 3 draws here is stored yet" in planned
+    assert bench.top_layer_trial("banking:0.5", []) == ""  # not a setting of the plan
+    rows = [
+        row(1001, 0.9, (70.0, 72.0, 75.0), (60.0, 50.0, 65.0)),
+        row(1000, 1.1, (72.0, 76.0, 77.0), (62.0, 54.0, 67.0)),
+    ]
+    text = bench.top_layer_trial("stackoverflow:0.5", rows)
+    assert "2 of its 3 draws here stored (draws 1000, 1001;" in text
+    assert "its scale averaged 1.000, narrower than" in text  # 1.0 is not wider
+    assert "macro-F1 71.00 / 74.00 / 76.00, F1-open 61.00 / 52.00 / 66.00" in text
+    assert bench.top_layer_trial("stackoverflow:0.75", rows).startswith("  The same trial")
+    assert "none of its 3 draws" in bench.top_layer_trial("stackoverflow:0.75", rows)
+    line = bench.confirm_dev_line("stackoverflow:0.5", [], [], None, rows)
+    assert line.startswith("**Tried on dev for this row:** nothing beyond the") and text in line
