@@ -335,7 +335,8 @@ def test_a_short_setting_reports_the_top_layer_trial_as_its_draws_come_in(bench:
             "seed": seed,
             "scale": scale,
             "pseudo_open": {
-                rule: {"macro_f1": m, "f1_ood": o} for rule, m, o in zip(rules, macro, open_, strict=True)
+                rule: {"macro_f1": m, "f1_ood": o}
+                for rule, m, o in zip(rules, macro, open_, strict=True)
             },
         }
 
