@@ -1,7 +1,9 @@
 """Train the shipped open-intent recipe once, as a new user would, time it, and ask it.
 
-``spacl train text/stackoverflow`` in a fresh process with a fresh embedding cache (the
-token states of MiniLM's frozen layers are computed, as on a user's first run), then
+``spacl train text/stackoverflow`` in a fresh ``git clone`` of the checkout's commit (its
+``src`` first on ``PYTHONPATH``, as README's editable install puts it), in a
+fresh process with a fresh embedding cache (the token states of MiniLM's frozen layers
+are computed, as on a user's first run), then
 ``spacl predict`` on README's two sentences and two more.  Writes
 ``docs/results/open_intent/recipe_time.md`` with the wall and CPU time, the machine's load
 before and after (a busy machine makes the time meaningless: the file says so), and what
@@ -79,7 +81,14 @@ def main() -> None:
     args = parser.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="spacl-recipe-") as tmp:
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "SPACL_CACHE_DIR": str(Path(tmp) / "cache")}
+        clone = Path(tmp) / "spacl"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": str(clone / "src"),
+            "SPACL_CACHE_DIR": str(Path(tmp) / "cache"),
+        }
         run = Path(tmp) / "so"
         wall, cpu, _ = run_spacl("train", RECIPE, "--out", str(run), "--quiet", env=env)
         load_after = os.getloadavg()
@@ -90,8 +99,10 @@ def main() -> None:
         "# The shipped detector recipe, trained once and timed (issue 37)",
         "",
         f"Command: `python benchmarks/recipe_time.py` ({datetime.date.today()}, commit "
-        f"{tree_state()}): `spacl train {RECIPE}` in a fresh process with a fresh embedding "
-        "cache, as on a user's first run, then `spacl predict` on four sentences.",
+        f"{tree_state()}): `spacl train {RECIPE}` in a fresh `git clone` of that commit (its "
+        "`src` first on `PYTHONPATH`, as README's editable install puts it), in a fresh "
+        "process with a fresh embedding cache, as on a user's first run, then `spacl "
+        "predict` on four sentences.",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_model()}), torch's default threads; load "
         f"average (1 min) {load_before[0]:.2f} before the training (above about 0.5 "
