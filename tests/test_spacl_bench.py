@@ -196,7 +196,10 @@ def test_diagnostic_claims_can_fail() -> None:
     v = _claims(m)
     lemma = v["lemma_2_4_negatives_saturate"]
     assert lemma.verdict == MIXED  # SPACL rises, SimCLR flat: the encoders disagree
-    assert lemma.rule.startswith("encoders disagree: SPACL opposite, SimCLR reproduced")
+    assert lemma.rule.startswith(
+        "encoders disagree: SPACL opposite (saturation rule: 3 of 3 seeds above the "
+        "tolerance), SimCLR reproduced (saturation rule: 0 of 3 seeds above the tolerance)"
+    )
     enc["SimCLR"]["grad_curve_own_tau"] = rising
     assert _claims(m)["lemma_2_4_negatives_saturate"].verdict == OPPOSITE
     assert v["corollary_2_2_spacl_certifies_more"].verdict == NO_SIGNAL
