@@ -20,15 +20,16 @@ def time_interleaved(
 ) -> dict[str, float]:
     """Median seconds of each callable, timed round-robin so machine noise hits all alike.
 
-    A tqdm bar over the rounds is shown when stderr is a terminal (``spacl._progress``).
+    A tqdm bar over the rounds is shown when stderr is a terminal.
     """
-    from spacl._progress import iterate
+    from tqdm.auto import tqdm
 
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in iterate(range(repeats), desc=desc, unit="round"):
+    rounds = tqdm(range(repeats), desc=desc, unit="round", disable=not sys.stderr.isatty())
+    for _ in rounds:
         for name, fn in fns.items():
             start = time.perf_counter()
             fn()

@@ -36,12 +36,7 @@ KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}
 
 #: the same rule for ``benchmarks/*.py`` (module ``benchmarks.<stem>``), which sit outside
 #: the package: every private ``spacl`` name or module they import, with its reason
-KNOWN_BENCHMARK_PRIVATE_IMPORTS: dict[str, str] = {
-    "benchmarks._common <- spacl._progress": (
-        "the timing rounds' tqdm bar (iterate), the package's own progress switch; "
-        "no public home yet"
-    ),
-}
+KNOWN_BENCHMARK_PRIVATE_IMPORTS: dict[str, str] = {}
 BENCHMARKS = ROOT.parents[1] / "benchmarks"
 
 
