@@ -668,9 +668,6 @@ class Counting(LoopBody):
         self.weights += 1
         return float(batch)
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
-        return self.scores[epoch] if self.scores else None
-
     def snapshot(self) -> int:
         return self.weights
 
@@ -683,7 +680,12 @@ class Counting(LoopBody):
 
 
 def looping(body: Counting, plan: LoopPlan, *args: Any, **kwargs: Any) -> TrainLoop:
-    """A :class:`TrainLoop` over ``body`` whose checkpoints ``body`` records."""
+    """A :class:`TrainLoop` over ``body`` whose checkpoints ``body`` records, validated by
+    an engine :class:`Evaluator` scoring epoch ``e`` ``body.scores[e]`` (none without)."""
+    from spacl.engine.evaluation import Evaluator
+
+    if body.scores and "evaluator" not in kwargs:
+        kwargs["evaluator"] = Evaluator(lambda e, s: {"score": body.scores[e]}, key="score")
     return TrainLoop(body, plan, *args, on_save=body.save, **kwargs)
 
 

@@ -161,11 +161,6 @@ class LoopBody:
         """Close ``epoch``: its record (``seconds``: its training time)."""
         return {}
 
-    def validate(self, epoch: int, record: dict[str, Any], loop: TrainLoop) -> float | None:
-        """The validation score after ``epoch`` (higher is better; may add to ``record``),
-        or ``None``: no validation, nothing kept."""
-        return None
-
     def snapshot(self) -> Any:
         """What is kept of the best validated epoch (e.g. a copy of the weights)."""
         return None
@@ -201,7 +196,7 @@ class TrainLoop:
             (:class:`spacl.engine.stages.Checkpointer`), never the body.
         evaluator: the validation when due (:class:`spacl.engine.evaluation.Evaluator`:
             the task's scoring function as data, its metrics logged, the epochs ranked by
-            its ``key``); without one, the body's :meth:`LoopBody.validate`.
+            its ``key``); without one, no validation and no best epoch.
     """
 
     def __init__(
@@ -345,9 +340,9 @@ class TrainLoop:
         return self.train_seconds + self.clock() - epoch_started >= budget
 
     def _validate(self, epoch: int, record: dict[str, Any]) -> float | None:
-        """The evaluator's score of ``epoch`` (its metrics logged), or the body's."""
+        """The evaluator's score of ``epoch`` (its metrics logged); ``None`` without one."""
         if self.evaluator is None:
-            return self.body.validate(epoch, record, self)
+            return None
         metrics = self.evaluator.evaluate(epoch, self.progress.global_step, record)
         return self.evaluator.rank(metrics)
 
