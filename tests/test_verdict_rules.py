@@ -122,23 +122,41 @@ def test_combine_counter_examples() -> None:
 
 
 def test_combine_names_a_test_against_a_level_rule() -> None:
-    """ "Mixed" says which kinds of rule disagree: a corrected test against a level rule
-    (no test) is "test and level rule disagree", never the wording of tests that
-    disagree; two tests that disagree keep "<what> disagree"."""
+    """ "Mixed" only where corrected tests disagree (issue 39): a corrected test against a
+    level rule (no test) is "test and level rule disagree", and the claim as stated is
+    refuted by its opposite part: not reproduced, never mixed; two corrected tests that
+    disagree stay mixed, "<what> disagree"."""
     r, o = V.compare(HIGH, LOW), V.compare(LOW, HIGH)
     low = V.at_least([0.6, 0.62, 0.65], 0.8)
-    assert low.verdict == OPPOSITE
+    high = V.at_least([0.9, 0.91, 0.92], 0.8)
+    assert low.verdict == OPPOSITE and high.verdict == REPRODUCED
     split = V.combine({"weights grow": r, "CKA high": low})
-    assert split.verdict == MIXED
+    assert split.verdict == NOT_AT_SCALE and split.verdict != MIXED and split.from_rule
     assert split.row.startswith("test and level rule disagree: weights grow reproduced (test, p = ")
     assert "CKA high opposite (level rule: 3 of 3 runs fall below the threshold)" in split.row
-    # counter-example: two corrected tests that disagree are not called a test/rule split
+    assert split.row.endswith(
+        "the claim as stated is refuted by CKA high (opposite, level rule: 3 of 3 runs fall "
+        "below the threshold)"
+    )
+    # ... and the other way round: the test opposite, the level rule reproduced
+    other = V.combine({"weights grow": o, "CKA high": high})
+    assert other.verdict == NOT_AT_SCALE
+    assert "is refuted by weights grow (opposite, test, p = " in other.row
+    # counter-example: two corrected tests that disagree are mixed, not a test/rule split
     tests = V.combine({"a": r, "b": o})
     assert tests.verdict == MIXED and tests.row.startswith("parts disagree: ")
     assert "level rule" not in tests.row and "bound rule" not in tests.row
-    # a test against a bound rule is named as such
+    assert "refuted" not in tests.row
+    # a part that is itself mixed (corrected tests) beside a test: still mixed
+    assert V.combine({"x": tests, "y": r}).verdict == MIXED
+    # a test against a bound rule is named as such, and is not mixed either
     broken = V.at_most([1.5, 2.0], 1.0)
-    assert V.combine({"a": r, "b": broken}).row.startswith("test and bound rule disagree: ")
+    against_bound = V.combine({"a": r, "b": broken})
+    assert against_bound.row.startswith("test and bound rule disagree: ")
+    assert against_bound.verdict == NOT_AT_SCALE
+    # two bound rules that disagree run no test at all: not mixed
+    fine = V.at_most([0.5, 0.9], 1.0)
+    assert V.combine({"a": fine, "b": broken}).verdict == NOT_AT_SCALE
 
 
 def test_combine_every_regime_refutes_instead_of_mixing() -> None:
@@ -147,16 +165,36 @@ def test_combine_every_regime_refutes_instead_of_mixing() -> None:
     it is refuted; a regime opposite beside one inside the noise is named too."""
     bad = V.at_most([1.5, 2.0, 3.0], 1.0, runs="networks")
     good = V.at_most([0.2, 0.5], 1.0, runs="networks")
+    # a bound stated for every regime, broken by a majority of the runs in one: opposite
     v = V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes", every=True)
-    assert v.verdict == NOT_AT_SCALE and v.by == "combine"
+    assert v.verdict == OPPOSITE and v.by == "combine"
     assert v.row.startswith("regimes disagree: tau = 0.1 opposite (bound rule: 3 of 3 networks")
-    assert "is refuted in tau = 0.1" in v.row
-    # counter-example: without every=True the same parts are mixed
-    assert V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes").verdict == MIXED
+    assert "is refuted in tau = 0.1 (opposite, bound rule: 3 of 3 networks break" in v.row
+    # ... also beside a regime inside the bound's middle ground (some runs break it)
+    half = V.at_most([0.5, 1.5], 1.0, runs="networks")
+    assert half.verdict == NOT_AT_SCALE
+    assert V.combine({"a": bad, "b": half}, what="regimes", every=True).verdict == OPPOSITE
+    # counter-examples: no regime broken by a majority (exactly half) is not opposite ...
+    mid = V.combine({"a": half, "b": good}, what="regimes", every=True)
+    assert mid.verdict == NOT_AT_SCALE and "refuted" not in mid.row
+    assert mid.row == (
+        "regimes differ: a not reproduced at this scale, b reproduced; "
+        "[a] 1 of 2 networks break the bound; [b] 0 of 2 networks break the bound"
+    )
+    # ... and without every=True the same parts are refuted by the broken part, not mixed
+    plain = V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes")
+    assert plain.verdict == NOT_AT_SCALE
+    assert "the claim as stated is refuted by tau = 0.1 (opposite, bound rule: " in plain.row
     # regimes that agree are not refuted
     agree = V.combine({"a": good, "b": good}, what="regimes", every=True)
     assert agree.verdict == REPRODUCED and "refuted" not in agree.rule
     o = V.compare(LOW, HIGH)
+    r = V.compare(HIGH, LOW)
+    # corrected tests stated for every regime that disagree: refuted as stated, not
+    # reproduced (an ordering opposite in one regime is not opposite in all)
+    tests = V.combine({"d = 64": r, "d = 4": o}, what="regimes", every=True)
+    assert tests.verdict == NOT_AT_SCALE and tests.row.startswith("regimes disagree: ")
+    assert "is refuted in d = 4 (opposite, test, p = " in tests.row
     flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
     one = V.combine({"d = 64": o, "d = 4": flat}, what="regimes", every=True)
     assert one.verdict == NOT_AT_SCALE
@@ -184,9 +222,23 @@ def test_a_family_of_one_says_uncorrected_beside_its_p() -> None:
 
 
 def test_at_most_counter_examples() -> None:
+    """Reproduced when no run breaks the bound, opposite (the bound is refuted) when more
+    than half do, else not reproduced; the boundary: exactly half is not opposite."""
     assert V.at_most([0.5, 0.9], 1.0).verdict == REPRODUCED
     assert V.at_most([1.5, 1.9], 1.0).verdict == OPPOSITE
     assert V.at_most([0.5, 1.9], 1.0).verdict == NOT_AT_SCALE
+    assert V.at_most([0.5, 1.0], 1.0).verdict == REPRODUCED  # on the bound is within it
+    # none breaks it / exactly half / a majority (issue 39: 85 of 90 read "not reproduced")
+    assert V.at_most([0.1, 0.2, 0.3, 0.4], 1.0).verdict == REPRODUCED
+    exactly_half = V.at_most([0.1, 0.2, 1.3, 1.4], 1.0)
+    assert exactly_half.verdict == NOT_AT_SCALE
+    assert exactly_half.row == "2 of 4 runs break the bound"
+    majority = V.at_most([0.1, 1.2, 1.3, 1.4], 1.0)
+    assert majority.verdict == OPPOSITE and majority.row == "3 of 4 runs break the bound"
+    # not "every value breaks it": 85 of 90 runs above the bound refute it
+    most = V.at_most([0.5] * 5 + [2.0] * 85, 1.0, runs="informative runs")
+    assert most.verdict == OPPOSITE and most.row == "85 of 90 informative runs break the bound"
+    assert V.at_most([0.5] * 3 + [2.0] * 2, 1.0).verdict == NOT_AT_SCALE  # a minority
 
 
 def test_at_least_counter_examples() -> None:
@@ -340,6 +392,19 @@ def test_the_verdict_legend_says_a_saturation_row_states_the_count() -> None:
     legend = " ".join(V.VERDICT_RULES.split())
     assert "*saturation claims* need the relative gain" in legend
     assert "the row stating how many seeds' gains are above the tolerance" in legend
+
+
+def test_the_verdict_legend_states_the_mixed_and_bound_rules() -> None:
+    """The legend printed in every report says what the rules do (issue 39): mixed only
+    where corrected tests disagree, a level or bound rule among the sides refutes, a bound
+    is opposite when more than half of the runs break it, and when these rules were set."""
+    legend = " ".join(V.VERDICT_RULES.split())
+    assert "**Mixed** is used only where corrected tests disagree" in legend
+    assert "the claim as stated is refuted by its opposite part: not reproduced" in legend
+    assert "opposite (the bound is refuted) when more than half of the runs break it" in legend
+    assert "'k of n runs break the bound'" in legend
+    assert "set after the verdicts they decide had been read (issue 39)" in legend
+    assert "opposite when none is" not in legend  # the old bound rule
 
 
 def test_discriminating_counter_examples() -> None:

@@ -16,10 +16,13 @@ is a family of its own (:func:`holm_within`, named in the report too): its tests
 Holm-adjusted within the claim; a claim of one comparison test is named as a family of
 one (nothing to correct), and a test two claims run on the same samples
 (:func:`comparison_tests`) is named as shared.  **Mixed** is the word of a claim made of
-parts or settings (:func:`combine`, :func:`per_setting`) whose corrected verdicts
-disagree; a best-option or trend claim whose corrected comparisons disagree is refuted
-as stated (the claimed option is beaten, the sweep is not monotone): not reproduced, its
-row naming the comparisons that disagree.  A whole that is not reproduced while the
+parts or settings (:func:`combine`, :func:`per_setting`) whose corrected tests disagree,
+and only of that: parts that disagree where one side is a level, bound or saturation
+rule (no test), or where the claim is stated for every part, refute the claim as stated
+(not reproduced, or opposite for a bound stated in every regime); a best-option or
+trend claim whose corrected comparisons disagree is refuted as stated (the claimed
+option is beaten, the sweep is not monotone): not reproduced, its row naming the
+comparisons that disagree.  A whole that is not reproduced while the
 clear corrected comparisons below its parts point both ways names each of them with the
 p-value it decided on ("corrected steps disagree: ...").
 
@@ -40,20 +43,28 @@ p-value it decided on ("corrected steps disagree: ...").
   neither (``"steps disagree: ..."`` when one goes each way).  ``test="spearman"``
   states a rank test instead: Spearman's rank correlation of (sweep position, value)
   over every seed's value, reproduced if ``rho`` has the claimed sign with ``p < 0.05``.
-* :func:`at_most` - "the values never exceed ``bound``": reproduced if ``max <= bound``,
-  opposite if ``min > bound``.
+* :func:`at_most` - "the values never exceed ``bound``": reproduced if ``max <= bound``
+  (no run breaks it); **opposite** (the bound is refuted) if more than half of the runs
+  break it; otherwise (some runs, at most half) not reproduced at this scale.  The
+  rule was set after the verdicts were read (issue 39: a bound broken by 85 of 90 runs
+  read "not reproduced"); half is where a bound stops holding for the typical run.
 * :func:`at_least` - "the value is high (``>= threshold``)": reproduced if ``mean - std
   >= threshold``, opposite if ``mean + std < threshold``.
   Both bound rules count the values on the wrong side (:attr:`Verdict.row`: "k of n runs
   break the bound" / "fall below the threshold"), and the claims row states that count
   beside the measured numbers.
 * :func:`combine` - a claim made of parts: reproduced if every part is, opposite if
-  every part is opposite, **mixed** if one part is reproduced and another opposite
-  (the rule says which parts disagree, and by which kind of rule: ``"test and level
-  rule disagree"`` where a corrected test meets a level or bound rule, which runs no
-  test); ``every=True``, a claim stated for every part (a bound in every regime): parts
-  that disagree refute it as stated, **not reproduced**, its row saying ``"regimes
-  disagree"`` and in which part it is refuted.
+  every part is opposite, **mixed** if one part is reproduced and another opposite and
+  both are corrected tests (the row says which parts disagree).  Where a side that
+  disagrees is a level, bound or saturation rule, which runs no test, the claim as
+  stated is refuted by its opposite part: **not reproduced**, the row saying ``"test and
+  level rule disagree: ..."`` (or ``"test and bound rule"``) and ``"the claim as stated
+  is refuted by <part>"``.  ``every=True``, a claim stated for every part ("both
+  regimes", "every temperature"; the claim text says so): a part that is opposite
+  refutes it as stated, **not reproduced**, its row saying ``"regimes disagree"`` (or
+  ``"differ"``) and in which part it is refuted; where every part is a bound rule (a
+  bound stated for every regime), a regime in which more than half of the runs break
+  the bound makes the whole **opposite**.
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
   that ran says so; **mixed** when the settings disagree (one reproduced, another
@@ -198,9 +209,11 @@ VERDICT_RULES = (
     "whose comparisons go both ways is refuted as stated, not reproduced, and its row "
     "says which comparisons disagree; *combined claims* need every "
     "part to agree and say **mixed** when one part is reproduced and another opposite "
-    "(a claim stated for every regime, such as a bound at every temperature, whose "
-    "regimes so disagree is refuted as stated: not reproduced, its row saying "
-    "'regimes disagree' and naming the regime that refutes it); "
+    "and both are corrected tests (a claim stated for every regime, 'both' or 'every' "
+    "in its text, with a regime opposite is refuted as stated: not reproduced, its row "
+    "saying 'regimes disagree' or 'differ' and naming the regime that refutes it; a "
+    "bound stated for every regime that more than half of the runs break in one regime "
+    "is opposite); "
     "*per-setting claims* give each setting its own verdict with its sign "
     "and say **mixed** when one setting is reproduced and another opposite (settings "
     "that differ otherwise are not reproduced, the row naming them); *equivalence "
@@ -217,16 +230,19 @@ VERDICT_RULES = (
     "corrected by Holm's step-down method: every Welch p-value of the family's comparisons is "
     "adjusted over all of them before the 5% rule, and every verdict above reads the "
     "corrected p-values; the rule line of a family of one says 'family of one, "
-    "uncorrected' beside its p.  **Mixed** is used exactly where the parts or settings "
-    "of one claim point opposite ways after that correction, and the row says which kinds "
-    "of rule disagree: 'parts disagree' or 'settings disagree' where both sides are "
-    "corrected tests, 'test and level rule disagree' (or 'test and bound rule disagree') "
-    "where one side is a corrected test and the other a level or bound rule, which runs "
-    "no test; "
+    "uncorrected' beside its p.  **Mixed** is used only where corrected tests disagree: "
+    "parts or settings of one claim that point opposite ways after that correction, the "
+    "row saying 'parts disagree' or 'settings disagree'; where one side is a level or "
+    "bound rule, which runs no test, the claim as stated is refuted by its opposite part: "
+    "not reproduced, the row saying 'test and level rule disagree' (or 'test and bound "
+    "rule disagree') and which part refutes it; "
     "*bound claims* are reproduced when every measured value is within "
-    "the bound (opposite when none is); *level claims* (`>= threshold`) need `mean - std "
+    "the bound, opposite (the bound is refuted) when more than half of the runs break it, "
+    "otherwise not reproduced; *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
-    "runs are on the wrong side.  A verdict needs the full budget "
+    "runs are on the wrong side (for a bound: 'k of n runs break the bound').  The mixed, "
+    "every-regime and bound rules in these words were set after the verdicts they decide "
+    "had been read (issue 39).  A verdict needs the full budget "
     "and at least 3 seeds: `--quick` runs say *smoke run, no verdict*.  `min_gap` is "
     'stated with each claim; "paper\'s number" cells name their source (paper table, '
     "SPEC, authors' code)."
@@ -735,44 +751,44 @@ def _evidence(v: Verdict) -> str:
     return f"test, {said[0]}" if said else "test"
 
 
-def _refuted(parts: Mapping[str, Verdict], what: str) -> str:
-    """The note of a claim that must hold in every one of ``parts`` (``combine(...,
-    every=True)``) where some are opposite: ``"the claim as stated, in every one of the
-    regimes, is refuted in d = 64 (opposite, Holm p = 0.00032)"``; ``""`` where none is."""
+def _refuted(parts: Mapping[str, Verdict], what: str, every: bool) -> str:
+    """The note naming the parts that refute a claim as stated, each with what decided it:
+    ``every=True`` (a claim for every one of ``parts``): ``"the claim as stated, in every
+    one of the regimes, is refuted in d = 64 (opposite, test, Holm p = 0.00032)"``; else
+    (every part must hold): ``"the claim as stated is refuted by CKA high (opposite, level
+    rule: 5 of 5 runs fall below the threshold)"``; ``""`` where no part is opposite."""
     refuted = [
-        f"{k} (opposite, {_evidence(v)})" if _kind(v) == "test" else k
+        f"{k} (opposite, {_evidence(v)})" if _kind(v) == "test" or v.by in _NO_TEST else k
         for k, v in parts.items()
         if v.verdict == OPPOSITE
     ]
     if not refuted:
         return ""
-    return f"the claim as stated, in every one of the {what}, is refuted in {', '.join(refuted)}"
+    where = f", in every one of the {what}, is refuted in" if every else " is refuted by"
+    return f"the claim as stated{where} {', '.join(refuted)}"
+
+
+def _bound_in_every(parts: Mapping[str, Verdict], every: bool) -> bool:
+    """A bound stated for every one of ``parts`` (``every=True``, each part decided by a
+    bound rule) that more than half of the runs break in some part: refuted outright."""
+    return (
+        every
+        and any(v.verdict == OPPOSITE for v in parts.values())
+        and all(_kind(v) == "bound rule" for v in parts.values())
+    )
 
 
 def combine(parts: Mapping[str, Verdict], *, what: str = "parts", every: bool = False) -> Verdict:
     """All parts must agree (module docstring); the rule lists each part's verdict.
 
     Parts that disagree outright (one reproduced, another opposite, or a part itself
-    :data:`MIXED`) give :data:`MIXED`, the rule opening with ``"<what> disagree: <part>
-    reproduced (test, p = ...), <part> opposite (...)"`` (``what``: what the parts are,
-    e.g. ``"regimes"``), each part named with what decided it (:func:`_evidence`).  Where
-    the parts that disagree are decided by different kinds of rule - a corrected test
-    against a level or bound rule, which has no test - the opening names the kinds
-    instead: ``"test and level rule disagree: ..."``, so "mixed" never reads as corrected
-    tests that disagree when one side has no test.
-    Parts that differ otherwise (one reproduced or opposite, another inside the noise)
-    give :data:`NOT_AT_SCALE`, and the rule and the row note say so: ``"<what> differ:
-    <part> reproduced, <part> not reproduced at this scale"``; a not-reproduced whole
-    carries its parts' row notes (``"[<part>] <note>"``), led by ``"<what> disagree in
-    their corrected comparisons: ..."`` when the clear comparisons inside its parts
-    (:attr:`Verdict.leans`) point both ways although no part is itself reproduced and
-    another opposite (the outcome stays not reproduced).
-
-    ``every=True``: the claim must hold in every part (a bound in every regime), so parts
-    that disagree outright refute it as stated: :data:`NOT_AT_SCALE`, not :data:`MIXED`,
-    the row still opening ``"<what> disagree: ..."``; and wherever a part is opposite
-    (disagreeing or beside parts inside the noise) the row adds ``"the claim as stated,
-    in every one of the <what>, is refuted in <part> (opposite, ...)"``."""
+    :data:`MIXED`): :func:`_disagreeing`, :data:`MIXED` only where every side is a
+    corrected test.  Parts that differ otherwise (a clear part beside parts inside the
+    noise): :func:`_differing`, :data:`NOT_AT_SCALE`.  ``what`` names the parts
+    (``"regimes"``).  ``every=True``: the claim must hold in every part (a bound at every
+    temperature), so a part that is opposite refutes it as stated: :data:`NOT_AT_SCALE`
+    (never :data:`MIXED`), or :data:`OPPOSITE` where every part is a bound rule (a bound
+    broken by more than half of the runs in one regime is broken)."""
     if not parts:
         raise ValueError("parts must hold at least one verdict, got none")
     verdicts = [v.verdict for v in parts.values()]
@@ -782,47 +798,75 @@ def combine(parts: Mapping[str, Verdict], *, what: str = "parts", every: bool = 
         return _ruled(REPRODUCED, rule, by="combine", clear=clear)
     if all(v == OPPOSITE for v in verdicts):
         return _ruled(OPPOSITE, rule, by="combine", clear=clear)
-    refuted = _refuted(parts, what) if every else ""
     if (REPRODUCED in verdicts and OPPOSITE in verdicts) or MIXED in verdicts:
-        sides = {k: v for k, v in parts.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
-        split = ", ".join(
-            f"{k} {v.verdict}" + (f" ({_evidence(v)})" if v.verdict != MIXED else "")
-            for k, v in sides.items()
-        )
-        kinds = list(dict.fromkeys(_kind(v) for v in sides.values()))
-        who = " and ".join(kinds) if len(kinds) > 1 else what
-        disagree = f"{who} disagree: {split}"
-        if every:
-            row = f"{disagree}; {refuted}" if refuted else disagree
-            return _ruled(
-                NOT_AT_SCALE,
-                f"{row}; {rule}",
-                by="combine",
-                row=row,
-                leans=_leanings(parts.values()),
-                clear=clear,
-                notes=row,
-            )
+        return _disagreeing(parts, rule, clear, what, every)
+    return _differing(parts, rule, clear, what, every)
+
+
+def _disagreeing(
+    parts: Mapping[str, Verdict], rule: str, clear: tuple[Clear, ...], what: str, every: bool
+) -> Verdict:
+    """:func:`combine` of parts that disagree outright.  The row opens ``"<what> disagree:
+    <part> reproduced (test, p = ...), <part> opposite (...)"``, each side named with what
+    decided it (:func:`_evidence`); where the sides are decided by different kinds of rule
+    it names the kinds instead (``"test and level rule disagree: ..."``).
+
+    :data:`MIXED` only where every side is a corrected test and the claim is not stated
+    for every part.  A side decided by a level, bound or saturation rule (no test), or a
+    claim stated for every part (``every``), is refuted as stated by its opposite part:
+    :data:`NOT_AT_SCALE` (:data:`OPPOSITE` for a bound in every part,
+    :func:`_bound_in_every`), the row adding which part refutes it (:func:`_refuted`)."""
+    sides = {k: v for k, v in parts.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
+    split = ", ".join(
+        f"{k} {v.verdict}" + (f" ({_evidence(v)})" if v.verdict != MIXED else "")
+        for k, v in sides.items()
+    )
+    kinds = list(dict.fromkeys(_kind(v) for v in sides.values()))
+    disagree = f"{' and '.join(kinds) if len(kinds) > 1 else what} disagree: {split}"
+    if kinds == ["test"] and not every:
         return _ruled(
             MIXED, f"{disagree}; {rule}", by="combine", row=disagree, clear=clear, notes=disagree
         )
-    # a clear part beside a part inside the noise is said; so are the parts' own row
-    # notes (a bound's count, regimes that differ), led by every clear corrected
-    # comparison below when they point both ways
+    refuted = _refuted(parts, what, every)
+    row = f"{disagree}; {refuted}" if refuted else disagree
+    if _bound_in_every(parts, every):
+        return _ruled(OPPOSITE, f"{row}; {rule}", by="combine", row=row, clear=clear, notes=row)
+    leans = _leanings(parts.values())
+    return _ruled(
+        NOT_AT_SCALE, f"{row}; {rule}", by="combine", row=row, leans=leans, clear=clear, notes=row
+    )
+
+
+def _differing(
+    parts: Mapping[str, Verdict], rule: str, clear: tuple[Clear, ...], what: str, every: bool
+) -> Verdict:
+    """:func:`combine` of parts that differ without disagreeing outright (a clear part
+    beside parts inside the noise, or every part inside it): :data:`NOT_AT_SCALE`, the
+    rule and row saying ``"<what> differ: <part> reproduced, <part> not reproduced at
+    this scale"`` and carrying the parts' row notes (``"[<part>] <note>"``), led by
+    ``"corrected <tests> disagree: ..."`` when the clear corrected comparisons inside the
+    parts point both ways (:func:`_not_reproduced_row`).  ``every``: an opposite part
+    refutes the claim as stated, and the row says where (:func:`_refuted`); a bound in
+    every part that one part breaks by a majority is :data:`OPPOSITE`
+    (:func:`_bound_in_every`)."""
     differ = (
         f"{what} differ: " + ", ".join(f"{k} {v.verdict}" for k, v in parts.items())
-        if len(set(verdicts)) > 1
+        if len({v.verdict for v in parts.values()}) > 1
         else ""
     )
     row, notes, lead = _not_reproduced_row(parts, clear, what, differ)
+    refuted = _refuted(parts, what, every) if every else ""
     if refuted:
         row, notes = (
             f"{row}; {refuted}" if row else refuted,
             f"{notes}; {refuted}" if notes else refuted,
         )
+    said = "; ".join(x for x in [lead, differ, refuted, rule] if x)
+    if _bound_in_every(parts, every):
+        return _ruled(OPPOSITE, said, by="combine", row=row, clear=clear, notes=notes)
     return _ruled(
         NOT_AT_SCALE,
-        "; ".join(x for x in [lead, differ, refuted, rule] if x),
+        said,
         by="combine",
         row=row,
         leans=_leanings(parts.values()),
@@ -869,18 +913,21 @@ def broken_count(broken: int, total: int, *, runs: str = "runs") -> str:
 def at_most(values: Sequence[float], bound: float, *, runs: str = "runs") -> Verdict:
     """Claim: every value is ``<= bound`` (module docstring).
 
-    The verdict's :attr:`~Verdict.row` counts the values above ``bound`` (``runs``: what
-    a value is, e.g. ``"non-vacuous runs"``)."""
+    Reproduced when no value breaks the bound; opposite (the bound is refuted) when more
+    than half of the values do; otherwise not reproduced at this scale.  The verdict's
+    :attr:`~Verdict.row` counts the values above ``bound`` (``runs``: what a value is,
+    e.g. ``"non-vacuous runs"``)."""
     v = checked_values(values)
     inside = sum(x <= bound for x in v)
-    row = broken_count(len(v) - inside, len(v), runs=runs)
+    broken = len(v) - inside
+    row = broken_count(broken, len(v), runs=runs)
     rule = (
         f"max = {max(v):.4g}, min = {min(v):.4g}, bound = {bound:.4g}; "
-        f"{inside}/{len(v)} within the bound ({row})"
+        f"{inside}/{len(v)} within the bound ({row}; opposite when more than half break it)"
     )
-    if max(v) <= bound:
+    if broken == 0:
         return _ruled(REPRODUCED, rule, by="at_most", row=row, notes=row)
-    if min(v) > bound:
+    if 2 * broken > len(v):
         return _ruled(OPPOSITE, rule, by="at_most", row=row, notes=row)
     return _ruled(NOT_AT_SCALE, rule, by="at_most", row=row, notes=row)
 

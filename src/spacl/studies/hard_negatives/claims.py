@@ -68,7 +68,8 @@ def _accuracy_claims(cfg: HardNegativesConfig, where: str) -> list[ClaimSpec]:
                         ncc(m, b), ncc(m, 0.0), min_gap=0.5, names=(f"beta={b:g}", "beta=0")
                     )
                     for b in hard
-                }
+                },
+                every=True,
             ),
         ),
         ClaimSpec(
@@ -248,6 +249,7 @@ def _batch_claim(cfg: HardNegativesConfig) -> ClaimSpec:
                 )
             },
             what="regimes",
+            every=True,  # "both at equal epochs and at equal optimiser steps"
         ),
     )
 
