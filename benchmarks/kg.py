@@ -105,7 +105,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
     batch = int(runs["spacl"][0].cfg.train.batch_size)
     perm = torch.randperm(len(runs["spacl"][0].items), generator=torch.Generator().manual_seed(0))
     times: dict[str, list[float]] = {m: [] for m in runs}
-    cut_times = {m: _time_cut(runs[m][0].objective) for m in ("spacl", "spacl, eager cut")}
+    cut_times = {m: time_cut(runs[m][0].objective) for m in ("spacl", "spacl, eager cut")}
     load = os.getloadavg()[0]
     for i in range(steps):
         for method, (run, train_index, _) in runs.items():
@@ -136,7 +136,7 @@ def step_cost(steps: int, root: str | None, spacl_overrides: list[str] | None = 
     )
 
 
-def _time_cut(objective: Any) -> list[float]:
+def time_cut(objective: Any) -> list[float]:
     """Record the seconds of each call of the objective's cut (``cut.select``)."""
     cut = getattr(objective, "cut", None)
     seconds: list[float] = []

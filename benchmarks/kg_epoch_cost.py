@@ -23,7 +23,7 @@ import time
 import torch
 
 from _common import header, write_result
-from kg import RECIPES, _time_cut
+from kg import RECIPES, time_cut
 from spacl.data.kg import load_kg
 from spacl.tasks.kg.train import kg_config, kg_setup, kg_step
 
@@ -47,7 +47,7 @@ def measure(epochs: int, root: str | None) -> tuple[list[dict[str, float]], floa
         cfg = kg_config(RECIPES[name], ["train.threads=1", "train.device=cpu"])
         torch.manual_seed(int(cfg.train.seed))
         runs[name] = kg_setup(cfg, kg, lambda _: None)
-    cut_seconds = _time_cut(runs["spacl"][0].objective)
+    cut_seconds = time_cut(runs["spacl"][0].objective)
     batch = int(runs["spacl"][0].cfg.train.batch_size)
     items = len(runs["spacl"][0].items)
     order = torch.Generator().manual_seed(0)

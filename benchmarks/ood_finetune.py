@@ -52,8 +52,8 @@ from ood_report import (
     SPACL_SOURCE,
     STD_BOUNDS,
     TEXTOIR_SOURCE,
+    spread_table,
 )
-from ood_report import _spread as spread_table
 from spacl.data.text import load_intent_dataset, open_intent_split
 from spacl.evaluate.spread import seed_spread, seeds_to_settle, std_interval
 from spacl.tasks.text.states import Backbone, load_backbone

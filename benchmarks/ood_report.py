@@ -175,7 +175,7 @@ def _fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
     return slope, mx, my
 
 
-def _spread(runs: list[dict[str, Any]], methods: Sequence[str]) -> list[str]:
+def spread_table(runs: list[dict[str, Any]], methods: Sequence[str]) -> list[str]:
     """Std over seeds of every thresholded metric (``seed_spread``), the bounds, the 90%
     chi-square interval of the true std of the two bounded metrics (``std_interval``: what
     the seeds can settle), and where a bound is exceeded, the share explained by the seed's
@@ -408,7 +408,7 @@ def _section(sel: list[dict[str, Any]], name: str, ratio: float, methods: list[s
         "",
         f"Std over seeds (✓ / ✗: within / above issue 18's bound, {BOUNDS_WITHDRAWN}):",
         "",
-        *_spread(sel, methods),
+        *spread_table(sel, methods),
         "",
         "Margins over the frozen baseline:",
         "",

@@ -179,12 +179,15 @@ def _cached(vectors: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> 
     return CachedTexts.pooled(vectors[mask], labels)
 
 
-def _known_rows(all_labels: list[str], known: list[str]) -> torch.Tensor:
+def known_rows(all_labels: list[str], known: list[str]) -> torch.Tensor:
+    """The mask of the rows whose label is one of the ``known`` classes."""
     keep = set(known)
     return torch.tensor([y in keep for y in all_labels])
 
 
-def _open_labels(all_labels: list[str], known: list[str]) -> torch.Tensor:
+def open_labels(all_labels: list[str], known: list[str]) -> torch.Tensor:
+    """Each row's label as an index into ``known``; a class outside it is ``len(known)``,
+    the open class."""
     index = {c: k for k, c in enumerate(known)}
     return torch.tensor([index.get(y, len(known)) for y in all_labels])
 
@@ -193,7 +196,11 @@ def schedule_of(method: str, seed: int, options: dict[str, Any]) -> ADBSchedule:
     return ADBSchedule(method=method, seed=seed, trainable_layers=0, **options)
 
 
-def _metrics(y: torch.Tensor, pred: torch.Tensor, k: int, score: torch.Tensor) -> dict[str, float]:
+def rounded_metrics(
+    y: torch.Tensor, pred: torch.Tensor, k: int, score: torch.Tensor
+) -> dict[str, float]:
+    """``open_intent_metrics`` of predictions over ``k`` known classes (``k`` the open
+    one) with ``score`` the open score, each rounded to 4 places as the stores keep them."""
     return {
         key: round(v, 4) for key, v in open_intent_metrics(y, pred, k, ood_scores=score).items()
     }
@@ -215,10 +222,10 @@ def select_runs(
     out: list[dict] = []
     for seed in seeds:
         known = textoir_known_classes(enc.name, ratio, seed)
-        tr = _known_rows(enc.data["train"].labels, known)
-        dv_known = _known_rows(enc.data["dev"].labels, known)
-        y_tr = _open_labels(enc.data["train"].labels, known)[tr]
-        y_dev_all = _open_labels(enc.data["dev"].labels, known)
+        tr = known_rows(enc.data["train"].labels, known)
+        dv_known = known_rows(enc.data["dev"].labels, known)
+        y_tr = open_labels(enc.data["train"].labels, known)[tr]
+        y_dev_all = open_labels(enc.data["dev"].labels, known)
         train = _cached(enc.vectors["train"], tr, y_tr)
         dev = _cached(enc.vectors["dev"], dv_known, y_dev_all[dv_known])
         whole_dev = CachedTexts.pooled(enc.vectors["dev"], y_dev_all)
@@ -233,7 +240,9 @@ def select_runs(
             z = det.scores(whole_dev)[0]
             res = {}
             for name, rule in rules.items():
-                res[name] = _metrics(whole_dev.labels, rule.predict(z), k, rule.open_score(z))
+                res[name] = rounded_metrics(
+                    whole_dev.labels, rule.predict(z), k, rule.open_score(z)
+                )
             out.append(
                 {
                     "phase": "select",
@@ -262,7 +271,7 @@ def select_runs(
                 det.record["epochs"],
                 out[-1]["seconds"],
             )
-            _store(store, out[-1:])
+            append_runs(store, out[-1:])
 
 
 #: TEXTOIR's published means (BERT-base, labelled ratio 1.0), from the source below:
@@ -356,8 +365,8 @@ def seed_data(enc: Encoded, ratio: float, seed: int) -> tuple[Any, ...]:
     """One (setting, seed): TEXTOIR's split, the known-class train / dev rows, and the
     cached pooled outputs of train, dev and test with their labels (``K`` = open)."""
     split = enc.split(ratio, seed)
-    tr = _known_rows(enc.data["train"].labels, split.known_classes)
-    dv = _known_rows(enc.data["dev"].labels, split.known_classes)
+    tr = known_rows(enc.data["train"].labels, split.known_classes)
+    dv = known_rows(enc.data["dev"].labels, split.known_classes)
     train = _cached(enc.vectors["train"], tr, split.train_labels)
     dev = _cached(enc.vectors["dev"], dv, split.dev_labels)
     test = CachedTexts.pooled(enc.vectors["test"], split.test_labels)
@@ -370,7 +379,9 @@ def frozen_baseline(
     """The untrained baseline: ADB's closed-form (median) boundary on MiniLM's frozen
     pooled outputs; its test metrics and per-example scores (as a trained run's)."""
     frozen = fit_adb(train.states, train.labels, open_label=k, solver="median")
-    metrics = _metrics(test.labels, frozen.predict(test.states), k, frozen.open_score(test.states))
+    metrics = rounded_metrics(
+        test.labels, frozen.predict(test.states), k, frozen.open_score(test.states)
+    )
     parts: dict[str, torch.Tensor] = {"radii": frozen.radii}
     for name, data in (("test", test), ("dev", dev)):
         dist, nearest = frozen.distances(data.states).min(dim=1)
@@ -385,7 +396,9 @@ def frozen_score_files(store: Path, backbone: Any) -> int:
     (runs stored before the baseline kept them): each recomputed from the same split and
     encoder outputs, its test metrics checked equal to the stored ones first."""
     missing = [
-        r for r in _load(store) if r["method"] == "frozen" and not (OUT / scores_file(r)).is_file()
+        r
+        for r in load_runs(store)
+        if r["method"] == "frozen" and not (OUT / scores_file(r)).is_file()
     ]
     encoded: dict[str, Encoded] = {}
     for r in missing:
@@ -481,7 +494,7 @@ def detector_run(
     z_test, nearest, dist = det.scores(test_x)
     _, dev_nearest, dev_dist = det.scores(dev_x)
     metrics = {
-        name: _metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
+        name: rounded_metrics(test.labels, rule.predict(z_test), k, rule.open_score(z_test))
         for name, rule in rules.items()
     }
     seconds = round(time.perf_counter() - start, 2)
@@ -538,12 +551,12 @@ def table_runs(
             **prov,
         }
         if "frozen" in methods and (enc.name, ratio, seed, "frozen") not in done:
-            _store(store, [frozen_run(common, train, dev, test, k)])
+            append_runs(store, [frozen_run(common, train, dev, test, k)])
         for method in (m for m in methods if m != "frozen"):
             if (enc.name, ratio, seed, method) in done:
                 continue
             row = detector_run(enc, method, seed, options, backbone, data, common)
-            _store(store, [row])
+            append_runs(store, [row])
             log.info(
                 "table %s %.2f seed %d %s: macro-F1 %.2f F1-open %.2f (%d epochs, %.1f s)",
                 enc.name,
@@ -678,7 +691,9 @@ def render(rows: list[dict], planned_seeds: list[int], detector: str) -> str:
 SCALES = tuple(round(0.5 + 0.025 * i, 3) for i in range(61))
 
 
-def _f1s(y: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
+def per_class_f1(y: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
+    """The F1 of each of the ``k + 1`` classes (``k`` the open one) from the confusion
+    matrix; 0 for a class neither predicted nor present."""
     idx = y.astype(np.int64) * (k + 1) + pred.astype(np.int64)
     cm = np.bincount(idx, minlength=(k + 1) ** 2).reshape(k + 1, k + 1).astype(float)
     tp, denom = np.diag(cm), cm.sum(0) + cm.sum(1)
@@ -698,7 +713,7 @@ def operating_points(scores: dict[str, np.ndarray], k: int) -> dict[str, float]:
     best = (-1.0, 0.0, 0.0, 0.0)
     for scale in SCALES:
         pred = np.where(dist < scale * radii[nearest], nearest, k)
-        f1 = _f1s(y, pred, k)
+        f1 = per_class_f1(y, pred, k)
         macro = 100 * float(f1.mean())
         if macro > best[0]:
             best = (macro, 100 * float(f1[k]), 100 * float(f1[:k].mean()), scale)
@@ -1385,7 +1400,7 @@ def _shortfall(rows: list[dict], selection: list[dict]) -> list[str]:
         "",
         *dev_tried(selection, rows, DETECTOR),
         "",
-        *heldout_lines(_load(HELDOUT_STORE) if HELDOUT_STORE.is_file() else []),
+        *heldout_lines(load_runs(HELDOUT_STORE) if HELDOUT_STORE.is_file() else []),
     ]
 
 
@@ -1602,7 +1617,7 @@ def common_scales(scores: list[tuple[dict[str, np.ndarray], int]]) -> list[tuple
         for arrays, k in scores:
             nearest, dist = arrays["test_nearest"], arrays["test_dist"]
             pred = np.where(dist < scale * arrays["radii"][nearest], nearest, k)
-            f1 = _f1s(arrays["test_label"], pred, k)
+            f1 = per_class_f1(arrays["test_label"], pred, k)
             macro.append(100 * float(f1.mean()))
             open_f1.append(100 * float(f1[k]))
         out.append((scale, _mean(macro), _mean(open_f1)))
@@ -1910,7 +1925,9 @@ def results_report(rows: list[dict], selection: list[dict] | None = None) -> str
     return "\n".join(lines)
 
 
-def _store(path: Path, rows: list[dict]) -> None:
+def append_runs(path: Path, rows: list[dict]) -> None:
+    """Append ``rows`` to the JSON-lines store ``path``, one line each, flushed as written
+    (crash-safe: a rerun reads what is there and adds only what is missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         for row in rows:
@@ -1918,7 +1935,8 @@ def _store(path: Path, rows: list[dict]) -> None:
             handle.flush()
 
 
-def _load(path: Path) -> list[dict]:
+def load_runs(path: Path) -> list[dict]:
+    """The rows of the JSON-lines store ``path`` (none when it does not exist)."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -2049,7 +2067,7 @@ def run_select(
             r["method"],
             json.dumps(r["options"], sort_keys=True),
         )
-        for r in _load(store)
+        for r in load_runs(store)
     }
     for enc, ratio in encoded_settings(settings, backbone):
         select_runs(enc, ratio, seeds, options, done, store)
@@ -2071,7 +2089,7 @@ def run_table(
         adb_top="adb_top1" in methods,
         confirm=confirm,
     )
-    done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in _load(store)}
+    done = {(r["dataset"], r["ratio"], r["seed"], r["method"]) for r in load_runs(store)}
     for enc, ratio in encoded_settings(settings, backbone):
         table_runs(enc, ratio, seeds, options, done, store, prov, methods, backbone)
 
@@ -2085,23 +2103,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.render_confirm:
         text = confirmation_report(
-            _load(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [],
-            _load(OUT / "selection_runs.jsonl"),
-            _load(HELDOUT_STORE) if HELDOUT_STORE.is_file() else [],
-            _load(HELDOUT_TOP_STORE) if HELDOUT_TOP_STORE.is_file() else [],
+            load_runs(CONFIRM_STORE) if CONFIRM_STORE.is_file() else [],
+            load_runs(OUT / "selection_runs.jsonl"),
+            load_runs(HELDOUT_STORE) if HELDOUT_STORE.is_file() else [],
+            load_runs(HELDOUT_TOP_STORE) if HELDOUT_TOP_STORE.is_file() else [],
         )
         (OUT / "confirmation.md").write_text(text)
         print(text)
         return 0
     if args.render:
         text = results_report(
-            _load(args.store or OUT / "runs.jsonl"), _load(OUT / "selection_runs.jsonl")
+            load_runs(args.store or OUT / "runs.jsonl"), load_runs(OUT / "selection_runs.jsonl")
         )
         (OUT / "results.md").write_text(text)
         print(text)
         return 0
     if args.summarise:
-        text = selection_text(_load(args.store or OUT / "selection_runs.jsonl"))
+        text = selection_text(load_runs(args.store or OUT / "selection_runs.jsonl"))
         if args.write:
             (OUT / "selection.md").write_text(text)
         print(text)

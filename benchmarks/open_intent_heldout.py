@@ -27,12 +27,12 @@ docs/results/open_intent/HELDOUT_PLAN.md):
    len(kept)) each text's nearest centre and distance under the auxiliary detector
    (`det.scores`, radii `det.boundary.radii`) give, for every scale c of `SCALES` (0.5
    to 2.0, step 0.025), pred = nearest if dist < c * radii[nearest] else len(kept).  The
-   chosen scale c_j maximises the macro-F1 over len(kept) + 1 classes (`_f1s`), the
+   chosen scale c_j maximises the macro-F1 over len(kept) + 1 classes (`per_class_f1`), the
    first of `SCALES` on ties.
 4. The held-out rule.  Its scale is c = (c_0 + c_1 + c_2) / 3, applied to the full
    detector's radii on the whole dev split, where the dev texts of the classes the draw
    left unknown play open (label K, pseudo-open): pred = nearest if dist < c *
-   radii[nearest] else K; open score dist - c * radii[nearest].  Metrics by `_metrics`
+   radii[nearest] else K; open score dist - c * radii[nearest].  Metrics by `rounded_metrics`
    (`open_intent_metrics`) as `select_runs`: macro-F1, F1-open, F1-known, accuracy,
    AUROC.
 5. Beside it, on the same dev texts: scale 1.0 (the boundary rule of the pre-registered
@@ -73,13 +73,13 @@ from open_intent import (
     OUT,
     SCALES,
     SETTINGS,
-    _f1s,
-    _known_rows,
-    _load,
-    _metrics,
-    _open_labels,
-    _store,
+    append_runs,
+    known_rows,
+    load_runs,
+    open_labels,
+    per_class_f1,
     provenance,
+    rounded_metrics,
     schedule_of,
 )
 from spacl.data import split_file
@@ -207,10 +207,10 @@ class Draw:
 def draw_of(enc: DevEncoded, ratio: float, seed: int) -> Draw:
     """The draw ``seed`` of ``enc``'s dataset at ``ratio`` (as ``select_runs``)."""
     known = textoir_known_classes(enc.name, ratio, seed)
-    tr = _known_rows(enc.data["train"].labels, known)
-    dv_known = _known_rows(enc.data["dev"].labels, known)
-    y_tr = _open_labels(enc.data["train"].labels, known)[tr]
-    y_dev_all = _open_labels(enc.data["dev"].labels, known)
+    tr = known_rows(enc.data["train"].labels, known)
+    dv_known = known_rows(enc.data["dev"].labels, known)
+    y_tr = open_labels(enc.data["train"].labels, known)[tr]
+    y_dev_all = open_labels(enc.data["dev"].labels, known)
     every_dev = torch.ones(len(y_dev_all), dtype=torch.bool)
     return Draw(
         known=known,
@@ -237,11 +237,11 @@ def best_scale(
 ) -> tuple[float, float]:
     """``(scale, macro-F1 in percent)``: the scale of :data:`SCALES` whose prediction
     ``nearest if dist < scale * radii[nearest] else k`` has the highest macro-F1 over
-    ``k + 1`` classes (``_f1s``), the first on ties."""
+    ``k + 1`` classes (``per_class_f1``), the first on ties."""
     best = (SCALES[0], -1.0)
     for scale in SCALES:
         pred = np.where(dist < scale * radii[nearest], nearest, k)
-        macro = 100 * float(_f1s(y, pred, k).mean())
+        macro = 100 * float(per_class_f1(y, pred, k).mean())
         if macro > best[1]:
             best = (scale, macro)
     return best
@@ -294,10 +294,10 @@ def held_out_draw(
 def scaled_metrics(
     boundary: ADBModel, z: torch.Tensor, labels: torch.Tensor, k: int, scale: float
 ) -> dict[str, float]:
-    """``_metrics`` of the boundary with every radius times ``scale`` (open score: the
+    """``rounded_metrics`` of the boundary with every radius times ``scale`` (open score: the
     distance minus the scaled radius), as ``select_runs`` scores its rules."""
     rule = dataclasses.replace(boundary, radii=boundary.radii * scale)
-    return _metrics(labels, rule.predict(z), k, rule.open_score(z))
+    return rounded_metrics(labels, rule.predict(z), k, rule.open_score(z))
 
 
 def stored_selection(rows: list[dict], dataset: str, ratio: float, seed: int) -> dict | None:
@@ -379,8 +379,8 @@ def run(
     backbone: Any, settings: list[str], seeds: list[int], store: Path, variant: Variant = HEAD
 ) -> None:
     """Every (setting, draw) that ``store`` lacks, each appended when it finishes."""
-    done = {(r["dataset"], float(r["ratio"]), r["seed"]) for r in _load(store)}
-    selection = _load(SELECTION_STORE)
+    done = {(r["dataset"], float(r["ratio"]), r["seed"]) for r in load_runs(store)}
+    selection = load_runs(SELECTION_STORE)
     enc: DevEncoded | None = None
     for setting in settings:
         name, ratio_text = setting.split(":")
@@ -392,7 +392,7 @@ def run(
             enc = DevEncoded(name, backbone, variant.layers)
         for seed in todo:
             row = heldout_run(enc, ratio, seed, selection, variant, backbone)
-            _store(store, [row])
+            append_runs(store, [row])
             po = row["pseudo_open"]
             log.info(
                 "heldout %s %.2f draw %d: scales %s -> %.3f (dev-best %.3f); macro-F1 "
@@ -553,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     variant = TOP if args.top_layer else HEAD
     store = args.store or variant.store
     if args.summarise:
-        text = summary_text(_load(store), variant)
+        text = summary_text(load_runs(store), variant)
         if args.write:
             variant.summary.write_text(text)
         print(text)

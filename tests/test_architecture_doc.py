@@ -67,8 +67,9 @@ def inline_code(text: str) -> list[str]:
 # --------------------------------------------------------------------------- resolving
 
 
-def _defined_names(body: list[ast.stmt]) -> set[str]:
-    """The names a module or class body binds: defs, classes, assignments, imports."""
+def _defined_names(body: list[ast.stmt], imports: bool = True) -> set[str]:
+    """The names a module or class body binds: defs, classes, assignments, and (unless
+    ``imports`` is false) imports."""
     names: set[str] = set()
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -77,21 +78,22 @@ def _defined_names(body: list[ast.stmt]) -> set[str]:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and imports:
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.If, ast.Try)):
-            names |= _defined_names(node.body)
+            names |= _defined_names(node.body, imports)
             for handler in getattr(node, "handlers", []):
-                names |= _defined_names(handler.body)
-            names |= _defined_names(node.orelse)
+                names |= _defined_names(handler.body, imports)
+            names |= _defined_names(node.orelse, imports)
     return names
 
 
-def _attribute_exists(path: Path, attrs: list[str]) -> bool:
-    """``attrs[0]`` is bound at the top of the module in ``path``; a further name, when
-    ``attrs[0]`` is a class there, is bound in its body."""
+def _attribute_exists(path: Path, attrs: list[str], imports: bool = True) -> bool:
+    """``attrs[0]`` is bound at the top of the module in ``path`` (``imports`` false:
+    defined there, not imported); a further name, when ``attrs[0]`` is a class there, is
+    bound in its body."""
     tree = ast.parse(path.read_text())
-    if attrs[0] not in _defined_names(tree.body):
+    if attrs[0] not in _defined_names(tree.body, imports):
         return False
     if len(attrs) > 1:
         for node in tree.body:
@@ -131,7 +133,9 @@ def _string_in_source(text: str, root: Path = SRC) -> bool:
 
 def resolve_path(token: str, root: Path = SRC, repo: Path = REPO) -> bool | None:
     """Whether a backticked path names something that exists (``None``: not a path of
-    this repository, e.g. a file of a run directory or a placeholder)."""
+    this repository, e.g. a file of a run directory or a placeholder).  A name after a
+    file (``dir/file.py:name``, ``dir/module.name``) is defined in that file: a name it
+    only imports is elsewhere, and fails."""
     if re.search(r"[\s<>{}*$~%()=\[\]]|RUN_DIR|\.\.", token):
         return None
     token, _, attr = token.partition(":")
@@ -153,7 +157,8 @@ def resolve_path(token: str, root: Path = SRC, repo: Path = REPO) -> bool | None
         target = base / token
         if target.exists():
             if attr:
-                return target.suffix == ".py" and _attribute_exists(target, attr.split("."))
+                attrs = attr.split(".")
+                return target.suffix == ".py" and _attribute_exists(target, attrs, False)
             return True
     return False
 
@@ -172,6 +177,48 @@ def missing_inline(text: str, root: Path = SRC, repo: Path = REPO) -> list[str]:
                 if not resolve_dotted(token, root):
                     missing.append(token)
     return missing
+
+
+#: prose that places a name in a file: "`file.py`'s `name`", "`name` (`file.py`)",
+#: "`name` (in `file.py`)", "`name` in / of / from `file.py`"
+_PLACED = (
+    r"`(?P<path>[\w/.]+\.py)`'s `(?P<name>[A-Za-z_][\w.]*)`",
+    r"`(?P<name>[A-Za-z_][\w.]*)` \((?:in )?`(?P<path>[\w/.]+\.py)`\)",
+    r"`(?P<name>[A-Za-z_][\w.]*)` (?:in|of|from) `(?P<path>[\w/.]+\.py)`",
+)
+
+
+def misplaced_names(text: str, root: Path = SRC, repo: Path = REPO) -> list[str]:
+    """``file.py:name`` for each name the prose places in a file (:data:`_PLACED`) that
+    the file does not define (a name it only imports is defined elsewhere)."""
+    flat = _flat(prose(text))
+    missing = []
+    for pattern in _PLACED:
+        for hit in re.finditer(pattern, flat):
+            token = f"{hit['path']}:{hit['name']}"
+            if resolve_path(token, root, repo) is False:
+                missing.append(token)
+    return missing
+
+
+def test_the_placement_reader_sees_a_name_in_the_wrong_file() -> None:
+    good = (
+        "Built by `mining/adversarial.py`'s `build_players`; `build_run_data` "
+        "(`tasks/image/data.py`), `FLOORS` in `tests/test_import_graph.py`, "
+        "`build_arms` of `tasks/image/build.py`."
+    )
+    assert misplaced_names(good) == []
+    bad = good.replace("data.py", "trainer.py").replace("image/build.py", "image/trainer.py")
+    bad = bad.replace("FLOORS", "ROOFS")
+    assert misplaced_names(bad) == [
+        "tasks/image/trainer.py:build_run_data",
+        "tests/test_import_graph.py:ROOFS",
+        "tasks/image/trainer.py:build_arms",
+    ]
+
+
+def test_every_name_the_prose_places_in_a_file_is_defined_there() -> None:
+    assert misplaced_names(doc_text()) == []
 
 
 def tree_entries(text: str) -> list[tuple[str, str]]:
@@ -474,17 +521,18 @@ def _defined_anywhere(root: Path = SRC) -> set[str]:
 
 def missing_in_recipe_path(text: str, root: Path = SRC, repo: Path = REPO) -> list[str]:
     """The names the code block under "The path of one recipe" uses that name nothing:
-    ``file.py:name`` and ``dir/module.name`` paths, dotted ``module.name`` chains of a
-    spacl module, and bare function or class names (``snake_case``, ``CamelCase``)."""
+    ``file.py:name`` (or ``file.py: name``) and ``dir/module.name`` paths, the name
+    defined in that file, dotted ``module.name`` chains of a spacl module, and bare
+    function or class names (``snake_case``, ``CamelCase``) defined anywhere."""
     _, found, section = text.partition("## The path of one recipe")
     assert found, "the doc no longer has 'The path of one recipe'"
     block = code_blocks(section)[0]
     missing: list[str] = []
-    paths = re.findall(r"\b[\w/]+\.py:\w+|\b(?:\w+/)+\w+\.\w+\b", block)
-    for token in paths:
+    paths = re.findall(r"\b[\w/]+\.py:\s*\w+|\b(?:\w+/)+\w+\.\w+\b", block)
+    for token in (re.sub(r":\s+", ":", path) for path in paths):
         if resolve_path(token, root, repo) is False:
             missing.append(token)
-    rest = re.sub(r"\b[\w/]+\.py:\w+|\b(?:\w+/)+[\w.]+", " ", block)
+    rest = re.sub(r"\b[\w/]+\.py:\s*\w+|\b(?:\w+/)+[\w.]+", " ", block)
     tops = _top_names(root) - set(CONFIG_SECTIONS)
     for token in re.findall(r"\b[a-z_]\w*(?:\.[A-Za-z_]\w*)+", rest):
         if token.split(".")[0] in tops and not resolve_dotted(token, root):
@@ -503,16 +551,22 @@ def test_the_recipe_path_reader_sees_a_renamed_function() -> None:
     good = (
         "## The path of one recipe\n\n```\ncli.main -> cli.parse_args\n"
         "  commands/train.run -> resolve_run\n  Trainer(cfg).fit()   build_arms\n"
+        "  tasks/image/build.py:build_arms, tasks/image/data.py: build_run_data\n"
         "  tasks.run_loaded -> (tasks/kg/train.py:train_kg)\n```\n"
     )
     assert missing_in_recipe_path(good) == []
     bad = good.replace("resolve_run", "resolve_the_run").replace("cli.main", "cli.mane")
     bad = bad.replace("commands/train.run", "commands/train.go").replace("Trainer", "Trainerr")
     bad = bad.replace("train.py:train_kg", "train.py:train_graph")
+    # the audit's slip: names put in the file that imports them, not the one defining them
+    bad = bad.replace("build.py:build_arms", "trainer.py:build_arms")
+    bad = bad.replace("data.py: build_run_data", "trainer.py: build_run_data")
     assert sorted(missing_in_recipe_path(bad)) == sorted(
         [
             "commands/train.go",
             "tasks/kg/train.py:train_graph",
+            "tasks/image/trainer.py:build_arms",
+            "tasks/image/trainer.py:build_run_data",
             "cli.mane",
             "resolve_the_run",
             "Trainerr",
@@ -533,11 +587,11 @@ def doc_paths_between(text: str, start: str, end: str) -> set[str]:
 
 
 def said_empty(text: str, name: str) -> bool:
-    """Whether the doc says the test's list ``name`` is empty (", is empty)" or "(it is
-    empty)" within the sentence naming it)."""
+    """Whether the doc says the test's list ``name`` is empty (", is empty)", "(it is
+    empty)" or ", are both empty" within the sentence naming it)."""
     flat = " ".join(text.split())
     i = flat.index(f"`{name}`")
-    return bool(re.match(r"[^.]*?(, is empty\)|\(it is empty\))", flat[i:]))
+    return bool(re.match(r"[^.]*?(, is empty\)|\(it is empty\)|, are both empty\b)", flat[i:]))
 
 
 def doc_loaders(text: str) -> set[str]:
@@ -559,24 +613,37 @@ def test_the_list_readers_see_a_changed_list() -> None:
     assert said_empty("the exceptions, `ALLOWED_UPWARD`, is empty), and", "ALLOWED_UPWARD")
     assert not said_empty("the exceptions, `ALLOWED_UPWARD`, lists two), and", "ALLOWED_UPWARD")
     assert said_empty("unless `X` names it with a reason (it is empty).", "X")
+    both = "whose lists, `A` (the tree) and `B` (`b/`), are both empty.  `C` lists one."
+    assert said_empty(both, "A") and said_empty(both, "B") and not said_empty(both, "C")
     loaders = "A loader (`LOADERS`: `spacl.a.B.load`, `spacl.c._r`) imports"
     assert doc_loaders(loaders) == {"spacl.a.B.load", "spacl.c._r"}
 
 
 def test_the_lists_the_doc_quotes_are_the_tests_lists() -> None:
     """The shared leaves of the SPACL trace, the import test's exception lists and
-    loaders, and the one-engine test's solvers are what the doc says they are."""
+    loaders, the private-import test's exception lists (the tree's and the benchmarks'),
+    and the one-engine test's solvers are what the doc says they are."""
     from test_import_graph import ALLOWED_UNRESOLVED, ALLOWED_UPWARD, LOADERS
     from test_one_engine import OUTSIDE_ENGINE
+    from test_spacl_package import KNOWN_BENCHMARK_PRIVATE_IMPORTS, KNOWN_PRIVATE_IMPORTS
     from test_spacl_trace import SHARED_LEAVES
 
     text = DOC.read_text()
-    leaves = doc_paths_between(text, "the shared kernel those build on:", "(traced at run time")
+    leaves = doc_paths_between(text, "the shared kernel those build on,", "(traced at run time")
     assert leaves == set(SHARED_LEAVES)
+    assert "stays inside `losses/spacl/` and `mining/`, with one exception, by design" in (
+        " ".join(text.split())
+    )
     assert said_empty(text, "ALLOWED_UPWARD") == (ALLOWED_UPWARD == {})
     assert said_empty(text, "ALLOWED_UNRESOLVED") == (ALLOWED_UNRESOLVED == {})
-    assert doc_loaders(text) == {f"{module}.{name}" for module, name in LOADERS}
     flat = " ".join(text.split())
+    for name, known in (
+        ("KNOWN_PRIVATE_IMPORTS", KNOWN_PRIVATE_IMPORTS),
+        ("KNOWN_BENCHMARK_PRIVATE_IMPORTS", KNOWN_BENCHMARK_PRIVATE_IMPORTS),
+    ):
+        assert said_empty(text, name) == (known == {}), name
+        assert all(f"`{hit}`" in flat for hit in known), name  # an exception is named
+    assert doc_loaders(text) == {f"{module}.{name}" for module, name in LOADERS}
     assert all(phrase in flat for phrase in ENGINE_EXCEPTIONS)
     solvers = {
         path for path, (kinds, _) in OUTSIDE_ENGINE.items() if "optimiser or schedule" in kinds

@@ -41,7 +41,8 @@ The floors (issue 21; :data:`FLOORS`, lowest first): ``studies`` -> ``tasks`` ->
 ``schema_files``, ``_validation``...); the CLI, the commands and ``spacl.load`` sit on
 top.  A module may import its own floor and the ones below; an import that runs back up
 a floor fails the test, **lazy imports inside functions included** (they run later, but
-still tie a low floor to a high one), ``if TYPE_CHECKING:`` blocks excepted.  Upward
+still tie a low floor to a high one), and ``if TYPE_CHECKING:`` blocks too (a type a low
+floor names from a high one ties them as well; issue 40 counts them).  Upward
 imports allowed on purpose would be listed in :data:`ALLOWED_UPWARD` (empty: there are
 none).  No import read as above is exempt from either rule: the schema's task registry
 is filled by the tasks and read where they are known (``spacl.tasks``), so the schema
@@ -1145,6 +1146,12 @@ def test_floor_rule_rejects_an_upward_arrow() -> None:
     ]
     with pytest.raises(KeyError, match="on no floor"):
         floor_of("spacl.attic.x")
+    known = {"spacl.data.x": 0, "spacl.engine.y": 0}
+    typing = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from spacl.engine.y import Y\n"
+    )
+    read = imports_of(typing, "spacl.data.x", known, False, lazy=True, typing_only=True)
+    assert upward_imports({"spacl.data.x": read}) == ["spacl.data.x -> spacl.engine.y"]
 
 
 def test_every_package_is_on_a_floor() -> None:
@@ -1153,8 +1160,8 @@ def test_every_package_is_on_a_floor() -> None:
 
 
 def test_no_import_runs_up_a_floor() -> None:
-    """Lazy imports inside functions count; ``if TYPE_CHECKING:`` blocks do not."""
-    up = upward_imports(import_graph(lazy=True))
+    """Lazy imports inside functions count, and so do ``if TYPE_CHECKING:`` blocks."""
+    up = upward_imports(import_graph(lazy=True, typing_only=True))
     assert not up, "imports up a floor:\n" + "\n".join(up)
 
 

@@ -114,7 +114,7 @@ def test_bounds_confidence_settles_only_what_the_seeds_can_show(bench: Any) -> N
 
 
 def test_spread_table_gives_the_true_std_interval_of_both_bounded_metrics(bench: Any) -> None:
-    """ood_report._spread (both reports' std table): the last column is the 90% interval
+    """ood_report.spread_table (both reports' std table): the last column is the 90% interval
     of the true std for macro-F1 / F1-OOD, from the n seeds of the row."""
     import ood_report
 
@@ -124,7 +124,7 @@ def test_spread_table_gives_the_true_std_interval_of_both_bounded_metrics(bench:
         return {"method": "supcon", "split_seed": seed, "test": test}
 
     runs = [run(0, 70.0, 60.0), run(1, 70.5, 61.0), run(2, 71.0, 62.0)]
-    lines = ood_report._spread(runs, ["supcon"])
+    lines = ood_report.spread_table(runs, ["supcon"])
     assert lines[0].endswith("| 90% interval of the true std, macro-F1 / F1-OOD |")
     row = next(line for line in lines if line.startswith("| supcon |"))
     low, high = (0.5 / math.sqrt(math.log(20.0)), 0.5 / math.sqrt(-math.log(0.95)))

@@ -111,9 +111,9 @@ def test_the_verdict_is_the_pre_registered_rule(
 
 def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
     store = bench.CONFIRM_STORE
-    rows = bench._load(store) if store.is_file() else []
-    selection = bench._load(OPEN_INTENT / "selection_runs.jsonl")
-    heldout = bench._load(bench.HELDOUT_STORE)
+    rows = bench.load_runs(store) if store.is_file() else []
+    selection = bench.load_runs(OPEN_INTENT / "selection_runs.jsonl")
+    heldout = bench.load_runs(bench.HELDOUT_STORE)
     written = (OPEN_INTENT / "confirmation.md").read_text()
     assert written == bench.confirmation_report(rows, selection, heldout), (
         "confirmation.md differs from `python benchmarks/open_intent.py --render-confirm`"
@@ -123,7 +123,7 @@ def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
 def _confirm_runs(bench: Any) -> list[dict[str, Any]]:
     if not bench.CONFIRM_STORE.is_file():
         pytest.skip("no confirmation run stored yet (PREREGISTRATION_confirm.md's runs)")
-    return list(bench._load(bench.CONFIRM_STORE))
+    return list(bench.load_runs(bench.CONFIRM_STORE))
 
 
 def test_every_confirmation_run_ran_after_its_pre_registration(bench: Any) -> None:

@@ -31,8 +31,8 @@ def bench() -> Any:
 
 
 def test_results_file_is_the_render_of_the_committed_stores(bench: Any) -> None:
-    rows = bench._load(OPEN_INTENT / "runs.jsonl")
-    selection = bench._load(OPEN_INTENT / "selection_runs.jsonl")
+    rows = bench.load_runs(OPEN_INTENT / "runs.jsonl")
+    selection = bench.load_runs(OPEN_INTENT / "selection_runs.jsonl")
     written = (OPEN_INTENT / "results.md").read_text()
     assert written == bench.results_report(rows, selection), (
         "results.md differs from `python benchmarks/open_intent.py --render`"
@@ -91,7 +91,7 @@ def test_text_recipes_on_the_conformal_rule_say_they_are_not_the_detector() -> N
 
 
 def test_results_index_states_where_the_first_five_seeds_fall_short(bench: Any) -> None:
-    rows = bench._load(OPEN_INTENT / "runs.jsonl")
+    rows = bench.load_runs(OPEN_INTENT / "runs.jsonl")
     row = next(
         line
         for line in (BENCH / "RESULTS.md").read_text().splitlines()
@@ -113,8 +113,8 @@ def test_every_reproduction_equals_the_stored_run_it_reran(bench: Any) -> None:
     uncommitted code, and gives the same known classes, test metrics and training record
     (its times aside).  The per-example scores were compared bit for bit when it ran
     (equal, so only the stored run's score file is committed)."""
-    stored = bench._load(OPEN_INTENT / "runs.jsonl")
-    redone = bench._load(OPEN_INTENT / "reproductions.jsonl")
+    stored = bench.load_runs(OPEN_INTENT / "runs.jsonl")
+    redone = bench.load_runs(OPEN_INTENT / "reproductions.jsonl")
     assert redone, "no reproduction recorded"
     for row in redone:
         target = row["reproduces"]

@@ -110,7 +110,7 @@ def test_every_run_row_names_a_score_file_that_exists(store: str) -> None:
     baseline kept its scores record none; a row that records one records that name), and
     the file holds the arrays the diagnosis reads."""
     bench = benchmark_module("open_intent")
-    runs = bench._load(OPEN_INTENT / store)
+    runs = bench.load_runs(OPEN_INTENT / store)
     assert runs
     for run in runs:
         name = bench.scores_file(run)  # raises where a recorded name differs

@@ -7,7 +7,8 @@ module imports the class module (or the package, which re-exports the class) or 
 to a function outside the class; (b) no module of the tree imports another module's
 private (``_x``) names or reads them off an imported module, nor another package's
 private module (``spacl.geometry._x`` from ``spacl.alignment``), and no script of
-``benchmarks/`` imports a private ``spacl`` module or name; (c) no import circle
+``benchmarks/`` imports a private ``spacl`` module or name, or another script's private
+name; (c) no import circle
 (``tests/test_import_graph.py``).  Also the cut's one entry point and the loss's options
 record and constructor.
 """
@@ -35,7 +36,8 @@ CLASS_MODULE = "spacl.losses.spacl.loss"
 KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}
 
 #: the same rule for ``benchmarks/*.py`` (module ``benchmarks.<stem>``), which sit outside
-#: the package: every private ``spacl`` name or module they import, with its reason
+#: the package: every private ``spacl`` name or module they import, and every private name
+#: of another benchmark script, with its reason.  None is left.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS: dict[str, str] = {}
 BENCHMARKS = ROOT.parents[1] / "benchmarks"
 
@@ -122,39 +124,85 @@ def tree_private_imports(root: Path = ROOT) -> list[str]:
     return sorted(found)
 
 
+def sibling_private_imports(source: str, name: str, siblings: set[str]) -> Iterator[str]:
+    """``"benchmarks.<name> <- benchmarks.<sibling>._name"`` for every private name a
+    benchmark script imports from another script of its folder (``from open_intent import
+    _load``, a lazy import included) or reads off one it imported (``import kg``,
+    ``kg._time_cut``).  A helper two scripts share is public, with a docstring; the
+    folder's shared module ``_common`` may be imported by every script, its private
+    names may not."""
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}  # local name -> sibling script it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in siblings and alias.name != name:
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            if node.module in siblings and node.module != name:
+                for alias in node.names:
+                    if _private(alias.name):
+                        yield f"benchmarks.{name} <- benchmarks.{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        ):
+            yield f"benchmarks.{name} <- benchmarks.{aliases[node.value.id]}.{node.attr}"
+
+
 def benchmark_private_imports(root: Path = BENCHMARKS, tree: Path = ROOT) -> list[str]:
     """:func:`private_imports` of every ``root/*.py`` (as ``benchmarks.<stem>``, outside
-    every spacl package): ``from spacl.x import _name``, ``spacl.x._mod``, ``alias._name``."""
+    every spacl package): ``from spacl.x import _name``, ``spacl.x._mod``, ``alias._name``;
+    and :func:`sibling_private_imports`: another script's private name."""
     files = modules(tree)
+    scripts = sorted(root.glob("*.py"))
+    siblings = {path.stem for path in scripts}
     found = {
         hit
-        for path in sorted(root.glob("*.py"))
-        for hit in private_imports(path.read_text(), f"benchmarks.{path.stem}", files)
+        for path in scripts
+        for hit in [
+            *private_imports(path.read_text(), f"benchmarks.{path.stem}", files),
+            *sibling_private_imports(path.read_text(), path.stem, siblings),
+        ]
     }
     return sorted(found)
 
 
 def test_the_benchmark_check_sees_a_counter_example(tmp_path: Path) -> None:
     """A benchmark importing a private module (``spacl.data._files``, issue 40's audit),
-    a private name, or reading one off a module is caught; its own helpers' private names
-    (``from open_intent import _cached``) are not spacl's and pass."""
+    a private name, or reading one off a module is caught, and so is a private name of
+    another benchmark script (``from open_intent import _cached``, ``kg._time_cut``, a lazy
+    import included); its public names, the shared ``_common`` module's public names and
+    a script's own private names pass."""
     tree = tmp_path / "src" / "spacl"
     for rel in ("__init__.py", "data/__init__.py", "data/_files.py", "mining/__init__.py"):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text("")
     bench = tmp_path / "benchmarks"
     bench.mkdir()
+    (bench / "_common.py").write_text("def header(): ...\ndef _stamp(): ...\n")
+    (bench / "open_intent.py").write_text("def _cached(): ...\ndef load_runs(): ...\n")
+    (bench / "kg.py").write_text("def _time_cut(): ...\ndef time_cut(): ...\n")
     (bench / "heldout.py").write_text(
-        "from open_intent import _cached\n"
+        "from _common import header\n"
+        "from open_intent import _cached, load_runs\n"
         "from spacl.data._files import split_file\n"
         "from spacl.data import split_file as public\n"
     )
     (bench / "other.py").write_text(
+        "import kg\n"
         "import spacl.mining as mining\n"
         "def f():\n    from spacl.mining import _hidden\n    return mining._inner\n"
+        "def g():\n    from _common import _stamp\n    return kg._time_cut, kg.time_cut\n"
     )
     assert benchmark_private_imports(bench, tree) == [
+        "benchmarks.heldout <- benchmarks.open_intent._cached",
         "benchmarks.heldout <- spacl.data._files",
+        "benchmarks.other <- benchmarks._common._stamp",
+        "benchmarks.other <- benchmarks.kg._time_cut",
         "benchmarks.other <- spacl.mining._hidden",
         "benchmarks.other <- spacl.mining._inner",
     ]

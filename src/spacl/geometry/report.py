@@ -79,28 +79,41 @@ def geometry_report(
     if labels is None:
         if classifier is not None:
             raise ValueError("classifier metrics (NC3, NC4) need labels")
-        if d <= n:
-            report.update(state_report(batch_state(x, None, 0))[0])
-        else:
-            as_matrix(x, "features")  # the N x N path below does not check finiteness itself
-            report.update(_spectra_report(feature_spectra(x)))
+        report.update(_unlabelled_entries(x))
     else:
-        y = as_labels(labels, n)
-        classes, index = torch.unique(y, sorted=True, return_inverse=True)
-        resolved = None if classifier is None else resolve_classifier(classifier, d, classes)
-        # one pass over the data gives the spectra and every class statistic
-        entries, stats = state_report(batch_state(x, index, classes.numel()), classes, classifier)
-        report.update(entries)
-        if d > n:  # the d x d spectra would hold d - N + 1 structural zeros: use N x N
-            report.update(_spectra_report(feature_spectra(x)))
-        if resolved is not None and stats is not None:
-            report["nc4"] = nc4(x, stats, *resolved)
+        report.update(_labelled_entries(x, as_labels(labels, n), classifier))
     generator = torch.Generator().manual_seed(seed)
     report["uniformity"] = uniformity(
         x, uniformity_t, sample=uniformity_sample, generator=generator, check_finite=False
     )
     if views is not None:
         report["alignment"] = pair_alignment(x, views, 2.0, True, ("features", "views"))
+    return report
+
+
+def _unlabelled_entries(x: torch.Tensor) -> Report:
+    """The spectra of unlabelled features ``x [N, d]``: from one pass over the data when
+    ``d <= N``, else from the ``N x N`` Gram matrix (finiteness checked first)."""
+    n, d = x.shape
+    if d <= n:
+        return state_report(batch_state(x, None, 0))[0]
+    as_matrix(x, "features")  # the N x N path below does not check finiteness itself
+    return _spectra_report(feature_spectra(x))
+
+
+def _labelled_entries(x: torch.Tensor, y: torch.Tensor, classifier: Classifier | None) -> Report:
+    """The spectra and every class statistic of ``x [N, d]`` with labels ``y [N]`` from one
+    pass over the data (the spectra from the ``N x N`` Gram matrix when ``d > N``), with
+    ``classifier`` NC3 and NC4 too."""
+    n, d = x.shape
+    classes, index = torch.unique(y, sorted=True, return_inverse=True)
+    resolved = None if classifier is None else resolve_classifier(classifier, d, classes)
+    # one pass over the data gives the spectra and every class statistic
+    report, stats = state_report(batch_state(x, index, classes.numel()), classes, classifier)
+    if d > n:  # the d x d spectra would hold d - N + 1 structural zeros: use N x N
+        report.update(_spectra_report(feature_spectra(x)))
+    if resolved is not None and stats is not None:
+        report["nc4"] = nc4(x, stats, *resolved)
     return report
 
 

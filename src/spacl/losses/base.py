@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from spacl._validation import check_positive
 from spacl.losses._batch import (
     PairLayout,
+    ViewBatch,
     check_anchor_mode,
     check_extra_negatives,
     pair_layout,
@@ -129,26 +130,16 @@ class PairwiseContrastiveLoss(nn.Module):
         """
         batch = parse_views(features, other, labels, targets)
         name = type(self).__name__
-        if batch.labels is not None and not self.supports_labels:
-            raise ValueError(f"{name} is unsupervised and takes no labels")
-        if batch.labels is None and self.requires_labels:
-            raise ValueError(f"{name} needs labels: call loss(features, labels)")
-        if batch.num_instances == 0:
-            raise ValueError(
-                f"{name}: features is an empty batch, of shape {tuple(batch.views.shape)}"
-            )
-        if batch.num_instances < 2 and self.needs_negative_pair:
-            raise ValueError(
-                f"{name}: a batch needs at least 2 instances to have a negative, got "
-                f"features of shape {tuple(batch.views.shape)}"
-            )
+        check_loss_batch(
+            batch,
+            name,
+            takes_labels=self.supports_labels,
+            needs_labels=self.requires_labels,
+            needs_negative_pair=self.needs_negative_pair,
+        )
         extra, extra_labels = check_extra_negatives(extra_negatives, extra_negative_labels, batch)
         layout = pair_layout(batch, self.anchor_mode)
-        candidates = normalize(layout.candidates, self.normalize)
-        if layout.shared:
-            anchors = candidates / self.temperature
-        else:
-            anchors = normalize(layout.anchors, self.normalize) / self.temperature
+        anchors, candidates = scaled_pairs(layout, self.normalize, self.temperature)
         in_batch = candidates
         shared = layout.shared
         if extra is not None:
@@ -159,11 +150,9 @@ class PairwiseContrastiveLoss(nn.Module):
         positive_logits = None
         simple = self.uses_simple_path() and negatives is None
         if simple:
-            if isinstance(positives, GroupPositives):
-                positives = positives.with_logit_sums(anchors, candidates, layout.self_index)
-            elif positives.dtype != torch.bool:
-                # <a/tau, c_p> from the embeddings: O(A P d), no indexing into logits
-                positive_logits = torch.einsum("ad,apd->ap", anchors, candidates[positives])
+            positives, positive_logits = simple_positives(
+                positives, anchors, candidates, layout.self_index
+            )
         bound = self._logit_bound(candidates.dtype)
         if simple and shared and bound is not None:
             return self._shared_simple_loss(
@@ -317,6 +306,53 @@ class PairwiseContrastiveLoss(nn.Module):
             f"temperature={self.temperature}, normalize={self.normalize!r}, "
             f"anchor_mode={self.anchor_mode!r}"
         )
+
+
+def check_loss_batch(
+    batch: ViewBatch,
+    name: str,
+    *,
+    takes_labels: bool,
+    needs_labels: bool,
+    needs_negative_pair: bool,
+) -> None:
+    """Refuse, naming the loss ``name``, a batch it is undefined on: labels it does not
+    take or lacks, no instance, or one instance where a negative pair is needed."""
+    if batch.labels is not None and not takes_labels:
+        raise ValueError(f"{name} is unsupervised and takes no labels")
+    if batch.labels is None and needs_labels:
+        raise ValueError(f"{name} needs labels: call loss(features, labels)")
+    if batch.num_instances == 0:
+        raise ValueError(f"{name}: features is an empty batch, of shape {tuple(batch.views.shape)}")
+    if batch.num_instances < 2 and needs_negative_pair:
+        raise ValueError(
+            f"{name}: a batch needs at least 2 instances to have a negative, got "
+            f"features of shape {tuple(batch.views.shape)}"
+        )
+
+
+def scaled_pairs(
+    layout: PairLayout, mode: NormalizeMode, temperature: float
+) -> tuple[Tensor, Tensor]:
+    """``(anchors / temperature, candidates)``, both normalised by ``mode``; when the
+    layout shares them, the anchors are the normalised candidates themselves."""
+    candidates = normalize(layout.candidates, mode)
+    if layout.shared:
+        return candidates / temperature, candidates
+    return normalize(layout.anchors, mode) / temperature, candidates
+
+
+def simple_positives(
+    positives: Tensor | GroupPositives, anchors: Tensor, candidates: Tensor, self_index: Tensor
+) -> tuple[Tensor | GroupPositives, Tensor | None]:
+    """The positives of the kernel's mask-free path and their logits: a group gets its
+    logit sums, an index ``[A, P]`` its logits ``<a/tau, c_p>`` from the embeddings
+    (O(A P d), no indexing into the logits); a mask passes as it is, with no logits."""
+    if isinstance(positives, GroupPositives):
+        return positives.with_logit_sums(anchors, candidates, self_index), None
+    if positives.dtype != torch.bool:
+        return positives, torch.einsum("ad,apd->ap", anchors, candidates[positives])
+    return positives, None
 
 
 def instance_select(layout: PairLayout) -> tuple[Tensor, Tensor | None]:

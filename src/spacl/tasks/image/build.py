@@ -103,6 +103,40 @@ def _optimizer_of(
     return optimizer, build_scheduler(optimizer, schedule)
 
 
+def _placed(
+    model: ContrastiveModel,
+    objective: nn.Module,
+    precision: Precision,
+    ctx: DistributedContext,
+    sync_batchnorm: bool,
+) -> tuple[ContrastiveModel, nn.Module]:
+    """An arm's model and objective on the run's device (the model in the parameter dtype,
+    the objective in float64 when that is it), and the model as the step calls it:
+    under distributed training with synchronised batch norm if asked, wrapped in DDP.
+    Returns ``(model, wrapped)``, ``wrapped`` the model itself on one process."""
+    model.to(device=ctx.device, dtype=precision.param_dtype)
+    objective.to(device=ctx.device)
+    if precision.param_dtype == torch.float64:
+        objective.to(dtype=torch.float64)
+    if ctx.enabled and sync_batchnorm:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    wrapped: nn.Module = model
+    if ctx.enabled:
+        ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+        wrapped = DistributedDataParallel(model, device_ids=ids)
+    return model, wrapped
+
+
+def _negative_queue(
+    size: int, dim: int, precision: Precision, device: torch.device
+) -> NegativeQueue | None:
+    """An arm's queue of past target embeddings (``objective.queue_size`` rows of ``dim``
+    in the loss dtype), ``None`` without one (size 0)."""
+    if size <= 0:
+        return None
+    return NegativeQueue(size, dim, dtype=precision.loss_dtype, device=device)
+
+
 def build_arms(
     cfg: Any,
     *,
@@ -137,30 +171,19 @@ def build_arms(
         model = copy.deepcopy(base)
         if spec.classifier_head:
             model.head = _classifier(model.feature_dim, num_label_classes, seed)
-        model.to(device=ctx.device, dtype=precision.param_dtype)
-        objective.to(device=ctx.device)
-        if precision.param_dtype == torch.float64:
-            objective.to(dtype=torch.float64)
-        if ctx.enabled and cfg.model.sync_batchnorm:
-            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-        wrapped: nn.Module = model
-        if ctx.enabled:
-            ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-            wrapped = DistributedDataParallel(model, device_ids=ids)
+        model, wrapped = _placed(model, objective, precision, ctx, cfg.model.sync_batchnorm)
         target = EMATarget(model, momentum)
         ocfg = OmegaConf.merge(cfg.optim, acfg.optim)
         optimizer, scheduler = _optimizer_of(
             ocfg, model, int(cfg.train.batch_size), steps_per_epoch, total_steps
         )
         scaler = torch.amp.GradScaler(ctx.device.type, enabled=precision.uses_scaler)
-        queue = None
-        if int(getattr(acfg.objective, "queue_size", 0)) > 0:
-            queue = NegativeQueue(
-                int(acfg.objective.queue_size),
-                int(getattr(base.head, "out_dim", cfg.model.proj_dim)),
-                dtype=precision.loss_dtype,
-                device=ctx.device,
-            )
+        queue = _negative_queue(
+            int(getattr(acfg.objective, "queue_size", 0)),
+            int(getattr(base.head, "out_dim", cfg.model.proj_dim)),
+            precision,
+            ctx.device,
+        )
         arms.append(
             Arm(
                 str(acfg.name),
