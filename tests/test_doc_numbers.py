@@ -1,5 +1,5 @@
-"""Numbers quoted in README.md, docs/results.md and benchmarks/RESULTS.md come from
-committed results files.
+"""Numbers quoted in README.md, docs/results.md, docs/using.md and benchmarks/RESULTS.md
+come from committed results files.
 
 Two mechanisms:
 
@@ -7,10 +7,11 @@ Two mechanisms:
   (``[results/x.md](results/x.md)``): every decimal number of its headline cell must be
   written in that file or in another results file the row links (rows listed in
   :data:`CHECKED_ROWS`);
-- a block of README.md or docs/results.md between ``<!-- numbers from: FILE [FILE...] -->``
-  and ``<!-- /numbers -->`` quotes numbers of those files (paths from the repository
-  root): every decimal number in the block must be written in one of them, and every
-  number of a table row in the block must be written in that row's own source rows (a
+- a block of README.md, docs/results.md or docs/using.md between
+  ``<!-- numbers from: FILE [FILE...] -->`` and ``<!-- /numbers -->`` quotes numbers of
+  those files (paths from the repository root): every decimal number in the block must
+  be written in one of them, and every number of a table row in the block must be
+  written in that row's own source rows (a
   ``claim N`` of a report, or the source rows and sentences that name the row; see
   :func:`row_problems`), so rows or columns traded between them fail; a ``mean ± std``
   pair must stand as that pair, a verdict (reproduced, opposite, mixed, not reproduced)
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS_INDEX = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
 #: the documents whose ``numbers from`` blocks this test checks, and the fewest blocks each has
-NUMBER_DOCS = {"README.md": 4, "docs/results.md": 13}
+NUMBER_DOCS = {"README.md": 4, "docs/results.md": 13, "docs/using.md": 1}
 README_MAX_LINES = 150
 #: RESULTS.md rows whose numbers this test checks (the others are checked by their owners)
 CHECKED_ROWS = (

@@ -274,3 +274,132 @@ def test_a_fresh_run_into_a_used_directory_starts_its_metrics_afresh(
     (run / "metrics.jsonl").write_text((whole / "metrics.jsonl").read_text())
     Trainer(load_config(recipe), run, quiet=True).fit()
     assert records(run) == records(whole)
+
+
+# ------------------------------------- during a loop's last checkpoint, for every task
+
+
+class CountingStage(Counting):
+    """:class:`Counting` as a checkpointed stage (its state: the weights)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights}
+
+    def load_state_dict(self, state: Any) -> None:
+        self.weights = int(state["weights"])
+
+
+def signal_at_final_save(patch: pytest.MonkeyPatch, signum: int, sent: list[int]) -> None:
+    """Send ``signum`` while the engine's checkpointer writes the first loop's final
+    checkpoint (the save that marks it complete); ``sent`` receives that save's step."""
+    from spacl.engine.stages import Checkpointer
+
+    real = Checkpointer._save
+
+    def saving(
+        self: Checkpointer, index: int, loop: TrainLoop, body: Any, *, complete: bool
+    ) -> None:
+        if complete and not sent:
+            sent.append(loop.progress.global_step)
+            os.kill(os.getpid(), signum)
+        real(self, index, loop, body, complete=complete)
+
+    patch.setattr(Checkpointer, "_save", saving)
+
+
+@pytest.mark.parametrize(("signum", "status"), SIGNALS)
+def test_the_engine_raises_a_stop_asked_during_a_loops_last_save_for_every_task(
+    tmp_path: Path, signum: int, status: int
+) -> None:
+    """The checkpointer, not each task, acts on a stop: one asked while a loop's last
+    checkpoint is written (no step follows) raises there, before what follows the loop;
+    one asked between loops (a text run's stages), where no loop sees it, raises as the
+    ``with`` block ends.  Either names the run directory, the step and the signal."""
+    from spacl.engine.stages import Checkpointer
+
+    written: list[dict[str, Any]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        sent: list[int] = []
+        signal_at_final_save(patch, signum, sent)
+        with pytest.raises(StopRequested) as stop:
+            with Checkpointer(written.append, run_dir=str(tmp_path)) as checkpointer:
+                checkpointer.run(CountingStage(n=4), LoopPlan(epochs=2))
+                pytest.fail("the loop's caller went on after the stop")  # pragma: no cover
+    assert (stop.value.signum, stop.value.run_dir) == (signum, str(tmp_path))
+    assert stop.value.progress.global_step == 8 and sent == [8]
+    assert written[-1]["progress"]["global_step"] == 8  # the last save is complete
+
+    after: list[str] = []
+    with pytest.raises(StopRequested) as stop:
+        with Checkpointer(written.append, staged=True, run_dir=str(tmp_path)) as stages:
+            stages.run(CountingStage(n=3), LoopPlan(epochs=1))
+            os.kill(os.getpid(), signum)  # between two stages: no loop checks it here
+            after.append("the code between the stages runs")
+    assert after and stop.value.signum == signum and stop.value.progress.global_step == 3
+    assert written[-1]["stages"][-1]["complete"]
+
+
+@pytest.mark.parametrize("task", ["kg", "text"])
+def test_a_signal_during_a_runs_final_checkpoint_stops_it_with_the_resume_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    task: str,
+) -> None:
+    """Ctrl-C just after the last step, while the final checkpoint is written (an audit
+    found a KG run then went on to its test evaluation and exited 0): exit 130, the one
+    line naming the step and ``--resume``, no eval.json; the resume writes the
+    uninterrupted run's eval.json."""
+    if task == "kg":
+        from test_kg_model import cycle_graph
+        from test_task_runs import kg_recipe
+
+        recipe: dict[str, Any] = {**kg_recipe(cycle_graph(tmp_path / "toy"), epochs=2)}
+        recipe["task"] = "kg"
+    else:
+        from spacl.tasks.text import task as text_task
+        from test_ood import FakeEncoder, write_topic_dataset
+
+        monkeypatch.setattr(text_task, "MiniLMEncoder", lambda **kwargs: FakeEncoder())
+        recipe = {
+            "task": "text",
+            "data": {"name": "topics", "root": str(write_topic_dataset(tmp_path / "topics")),
+                     "known_ratio": 0.5},
+            "encoder": {"cache_dir": str(tmp_path / "cache")},
+            "objective": {"name": "supcon", "temperature": 0.5},
+            "train": {"epochs": 2, "batch_size": 16, "progress": False},
+        }  # fmt: skip
+    path, whole, run = tmp_path / "recipe.yaml", tmp_path / "whole", tmp_path / "late"
+    OmegaConf.save(OmegaConf.create(recipe), path)
+    assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0
+    sent: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        signal_at_final_save(patch, signal.SIGINT, sent)
+        capsys.readouterr()
+        assert main(["train", str(path), "--out", str(run), "--quiet"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert f"interrupted at step {sent[0]};" in err and f"spacl train {run} --resume" in err
+    assert not (run / "eval.json").exists()
+    assert main(["train", str(run), "--resume", "--quiet"]) == 0
+    assert json.loads((run / "eval.json").read_text()) == json.loads(
+        (whole / "eval.json").read_text()
+    )
+
+
+def test_the_console_script_ignores_ctrl_c_once_its_command_is_done(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the command's last line, a Ctrl-C would only raise inside the interpreter's
+    exit hooks (a traceback after a finished run): the console script ignores it then;
+    ``main(argv)`` called as a library leaves the caller's handler alone."""
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        assert main(["recipes"]) == 0
+        assert signal.getsignal(signal.SIGINT) is before
+        monkeypatch.setattr("sys.argv", ["spacl", "recipes"])
+        assert main() == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert "text/stackoverflow" in capsys.readouterr().out

@@ -367,9 +367,15 @@ def test_the_imagefolder_recipes_need_only_data_root(
         code = main(["train", "imagefolder/supcon", f"data.root={root}", *fast,
                      "--out", str(run), "--quiet"])  # fmt: skip
     assert code == 0
-    assert "train.batch_size=64 is more than the 18 training images: batches of 18" in caplog.text
+    note = "train.batch_size=64 is more than the 18 training images: batches of 18"
+    assert note in caplog.text
     cfg = load_config(run / "config.yaml")
     assert cfg.objective.name == "supcon" and cfg.data.root == str(root)
+    # the run's record says what it trained on: the setting (the lr is scaled from it)
+    # stays, with the batch used beside it, and summary.md names the batch used
+    assert f"  batch_size: 64  # {note}\n" in (run / "config.yaml").read_text()
+    assert cfg.train.batch_size == 64
+    assert f"schedule, batch 18 ({note})" in (run / "summary.md").read_text()
     caplog.clear()  # eval reads the run's data again: the training note is not repeated
     with caplog.at_level(logging.WARNING, logger="spacl.tasks.image.data"):
         assert main(["eval", str(run), "--no-write", "--json"]) == 0

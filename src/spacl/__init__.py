@@ -1,23 +1,22 @@
-"""spacl: contrastive learning with hard samples, and the geometry of what it learns.
+"""Contrastive learning with hard samples, and the geometry of what it learns.
 
-Subpackages
------------
-``spacl.losses``     every objective on one masked-logsumexp kernel (``SPACLLoss``,
-                     ``NTXentLoss``, ``SupConLoss``, ``HardNegativeLoss``...)
-``spacl.mining``     SPACL's miners (dynamic anchor, farthest point, relative threshold,
-                     adversarial negatives)
-``spacl.geometry``   neural / dimensional collapse, uniformity, SPACL optimality checks
-``spacl.alignment``  CKA, RSA and the CL-vs-NSCL bound
-``spacl.data``, ``spacl.models``, ``spacl.engine``, ``spacl.evaluate``  training system
-``spacl.tasks``      the tasks a recipe runs: ``image`` (the default), ``kg``, ``text``
+Subpackages:
+    spacl.losses     every objective on one masked-logsumexp kernel (SPACLLoss,
+                     NTXentLoss, SupConLoss, HardNegativeLoss...)
+    spacl.mining     SPACL's miners (dynamic anchor, farthest point, relative
+                     threshold, adversarial negatives)
+    spacl.geometry   neural / dimensional collapse, uniformity, SPACL optimality checks
+    spacl.alignment  CKA, RSA and the CL-vs-NSCL bound
+    spacl.data, spacl.models, spacl.engine, spacl.evaluate   the training system
+    spacl.tasks      the tasks a recipe runs: image (the default), kg, text
 
-Functions
----------
-``spacl.load(run_dir)`` returns a trained run's model (:mod:`spacl.trained`);
-``spacl.load_recipe(name_or_path, overrides)`` reads and validates any recipe
-(:func:`spacl.tasks.load_recipe`) and ``spacl.run_recipe(name_or_path, overrides,
-out=...)`` runs it (:mod:`spacl.tasks`), the way ``spacl train`` does.  They import
-torch on first use, so ``import spacl`` stays light (``spacl --version``).
+Functions (listed below):
+    load(run_dir)                         a trained run's model
+    load_recipe(name_or_path, overrides)  read and validate any recipe
+    run_recipe(name_or_path, overrides, out=...)
+                                          run it, the way `spacl train` does
+
+They import torch on first use, so `import spacl` stays light (`spacl --version`).
 """
 
 from __future__ import annotations
@@ -43,13 +42,13 @@ def load(
     checkpoint: str | Path | None = None,
     device: Any = "cpu",
 ) -> Any:
-    """The trained model of a run directory (:func:`spacl.trained.load`).
+    """The trained model of a run directory (spacl.trained.load).
 
-    Image runs give a :class:`spacl.trained.TrainedModel` (``.embed(images)``), text runs
-    the open-intent detector (``.predict(texts)``), KG runs the link predictor.
+    Image runs give a spacl.trained.TrainedModel (.embed(images)), text runs the
+    open-intent detector (.predict(texts)), KG runs the link predictor.
 
-    Example (a two-step run on the built-in digits, then its model; ``model.embed`` also
-    takes image files):
+    Example (a two-step run on the built-in digits, then its model; model.embed also takes
+    image files):
         >>> import tempfile, torch, spacl
         >>> quick = ["train.max_steps=2", "eval.every_epochs=0", "eval.linear_probe=false",
         ...          "eval.geometry=false"]
@@ -65,8 +64,8 @@ def load(
 
 
 def load_recipe(source: Any, overrides: Sequence[str] = ()) -> Any:
-    """Read, override and validate any recipe (:func:`spacl.tasks.load_recipe`): its
-    ``task`` (image, kg or text) and its typed ``config``.
+    """Read, override and validate any recipe (spacl.tasks.load_recipe): its task
+    (image, kg or text) and its typed config.
 
     Example:
         >>> import spacl
@@ -87,10 +86,10 @@ def run_recipe(
     resume: bool = False,
     quiet: bool = False,
 ) -> Any:
-    """Run any recipe as ``spacl train`` does (:func:`spacl.tasks.run_recipe`).
+    """Run any recipe as `spacl train` does (spacl.tasks.run_recipe).
 
     Example (two steps of SimCLR on the built-in digits; the final kNN and NCC accuracies
-    come back in ``metrics``, the run directory holds the checkpoint and ``eval.json``):
+    come back in metrics, the run directory holds the checkpoint and eval.json):
         >>> import tempfile, spacl
         >>> quick = ["train.max_steps=2", "eval.every_epochs=0", "eval.linear_probe=false",
         ...          "eval.geometry=false"]

@@ -271,7 +271,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # library messages (logging, logger "spacl") on stderr; --quiet: no messages, no bars
     console_logging(quiet=bool(getattr(args, "quiet", False)))
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        if argv is None:  # the console script: the command is done, its last line printed;
+            # a Ctrl-C now would only raise in the interpreter's exit hooks (tqdm's)
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return code
     except (ValueError, TypeError, FileNotFoundError, MissingExtraError) as err:
         line = os_error_line(err) if isinstance(err, OSError) else one_line(err)
         print(f"spacl {args.command}: error: {line}", file=sys.stderr)

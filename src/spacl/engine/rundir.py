@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,6 +39,7 @@ __all__ = [
     "TASK_CHECKPOINT_FORMAT",
     "MetricsLogger",
     "RunDirectory",
+    "annotate_yaml",
     "default_run_dir",
     "jsonable",
     "not_a_run_directory",
@@ -48,6 +50,31 @@ __all__ = [
 
 #: version of the KG / text checkpoint layout
 TASK_CHECKPOINT_FORMAT = 1
+
+
+def annotate_yaml(text: str, notes: Mapping[str, str]) -> str:
+    r"""``text`` (block-style YAML, as ``OmegaConf.to_yaml`` writes it) with ``notes[key]``
+    as a comment at the end of the line of each dotted ``key`` (``train.batch_size``);
+    a key not in ``text`` is refused (``KeyError``).
+
+    Example:
+        >>> annotate_yaml("train:\n  batch_size: 64\n", {"train.batch_size": "24 used"})
+        'train:\n  batch_size: 64  # 24 used\n'
+    """
+    lines, left = text.splitlines(), dict(notes)
+    path: list[str] = []
+    for i, line in enumerate(lines):
+        key = line.strip().split(":", 1)[0]
+        if not line.strip() or line.lstrip().startswith(("#", "-")) or ":" not in line:
+            continue
+        depth = (len(line) - len(line.lstrip())) // 2
+        path[depth:] = [key]
+        dotted = ".".join(path)
+        if dotted in left:
+            lines[i] = f"{line}  # {' '.join(left.pop(dotted).split())}"
+    if left:
+        raise KeyError(f"no key {sorted(left)} in the YAML to annotate")
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
 
 def default_run_dir(cfg: DictConfig, name: str | None = None) -> Path:
@@ -135,17 +162,19 @@ class RunDirectory:
     def create(self) -> None:
         self.checkpoints.mkdir(parents=True, exist_ok=True)
 
-    def write_config(self, cfg: DictConfig) -> None:
+    def write_config(self, cfg: DictConfig, notes: Mapping[str, str] | None = None) -> None:
         """Save ``cfg`` as ``config.yaml`` (atomically); a relative ``out_dir`` is written
         absolute (from the working directory), so the run's record names no path relative
-        to where ``spacl train`` ran."""
+        to where ``spacl train`` ran.  ``notes``: a comment on a key's line
+        (``{"train.batch_size": "..."}``), where the run did not use the value as given
+        (:func:`annotate_yaml`)."""
         self.create()
         out_dir = cfg.get("out_dir") if isinstance(cfg, DictConfig) else None
         if isinstance(out_dir, str) and out_dir and not Path(out_dir).expanduser().is_absolute():
             cfg = cfg.copy()
             cfg.out_dir = str(Path(out_dir).expanduser().resolve())
         tmp = self.config.with_suffix(".yaml.tmp")
-        tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        tmp.write_text(annotate_yaml(OmegaConf.to_yaml(cfg, resolve=True), notes or {}))
         tmp.replace(self.config)
 
     def read_config_dict(self) -> dict[str, Any]:

@@ -11,7 +11,11 @@ writes the loop's state (:meth:`TrainLoop.state`), the body's
 back before the loop runs.  Inside ``with checkpointer:`` SIGINT and SIGTERM
 (:class:`~spacl.engine.interrupt.StopOnSignal`) stop the loop at the next step boundary
 with a checkpoint there, and the :class:`~spacl.engine.loop.StopRequested` that leaves
-the block names the run directory.  No body saves itself: a body never sees the writer.
+the block names the run directory.  No stop is lost and no task has to ask for that: a
+stop requested by the time a loop's last checkpoint is written (the final save itself
+included) raises there, before what follows the loop (a final evaluation), and one that
+arrives later inside the block (between a text run's stages, say) raises as the block
+ends.  No body saves itself: a body never sees the writer.
 
 Two layouts, one writer:
 
@@ -38,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
@@ -47,7 +52,7 @@ import torch
 
 from spacl.engine.checkpoint import capture_rng_state, restore_rng_state
 from spacl.engine.evaluation import Evaluator
-from spacl.engine.interrupt import StopOnSignal
+from spacl.engine.interrupt import StopOnSignal, TerminatedBySignal
 from spacl.engine.loop import LoopBody, LoopPlan, StepCallback, StopRequested, TrainLoop
 
 __all__ = [
@@ -159,11 +164,33 @@ class Checkpointer:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        if self._signals is not None:
-            self._signals.__exit__(kind, error, trace)
-            self.stop_requested, self._signals = None, None
+        signals, self._signals = self._signals, None
+        if signals is not None:  # the previous handlers first: no signal falls in between
+            signals.__exit__(kind, error, trace)
+            asked, self.stop_requested = signals.requested(), None
+        else:
+            asked = self.stop_asked()
+        pending = error is None and asked  # requested inside the block, acted on by no loop
+        if pending:
+            error = self._pending_stop(None if signals is None else signals.received)
         if isinstance(error, StopRequested) and self.run_dir is not None:
             error.run_dir = self.run_dir
+        if pending:
+            assert error is not None
+            raise error
+
+    def _pending_stop(self, signum: int | None) -> BaseException:
+        """What a stop requested inside the block that no loop acted on raises as the block
+        ends: :class:`StopRequested` at the last loop's position (a loop saves when it
+        ends, so its checkpoint is written), or, before any loop ran (no checkpoint),
+        what the signal raises outside the block (``KeyboardInterrupt``)."""
+        if self.loop is not None:
+            stop = StopRequested(self.loop.progress)
+            stop.signum = signum
+            return stop
+        if signum is None or signum == signal.SIGINT:
+            return KeyboardInterrupt()
+        return TerminatedBySignal(signum)
 
     def stop_asked(self) -> bool:
         """Whether a stop was requested (a signal received inside the block)."""
@@ -189,18 +216,17 @@ class Checkpointer:
         plan: LoopPlan,
         *,
         callbacks: Sequence[StepCallback] = (),
-        stop_at_end: bool = False,
         evaluator: Evaluator | None = None,
     ) -> TrainLoop:
         """Run the next loop (or load it, a completed stage) and return it.
 
         On resume the loop, the body and the random state are loaded first.  Once the
         loop ends it is saved (a stage always, to mark it complete; one loop when steps
-        went unsaved or it finished).  ``stop_at_end``: a stop requested by then (while
-        the loop closed its last epoch, or after a ``plan.max_steps`` stop) raises
-        :class:`StopRequested` after that save, before what follows the loop (the image
-        task's final evaluation).  ``evaluator``: the loop's validation
-        (:class:`~spacl.engine.evaluation.Evaluator`)."""
+        went unsaved or it finished).  A stop requested by the end of that save (while
+        the loop closed its last epoch, during the save itself, or after a
+        ``plan.max_steps`` stop) raises :class:`StopRequested` there, for every task,
+        before what follows the loop (a final evaluation): the resume runs it.
+        ``evaluator``: the loop's validation (:class:`~spacl.engine.evaluation.Evaluator`)."""
         if self.checkpoint_every and not plan.checkpoint_every and self.write is not None:
             plan = replace(plan, checkpoint_every=self.checkpoint_every)
         index = len(self.states)
@@ -231,7 +257,7 @@ class Checkpointer:
             self.staged or loop.saved_step != p.global_step or p.finished
         ):
             self._save(index, loop, body, complete=True)
-        if stop_at_end and self.stop_asked():
+        if self.stop_asked():  # by the end of the last save: no stop is dropped
             raise StopRequested(p)
         return loop
 

@@ -102,6 +102,11 @@ class RunData:
     normalization: Normalization | None = None
     #: the names of the classes in label order (folder names, CIFAR's), or None
     class_names: tuple[str, ...] | None = None
+    #: the global batch trained on when it is not ``train.batch_size`` (an image folder
+    #: with fewer training images: :func:`capped_batch_note`), else None
+    batch_size: int | None = None
+    #: why ``batch_size`` differs from ``train.batch_size`` (one line), else None
+    batch_note: str | None = None
 
 
 def _dataset_kwargs(cfg: Any) -> dict[str, Any]:
@@ -351,18 +356,28 @@ def folder_splits(
     return train, test
 
 
+def capped_batch_note(configured: int, num_images: int, used: int) -> str:
+    """The one line saying a run's batch was cut to its data (logged as training starts,
+    kept in the run's ``config.yaml`` and ``summary.md``).
+
+    Example:
+        >>> capped_batch_note(64, 24, 24)
+        'train.batch_size=64 is more than the 24 training images: batches of 24'
+    """
+    return (
+        f"train.batch_size={configured} is more than the {num_images} training images: "
+        f"batches of {used}"
+    )
+
+
 def _capped_batch(per_rank: int, num_images: int, world_size: int, note: bool = True) -> int:
     """The per-process batch, cut to the training images when there are fewer (a note
     when training starts, ``note``; not when a finished run's data is read again)."""
     fits = max(2, num_images // world_size)
     if per_rank <= fits:
         return per_rank
-    (_logger.warning if note else _logger.debug)(
-        "train.batch_size=%d is more than the %d training images: batches of %d",
-        per_rank * world_size,
-        num_images,
-        fits * world_size,
-    )
+    line = capped_batch_note(per_rank * world_size, num_images, fits * world_size)
+    (_logger.warning if note else _logger.debug)("%s", line)
     return fits
 
 
@@ -389,7 +404,12 @@ def _build_folder_data(
     )
     labels = torch.as_tensor(getattr(base, "targets", []), dtype=torch.long)
     # noted once, as training starts (not again by eval, embed or a resume of the run)
+    configured = per_rank
     per_rank = _capped_batch(per_rank, len(base), world_size, record_split or run_dir is None)
+    used, note = None, None
+    if per_rank != configured:  # the run's records say so (config.yaml, summary.md)
+        used = per_rank * world_size
+        note = capped_batch_note(configured * world_size, len(base), used)
     try:
         plan = BatchPlan(
             len(base),
@@ -422,6 +442,8 @@ def _build_folder_data(
         f"imagefolder-{root.name}",
         norm,
         tuple(base.classes) if getattr(base, "classes", None) else None,
+        batch_size=used,
+        batch_note=note,
     )
 
 

@@ -53,6 +53,16 @@ class RunFacts:
     processes: int
     resumed_from: int | None = None
     command: str | None = None
+    batch_size: int | None = None  # the global batch trained on, when not train.batch_size
+    batch_note: str | None = None  # why (``RunData.batch_note``)
+
+
+def _batch_text(cfg: Any, facts: RunFacts) -> str:
+    """The batch the run trained on: ``train.batch_size``, or the smaller batch it was cut
+    to (an image folder with fewer training images), saying why."""
+    if facts.batch_size is None or facts.batch_size == int(cfg.train.batch_size):
+        return str(cfg.train.batch_size)
+    return f"{facts.batch_size} ({facts.batch_note or f'train.batch_size={cfg.train.batch_size}'})"
 
 
 def write_summary(
@@ -73,7 +83,7 @@ def write_summary(
         f"- model: {cfg.model.backbone} + {cfg.model.head} head (dim {cfg.model.proj_dim}), "
         f"target momentum {cfg.model.momentum}",
         f"- optimiser: {cfg.optim.name}, lr {cfg.optim.lr} ({cfg.optim.lr_scaling} scaling), "
-        f"{cfg.optim.schedule} schedule, batch {cfg.train.batch_size}",
+        f"{cfg.optim.schedule} schedule, batch {_batch_text(cfg, facts)}",
         f"- {facts.steps} step{'' if facts.steps == 1 else 's'}, {facts.epochs} epoch(s) "
         "completed, "
         f"{facts.seconds:.1f} s, device {facts.device}, {facts.processes} process(es), "

@@ -56,7 +56,7 @@ from spacl.engine.loop import LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.stages import Checkpointer, StageBody
 from spacl.schema_files import upgrade_renamed_keys
-from spacl.tasks.image.arm import Arm, NonFiniteLossError
+from spacl.tasks.image.arm import Arm, NonFiniteLossError, Precision
 from spacl.tasks.image.build import build_arms, resolve_precision
 from spacl.tasks.image.config import config_to_dict
 from spacl.tasks.image.data import RunData, build_run_data
@@ -128,6 +128,58 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
     return diffs
 
 
+def _run_data(
+    cfg: DictConfig, ctx: DistributedContext, precision: Precision, run_path: Path, fresh: bool
+) -> RunData:
+    """This rank's data of the run on its device, in the parameter dtype; a ``fresh`` run's
+    main process records an image folder's split in ``run_path``, another run is held to
+    the record.  Refused when the data holds less than one batch."""
+    data = build_run_data(
+        cfg,
+        device=ctx.device,
+        dtype=precision.param_dtype,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        run_dir=run_path if ctx.is_main or not fresh else None,
+        record_split=fresh and ctx.is_main,
+    )
+    if len(data.stream) < 1:
+        raise ValueError("config key 'train.batch_size': the data holds less than one batch")
+    return data
+
+
+def num_label_classes(label_kind: str, data: RunData) -> int:
+    """The number of classes a classifier head predicts: the coarse classes of the
+    training data under ``data.label_kind=coarse``, else the data's classes."""
+    if label_kind == "coarse":
+        coarse = getattr(data.train_eval, "coarse_labels", None)
+        if coarse is None:
+            raise ValueError("config key 'data.label_kind': the training data has no coarse labels")
+        return int(coarse.max()) + 1
+    return int(data.num_classes)
+
+
+def _evaluator(
+    cfg: DictConfig,
+    data: RunData,
+    ctx: DistributedContext,
+    log: Callable[[dict[str, Any]], None],
+    quiet: bool,
+) -> Evaluator:
+    """The run's evaluator (online and final) over ``data``, logging through ``log``,
+    printing on the main process unless ``quiet``."""
+    return Evaluator(
+        cfg.eval,
+        int(cfg.train.seed),
+        data,
+        ctx.device,
+        log,
+        messages(ctx.is_main and not quiet),
+        is_main=ctx.is_main,
+        barrier=ctx.barrier,
+    )
+
+
 class Trainer:
     """Train the arms of ``cfg`` and write the run directory (module docstring).
 
@@ -175,22 +227,12 @@ class Trainer:
         # an image folder's split: recorded by a fresh run, held to the record otherwise
         fresh = not read_only and checkpoint is None
         fresh = fresh and not (resume and self.run.last_checkpoint.is_file())
-        self.data: RunData = build_run_data(
-            cfg,
-            device=self.ctx.device,
-            dtype=self.precision.param_dtype,
-            rank=self.ctx.rank,
-            world_size=self.ctx.world_size,
-            run_dir=self.run.path if self.ctx.is_main or not fresh else None,
-            record_split=fresh and self.ctx.is_main,
-        )
+        self.data: RunData = _run_data(cfg, self.ctx, self.precision, self.run.path, fresh)
         self.steps_per_epoch = len(self.data.stream)
-        if self.steps_per_epoch < 1:
-            raise ValueError("config key 'train.batch_size': the data holds less than one batch")
         self.arms: list[Arm] = build_arms(
             cfg,
             input_shape=self.data.input_shape,
-            num_label_classes=self._num_label_classes(),
+            num_label_classes=num_label_classes(cfg.data.label_kind, self.data),
             precision=self.precision,
             ctx=self.ctx,
             steps_per_epoch=self.steps_per_epoch,
@@ -211,16 +253,7 @@ class Trainer:
             enabled=self.ctx.is_main and not read_only,
             tensorboard=False if read_only else cfg.log.tensorboard,
         )
-        self.evaluator = Evaluator(
-            cfg.eval,
-            int(cfg.train.seed),
-            self.data,
-            self.ctx.device,
-            self.logger.log,
-            messages(self.ctx.is_main and not quiet),
-            is_main=self.ctx.is_main,
-            barrier=self.ctx.barrier,
-        )
+        self.evaluator = _evaluator(cfg, self.data, self.ctx, self.logger.log, quiet)
         if self.ctx.is_main and not read_only:
             self._open_records(cfg, fresh)
         self.started = time.time()
@@ -229,7 +262,9 @@ class Trainer:
         """Write the config and make ``metrics.jsonl`` this run's: cut back to the
         checkpoint when resuming (a finished, evaluated run keeps every record), emptied
         when training from scratch."""
-        self.run.write_config(cfg)
+        # the batch trained on, where it is not train.batch_size (a small image folder)
+        note = self.data.batch_note
+        self.run.write_config(cfg, None if note is None else {"train.batch_size": note})
         if self.resumed_from is not None:
             self.logger.truncate_for_resume(
                 self.progress.global_step,
@@ -246,17 +281,6 @@ class Trainer:
         return self._progress if loop is None else loop.progress
 
     # ------------------------------------------------------------------ helpers
-    def _num_label_classes(self) -> int:
-        if self.cfg.data.label_kind == "coarse":
-            train = self.data.train_eval
-            coarse = getattr(train, "coarse_labels", None)
-            if coarse is None:
-                raise ValueError(
-                    "config key 'data.label_kind': the training data has no coarse labels"
-                )
-            return int(coarse.max()) + 1
-        return int(self.data.num_classes)
-
     @property
     def total_steps(self) -> int:
         total = int(self.cfg.train.epochs) * self.steps_per_epoch
@@ -369,6 +393,8 @@ class Trainer:
                 self.ctx.world_size,
                 self.resumed_from,
                 self.command,
+                self.data.batch_size,
+                self.data.batch_note,
             )
             write_summary(self.run.summary, self.cfg, self.arms, facts, metrics)
         self.logger.close()
@@ -419,7 +445,6 @@ class Trainer:
                 body,
                 plan,
                 callbacks=callbacks,
-                stop_at_end=True,
                 evaluator=body.online_evaluator(),
             )
 
