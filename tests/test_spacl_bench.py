@@ -198,10 +198,14 @@ def test_diagnostic_claims_can_fail() -> None:
     # SPACL rises, SimCLR flat: the encoders disagree, by level rules, not corrected
     # tests: "mixed" is kept for tests that disagree; the claim as stated is refuted
     assert lemma.verdict == NOT_AT_SCALE
+    # (since issue 39's third review the encoders are a conjunction, every=True, and a
+    # rising curve's row flags its critical size at the top of the range tested)
     assert lemma.rule.startswith(
         "encoders disagree: SPACL opposite (saturation rule: 3 of 3 seeds above the "
-        "tolerance), SimCLR reproduced (saturation rule: 0 of 3 seeds above the tolerance)"
-        "; the claim as stated is refuted by SPACL (opposite, saturation rule"
+        "tolerance; critical size 1024: opposite on n <= 1024, the edge of the range "
+        "tested), SimCLR reproduced (saturation rule: 0 of 3 seeds above the tolerance)"
+        "; the claim as stated, in every one of the encoders, is refuted in SPACL "
+        "(opposite, saturation rule"
     )
     enc["SimCLR"]["grad_curve_own_tau"] = rising
     assert _claims(m)["lemma_2_4_negatives_saturate"].verdict == OPPOSITE

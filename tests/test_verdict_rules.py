@@ -350,12 +350,20 @@ def test_saturates_counts_the_seeds_above_the_tolerance() -> None:
     assert ok.verdict == REPRODUCED and ok.row == "0 of 2 seeds above the tolerance"
     assert "tolerance = 0.05 (0 of 2 seeds above the tolerance)" in ok.rule
     up = V.saturates(rising, sizes)
-    assert up.verdict == OPPOSITE and up.row == "2 of 2 seeds above the tolerance"
+    # the rising curve's critical size is the top of the range: since issue 39's third
+    # review the row flags it (test_saturates_flags_a_critical_size_at_the_range_edge)
+    assert up.verdict == OPPOSITE and up.row == (
+        "2 of 2 seeds above the tolerance; critical size 256: opposite on n <= 256, the edge "
+        "of the range tested"
+    )
     part = V.saturates(mixed, sizes)
     assert part.verdict == NOT_AT_SCALE
     assert part.row == "1 of 3 seeds above the tolerance" and part.notes == part.row
     # the count moves with the tolerance: at 0.01 two of the three gains exceed it
-    assert V.saturates(mixed, sizes, tolerance=0.01).row == "2 of 3 seeds above the tolerance"
+    # (at 0.01 the critical size is 256, the top of the range: the row also flags that edge)
+    assert V.saturates(mixed, sizes, tolerance=0.01).row.startswith(
+        "2 of 3 seeds above the tolerance; critical size 256"
+    )
     assert V.above_tolerance([0.05, 0.0500001], 0.05) == "1 of 2 seeds above the tolerance"
 
 
@@ -383,9 +391,37 @@ def test_the_lemma_claims_row_states_each_encoders_count() -> None:
         }
     }
     cell = spec.measured(m)
-    assert "n=256: 1.6 (3 of 3 seeds above the tolerance) / SimCLR:" in cell
+    # SPACL's curve still rises at n = 256, the top of its range: flagged (issue 39)
+    assert (
+        "n=256: 1.6 (3 of 3 seeds above the tolerance; critical size 256: opposite on "
+        "n <= 256, the edge of the range tested) / SimCLR:" in cell
+    )
     assert cell.endswith("n=256: 1.25 (1 of 3 seeds above the tolerance)")
     assert spec.rule(m).verdict == NOT_AT_SCALE
+
+
+def test_saturates_flags_a_critical_size_at_the_range_edge() -> None:
+    """A saturation verdict is a statement about the range tested: where the critical size
+    is the largest size (the curve still rises at the top), the row says the verdict holds
+    on n <= n_max, the edge of the range (claim 19, issue 39's third review).  Counter-
+    example: a curve that jumps late but levels off inside the range is opposite by the
+    gain rule, and its critical size (8 < 16) is not flagged."""
+    sizes = [1, 2, 4, 8, 16]
+    late_jump = [[0.1, 0.2, 0.5, 0.97, 1.0], [0.1, 0.21, 0.52, 0.98, 1.01]]
+    inside = V.saturates(late_jump, sizes)
+    assert inside.verdict == OPPOSITE and "edge" not in inside.row
+    assert "critical size (mean reaches 0.95 of its value at 16) = 8" in inside.rule
+    rising = [[0.1, 0.2, 0.4, 0.7, 1.0], [0.1, 0.2, 0.41, 0.72, 1.02]]
+    edge = V.saturates(rising, sizes)
+    assert edge.verdict == OPPOSITE
+    assert edge.row.endswith("critical size 16: opposite on n <= 16, the edge of the range tested")
+    assert "the verdict holds on n <= 16 only" in edge.rule
+    # a verdict inside the noise at the edge is worded as not reproduced on the range
+    # (gains 0, 0.2, 0: mean 0.067 +- 0.115 straddles 0.05; the mean at 8 is 0.8 < 0.95)
+    noisy = [[0.1, 0.2, 1.0, 0.8, 1.0], [0.1, 0.2, 0.8, 0.8, 1.0], [0.1, 0.2, 1.0, 0.8, 1.0]]
+    weak = V.saturates(noisy, sizes)
+    assert weak.verdict == NOT_AT_SCALE
+    assert weak.row.endswith("not reproduced on n <= 16, the edge of the range tested")
 
 
 def test_the_verdict_legend_says_a_saturation_row_states_the_count() -> None:
@@ -405,6 +441,20 @@ def test_the_verdict_legend_states_the_mixed_and_bound_rules() -> None:
     assert "'k of n runs break the bound'" in legend
     assert "set after the verdicts they decide had been read (issue 39)" in legend
     assert "opposite when none is" not in legend  # the old bound rule
+
+
+def test_the_verdict_legend_states_the_nested_bound_rule_and_which_wins() -> None:
+    """Issue 39's third review: the legend states the every-regime bound rule (opposite
+    when more than half of one regime's runs break it, however few break it pooled), that
+    it wins over the pooled majority count, the conjunction reading of combined claims and
+    the per-row note of a verdict a post-hoc rule moved."""
+    legend = " ".join(V.VERDICT_RULES.split())
+    assert "*bound claims in every regime*" in legend
+    assert "more than half of the runs of one regime break the bound, however few" in legend
+    assert "the every-regime rule wins over the pooled count" in legend
+    assert "*combined claims* are conjunctions" in legend
+    assert "no combined claim is called mixed" in legend
+    assert "'rule set after this verdict was read; earlier: <the verdict it read>'" in legend
 
 
 def test_discriminating_counter_examples() -> None:

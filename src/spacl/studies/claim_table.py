@@ -17,12 +17,16 @@ from spacl._validation import check_choice
 if TYPE_CHECKING:
     from spacl.studies.verdicts import Verdict
 
-__all__ = ["SOURCES", "ClaimSpec", "Metrics", "evaluate_claims"]
+__all__ = ["POST_HOC", "SOURCES", "ClaimSpec", "Metrics", "evaluate_claims"]
 
 #: where a quoted number comes from (``ClaimSpec.source``)
 SOURCES = ("paper", "SPEC", "authors' code", "none")
 
 Metrics = Mapping[str, Any]
+
+#: the note of a claim whose verdict a rule set after it had been read moved
+#: (:attr:`ClaimSpec.earlier`), ``{}`` the earlier verdict
+POST_HOC = "rule set after this verdict was read; earlier: {}"
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,12 @@ class ClaimSpec:
             formed, if after the verdicts were read); the claims of a family may share one.
             On a claim outside any family: why it is decided apart from claims whose runs
             it shares (the report then names it as a family of its own).
+        earlier: the verdict this claim read before a rule set after that verdict had
+            been read moved it (issue 39: "mixed" kept for corrected tests, a claim for
+            every regime or a bound in every temperature refuted in one, one partition of
+            the bound claims); "" where no such rule moved it.  The measured cell then
+            says so (:data:`POST_HOC`), so a reader sees which verdicts a post-hoc rule
+            decided.
     """
 
     key: str
@@ -56,6 +66,7 @@ class ClaimSpec:
     rule: Callable[[Metrics], Verdict]
     family: str | None = None
     family_note: str = ""
+    earlier: str = ""
 
     def __post_init__(self) -> None:
         check_choice(self.source, f"claim {self.key!r}: source", SOURCES)
@@ -79,7 +90,8 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     (its own tests, Holm within the claim) differs from its family's says both in its
     measured cell: what the correction across claims changed.  A bound verdict's row
     note (how many runs break the bound, :attr:`~spacl.studies.verdicts.Verdict.row`) is
-    added to the measured cell unless that cell already says it.  A missing metric raises
+    added to the measured cell unless that cell already says it, and a claim whose verdict
+    a post-hoc rule moved (:attr:`ClaimSpec.earlier`) says so there.  A missing metric raises
     ``ValueError`` naming the claim.  Returns the report's new claims.
     """
     from spacl.studies.verdicts import holm_family, holm_within
@@ -124,6 +136,8 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
             measured = f"{measured}; {verdict.row}"
         if spec.key in alone:
             measured = f"{measured} ({alone[spec.key]})"
+        if spec.earlier:
+            measured = f"{measured} ({POST_HOC.format(spec.earlier)})"
         added.append(
             report.claim(spec.key, spec.section, spec.claim, spec.paper, measured, verdict)
         )

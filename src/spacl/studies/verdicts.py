@@ -64,7 +64,9 @@ p-value it decided on ("corrected steps disagree: ...").
   refutes it as stated, **not reproduced**, its row saying ``"regimes disagree"`` (or
   ``"differ"``) and in which part it is refuted; where every part is a bound rule (a
   bound stated for every regime), a regime in which more than half of the runs break
-  the bound makes the whole **opposite**.
+  the bound makes the whole **opposite**.  The studies' claims tables pass ``every=True``
+  to every :func:`combine`: each combined claim is a conjunction ("A and B", "A while
+  B"), never "mixed" (issue 39).
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
   that ran says so; **mixed** when the settings disagree (one reproduced, another
@@ -80,7 +82,11 @@ p-value it decided on ("corrected steps disagree: ...").
   per seed, the relative gain of a curve over its last ``tail``-fold step; reproduced
   when ``mean + std`` of the gain is below ``tolerance``, opposite when ``mean - std``
   is above it.  Like the bound rules it counts the seeds on the wrong side
-  (:attr:`Verdict.row`: "k of n seeds above the tolerance").
+  (:attr:`Verdict.row`: "k of n seeds above the tolerance").  A critical size at the top
+  of the range (the mean still 5% short of its last value one size below it) is flagged
+  in the row: the verdict is stated for the range tested, ``"critical size 1024: opposite on
+  n <= 1024, the edge of the range tested"`` (a statement about large n is not settled
+  past the range).
 * :func:`discriminating` - :func:`compare` of two measures, unless every value of both
   is one and the same (a measure that does not discriminate here): then **no verdict
   (the measure does not discriminate here)**.
@@ -207,13 +213,19 @@ VERDICT_RULES = (
     "*trend claims* need every step of the sweep to move in the claimed direction by "
     "that test (a non-monotone sweep is not reproduced); a best-option or trend claim "
     "whose comparisons go both ways is refuted as stated, not reproduced, and its row "
-    "says which comparisons disagree; *combined claims* need every "
-    "part to agree and say **mixed** when one part is reproduced and another opposite "
-    "and both are corrected tests (a claim stated for every regime, 'both' or 'every' "
-    "in its text, with a regime opposite is refuted as stated: not reproduced, its row "
-    "saying 'regimes disagree' or 'differ' and naming the regime that refutes it; a "
-    "bound stated for every regime that more than half of the runs break in one regime "
-    "is opposite); "
+    "says which comparisons disagree; *combined claims* are conjunctions ('A and B', "
+    "'A while B', 'in both regimes', 'at every temperature'): every one must hold in "
+    "every part, so each is reproduced when every part is, opposite when every part is, "
+    "and a part that is opposite beside another refutes it as stated: not reproduced, "
+    "its row saying 'disagree' or 'differ' and naming the part that refutes it (no "
+    "combined claim is called mixed; a conjunction read as parts, hard-negatives claim "
+    "8, was so read until issue 39's third review); *bound claims in every regime* "
+    "(every alignment bound claim, 10-13, is judged per temperature, its one partition: "
+    "the papers' bounds depend on the temperature; every run counts, those that satisfy "
+    "the bound trivially counted within it and named) are **opposite** when more than "
+    "half of the runs of one regime break the bound, however few break it pooled: the "
+    "every-regime rule wins over the pooled count, the majority rule below applies "
+    "within each regime, and the row leads with each regime's count; "
     "*per-setting claims* give each setting its own verdict with its sign "
     "and say **mixed** when one setting is reproduced and another opposite (settings "
     "that differ otherwise are not reproduced, the row naming them); *equivalence "
@@ -223,7 +235,9 @@ VERDICT_RULES = (
     "in a family, below 5%), opposite when it lies wholly outside; *saturation claims* "
     "need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it), "
-    "the row stating how many seeds' gains are above the tolerance; "
+    "the row stating how many seeds' gains are above the tolerance and flagging a "
+    "critical size at the top of the range tested ('opposite on n <= 1024, the edge of the "
+    "range tested': a statement about large n is judged on the range tested only); "
     "*families* of tests (named below the table: claims read together; every other claim "
     "with comparison tests is a family of its own, a family of one where it runs a single "
     "test, which nothing corrects; a test that two claims share is named there too) are "
@@ -231,8 +245,8 @@ VERDICT_RULES = (
     "adjusted over all of them before the 5% rule, and every verdict above reads the "
     "corrected p-values; the rule line of a family of one says 'family of one, "
     "uncorrected' beside its p.  **Mixed** is used only where corrected tests disagree: "
-    "parts or settings of one claim that point opposite ways after that correction, the "
-    "row saying 'parts disagree' or 'settings disagree'; where one side is a level or "
+    "settings of one per-setting claim that point opposite ways after that correction, "
+    "the row saying 'settings disagree'; where one side is a level or "
     "bound rule, which runs no test, the claim as stated is refuted by its opposite part: "
     "not reproduced, the row saying 'test and level rule disagree' (or 'test and bound "
     "rule disagree') and which part refutes it; "
@@ -241,8 +255,11 @@ VERDICT_RULES = (
     "otherwise not reproduced; *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
     "runs are on the wrong side (for a bound: 'k of n runs break the bound').  The mixed, "
-    "every-regime and bound rules in these words were set after the verdicts they decide "
-    "had been read (issue 39).  A verdict needs the full budget "
+    "every-regime and bound rules in these words, the conjunction reading and the "
+    "per-temperature partition of the bound claims were set after the verdicts they "
+    "decide had been read (issue 39); every verdict one of them moved says so in its row: "
+    "'rule set after this verdict was read; earlier: <the verdict it read>'.  A verdict "
+    "needs the full budget "
     "and at least 3 seeds: `--quick` runs say *smoke run, no verdict*.  `min_gap` is "
     'stated with each claim; "paper\'s number" cells name their source (paper table, '
     "SPEC, authors' code)."
@@ -1086,17 +1103,22 @@ def saturates(
     m, s = mean_std(gains)
     means = [mean_std([float(c[i]) for c in curves])[0] for i in range(len(n))]
     critical = next(v for v, g in zip(n, means, strict=True) if g >= (1 - tolerance) * means[-1])
-    row = above_tolerance(gains, tolerance)
+    counted = above_tolerance(gains, tolerance)
     rule = (
         f"relative gain from {n[j]} to {n[-1]}: mean = {m:+.4g}, std = {s:.3g} over "
-        f"{len(gains)} seed(s), tolerance = {tolerance:g} ({row}); critical size "
+        f"{len(gains)} seed(s), tolerance = {tolerance:g} ({counted}); critical size "
         f"(mean reaches {1 - tolerance:g} of its value at {n[-1]}) = {critical}"
     )
-    if m + s < tolerance:
-        return _ruled(REPRODUCED, rule, by="saturates", row=row, notes=row)
-    if m - s > tolerance:
-        return _ruled(OPPOSITE, rule, by="saturates", row=row, notes=row)
-    return _ruled(NOT_AT_SCALE, rule, by="saturates", row=row, notes=row)
+    verdict = REPRODUCED if m + s < tolerance else OPPOSITE if m - s > tolerance else NOT_AT_SCALE
+    row = counted
+    if critical == n[-1]:  # the curve still rises at the top of the range: flagged
+        word = "not reproduced" if verdict == NOT_AT_SCALE else verdict
+        row = (
+            f"{counted}; critical size {critical}: {word} on n <= {n[-1]}, the edge of the "
+            "range tested"
+        )
+        rule = f"{rule} (the edge of the range: the verdict holds on n <= {n[-1]} only)"
+    return _ruled(verdict, rule, by="saturates", row=row, notes=row)
 
 
 def above_tolerance(gains: Sequence[float], tolerance: float) -> str:

@@ -16,6 +16,7 @@ from spacl.studies.study import values as _v
 
 __all__ = [
     "BoundRuns",
+    "bound_records",
     "bound_runs",
     "bound_values",
     "max_drift",
@@ -114,6 +115,36 @@ def max_drift(points: int) -> float:
     ``N``, so ``||Sigma||_F <= N`` and ``<Sigma_a, Sigma_b> >= 0``).  A Theorem 1 bound at
     least this large holds for any two networks: it is satisfied trivially."""
     return math.sqrt(2.0) * points
+
+
+_RUN_KEYS = (
+    "drift_ratio",
+    "vacuous",
+    "measured_drift",
+    "measured_cka",
+    "cka_lower_bound",
+    "measured_rsa",
+    "measured_r",
+    "rsa_lower_bound",
+)
+
+
+def bound_records(m: Mapping[str, Any], cfg: AlignmentConfig) -> list[dict[str, float]]:
+    """One record per run (main runs, then every sweep point once) with its temperature
+    (``tau``) and the bound entries the claims on Theorem 1 and its corollaries read
+    (:data:`_RUN_KEYS`; ``measured_r`` is NaN where the stored metrics predate it): the
+    one partition of every bound claim (issue 39: one partition, one denominator)."""
+    out = [
+        {"tau": float(cfg.tau), **{k: float(b.get(k, math.nan)) for k in _RUN_KEYS}}
+        for b in m["main"]["bound"]
+    ]
+    for _, tau, g in _tagged(m):
+        bd = g["bound"]
+        count = len(bd["drift_ratio"]["values"])
+        for i in range(count):
+            row = {k: float(bd[k]["values"][i]) if k in bd else math.nan for k in _RUN_KEYS}
+            out.append({"tau": float(cfg.tau if tau is None else tau), **row})
+    return out
 
 
 class BoundRuns(NamedTuple):
