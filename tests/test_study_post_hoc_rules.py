@@ -256,3 +256,33 @@ def test_evaluate_claims_writes_the_earlier_verdict_in_the_row(tmp_path: Path) -
     first, second = evaluate_claims(report, [moved, kept], {})
     assert first.measured == f"measured ({POST_HOC.format('mixed')})"
     assert second.measured == "measured"
+
+
+@pytest.mark.parametrize("study", sorted(MOVED))
+def test_the_committed_reports_name_each_moved_verdict(study: str) -> None:
+    """The regenerated reports carry the note in exactly the moved claims' rows, in
+    results.json and in report.md alike; the legend says what the note means."""
+    stored = json.loads((RESULTS / study / "results.json").read_text())
+    said = POST_HOC.format("")
+    assert {c["key"] for c in stored["claims"] if said in c["measured"]} == MOVED[study]
+    report = (RESULTS / study / "report.md").read_text()
+    rows = [line for line in report.splitlines() if line.startswith("| ") and said in line]
+    assert len(rows) == len(MOVED[study])
+    assert "'rule set after this verdict was read; earlier: <the verdict it read>'" in report
+
+
+def test_the_committed_verdicts_the_third_review_moved() -> None:
+    """Relative to the reports at ef2c178: alignment claims 11 and 12 (one partition, per
+    temperature: a bound every run at tau = 1 breaks) and hard-negatives claim 8 (read as
+    the conjunction it states)."""
+    verdicts = {
+        study: {
+            c["key"]: c["verdict"]
+            for c in json.loads((RESULTS / study / "results.json").read_text())["claims"]
+        }
+        for study in ("alignment", "hard-negatives")
+    }
+    assert verdicts["alignment"]["corollary1_cka_bound_holds"] == OPPOSITE
+    assert verdicts["alignment"]["rsa_bound_holds"] == OPPOSITE
+    assert verdicts["hard-negatives"]["hucl_large_beta_drifts"] == NOT_AT_SCALE
+    assert MIXED not in verdicts["hard-negatives"].values()
