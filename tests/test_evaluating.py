@@ -91,7 +91,7 @@ def calls_evaluating(function: ast.AST) -> bool:
 
 def evaluating_methods() -> set[str]:
     """The names of the task classes' methods that enter :func:`evaluating` themselves
-    (the image ``Evaluator.online``)."""
+    (the image ``ProbeSuite.online``)."""
     return {
         f.name
         for p in (SRC / "tasks").rglob("*.py")

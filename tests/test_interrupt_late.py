@@ -19,7 +19,7 @@ from spacl.cli import main
 from spacl.engine import StopRequested, read_metrics
 from spacl.engine.loop import LoopPlan, TrainLoop
 from spacl.tasks.image import Trainer, load_config
-from spacl.tasks.image.evaluation import Evaluator
+from spacl.tasks.image.evaluation import ProbeSuite
 from test_engine_resume import TOTAL_STEPS
 from test_interrupt import FEW_CHECKPOINTS
 from test_one_engine import Counting, looping
@@ -114,22 +114,22 @@ def test_a_signal_during_an_epochs_evaluation_stops_at_that_epochs_end(
     epoch's end (checkpoint, one line, 128 + signal) before the final evaluation, which
     the resume then runs.  After an earlier epoch it stops there too, not a step later."""
     recipe, whole = uninterrupted
-    real = Evaluator.online
+    real = ProbeSuite.online
 
-    def interrupted(self: Evaluator, arms: Any, evaluated: int, step: int) -> dict[str, float]:
+    def interrupted(self: ProbeSuite, arms: Any, evaluated: int, step: int) -> dict[str, float]:
         if evaluated == epoch:
             os.kill(os.getpid(), signum)
         return real(self, arms, evaluated, step)
 
     run = tmp_path / "stopped"
-    monkeypatch.setattr(Evaluator, "online", interrupted)
+    monkeypatch.setattr(ProbeSuite, "online", interrupted)
     capsys.readouterr()
     assert main(["train", str(recipe), "--out", str(run), "--quiet"]) == status
     step = (epoch + 1) * STEPS_PER_EPOCH
     assert_one_resume_line(capsys.readouterr().err.strip(), run, step)
     assert not (run / "eval.json").exists()
     assert max(r[3] for r in records(run) if r[0] == "train") == step
-    monkeypatch.setattr(Evaluator, "online", real)
+    monkeypatch.setattr(ProbeSuite, "online", real)
     assert_resumes_to_the_uninterrupted_run(run, whole)
 
 

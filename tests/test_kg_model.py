@@ -10,6 +10,7 @@ import torch
 
 from spacl.data.kg import load_kg
 from spacl.losses.kg import LinkInfoNCELoss, LinkSPACLLoss
+from spacl.losses.kg.positives import hard_pairs
 from spacl.mining.cut import RelativeThresholdNegatives
 from spacl.models.kg import LinkPredictor
 from spacl.tasks.kg import kg_config, train_kg
@@ -408,7 +409,7 @@ def test_hard_pairs_are_the_hard_mask_nonzero(variant: str) -> None:
     loss = LinkSPACLLoss(num_positives=2, pool_size=5, variant=variant)
     twin = copy.deepcopy(loss)
     known = pos.nonzero(as_tuple=True)
-    row, col = loss._hard_pairs(q, ents, pos, known, pos.sum(1))
+    row, col = hard_pairs(loss.options, loss.rng, q, ents, pos, known, pos.sum(1))
     want_row, want_col = twin.hard_positives(q, ents, pos).nonzero(as_tuple=True)
     assert torch.equal(row, want_row) and torch.equal(col, want_col)
     assert torch.equal(loss.rng.get_state(), twin.rng.get_state())

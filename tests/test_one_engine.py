@@ -18,8 +18,8 @@
   holds only the solvers and fixed placements of :data:`OUTSIDE_ENGINE`, each with its
   reason (the linear probe's L-BFGS, ADB's radii solver on fixed features, SPACL's
   own generator and discriminator), and no stale entry;
-- loop bodies and the image ``Evaluator`` are given data, never their owner (the
-  source read for references to the trainer, and the fields of a built Evaluator);
+- loop bodies and the image ``ProbeSuite`` are given data, never their owner (the
+  source read for references to the trainer, and the fields of a built ProbeSuite);
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
   (counted by a wrapper around it) with its optimiser, schedule, checkpoint, run
   directory, run setup, device and evaluation state from the engine (who called each,
@@ -559,11 +559,11 @@ def test_no_loop_body_calls_back_into_its_owner(path: Path) -> None:
     assert owner_reach(path.read_text()) == []
 
 
-# ------------------------------------------------- the image Evaluator is given data
+# ------------------------------------------------ the image ProbeSuite is given data
 IMAGE_EVALUATION = TASKS / "image" / "evaluation.py"
 
 
-def trainer_reach(source: str, cls_name: str = "Evaluator") -> list[str]:
+def trainer_reach(source: str, cls_name: str = "ProbeSuite") -> list[str]:
     """What in ``source`` ties class ``cls_name`` to the trainer that owns it: an import of
     the trainer's module (or of ``Trainer``), a field or ``__init__`` parameter annotated
     with the ``Trainer``, and any name or attribute spelled ``trainer`` in the class (a
@@ -610,7 +610,7 @@ def test_the_trainer_reach_check_sees_an_evaluator_calling_back() -> None:
     source = (
         "from spacl.engine.trainer import Trainer\n"
         "import spacl.tasks.image.trainer as t\n"
-        "class Evaluator:\n"
+        "class ProbeSuite:\n"
         "    owner: Trainer\n"
         "    def online(self, trainer: 'Trainer', epoch):\n"
         "        feats = self.owner.features(trainer.arms[0])\n"
@@ -630,7 +630,7 @@ def test_the_trainer_reach_check_sees_an_evaluator_calling_back() -> None:
 
 
 def test_the_image_evaluator_is_given_data_never_the_trainer(tmp_path: Path) -> None:
-    """The image ``Evaluator`` names no trainer (its source), and the one a ``Trainer``
+    """The image ``ProbeSuite`` names no trainer (its source), and the one a ``Trainer``
     builds holds none: no field is the trainer, a bound method of it or a function
     closing over it (its ``log`` is the logger's, ``barrier`` the distributed
     context's, ``say`` a message sink)."""

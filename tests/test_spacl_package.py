@@ -376,6 +376,36 @@ def test_the_package_never_returns_to_the_class() -> None:
         assert class_references(files[module].read_text()) == [], module
 
 
+#: SPACL-KG: the class module, and the modules of functions it hands data to
+KG_CLASS_MODULE = "spacl.losses.kg.spacl"
+KG_FUNCTION_MODULES = (
+    "spacl.losses.kg.options",
+    "spacl.losses.kg.positives",
+    "spacl.losses.kg.negatives",
+    "spacl.losses.kg.objective",
+)
+
+
+def test_the_link_loss_hands_data_never_itself() -> None:
+    """SPACL-KG in the same manner (issue 40): ``LinkSPACLLoss`` hands its functions the
+    options record, its state and tensors, never itself; those modules import neither the
+    class module nor the package, and no parameter of theirs is the loss."""
+    files = modules()
+    assert self_handed_on(files[KG_CLASS_MODULE].read_text()) == []
+    graph = import_graph(lazy=True, typing_only=True)
+    for module in KG_FUNCTION_MODULES:
+        assert not graph[module] & {KG_CLASS_MODULE, "spacl.losses.kg"}, module
+        tree = ast.parse(files[module].read_text())
+        annotations = [
+            ast.unparse(a.annotation)
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for a in [*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs]
+            if a.annotation is not None
+        ]
+        assert not [a for a in annotations if "LinkSPACLLoss" in a], module
+
+
 def test_no_import_circle_in_the_loss_and_mining_packages() -> None:
     graph = import_graph(lazy=True, typing_only=True)
     found = [c for c in circles(graph) if any(".losses." in m or ".mining." in m for m in c)]
@@ -388,7 +418,7 @@ def test_no_import_circle_in_the_loss_and_mining_packages() -> None:
 CUT_CALLERS: dict[str, str] = {
     "spacl.losses.spacl.compact.compact_loss": "SPACL's loss on the kept negatives",
     "spacl.losses.spacl.dense.dense_objective": "SPACL's loss through the dense kernel",
-    "spacl.losses.kg.spacl.LinkSPACLLoss._cut": "SPACL-KG's kept mask and exp weights",
+    "spacl.losses.kg.negatives.kept_negatives": "SPACL-KG's kept mask and exp weights",
 }
 #: exported names that speak of the cut or its share without being a second entry point
 CUT_NAMES: dict[str, str] = {

@@ -2,7 +2,7 @@
 
 :func:`evaluating` is the state every evaluation during a run happens in, whatever the
 task: the image task's online and final evaluation
-(:class:`spacl.tasks.image.evaluation.Evaluator`), a KG run's validation MRR, a text
+(:class:`spacl.tasks.image.evaluation.ProbeSuite`), a KG run's validation MRR, a text
 run's dev score.  Its modules are put in eval mode (each submodule's own mode restored
 after), autograd is off (unless asked for: the linear probe trains), and the RNG states
 are forked, so an evaluation never moves training's random streams: a run resumed from a

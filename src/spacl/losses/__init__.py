@@ -29,6 +29,7 @@ positives[B, E])``):
 ``LinkInfoNCELoss``            filtered InfoNCE over all (or ``k`` sampled) entities
 ``LinkSPACLLoss``              SPACL on triples: hard tails, adversarial negatives, the cut
 ``LinkSPACLStep``              diagnostics of the last ``LinkSPACLLoss`` call (``.last``)
+``LinkSPACLOptions``           ``LinkSPACLLoss``'s switches as one frozen record (``options=``)
 ``KG_SPACL_VARIANTS``          ``LinkSPACLLoss``'s ablations (``variant=``)
 ``WEIGHTINGS``                 ``"query"`` or ``"triple"``: how the mean weights queries
 ============================  ==============================================================

@@ -44,7 +44,9 @@ kernel's ``"pairwise"`` mode); the mean runs over triples (each query weighted b
 """
 
 from spacl.losses.kg.infonce import LinkInfoNCELoss
-from spacl.losses.kg.spacl import KG_SPACL_VARIANTS, LinkSPACLLoss, LinkSPACLStep
+from spacl.losses.kg.objective import LinkSPACLStep
+from spacl.losses.kg.options import KG_SPACL_VARIANTS, LinkSPACLOptions
+from spacl.losses.kg.spacl import LinkSPACLLoss
 from spacl.losses.kg.terms import WEIGHTINGS
 
 __all__ = [
@@ -52,5 +54,6 @@ __all__ = [
     "WEIGHTINGS",
     "LinkInfoNCELoss",
     "LinkSPACLLoss",
+    "LinkSPACLOptions",
     "LinkSPACLStep",
 ]

@@ -35,7 +35,7 @@ from spacl._lazy import lazy_attributes
 if TYPE_CHECKING:
     from spacl.tasks.image.arm import Arm, NonFiniteLossError, Precision
     from spacl.tasks.image.config import Config, config_to_dict, load_config, validate_config
-    from spacl.tasks.image.evaluation import Evaluator
+    from spacl.tasks.image.evaluation import ProbeSuite
     from spacl.tasks.image.objectives import OBJECTIVES, build_objective
     from spacl.tasks.image.trainer import Trainer, TrainResult, train
 
@@ -48,7 +48,7 @@ _PUBLIC = {
     "config_to_dict": "config",
     "load_config": "config",
     "validate_config": "config",
-    "Evaluator": "evaluation",
+    "ProbeSuite": "evaluation",
     "OBJECTIVES": "objectives",
     "build_objective": "objectives",
     "TrainResult": "trainer",
@@ -60,9 +60,9 @@ __all__ = [
     "OBJECTIVES",
     "Arm",
     "Config",
-    "Evaluator",
     "NonFiniteLossError",
     "Precision",
+    "ProbeSuite",
     "TrainResult",
     "Trainer",
     "build_objective",

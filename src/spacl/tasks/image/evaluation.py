@@ -1,12 +1,12 @@
 """The image task's probe suite: frozen features of an arm, the online evaluation at the
 end of an epoch, the final one at the end of a run.
 
-:class:`Evaluator` holds what evaluation reads (the ``eval`` section, the run's data,
+:class:`ProbeSuite` holds what evaluation reads (the ``eval`` section, the run's data,
 the device, where records and lines go) and is given the arms and the step to evaluate;
 :class:`~spacl.tasks.image.trainer.Trainer` owns one and never gets called back.  The
 online evaluation is the loop's validation through the engine's hook
 (:class:`spacl.engine.evaluation.Evaluator`, its scoring function
-:meth:`Evaluator.online`).  Each
+:meth:`ProbeSuite.online`).  Each
 arm is evaluated under the engine's :func:`~spacl.engine.evaluation.evaluating` (eval
 mode, forked RNG), and only the main process evaluates.
 """
@@ -26,11 +26,11 @@ from spacl.evaluate.ncc import class_centres
 from spacl.tasks.image.arm import Arm
 from spacl.tasks.image.data import RunData
 
-__all__ = ["Evaluator"]
+__all__ = ["ProbeSuite"]
 
 
 @dataclass
-class Evaluator:
+class ProbeSuite:
     """The evaluation of a run's arms.
 
     Args:

@@ -51,7 +51,7 @@ from spacl.engine.checkpoint import (
 )
 from spacl.engine.device import prepare_run
 from spacl.engine.distributed import DistributedContext, init_from_env
-from spacl.engine.evaluation import Evaluator as EngineEvaluator
+from spacl.engine.evaluation import Evaluator
 from spacl.engine.loop import LoopPlan, Progress, StopRequested, TrainLoop
 from spacl.engine.rundir import MetricsLogger, RunDirectory, default_run_dir
 from spacl.engine.stages import Checkpointer, StageBody
@@ -60,7 +60,7 @@ from spacl.tasks.image.arm import Arm, NonFiniteLossError, Precision
 from spacl.tasks.image.build import build_arms, resolve_precision
 from spacl.tasks.image.config import config_to_dict
 from spacl.tasks.image.data import RunData, build_run_data
-from spacl.tasks.image.evaluation import Evaluator
+from spacl.tasks.image.evaluation import ProbeSuite
 from spacl.tasks.image.summary import RunFacts, write_summary
 
 _logger = logging.getLogger(__name__)
@@ -165,10 +165,10 @@ def _evaluator(
     ctx: DistributedContext,
     log: Callable[[dict[str, Any]], None],
     quiet: bool,
-) -> Evaluator:
+) -> ProbeSuite:
     """The run's evaluator (online and final) over ``data``, logging through ``log``,
     printing on the main process unless ``quiet``."""
-    return Evaluator(
+    return ProbeSuite(
         cfg.eval,
         int(cfg.train.seed),
         data,
@@ -451,7 +451,7 @@ class Trainer:
     # --------------------------------------------------------------- evaluation
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Linear probe, kNN, NCC and geometry of every arm (main process;
-        :meth:`spacl.tasks.image.evaluation.Evaluator.final`).
+        :meth:`spacl.tasks.image.evaluation.ProbeSuite.final`).
 
         Also keeps each arm's nearest-class-centre classifier (the float64 training
         means of ``eval.features``) in :attr:`centres`, which :meth:`write_centres`
@@ -524,7 +524,7 @@ class ImageSteps(StageBody):
     there is no best epoch and no patience) and what a checkpoint keeps of it (every
     arm's state; the engine's checkpointer writes it).
 
-    Given data and the run's :class:`~spacl.tasks.image.evaluation.Evaluator`, never the
+    Given data and the run's :class:`~spacl.tasks.image.evaluation.ProbeSuite`, never the
     trainer itself, nor anything that saves.
     """
 
@@ -539,7 +539,7 @@ class ImageSteps(StageBody):
         log: Callable[[dict[str, Any]], None],
         started: float,
         bar: EpochBar,
-        evaluator: Evaluator,
+        evaluator: ProbeSuite,
     ) -> None:
         self.arms = list(arms)
         self.stream = stream
@@ -602,15 +602,15 @@ class ImageSteps(StageBody):
             )
         return {}
 
-    def online_evaluator(self) -> EngineEvaluator:
+    def online_evaluator(self) -> Evaluator:
         """The loop's validation (the engine's
         :class:`~spacl.engine.evaluation.Evaluator`): the online evaluation of every arm
         (kNN, NCC, geometry; main process;
-        :meth:`Evaluator.online <spacl.tasks.image.evaluation.Evaluator.online>`, each arm
+        :meth:`ProbeSuite.online <spacl.tasks.image.evaluation.ProbeSuite.online>`, each arm
         under :func:`~spacl.engine.evaluation.evaluating`), which writes its records and
         lines; no key (several arms, no model selection)."""
         online, arms = self.evaluator.online, self.arms
-        return EngineEvaluator(lambda epoch, step: online(arms, epoch, step), autograd=True)
+        return Evaluator(lambda epoch, step: online(arms, epoch, step), autograd=True)
 
     def state_dict(self) -> dict[str, Any]:
         """Every arm's state (model, target, objective, optimiser, schedule, scaler)."""
