@@ -179,6 +179,22 @@ def test_resume_without_a_checkpoint_is_a_one_line_error(
     assert not (empty / "metrics.jsonl").exists()  # nothing was started
 
 
+def test_resume_of_a_missing_run_directory_names_the_run_not_a_recipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spacl train runs/typo --resume``: a run directory that is not there is named as
+    one (a built-in recipe name with --resume keeps its own message)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "runs/typo", "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "spacl train: error: no run directory at runs/typo to resume (--resume continues "
+        "a run directory that holds checkpoints/last.pt)"
+    )
+    assert main(["train", "digits/supcon", "--resume"]) == 2
+    assert "no checkpoints/last.pt" in capsys.readouterr().err
+
+
 def test_resume_of_a_started_run_without_a_checkpoint_is_refused_by_cli_and_library(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

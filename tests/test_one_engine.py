@@ -35,6 +35,8 @@ import copy
 import dataclasses
 import functools
 import importlib
+import itertools
+import json
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator
@@ -1109,3 +1111,55 @@ def test_the_caller_reader_names_a_task_that_builds_its_own_optimiser(
     assert engine_parts["scheduler"] == [__name__]
     assert engine_parts["device"] == [f"resolve_device <- {__name__}"]
     assert engine_parts["evaluating"] == [__name__]
+
+
+def _ticking(step: float = 1.0) -> Callable[[], float]:
+    """A clock that moves ``step`` seconds each time it is read."""
+    now = iter(itertools.count(0.0, step))
+    return lambda: next(now)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        LoopPlan(epochs=8, validate_every=1, patience=2),  # patience runs out after epoch 4
+        LoopPlan(epochs=8, validate_every=1, budget_seconds=10.0),  # the time budget
+        LoopPlan(epochs=8, validate_every=1, max_steps=7),  # max_steps, mid-epoch
+    ],
+    ids=["patience", "budget", "max_steps"],
+)
+def test_a_loop_that_stopped_trains_no_further_when_resumed(plan: LoopPlan) -> None:
+    """A run stopped early (patience, budget, ``max_steps``) and interrupted afterwards (in
+    its final evaluation, say) is resumed from its last checkpoint: the resumed loop trains
+    no step, as the uninterrupted run trained none after its stop (issue 38)."""
+    scores = (1.0, 3.0, 3.0, 2.0, 5.0, 9.0, 9.5, 9.9)
+    body = Counting(n=2, scores=scores)
+    loop = looping(body, plan, clock=_ticking()).run()
+    assert loop.stopped_early and loop.progress.stopped and not loop.progress.finished
+    saved = json.loads(json.dumps(loop.state()))  # as the checkpoint stores it
+    again = Counting(n=2, scores=scores)
+    resumed = looping(again, plan, clock=_ticking())
+    resumed.load_state(saved)
+    resumed.run()
+    assert again.steps == [] and resumed.progress == loop.progress
+    assert resumed.stopped_early
+
+
+def test_a_loop_between_validations_is_not_taken_for_stopped() -> None:
+    """The counter-example: a run interrupted between two epochs of a loop that did not
+    stop trains on when resumed, whatever its patience would say of a later validation;
+    a checkpoint written before ``stopped`` existed loads as not stopped."""
+    plan = LoopPlan(epochs=6, validate_every=2, patience=1)
+    body = Counting(n=2, scores=(5.0, 5.0, 1.0, 1.0, 1.0, 1.0))
+    asked = iter([False] * 5 + [True])  # a stop at step 6: epoch 2 done, epoch 3 not begun
+    loop = looping(body, plan, stop_requested=lambda: next(asked, False))
+    with pytest.raises(StopRequested):
+        loop.run()
+    saved = json.loads(json.dumps(loop.state()))
+    assert saved["progress"]["stopped"] is False
+    del saved["progress"]["stopped"]
+    again = Counting(n=2, scores=(5.0, 5.0, 1.0, 1.0, 1.0, 1.0))
+    resumed = looping(again, plan)
+    resumed.load_state(saved)
+    resumed.run()
+    assert again.steps and resumed.progress.epoch == 4 and resumed.stopped_early

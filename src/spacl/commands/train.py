@@ -87,6 +87,15 @@ def resolve_run(
         recipe: Any = read_run_config(run.config)
         run_dir = run_dir or source
     else:
+        if resume and out is None and not source.suffix and not source.exists():
+            # `--resume` names a run directory: say that, not "no such recipe"
+            from spacl.recipes import find_recipe
+
+            if find_recipe(config) is None:
+                raise FileNotFoundError(
+                    f"no run directory at {config} to resume (--resume continues a run "
+                    "directory that holds checkpoints/last.pt)"
+                )
         as_layer(config)  # a missing or unreadable recipe: one line now, not after torch
         recipe = config
     if resume:

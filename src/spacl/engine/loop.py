@@ -55,6 +55,9 @@ class Progress:
     finished: bool = False
     loss_sums: dict[str, float] = field(default_factory=dict)
     loss_count: int = 0
+    #: the loop stopped before its last epoch (patience, ``max_steps`` or the budget) when
+    #: it closed its last epoch: a resume trains no further
+    stopped: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +67,7 @@ class Progress:
             "finished": self.finished,
             "loss_sums": dict(self.loss_sums),
             "loss_count": self.loss_count,
+            "stopped": self.stopped,
         }
 
     @classmethod
@@ -76,6 +80,7 @@ class Progress:
             bool(saved["finished"]),
             {k: float(v) for k, v in saved["loss_sums"].items()},
             int(saved["loss_count"]),
+            bool(saved.get("stopped", False)),  # a checkpoint written before the field
         )
 
     def mean_losses(self) -> dict[str, float]:
@@ -269,7 +274,9 @@ class TrainLoop:
     def run(self) -> TrainLoop:
         """Train to the end of the plan (or an early stop); returns ``self``."""
         plan, p = self.plan, self.progress
-        stop = self._out_of_steps()
+        # a loop that stopped (or spent its budget) before it was saved trains no further
+        # on resume: the uninterrupted run would not have
+        stop = p.stopped or self._out_of_steps() or self._budget_spent()
         while not stop and p.epoch < plan.epochs:
             epoch, start = p.epoch, p.step_in_epoch
             if start == 0:
@@ -299,7 +306,7 @@ class TrainLoop:
                 break
             if self.saved_step != p.global_step:  # closing the epoch may fail: keep its steps
                 self._save()
-            stop = self._close_epoch(epoch, seconds, not whole) or stop
+            stop = self._close_epoch(epoch, seconds, not whole, cut=stop)
             if not stop and self._stop_asked():  # closed and saved: the epoch boundary
                 raise StopRequested(p)
         p.finished = p.epoch >= plan.epochs
@@ -333,6 +340,10 @@ class TrainLoop:
             self.on_save(self)
         self.saved_step = self.progress.global_step
 
+    def _budget_spent(self) -> bool:
+        budget = self.plan.budget_seconds
+        return budget is not None and self.train_seconds >= budget
+
     def _out_of_time(self, epoch_started: float) -> bool:
         budget = self.plan.budget_seconds
         if budget is None:
@@ -346,9 +357,10 @@ class TrainLoop:
         metrics = self.evaluator.evaluate(epoch, self.progress.global_step, record)
         return self.evaluator.rank(metrics)
 
-    def _close_epoch(self, epoch: int, seconds: float, partial: bool) -> bool:
-        """End ``epoch`` (``partial``: cut short before its last step), validate when due,
-        move on, save; whether patience ran out."""
+    def _close_epoch(self, epoch: int, seconds: float, partial: bool, *, cut: bool) -> bool:
+        """End ``epoch`` (``partial``: cut short before its last step; ``cut``: the loop stops
+        after it, at ``max_steps`` or the budget), validate when due, move on, save (the
+        stop recorded in the progress); whether the loop stops here (``cut`` or patience)."""
         plan, p = self.plan, self.progress
         record = self.body.end_epoch(epoch, seconds, self)
         number = epoch + 1
@@ -356,7 +368,7 @@ class TrainLoop:
         due = every is not None and (
             (every > 0 and number % every == 0) or number == plan.epochs or partial
         )
-        stop = False
+        stop = cut
         score = self._validate(epoch, record) if due else None
         if score is not None:
             if self.best is None or score > self.best.score:
@@ -365,6 +377,7 @@ class TrainLoop:
                 stop = True
         p.epoch, p.step_in_epoch = number, 0
         p.loss_sums, p.loss_count = {}, 0
+        p.stopped = stop and number < plan.epochs
         self.body.after_epoch(record, self)
         self._save()
         return stop
