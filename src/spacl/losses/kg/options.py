@@ -18,8 +18,7 @@ from typing import Any, TypedDict
 
 from spacl._validation import check_choice, check_flag, check_in_range, check_int, check_positive
 from spacl.losses.kg.terms import WEIGHTINGS
-from spacl.losses.spacl.options import VARIANT_PARTS, SPACLParts
-from spacl.mining.adversarial import PlayerOptions
+from spacl.losses.spacl.options import VariantGame
 from spacl.mining.cut import MASSES
 
 #: the variants of :data:`spacl.losses.spacl.options.VARIANT_PARTS` that a link query has
@@ -30,7 +29,7 @@ LINK_POSITIVE_MODES = ("log_sum_exp", "pairwise")
 
 
 @dataclass(frozen=True)
-class LinkSPACLOptions:
+class LinkSPACLOptions(VariantGame):
     """The switches of :class:`~spacl.losses.kg.LinkSPACLLoss`, checked when made (each bad
     value a ``ValueError`` or ``TypeError`` naming the argument and the value); the
     fields are its keyword arguments, documented there."""
@@ -78,29 +77,6 @@ class LinkSPACLOptions:
         checked["compiled_cut"] = check_flag(self.compiled_cut, "compiled_cut")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
-
-    @property
-    def parts(self) -> SPACLParts:
-        """The parts :attr:`variant` keeps, as the image loss reads them."""
-        return VARIANT_PARTS[self.variant]
-
-    @property
-    def effective_share(self) -> float:
-        """``lambda_Q`` as the cut applies it (1 where the variant drops the selection)."""
-        return self.share if self.parts.negative_selection else 1.0
-
-    @property
-    def effective_adversarial(self) -> int:
-        """``K_adv`` as played (0 where the variant drops the adversarial negatives)."""
-        return self.num_adversarial if self.parts.adversarial else 0
-
-    @property
-    def players(self) -> PlayerOptions:
-        """How the game's players are built: :attr:`effective_adversarial` negatives per
-        query (0: no game), the hidden width and the learning rate."""
-        return PlayerOptions(
-            self.effective_adversarial, self.adversarial_hidden, self.adversarial_lr
-        )
 
 
 class LinkSPACLFields(TypedDict, total=False):

@@ -65,8 +65,55 @@ VARIANT_PARTS: dict[str, SPACLParts] = {
 }
 
 
+class VariantGame:
+    """What a SPACL options record's ``variant`` keeps and the game it plays, read off the
+    record's fields (``variant``, ``share``, ``num_adversarial``, ``adversarial_hidden``,
+    ``adversarial_lr``; :attr:`sees_anchor` where the record has the switch): the one reading for
+    :class:`SPACLOptions` and the KG loss's
+    :class:`~spacl.losses.kg.options.LinkSPACLOptions`, which inherit it."""
+
+    variant: str
+    share: float
+    num_adversarial: int
+    adversarial_hidden: int | None
+    adversarial_lr: float
+
+    @property
+    def sees_anchor(self) -> bool:
+        """Whether the game's discriminator sees the anchor (a record without the switch:
+        never)."""
+        return False
+
+    @property
+    def parts(self) -> SPACLParts:
+        """The parts :attr:`variant` keeps."""
+        return VARIANT_PARTS[self.variant]
+
+    @property
+    def effective_share(self) -> float:
+        """``lambda_Q`` as the cut applies it (1 where the variant drops the selection)."""
+        return self.share if self.parts.negative_selection else 1.0
+
+    @property
+    def effective_adversarial(self) -> int:
+        """``K_adv`` as played (0 where the variant drops the adversarial negatives)."""
+        return self.num_adversarial if self.parts.adversarial else 0
+
+    @property
+    def players(self) -> PlayerOptions:
+        """How the game's players are built (:func:`spacl.mining.adversarial.build_players`):
+        :attr:`effective_adversarial` negatives per anchor (0: no game), the hidden width,
+        the learning rate and the conditional discriminator switch."""
+        return PlayerOptions(
+            self.effective_adversarial,
+            self.adversarial_hidden,
+            self.adversarial_lr,
+            self.sees_anchor,
+        )
+
+
 @dataclass(frozen=True)
-class SPACLOptions:
+class SPACLOptions(VariantGame):
     """The switches of :class:`~spacl.losses.SPACLLoss`, checked when made (errors name
     the argument); the fields are its keyword arguments, documented there."""
 
@@ -126,31 +173,9 @@ class SPACLOptions:
             object.__setattr__(self, name, value)
 
     @property
-    def parts(self) -> SPACLParts:
-        """The parts :attr:`variant` keeps."""
-        return VARIANT_PARTS[self.variant]
-
-    @property
-    def effective_share(self) -> float:
-        """``lambda_Q`` as the cut applies it (1 where the variant drops the selection)."""
-        return self.share if self.parts.negative_selection else 1.0
-
-    @property
-    def effective_adversarial(self) -> int:
-        """``K_adv`` as played (0 where the variant drops the adversarial negatives)."""
-        return self.num_adversarial if self.parts.adversarial else 0
-
-    @property
-    def players(self) -> PlayerOptions:
-        """How the game's players are built (:func:`spacl.mining.adversarial.build_players`):
-        :attr:`effective_adversarial` negatives per anchor (0: no game), the hidden width,
-        the learning rate and the conditional discriminator switch."""
-        return PlayerOptions(
-            self.effective_adversarial,
-            self.adversarial_hidden,
-            self.adversarial_lr,
-            self.conditional_discriminator,
-        )
+    def sees_anchor(self) -> bool:
+        """:attr:`conditional_discriminator`: the discriminator sees the anchor."""
+        return self.conditional_discriminator
 
 
 class SPACLFields(TypedDict, total=False):
