@@ -441,6 +441,12 @@ def _line(label: str, rows: list[dict], variant: Variant = HEAD) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _setting(setting: str) -> tuple[str, float]:
+    """``"name:ratio"`` as ``(name, ratio)``."""
+    name, ratio = setting.split(":")
+    return name, float(ratio)
+
+
 def _planned(rows: list[dict], variant: Variant = HEAD) -> list[dict]:
     """The rows of the plan's draws (its settings x its seeds)."""
     planned = {
@@ -483,7 +489,22 @@ def decision(rows: list[dict], variant: Variant = HEAD) -> str:
     planned = _planned(rows, variant)
     count = len(variant.settings) * len(variant.seeds)
     if len(planned) != count:
-        return f"Decision: none yet ({len(planned)} of the {count} draws stored)."
+        stored = {(r["dataset"], float(r["ratio"]), r["seed"]) for r in planned}
+        missing = [
+            (setting, [seed for seed in variant.seeds if (*_setting(setting), seed) not in stored])
+            for setting in variant.settings
+        ]
+        listed = "; ".join(
+            f"{LABELS[_setting(s)[0]]} {int(100 * _setting(s)[1])}% draws "
+            + ", ".join(map(str, seeds))
+            for s, seeds in missing
+            if seeds
+        )
+        return (
+            f"Decision: none yet ({len(planned)} of the {count} draws stored).  Missing: "
+            f"{listed}; each added by `{variant.run_command} --seeds DRAW` (a rerun adds "
+            "only what the store lacks)."
+        )
     held = _mean([r["pseudo_open"]["heldout"]["macro_f1"] for r in planned])
     base = _mean([r["pseudo_open"]["boundary"]["macro_f1"] for r in planned])
     verdict = "better on dev" if held > base else "not better on dev"

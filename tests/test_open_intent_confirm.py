@@ -114,8 +114,10 @@ def test_the_confirmation_file_is_the_render_of_its_store(bench: Any) -> None:
     rows = bench.load_runs(store) if store.is_file() else []
     selection = bench.load_runs(OPEN_INTENT / "selection_runs.jsonl")
     heldout = bench.load_runs(bench.HELDOUT_STORE)
+    top = bench.HELDOUT_TOP_STORE
+    heldout_top = bench.load_runs(top) if top.is_file() else []
     written = (OPEN_INTENT / "confirmation.md").read_text()
-    assert written == bench.confirmation_report(rows, selection, heldout), (
+    assert written == bench.confirmation_report(rows, selection, heldout, heldout_top), (
         "confirmation.md differs from `python benchmarks/open_intent.py --render-confirm`"
     )
 

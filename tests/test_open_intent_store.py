@@ -137,6 +137,7 @@ STORES = (
     OPEN_INTENT / "selection_runs.jsonl",
     OPEN_INTENT / "reproductions.jsonl",
     OPEN_INTENT / "heldout_runs.jsonl",
+    *[OPEN_INTENT / "heldout_top_runs.jsonl"] * (OPEN_INTENT / "heldout_top_runs.jsonl").is_file(),
     *[OPEN_INTENT / "confirm_runs.jsonl"] * (OPEN_INTENT / "confirm_runs.jsonl").is_file(),
     ROOT / "benchmarks" / "results" / "ood_runs" / "fixed_rule.jsonl",
     ROOT / "benchmarks" / "results" / "ood_finetune_runs.jsonl",
