@@ -357,18 +357,9 @@ def test_a_signal_during_a_runs_final_checkpoint_stops_it_with_the_resume_line(
         recipe: dict[str, Any] = {**kg_recipe(cycle_graph(tmp_path / "toy"), epochs=2)}
         recipe["task"] = "kg"
     else:
-        from spacl.tasks.text import task as text_task
-        from test_ood import FakeEncoder, write_topic_dataset
+        from test_interrupt_tasks import topic_text_recipe
 
-        monkeypatch.setattr(text_task, "MiniLMEncoder", lambda **kwargs: FakeEncoder())
-        recipe = {
-            "task": "text",
-            "data": {"name": "topics", "root": str(write_topic_dataset(tmp_path / "topics")),
-                     "known_ratio": 0.5},
-            "encoder": {"cache_dir": str(tmp_path / "cache")},
-            "objective": {"name": "supcon", "temperature": 0.5},
-            "train": {"epochs": 2, "batch_size": 16, "progress": False},
-        }  # fmt: skip
+        recipe = topic_text_recipe(tmp_path, monkeypatch, epochs=2)
     path, whole, run = tmp_path / "recipe.yaml", tmp_path / "whole", tmp_path / "late"
     OmegaConf.save(OmegaConf.create(recipe), path)
     assert main(["train", str(path), "--out", str(whole), "--quiet"]) == 0

@@ -177,6 +177,25 @@ def test_a_signal_while_a_kg_run_sets_up_is_one_line_and_leaves_nothing(
     assert "\n" not in err and not run.exists()
 
 
+def topic_text_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **train: Any
+) -> dict[str, Any]:
+    """A head-on-a-frozen-encoder text recipe on a small topic set, the encoder faked;
+    ``train``: the ``train`` keys beside batch 16 and no progress bar."""
+    from spacl.tasks.text import task as text_task
+    from test_ood import FakeEncoder, write_topic_dataset
+
+    monkeypatch.setattr(text_task, "MiniLMEncoder", lambda **kwargs: FakeEncoder())
+    return {
+        "task": "text",
+        "data": {"name": "topics", "root": str(write_topic_dataset(tmp_path / "topics")),
+                 "known_ratio": 0.5},
+        "encoder": {"cache_dir": str(tmp_path / "cache")},
+        "objective": {"name": "supcon", "temperature": 0.5},
+        "train": {"batch_size": 16, "progress": False, **train},
+    }  # fmt: skip
+
+
 def metric_rows(run: Path) -> list[str]:
     return (run / "metrics.jsonl").read_text().splitlines()
 
@@ -189,18 +208,7 @@ def test_a_text_run_stopped_at_a_step_resumes_to_the_uninterrupted_result(
     signum: int,
 ) -> None:
     """``spacl train`` of a head on a frozen encoder: one line, 130, ``--resume``."""
-    from spacl.tasks.text import task as text_task
-    from test_ood import FakeEncoder, write_topic_dataset
-
-    monkeypatch.setattr(text_task, "MiniLMEncoder", lambda **kwargs: FakeEncoder())
-    recipe = {
-        "task": "text",
-        "data": {"name": "topics", "root": str(write_topic_dataset(tmp_path / "topics")),
-                 "known_ratio": 0.5},
-        "encoder": {"cache_dir": str(tmp_path / "cache")},
-        "objective": {"name": "supcon", "temperature": 0.5},
-        "train": {"epochs": 3, "batch_size": 16, "progress": False, "checkpoint_every": 0},
-    }  # fmt: skip
+    recipe = topic_text_recipe(tmp_path, monkeypatch, epochs=3, checkpoint_every=0)
     whole, run = stop_and_resume_by_cli(recipe, tmp_path, capsys, signum)
     assert metric_rows(run) == metric_rows(whole)  # each record once
 
