@@ -16,8 +16,9 @@
   :func:`spacl.engine.device.precision_dtypes`;
 - the rest of the tree (``alignment``, ``evaluate``, ``geometry``, ``mining``, ...)
   holds only the solvers and fixed placements of :data:`OUTSIDE_ENGINE`, each with its
-  reason (the linear probe's L-BFGS, ADB's radii solver on fixed features, SPACL's
-  own generator and discriminator), and no stale entry;
+  reason (the linear probe's L-BFGS on fixed features, SPACL's own generator and
+  discriminator, the CPU or caller's device of a rebuilt run or an evaluation, and
+  chunked walks that train nothing), and no stale entry;
 - loop bodies and the image ``ProbeSuite`` are given data, never their owner (the
   source read for references to the trainer, and the fields of a built ProbeSuite);
 - one tiny recipe of every task trains through :meth:`spacl.engine.loop.TrainLoop.run`
