@@ -24,7 +24,7 @@ from spacl.studies.alignment_study.training import loss_sandwich, sandwich_bound
 from spacl.studies.claim_table import ClaimSpec
 from spacl.studies.hard_negatives.claims import claims as hard_negative_claims
 from spacl.studies.stats import summarize
-from spacl.studies.verdicts import NOT_AT_SCALE, NOT_RUN, OPPOSITE, REPRODUCED
+from spacl.studies.verdicts import NOT_AT_SCALE, NOT_RUN, OPPOSITE, REFUTED, REPRODUCED
 
 
 def _spec(specs: list[ClaimSpec], key: str) -> ClaimSpec:
@@ -268,8 +268,8 @@ def test_committed_theorem1_row_counts_the_tau_01_runs_as_trivial() -> None:
 def test_committed_small_batch_claim_is_refuted_in_one_regime_not_mixed() -> None:
     """Claim 9 is stated "both at equal epochs and at equal optimiser steps": its regimes
     disagree (equal epochs opposite, equal steps reproduced), which refutes it as stated,
-    not reproduced at this scale (issue 39), as SPACL claim 21 and alignment claim 13
-    read the same wording; the row says the regimes disagree and where it is refuted."""
+    not reproduced (refuted as stated; issue 39), as SPACL claim 21 reads the same
+    wording; the row says the regimes disagree and where it is refuted."""
     import json
 
     from spacl.studies.verdicts import MIXED, holm_within
@@ -279,7 +279,7 @@ def test_committed_small_batch_claim_is_refuted_in_one_regime_not_mixed() -> Non
     spec = _spec(hard_negative_claims(hard_negatives.FULL, 150, "clinc150"), "small_batch_hurts_nc")
     assert "both at equal epochs and at equal optimiser steps" in spec.claim
     verdict, size = holm_within("claim 9", lambda: spec.rule(m))
-    assert size == 2 and verdict.verdict == NOT_AT_SCALE and verdict.verdict != MIXED
+    assert size == 2 and verdict.verdict == REFUTED and verdict.verdict != MIXED
     assert verdict.row.startswith("regimes disagree: equal epochs opposite (test, Holm p = ")
     assert "in every one of the regimes, is refuted in equal epochs (opposite, " in verdict.row
 
@@ -494,11 +494,11 @@ def test_theorem_2_1_claim_reads_both_regimes_and_names_their_split() -> None:
     assert spec.rule(_residuals((near, near), (far, far))).verdict == OPPOSITE
     split = spec.rule(_residuals((far, near), (near, far)))
     # "in both regimes": regimes that disagree refute the claim as stated (not "mixed")
-    assert split.verdict == NOT_AT_SCALE
+    assert split.verdict == REFUTED
     assert split.row.startswith("regimes disagree: d = 64 reproduced")
     assert "is refuted in d = 4 (opposite, " in split.row
     one_way = spec.rule(_residuals((near, noisy), (far, noisy)))
-    assert one_way.verdict == NOT_AT_SCALE
+    assert one_way.verdict == REFUTED
     assert one_way.row.startswith("regimes differ: d = 64 opposite, d = 4 not reproduced")
     assert "the claim as stated, in every one of the regimes, is refuted in d = 64" in one_way.row
     text = spec.measured(_residuals((near, noisy), (far, noisy)))
@@ -523,7 +523,7 @@ def test_committed_theorem_2_1_row_names_the_regimes() -> None:
     m = json.loads((root / "docs/results/spacl/results.json").read_text())["metrics"]
     spec = _spec(claim_specs(), "theorem_2_1_spacl_farther_from_collapse")
     verdict = spec.rule(m)
-    assert verdict.verdict == NOT_AT_SCALE
+    assert verdict.verdict == REFUTED
     assert verdict.row.startswith(
         "regimes differ: d = 64 opposite, d = 4 not reproduced at this scale; the claim as "
         "stated, in every one of the regimes, is refuted in d = 64 (opposite, test, "

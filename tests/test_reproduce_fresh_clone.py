@@ -4,17 +4,21 @@ A ``git clone`` of this checkout holds the committed files alone (HEAD: no run s
 untracked or modified file), so each study's report regenerates there from what is
 committed, by the committed code (``PYTHONPATH=<clone>/src``), with no ``--from``; the
 report must equal the committed ``docs/results/NAME/report.md`` but for its stamp line
-(``- Regenerated ...``, naming the code that wrote it).  It checks HEAD: uncommitted
+(``- Regenerated ...``, naming the code that wrote it), and its ``results.json`` the
+committed one but for that stamp among its ``stamps`` (every other field, every other
+stamp, every claim and metric, compared as parsed JSON).  It checks HEAD: uncommitted
 edits in the working tree are not in the clone, which is the point.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +33,16 @@ def _stamped(line: str) -> bool:
 
 def _kept(text: str) -> list[str]:
     return [x for x in text.splitlines() if not _stamped(x)]
+
+
+def _kept_results(results: dict[str, Any]) -> dict[str, Any]:
+    """``results.json`` without the regeneration's stamp: its ``stamps`` list keeps every
+    stamp but the one that names the code that regenerated it (the report's stamp line
+    without its ``"- "``); every other field as stored."""
+    return {
+        **results,
+        "stamps": [x for x in results.get("stamps", []) if not _stamped(f"- {x}")],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +119,32 @@ def test_a_fresh_clone_regenerates_every_committed_report(clone: Path, tmp_path:
         committed = (clone / "docs" / "results" / name / "report.md").read_text()
         assert [x for x in again.splitlines() if _stamped(x)], f"{name}: no stamp line"
         assert _kept(again) == _kept(committed), f"{name}: the regenerated report differs"
+        stored = json.loads((tmp_path / name / "results.json").read_text())
+        kept = json.loads((clone / "docs" / "results" / name / "results.json").read_text())
+        assert [x for x in stored["stamps"] if _stamped(f"- {x}")], f"{name}: no stamp"
+        for key in sorted(set(stored) | set(kept)):
+            assert _kept_results(stored).get(key) == _kept_results(kept).get(key), (
+                f"{name}: the regenerated results.json differs in {key!r}"
+            )
+
+
+def test_the_results_comparison_sees_a_changed_field() -> None:
+    """Counter-example: only the regeneration stamp is left out of the results.json
+    comparison; another stamp, a verdict or a metric changed is not."""
+    results = {
+        "claims": [{"key": "a", "verdict": "reproduced"}],
+        "metrics": {"x": [1.0, 2.0]},
+        "stamps": ["Runs' own commits: 5 clean", "Regenerated from the stored results.json (abc)"],
+    }
+    other_code = {**results, "stamps": [results["stamps"][0], "Regenerated (code at def)"]}
+    assert _kept_results(results) == _kept_results(other_code)
+    changed = [
+        {**results, "claims": [{"key": "a", "verdict": "opposite"}]},
+        {**results, "metrics": {"x": [1.0, 2.5]}},
+        {**results, "stamps": ["Runs' own commits: 4 clean", results["stamps"][1]]},
+    ]
+    for edit in changed:
+        assert _kept_results(edit) != _kept_results(results)
 
 
 def test_the_comparison_sees_a_changed_line() -> None:

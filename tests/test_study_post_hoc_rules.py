@@ -9,6 +9,9 @@ counter-example.
   part that is opposite refutes it as stated, never "mixed" (hard-negatives claim 8).
 * Every verdict a post-hoc rule moved names its earlier verdict in its row
   (:attr:`~spacl.studies.claim_table.ClaimSpec.earlier`).
+* The fourth review: a claim refuted as stated reads so (``REFUTED``), never "not
+  reproduced at this scale" beside a row that says "refuted"; a saturation curve whose
+  critical size is the range's top reads not reproduced at this scale (claim 19).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from spacl.studies.verdicts import (
     NOT_AT_SCALE,
     NOT_RUN,
     OPPOSITE,
+    REFUTED,
     REPRODUCED,
     at_most,
     compare,
@@ -185,9 +189,10 @@ def test_hard_negatives_claim_8_is_refuted_by_its_etf_part_not_mixed(tmp_path: P
     )
     report = StudyReport("hard-negatives", "t", tmp_path, "cmd", {}, [0, 1, 2, 3, 4])
     (claim,) = evaluate_claims(report, [spec], m)
-    assert claim.verdict == NOT_AT_SCALE and claim.verdict != MIXED
+    assert claim.verdict == REFUTED and claim.verdict != MIXED
     assert "is refuted in ETF deviation (opposite, test, Holm p = " in claim.measured
-    assert POST_HOC.format("mixed (at ef2c178") in claim.measured
+    assert "; before that mixed (at ef2c178" in claim.measured
+    assert POST_HOC.format("not reproduced at this scale (at 03e7086") in claim.measured
     # the counter-example: the same two tests read as parts
     a, b = m["unsupervised"]["beta=5"], m["unsupervised"]["beta=30"]
     from spacl.studies.study import values as v
@@ -198,7 +203,7 @@ def test_hard_negatives_claim_8_is_refuted_by_its_etf_part_not_mixed(tmp_path: P
         "CDNV": compare(v(b, "cdnv"), v(a, "cdnv"), min_gap=0.002),
     }
     assert combine(parts).verdict == MIXED
-    assert combine(parts, every=True).verdict == NOT_AT_SCALE
+    assert combine(parts, every=True).verdict == REFUTED
 
 
 # ------------------------------------------------------------------ earlier verdicts named
@@ -207,13 +212,47 @@ def test_hard_negatives_claim_8_is_refuted_by_its_etf_part_not_mixed(tmp_path: P
 MOVED: dict[str, set[str]] = {
     "alignment": {
         "weights_diverge_representations_align",
+        "alignment_rises_with_classes",
+        "lr_linear_alignment_falls",
+        "lr_sublinear_alignment_rises",
         "theorem1_bound_holds",
         "corollary1_cka_bound_holds",
         "rsa_bound_holds",
         "nscl_dcl_sandwich",
     },
-    "hard-negatives": {"hucl_large_beta_drifts", "small_batch_hurts_nc"},
-    "spacl": {"theorem_2_1_spacl_farther_from_collapse"},
+    "hard-negatives": {
+        "beta5_best_accuracy",
+        "hucl_beta5_best_nc",
+        "hucl_large_beta_drifts",
+        "small_batch_hurts_nc",
+    },
+    "spacl": {"lemma_2_4_negatives_saturate", "theorem_2_1_spacl_farther_from_collapse"},
+}
+#: the claims issue 39's fourth review moved: refuted as stated (from "not reproduced at
+#: this scale", at 03e7086), and claim 19's range-top curve (from "opposite")
+FOURTH_REVIEW: dict[str, dict[str, str]] = {
+    "alignment": dict.fromkeys(
+        [
+            "weights_diverge_representations_align",
+            "alignment_rises_with_classes",
+            "lr_linear_alignment_falls",
+            "lr_sublinear_alignment_rises",
+        ],
+        REFUTED,
+    ),
+    "hard-negatives": dict.fromkeys(
+        [
+            "beta5_best_accuracy",
+            "hucl_beta5_best_nc",
+            "hucl_large_beta_drifts",
+            "small_batch_hurts_nc",
+        ],
+        REFUTED,
+    ),
+    "spacl": {
+        "lemma_2_4_negatives_saturate": NOT_AT_SCALE,
+        "theorem_2_1_spacl_farther_from_collapse": REFUTED,
+    },
 }
 
 
@@ -239,7 +278,8 @@ def test_claim_21_says_d4_came_after_the_d64_verdict() -> None:
     spec = _spec(claim_specs(), "theorem_2_1_spacl_farther_from_collapse")
     assert spec.family_note == THEOREM_D4_NOTE
     assert "d = 4 added after the d = 64 verdict (opposite" in spec.family_note
-    assert spec.earlier.startswith("opposite (d = 64 alone")
+    assert spec.earlier.startswith("not reproduced at this scale (at 03e7086")
+    assert "before that opposite (d = 64 alone" in spec.earlier
 
 
 def test_evaluate_claims_writes_the_earlier_verdict_in_the_row(tmp_path: Path) -> None:
@@ -284,5 +324,46 @@ def test_the_committed_verdicts_the_third_review_moved() -> None:
     }
     assert verdicts["alignment"]["corollary1_cka_bound_holds"] == OPPOSITE
     assert verdicts["alignment"]["rsa_bound_holds"] == OPPOSITE
-    assert verdicts["hard-negatives"]["hucl_large_beta_drifts"] == NOT_AT_SCALE
+    assert verdicts["hard-negatives"]["hucl_large_beta_drifts"] == REFUTED
     assert MIXED not in verdicts["hard-negatives"].values()
+
+
+# ------------------------------------------------------------------ the fourth review
+def _stored_claims(study: str) -> list[dict[str, Any]]:
+    return list(json.loads((RESULTS / study / "results.json").read_text())["claims"])
+
+
+@pytest.mark.parametrize("study", sorted(FOURTH_REVIEW))
+def test_a_committed_row_that_says_refuted_has_a_verdict_that_says_so(study: str) -> None:
+    """The audit's finding: claim rows saying "the claim as stated ... is refuted" beside
+    the verdict "not reproduced at this scale".  In the committed reports every such row
+    reads "not reproduced (refuted as stated)" (or "opposite", a bound refuted in one
+    regime), and the claims the review moved read their new verdicts, each naming its
+    earlier one (the counter-example: the reports at 03e7086 held four such rows)."""
+    claims = _stored_claims(study)
+    for c in claims:
+        if "is refuted" in c["measured"]:
+            assert c["verdict"] in (REFUTED, OPPOSITE), (study, c["key"], c["verdict"])
+        if c["verdict"] == NOT_AT_SCALE:
+            assert "is refuted" not in c["measured"], (study, c["key"])
+    verdicts = {c["key"]: c["verdict"] for c in claims}
+    for key, verdict in FOURTH_REVIEW[study].items():
+        assert verdicts[key] == verdict, (study, key)
+    report = (RESULTS / study / "report.md").read_text()
+    assert "**Not reproduced (refuted as stated)** is no matter of scale" in " ".join(
+        report.split()
+    )
+
+
+def test_claim_19_sees_no_direction_past_its_range() -> None:
+    """Claim 19's curves still rise at n = 1024, the range's top: not reproduced at this
+    scale (no direction past the range), the row saying why the range was not extended;
+    its earlier verdict (opposite on n <= 1024) named."""
+    claim = next(c for c in _stored_claims("spacl") if c["key"] == "lemma_2_4_negatives_saturate")
+    assert claim["verdict"] == NOT_AT_SCALE
+    assert (
+        "critical size at the range's top (n = 1024): no direction is seen past it"
+        in (claim["measured"])
+    )
+    assert "Range not extended to n = 4096" in claim["measured"]
+    assert POST_HOC.format("opposite (on n <= 1024") in claim["measured"]

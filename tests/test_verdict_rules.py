@@ -23,6 +23,7 @@ from spacl.studies.verdicts import (
     NOT_AT_SCALE,
     NOT_RUN,
     OPPOSITE,
+    REFUTED,
     REPRODUCED,
     RULE_TESTS,
     Verdict,
@@ -45,12 +46,17 @@ def test_best_of_counter_examples() -> None:
     assert V.best_of({"a": HIGH, "b": LOW, "c": LOW}, "a").verdict == REPRODUCED
     assert V.best_of({"a": LOW, "b": HIGH, "c": HIGH}, "a").verdict == OPPOSITE
     assert V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a").verdict == NOT_AT_SCALE
-    # the claimed option beats one and is beaten by another: refuted as stated, the row
-    # naming the comparisons that disagree (never a silent "not reproduced")
+    # the claimed option beats one and is beaten by another: refuted as stated (no matter
+    # of scale), the row naming the comparisons that disagree
     split = V.best_of({"a": [2.0, 2.1, 1.9, 2.05, 1.95], "b": LOW, "c": HIGH}, "a")
-    assert split.verdict == NOT_AT_SCALE
+    assert split.verdict == REFUTED
     assert split.row == "comparisons disagree: vs b reproduced, vs c opposite"
+    # ... and beaten by one beside a tie: refuted too (it is not the best); a clear win
+    # beside a tie is not refuted (the counter-example: nothing points against it)
+    beaten = V.best_of({"a": [2.0, 2.1, 1.9, 2.05, 1.95], "b": [2.0, 2.1, 1.9], "c": HIGH}, "a")
+    assert beaten.verdict == REFUTED and beaten.row.startswith("comparisons differ: vs c opp")
     noisy = V.best_of({"a": HIGH, "b": LOW, "c": HIGH}, "a")
+    assert noisy.verdict == NOT_AT_SCALE
     assert noisy.row == f"comparisons differ: vs b reproduced; 1 other(s) {NOT_AT_SCALE}"
     assert V.best_of({"a": NOISE, "b": NOISE}, "a").row == ""
     # lowest=True (a deviation, an error): the smallest value is the best, and every
@@ -70,8 +76,13 @@ def test_trend_counter_examples() -> None:
     assert V.trend([LOW, mid, HIGH]).verdict == REPRODUCED
     assert V.trend([HIGH, mid, LOW]).verdict == OPPOSITE
     bent = V.trend([LOW, HIGH, mid])  # not monotone: one step up, one down
-    assert bent.verdict == NOT_AT_SCALE
+    assert bent.verdict == REFUTED  # refuted as stated, no matter of scale
     assert bent.row == "steps disagree: #0 -> #1 reproduced, #1 -> #2 opposite"
+    # one step down beside a flat one: refuted too; one step up beside a flat one is not
+    down = V.trend([mid, [2.0, 2.1, 1.95, 2.05, 1.9], LOW])
+    assert down.verdict == REFUTED
+    up = V.trend([LOW, mid, [2.0, 2.1, 1.95, 2.05, 1.9]])
+    assert up.verdict == NOT_AT_SCALE
     assert V.trend([HIGH, mid, LOW], test="spearman").verdict == OPPOSITE
     # the Spearman branch says each of its three outcomes (a rule that always said
     # "opposite" fails here): increasing, flat noise, and every value equal
@@ -131,7 +142,7 @@ def test_combine_names_a_test_against_a_level_rule() -> None:
     high = V.at_least([0.9, 0.91, 0.92], 0.8)
     assert low.verdict == OPPOSITE and high.verdict == REPRODUCED
     split = V.combine({"weights grow": r, "CKA high": low})
-    assert split.verdict == NOT_AT_SCALE and split.verdict != MIXED and split.from_rule
+    assert split.verdict == REFUTED and split.verdict != MIXED and split.from_rule
     assert split.row.startswith("test and level rule disagree: weights grow reproduced (test, p = ")
     assert "CKA high opposite (level rule: 3 of 3 runs fall below the threshold)" in split.row
     assert split.row.endswith(
@@ -140,7 +151,7 @@ def test_combine_names_a_test_against_a_level_rule() -> None:
     )
     # ... and the other way round: the test opposite, the level rule reproduced
     other = V.combine({"weights grow": o, "CKA high": high})
-    assert other.verdict == NOT_AT_SCALE
+    assert other.verdict == REFUTED
     assert "is refuted by weights grow (opposite, test, p = " in other.row
     # counter-example: two corrected tests that disagree are mixed, not a test/rule split
     tests = V.combine({"a": r, "b": o})
@@ -153,10 +164,10 @@ def test_combine_names_a_test_against_a_level_rule() -> None:
     broken = V.at_most([1.5, 2.0], 1.0)
     against_bound = V.combine({"a": r, "b": broken})
     assert against_bound.row.startswith("test and bound rule disagree: ")
-    assert against_bound.verdict == NOT_AT_SCALE
+    assert against_bound.verdict == REFUTED
     # two bound rules that disagree run no test at all: not mixed
     fine = V.at_most([0.5, 0.9], 1.0)
-    assert V.combine({"a": fine, "b": broken}).verdict == NOT_AT_SCALE
+    assert V.combine({"a": fine, "b": broken}).verdict == REFUTED
 
 
 def test_combine_every_regime_refutes_instead_of_mixing() -> None:
@@ -183,7 +194,7 @@ def test_combine_every_regime_refutes_instead_of_mixing() -> None:
     )
     # ... and without every=True the same parts are refuted by the broken part, not mixed
     plain = V.combine({"tau = 0.1": bad, "tau = 0.5": good}, what="regimes")
-    assert plain.verdict == NOT_AT_SCALE
+    assert plain.verdict == REFUTED
     assert "the claim as stated is refuted by tau = 0.1 (opposite, bound rule: " in plain.row
     # regimes that agree are not refuted
     agree = V.combine({"a": good, "b": good}, what="regimes", every=True)
@@ -193,15 +204,55 @@ def test_combine_every_regime_refutes_instead_of_mixing() -> None:
     # corrected tests stated for every regime that disagree: refuted as stated, not
     # reproduced (an ordering opposite in one regime is not opposite in all)
     tests = V.combine({"d = 64": r, "d = 4": o}, what="regimes", every=True)
-    assert tests.verdict == NOT_AT_SCALE and tests.row.startswith("regimes disagree: ")
+    assert tests.verdict == REFUTED and tests.row.startswith("regimes disagree: ")
     assert "is refuted in d = 4 (opposite, test, p = " in tests.row
     flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
     one = V.combine({"d = 64": o, "d = 4": flat}, what="regimes", every=True)
-    assert one.verdict == NOT_AT_SCALE
+    assert one.verdict == REFUTED
     assert "the claim as stated, in every one of the regimes, is refuted in d = 64 (opposite, " in (
         one.row
     )
-    assert "refuted" not in V.combine({"d = 64": o, "d = 4": flat}, what="regimes").row
+    # counter-example: read as parts (not every regime), an opposite beside the noise
+    # refutes nothing: not reproduced at this scale, no "refuted" in its row
+    parts = V.combine({"d = 64": o, "d = 4": flat}, what="regimes")
+    assert parts.verdict == NOT_AT_SCALE and "refuted" not in parts.row
+
+
+def test_a_claim_refuted_as_stated_is_not_a_matter_of_scale() -> None:
+    """Issue 39's fourth review: a claim stated for every part that one part refutes
+    (significantly opposite) reads "not reproduced (refuted as stated)", never "not
+    reproduced at this scale" beside a row that says "refuted"; a part itself refuted as
+    stated (a non-monotone trend) refutes the whole.  Counter-examples: a part inside the
+    noise beside a reproduced one refutes nothing (not reproduced at this scale), and a
+    bound broken by a majority in one regime stays opposite (the bound is refuted)."""
+    r, o = V.compare(HIGH, LOW), V.compare(LOW, HIGH)
+    flat = V.compare(NOISE, [x + 0.1 for x in NOISE])
+    low = V.at_least([0.6, 0.62, 0.65], 0.8)
+    bent = V.trend([LOW, HIGH, [2.0, 2.1, 2.05, 1.95, 2.02]])
+    cases = {
+        "opposite beside reproduced": V.combine({"a": r, "b": o}, what="regimes", every=True),
+        "opposite beside noise": V.combine({"a": o, "b": flat}, what="regimes", every=True),
+        "level rule opposite": V.combine({"a": r, "b": low}, every=True),
+        "refuted part": V.combine({"a": r, "b": bent}, what="regimes", every=True),
+    }
+    for name, v in cases.items():
+        assert v.verdict == REFUTED, name
+        assert "refuted" in v.row, name
+    assert "is refuted in b (refuted as stated)" in cases["refuted part"].row
+    assert REFUTED.startswith("not reproduced") and "at this scale" not in REFUTED
+    # counter-examples
+    fine = V.combine({"a": r, "b": flat}, what="regimes", every=True)
+    assert fine.verdict == NOT_AT_SCALE and "refuted" not in fine.row
+    broken = V.at_most([1.5, 2.0, 3.0], 1.0)
+    held = V.at_most([0.5, 0.9], 1.0)
+    bound = V.combine({"a": broken, "b": held}, what="regimes", every=True)
+    assert bound.verdict == OPPOSITE and "refuted" in bound.row
+    # every rule's row that says "refuted" carries a verdict that says so
+    for v in [*cases.values(), fine, bound]:
+        if "refuted" in v.row:
+            assert v.verdict in (REFUTED, OPPOSITE)
+    legend = " ".join(V.VERDICT_RULES.split())
+    assert "**Not reproduced (refuted as stated)** is no matter of scale" in legend
 
 
 def test_a_family_of_one_says_uncorrected_beside_its_p() -> None:
@@ -326,8 +377,13 @@ def test_saturates_counter_examples() -> None:
     halfway = [[0.2, 0.5, 0.9, 1.2, 1.22], [0.2, 0.5, 0.9, 1.2, 1.33]]
     ok = V.saturates(flat, sizes)
     assert ok.verdict == REPRODUCED and "critical size" in ok.rule
-    assert V.saturates(rising, sizes).verdict == OPPOSITE
+    # still rising at the top of the range: no direction past it (issue 39's fourth review)
+    assert V.saturates(rising, sizes).verdict == NOT_AT_SCALE
     assert V.saturates(halfway, sizes).verdict == NOT_AT_SCALE
+    # opposite where the gain over the last step is large but the curve levels off inside
+    # the range (its critical size below the top)
+    late = [[0.1, 0.2, 0.5, 0.97, 1.0], [0.1, 0.21, 0.52, 0.98, 1.01]]
+    assert V.saturates(late, [1, 2, 4, 8, 16]).verdict == OPPOSITE
     with pytest.raises(ValueError, match="increasing"):
         V.saturates(flat, [4, 1, 16, 64, 256])
 
@@ -350,11 +406,11 @@ def test_saturates_counts_the_seeds_above_the_tolerance() -> None:
     assert ok.verdict == REPRODUCED and ok.row == "0 of 2 seeds above the tolerance"
     assert "tolerance = 0.05 (0 of 2 seeds above the tolerance)" in ok.rule
     up = V.saturates(rising, sizes)
-    # the rising curve's critical size is the top of the range: since issue 39's third
-    # review the row flags it (test_saturates_flags_a_critical_size_at_the_range_edge)
-    assert up.verdict == OPPOSITE and up.row == (
-        "2 of 2 seeds above the tolerance; critical size 256: opposite on n <= 256, the edge "
-        "of the range tested"
+    # the rising curve's critical size is the top of the range: the row flags it
+    # (test_saturates_flags_a_critical_size_at_the_range_edge)
+    assert up.verdict == NOT_AT_SCALE and up.row == (
+        "2 of 2 seeds above the tolerance; critical size at the range's top (n = 256): no "
+        "direction is seen past it; the gain over the last step alone reads opposite"
     )
     part = V.saturates(mixed, sizes)
     assert part.verdict == NOT_AT_SCALE
@@ -362,15 +418,15 @@ def test_saturates_counts_the_seeds_above_the_tolerance() -> None:
     # the count moves with the tolerance: at 0.01 two of the three gains exceed it
     # (at 0.01 the critical size is 256, the top of the range: the row also flags that edge)
     assert V.saturates(mixed, sizes, tolerance=0.01).row.startswith(
-        "2 of 3 seeds above the tolerance; critical size 256"
+        "2 of 3 seeds above the tolerance; critical size at the range's top (n = 256)"
     )
     assert V.above_tolerance([0.05, 0.0500001], 0.05) == "1 of 2 seeds above the tolerance"
 
 
 def test_the_lemma_claims_row_states_each_encoders_count() -> None:
     """Claim 19 (SPACL study): its measured cell states, per encoder, how many seeds'
-    gains are above the tolerance, whatever the combined verdict (both opposite here:
-    :func:`~spacl.studies.verdicts.combine` carries no part's row then)."""
+    gains are above the tolerance, whatever the combined verdict, and why its range of n
+    was not extended past the critical size at its top."""
     from spacl.studies.spacl_bench.claims import claim_specs
 
     spec = next(c for c in claim_specs() if c.key == "lemma_2_4_negatives_saturate")
@@ -393,35 +449,43 @@ def test_the_lemma_claims_row_states_each_encoders_count() -> None:
     cell = spec.measured(m)
     # SPACL's curve still rises at n = 256, the top of its range: flagged (issue 39)
     assert (
-        "n=256: 1.6 (3 of 3 seeds above the tolerance; critical size 256: opposite on "
-        "n <= 256, the edge of the range tested) / SimCLR:" in cell
+        "n=256: 1.6 (3 of 3 seeds above the tolerance; critical size at the range's top "
+        "(n = 256): no direction is seen past it; the gain over the last step alone reads "
+        "opposite) / SimCLR:" in cell
     )
-    assert cell.endswith("n=256: 1.25 (1 of 3 seeds above the tolerance)")
+    assert "n=256: 1.25 (1 of 3 seeds above the tolerance). Range not extended to n = 4096" in cell
+    assert "about 16 CPU-minutes" in cell
     assert spec.rule(m).verdict == NOT_AT_SCALE
 
 
 def test_saturates_flags_a_critical_size_at_the_range_edge() -> None:
-    """A saturation verdict is a statement about the range tested: where the critical size
-    is the largest size (the curve still rises at the top), the row says the verdict holds
-    on n <= n_max, the edge of the range (claim 19, issue 39's third review).  Counter-
-    example: a curve that jumps late but levels off inside the range is opposite by the
-    gain rule, and its critical size (8 < 16) is not flagged."""
+    """Where the critical size is the largest size tested (the curve still rises at the
+    top), the rule sees no direction past the range: not reproduced at this scale, never
+    opposite, its row saying so and what the last step alone reads (claim 19, issue 39's
+    fourth review; "opposite on n <= n_max" before).  Counter-example: a curve that jumps
+    late but levels off inside the range is opposite by the gain rule, and its critical
+    size (8 < 16) is not flagged."""
     sizes = [1, 2, 4, 8, 16]
     late_jump = [[0.1, 0.2, 0.5, 0.97, 1.0], [0.1, 0.21, 0.52, 0.98, 1.01]]
     inside = V.saturates(late_jump, sizes)
-    assert inside.verdict == OPPOSITE and "edge" not in inside.row
+    assert inside.verdict == OPPOSITE and "range's top" not in inside.row
     assert "critical size (mean reaches 0.95 of its value at 16) = 8" in inside.rule
     rising = [[0.1, 0.2, 0.4, 0.7, 1.0], [0.1, 0.2, 0.41, 0.72, 1.02]]
     edge = V.saturates(rising, sizes)
-    assert edge.verdict == OPPOSITE
-    assert edge.row.endswith("critical size 16: opposite on n <= 16, the edge of the range tested")
-    assert "the verdict holds on n <= 16 only" in edge.rule
-    # a verdict inside the noise at the edge is worded as not reproduced on the range
+    assert edge.verdict == NOT_AT_SCALE
+    assert edge.row.endswith(
+        "critical size at the range's top (n = 16): no direction is seen past it; the gain "
+        "over the last step alone reads opposite"
+    )
+    assert "the sizes past n = 16 not tested: not reproduced at this scale)" in edge.rule
+    # a verdict inside the noise at the edge says the edge, with nothing for the last step
     # (gains 0, 0.2, 0: mean 0.067 +- 0.115 straddles 0.05; the mean at 8 is 0.8 < 0.95)
     noisy = [[0.1, 0.2, 1.0, 0.8, 1.0], [0.1, 0.2, 0.8, 0.8, 1.0], [0.1, 0.2, 1.0, 0.8, 1.0]]
     weak = V.saturates(noisy, sizes)
     assert weak.verdict == NOT_AT_SCALE
-    assert weak.row.endswith("not reproduced on n <= 16, the edge of the range tested")
+    assert weak.row.endswith(
+        "critical size at the range's top (n = 16): no direction is seen past it"
+    )
 
 
 def test_the_verdict_legend_says_a_saturation_row_states_the_count() -> None:
@@ -436,7 +500,10 @@ def test_the_verdict_legend_states_the_mixed_and_bound_rules() -> None:
     is opposite when more than half of the runs break it, and when these rules were set."""
     legend = " ".join(V.VERDICT_RULES.split())
     assert "**Mixed** is used only where corrected tests disagree" in legend
-    assert "the claim as stated is refuted by its opposite part: not reproduced" in legend
+    assert (
+        "the claim as stated is refuted by its opposite part: not reproduced (refuted as stated)"
+        in legend
+    )
     assert "opposite (the bound is refuted) when more than half of the runs break it" in legend
     assert "'k of n runs break the bound'" in legend
     assert "set after the verdicts they decide had been read (issue 39)" in legend
@@ -490,17 +557,19 @@ def test_the_report_refuses_a_rule_without_a_counter_example(tmp_path: Path) -> 
 
 
 def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> None:
-    """Two regimes, each a trend that is not reproduced because one step is inside the
-    noise, whose clear steps go opposite ways: the whole stays not reproduced (no part is
-    reproduced or opposite), but its row names each corrected step that is clear, with
-    its direction and the p-value it decided on, then the regimes' own verdicts; a review
+    """Two regimes, each a trend with one step inside the noise, whose clear steps go
+    opposite ways (the falling one refuted as stated, the rising one not reproduced at
+    this scale): read as parts (``every=False``) the whole stays not reproduced at this
+    scale (no part is reproduced or opposite), but its row names each corrected step that
+    is clear, with its direction and the p-value it decided on, then the regimes' own
+    verdicts; a review
     found alignment claims 7 and 8 saying "regimes disagree: equal epochs opposite" where
     the regime itself was not reproduced.  Counter-examples: clear steps that go one way,
     or none clear, say nothing of it."""
     mid = [2.0, 2.1, 2.05, 1.95, 2.02]
     up_then_flat = V.trend([LOW, mid, [x + 0.01 for x in mid]])  # one step up, one flat
     down_then_flat = V.trend([HIGH, mid, [x + 0.01 for x in mid]])  # one down, one flat
-    assert up_then_flat.verdict == down_then_flat.verdict == NOT_AT_SCALE
+    assert up_then_flat.verdict == NOT_AT_SCALE and down_then_flat.verdict == REFUTED
     assert up_then_flat.leans == (REPRODUCED,) and down_then_flat.leans == (OPPOSITE,)
     p = f"p = {V.welch(mid, LOW)[1]:.3g}"
     assert up_then_flat.clear == (("#0 -> #1", REPRODUCED, p, "step"),)
@@ -508,10 +577,11 @@ def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> 
     assert both.verdict == NOT_AT_SCALE and both.from_rule
     said = (
         f"corrected steps disagree: equal epochs #0 -> #1 opposite ({p}), "
-        f"equal steps #0 -> #1 reproduced ({p}); regimes each not reproduced at this scale"
+        f"equal steps #0 -> #1 reproduced ({p}); regimes differ: equal epochs {REFUTED}, "
+        f"equal steps {NOT_AT_SCALE}"
     )
     assert both.row == said, both.row
-    assert both.rule.startswith(said.split("; ")[0] + "; [equal epochs] not reproduced")
+    assert both.rule.startswith(said + "; [equal epochs] not reproduced")
     assert both.leans == (OPPOSITE, REPRODUCED)
     # one level up every clear step is still named, each with its whole path, and no
     # part is said to be "opposite" unless its own verdict is
@@ -519,7 +589,8 @@ def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> 
     assert outer.row == (
         f"corrected steps disagree: lr a equal epochs #0 -> #1 opposite ({p}), lr a equal "
         f"steps #0 -> #1 reproduced ({p}), lr b #0 -> #1 reproduced ({p}); rules each not "
-        "reproduced at this scale; [lr a] regimes each not reproduced at this scale"
+        f"reproduced at this scale; [lr a] regimes differ: equal epochs {REFUTED}, equal "
+        f"steps {NOT_AT_SCALE}"
     ), outer.row
     # the same directions, or nothing clear: no such sentence
     same = V.combine({"x": up_then_flat, "y": up_then_flat}, what="regimes")
@@ -536,14 +607,14 @@ def test_combine_says_when_corrected_comparisons_inside_its_parts_disagree() -> 
     assert mixed_below.verdict == NOT_AT_SCALE
     assert mixed_below.row.startswith("corrected tests disagree: x reproduced (p = ")
     assert mixed_below.row.endswith(
-        f"y #0 -> #1 opposite ({p}); regimes differ: x reproduced, y not reproduced at this scale"
+        f"y #0 -> #1 opposite ({p}); regimes differ: x reproduced, y {REFUTED}"
     )
     # per setting, the same
     settings = V.per_setting({"a": down_then_flat, "b": up_then_flat})
     assert settings.verdict == NOT_AT_SCALE
     assert settings.row == (
         f"corrected steps disagree: a #0 -> #1 opposite ({p}), b #0 -> #1 reproduced ({p}); "
-        "settings each not reproduced at this scale"
+        f"settings differ: a {REFUTED}; 1 other(s) {NOT_AT_SCALE}"
     )
 
     # Holm-adjusted in a family: the adjusted p-value, so named

@@ -17,7 +17,15 @@ from spacl._validation import check_choice
 if TYPE_CHECKING:
     from spacl.studies.verdicts import Verdict
 
-__all__ = ["POST_HOC", "SOURCES", "ClaimSpec", "Metrics", "evaluate_claims"]
+__all__ = [
+    "FOURTH_REVIEW_READ",
+    "POST_HOC",
+    "SOURCES",
+    "ClaimSpec",
+    "Metrics",
+    "evaluate_claims",
+    "refuted_earlier",
+]
 
 #: where a quoted number comes from (``ClaimSpec.source``)
 SOURCES = ("paper", "SPEC", "authors' code", "none")
@@ -27,6 +35,26 @@ Metrics = Mapping[str, Any]
 #: the note of a claim whose verdict a rule set after it had been read moved
 #: (:attr:`ClaimSpec.earlier`), ``{}`` the earlier verdict
 POST_HOC = "rule set after this verdict was read; earlier: {}"
+#: the commit whose committed reports read the verdicts that issue 39's fourth review
+#: reworded ("refuted as stated", a saturation curve rising at the range's top)
+FOURTH_REVIEW_READ = "03e7086"
+
+
+def refuted_earlier(before: str = "") -> str:
+    """:attr:`ClaimSpec.earlier` of a claim refuted as stated
+    (:data:`~spacl.studies.verdicts.REFUTED`) that read "not reproduced at this scale"
+    in the reports at :data:`FOURTH_REVIEW_READ`; ``before``: what an earlier post-hoc
+    rule had moved it from, if any.
+
+    Example:
+        >>> refuted_earlier("mixed (at 18aadd9)").endswith("so; before that mixed (at 18aadd9))")
+        True
+    """
+    said = f"; before that {before}" if before else ""
+    return (
+        f"not reproduced at this scale (at {FOURTH_REVIEW_READ}, before a claim refuted as "
+        f"stated was worded so{said})"
+    )
 
 
 @dataclass(frozen=True)
@@ -132,7 +160,7 @@ def evaluate_claims(report: Any, specs: Sequence[ClaimSpec], metrics: Metrics) -
     for spec in specs:
         measured = _named(spec.key, partial(spec.measured, metrics))
         verdict = decided[spec.key]
-        if verdict.row and verdict.row not in measured:
+        if verdict.row and not _said(verdict.row, measured):
             measured = f"{measured}; {verdict.row}"
         if spec.key in alone:
             measured = f"{measured} ({alone[spec.key]})"
@@ -210,6 +238,26 @@ def _shared_tests(specs: Sequence[ClaimSpec], metrics: Metrics, first: int) -> l
         )
         lines.append(f"{said} ({where})")
     return lines
+
+
+def _said(row: str, measured: str) -> bool:
+    """Whether the measured cell already states a verdict's row note: the whole note, or
+    each of its ``"; "``-separated pieces (a part's ``"[<part>] "`` label aside), as a
+    combined claim's note of parts whose cells already carry each part's note.
+
+    Example:
+        >>> _said("[a] 1 of 3 runs; [b] 0 of 3 runs", "a: 2.0 (1 of 3 runs) / b: 1.0 (0 of 3 runs)")
+        True
+        >>> _said("[a] 1 of 3 runs; [b] 2 of 3 runs", "a: 2.0 (1 of 3 runs)")
+        False
+    """
+    if row in measured:
+        return True
+    pieces = [
+        piece.split("] ", 1)[1] if piece.startswith("[") and "] " in piece else piece
+        for piece in row.split("; ")
+    ]
+    return all(piece in measured for piece in pieces)
 
 
 def _bound_rule(spec: ClaimSpec, metrics: Metrics) -> Callable[[], Verdict]:

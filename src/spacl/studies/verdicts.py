@@ -19,12 +19,15 @@ one (nothing to correct), and a test two claims run on the same samples
 parts or settings (:func:`combine`, :func:`per_setting`) whose corrected tests disagree,
 and only of that: parts that disagree where one side is a level, bound or saturation
 rule (no test), or where the claim is stated for every part, refute the claim as stated
-(not reproduced, or opposite for a bound stated in every regime); a best-option or
-trend claim whose corrected comparisons disagree is refuted as stated (the claimed
-option is beaten, the sweep is not monotone): not reproduced, its row naming the
-comparisons that disagree.  A whole that is not reproduced while the
-clear corrected comparisons below its parts point both ways names each of them with the
-p-value it decided on ("corrected steps disagree: ...").
+(:data:`REFUTED`, **not reproduced (refuted as stated)**, or opposite for a bound stated
+in every regime); a best-option or trend claim one of whose corrected comparisons is
+opposite (the claimed option is beaten, a step goes the other way), but not every one,
+is refuted as stated: :data:`REFUTED`, its row naming the clear comparisons.  Refuted as
+stated is no matter of scale: a significant part points against the claim as worded
+(issue 39's fourth review; until then these verdicts read "not reproduced at this
+scale").  A whole that is not reproduced while the clear corrected comparisons below
+its parts point both ways names each of them with the p-value it decided on
+("corrected steps disagree: ...").
 
 * :func:`compare` - claim ``E[a] > E[b]``: **reproduced** if ``mean_a - mean_b >
   min_gap`` and Welch's ``p < 0.05``; **opposite** if ``mean_b - mean_a > min_gap`` and
@@ -32,15 +35,18 @@ p-value it decided on ("corrected steps disagree: ...").
   than 2 values on a side: no test).  ``min_gap >= 0`` is a per-claim absolute
   tolerance (a difference too small to matter even when significant).
 * :func:`best_of` - "option ``k`` is the best": reproduced if ``k`` beats every other
-  option by :func:`compare`; opposite if every other option beats ``k``; otherwise not
-  reproduced, the row naming the comparisons that are clear (``"comparisons disagree:
-  ..."`` when one goes each way).  ``lowest=True`` for a metric where lower is better:
-  each comparison prints ``mean(other) - mean(k)`` of the values themselves.
+  option by :func:`compare`; opposite if every other option beats ``k``; refuted as
+  stated (:data:`REFUTED`) when some other option beats ``k`` (``"comparisons
+  disagree: ..."`` when ``k`` also beats one, ``"differ"`` otherwise); otherwise not
+  reproduced at this scale, the row naming the clear comparisons.  ``lowest=True`` for
+  a metric where lower is better: each comparison prints ``mean(other) - mean(k)`` of
+  the values themselves.
 * :func:`trend` - "the metric rises (falls) along the sweep": **every step** between
   neighbouring sweep points must be reproduced by :func:`compare` in the claimed
   direction (a non-monotone sweep is not reproduced, whatever its endpoints); opposite
-  if every step goes the other way; a row names the clear steps of a sweep that is
-  neither (``"steps disagree: ..."`` when one goes each way).  ``test="spearman"``
+  if every step goes the other way; refuted as stated (:data:`REFUTED`) when some step
+  goes the other way (``"steps disagree: ..."`` when another goes the claimed way); a
+  row names the clear steps of a sweep that is neither.  ``test="spearman"``
   states a rank test instead: Spearman's rank correlation of (sweep position, value)
   over every seed's value, reproduced if ``rho`` has the claimed sign with ``p < 0.05``.
 * :func:`at_most` - "the values never exceed ``bound``": reproduced if ``max <= bound``
@@ -57,16 +63,16 @@ p-value it decided on ("corrected steps disagree: ...").
   every part is opposite, **mixed** if one part is reproduced and another opposite and
   both are corrected tests (the row says which parts disagree).  Where a side that
   disagrees is a level, bound or saturation rule, which runs no test, the claim as
-  stated is refuted by its opposite part: **not reproduced**, the row saying ``"test and
+  stated is refuted by its opposite part: :data:`REFUTED`, the row saying ``"test and
   level rule disagree: ..."`` (or ``"test and bound rule"``) and ``"the claim as stated
   is refuted by <part>"``.  ``every=True``, a claim stated for every part ("both
-  regimes", "every temperature"; the claim text says so): a part that is opposite
-  refutes it as stated, **not reproduced**, its row saying ``"regimes disagree"`` (or
-  ``"differ"``) and in which part it is refuted; where every part is a bound rule (a
-  bound stated for every regime), a regime in which more than half of the runs break
-  the bound makes the whole **opposite**.  The studies' claims tables pass ``every=True``
-  to every :func:`combine`: each combined claim is a conjunction ("A and B", "A while
-  B"), never "mixed" (issue 39).
+  regimes", "every temperature"; the claim text says so): a part that is opposite (or
+  itself refuted as stated) refutes it as stated, :data:`REFUTED`, its row saying
+  ``"regimes disagree"`` (or ``"differ"``) and in which part it is refuted; where every
+  part is a bound rule (a bound stated for every regime), a regime in which more than
+  half of the runs break the bound makes the whole **opposite**.  The studies' claims
+  tables pass ``every=True`` to every :func:`combine`: each combined claim is a
+  conjunction ("A and B", "A while B"), never "mixed" (issue 39).
 * :func:`per_setting` - one claim checked in several settings (each part a verdict of
   its own, with its sign): reproduced / opposite / not reproduced when every setting
   that ran says so; **mixed** when the settings disagree (one reproduced, another
@@ -83,10 +89,11 @@ p-value it decided on ("corrected steps disagree: ...").
   when ``mean + std`` of the gain is below ``tolerance``, opposite when ``mean - std``
   is above it.  Like the bound rules it counts the seeds on the wrong side
   (:attr:`Verdict.row`: "k of n seeds above the tolerance").  A critical size at the top
-  of the range (the mean still 5% short of its last value one size below it) is flagged
-  in the row: the verdict is stated for the range tested, ``"critical size 1024: opposite on
-  n <= 1024, the edge of the range tested"`` (a statement about large n is not settled
-  past the range).
+  of the range (the mean still 5% short of its last value one size below it) shows no
+  direction past the range: such a curve is **not reproduced at this scale**, never
+  opposite, its row saying ``"critical size at the range's top (n = 1024): no direction
+  is seen past it; the gain over the last step alone reads opposite"`` (issue 39's fourth
+  review, set after its "opposite on n <= 1024" had been read).
 * :func:`discriminating` - :func:`compare` of two measures, unless every value of both
   is one and the same (a measure that does not discriminate here): then **no verdict
   (the measure does not discriminate here)**.
@@ -138,6 +145,7 @@ __all__ = [
     "NOT_RUN",
     "NO_SIGNAL",
     "OPPOSITE",
+    "REFUTED",
     "REPRODUCED",
     "RULE_TESTS",
     "SMOKE",
@@ -166,6 +174,9 @@ __all__ = [
 
 REPRODUCED = "reproduced"
 NOT_AT_SCALE = "not reproduced at this scale"
+#: a claim stated for every part (every regime, every comparison of a best option, every
+#: step of a trend) that a significantly opposite part refutes: not a matter of scale
+REFUTED = "not reproduced (refuted as stated)"
 OPPOSITE = "opposite"
 SMOKE = "smoke run, no verdict"
 FEW_SEEDS = "no verdict (fewer than 3 seeds)"
@@ -175,6 +186,7 @@ NO_SIGNAL = "no verdict (the measure does not discriminate here)"
 VERDICTS: tuple[str, ...] = (
     REPRODUCED,
     NOT_AT_SCALE,
+    REFUTED,
     OPPOSITE,
     MIXED,
     SMOKE,
@@ -212,11 +224,14 @@ VERDICT_RULES = (
     "claims* need the option to beat every other (opposite: every other beats it); "
     "*trend claims* need every step of the sweep to move in the claimed direction by "
     "that test (a non-monotone sweep is not reproduced); a best-option or trend claim "
-    "whose comparisons go both ways is refuted as stated, not reproduced, and its row "
-    "says which comparisons disagree; *combined claims* are conjunctions ('A and B', "
+    "one of whose comparisons is opposite (the option is beaten, a step goes the other "
+    "way), but not every one, is refuted as stated, **not reproduced (refuted as "
+    "stated)**, and its row names the clear comparisons ('disagree' where one goes each "
+    "way); *combined claims* are conjunctions ('A and B', "
     "'A while B', 'in both regimes', 'at every temperature'): every one must hold in "
     "every part, so each is reproduced when every part is, opposite when every part is, "
-    "and a part that is opposite beside another refutes it as stated: not reproduced, "
+    "and a part that is opposite beside another refutes it as stated: **not reproduced "
+    "(refuted as stated)**, "
     "its row saying 'disagree' or 'differ' and naming the part that refutes it (no "
     "combined claim is called mixed; a conjunction read as parts, hard-negatives claim "
     "8, was so read until issue 39's third review); *bound claims in every regime* "
@@ -236,8 +251,9 @@ VERDICT_RULES = (
     "need the relative gain over the last step of a curve "
     "to stay below a stated tolerance (`mean + std`; opposite: `mean - std` above it), "
     "the row stating how many seeds' gains are above the tolerance and flagging a "
-    "critical size at the top of the range tested ('opposite on n <= 1024, the edge of the "
-    "range tested': a statement about large n is judged on the range tested only); "
+    "critical size at the top of the range tested: such a curve shows no direction past "
+    "the range, so it is not reproduced at this scale, never opposite (its row: 'critical "
+    "size at the range's top (n = 1024): no direction is seen past it'); "
     "*families* of tests (named below the table: claims read together; every other claim "
     "with comparison tests is a family of its own, a family of one where it runs a single "
     "test, which nothing corrects; a test that two claims share is named there too) are "
@@ -248,15 +264,20 @@ VERDICT_RULES = (
     "settings of one per-setting claim that point opposite ways after that correction, "
     "the row saying 'settings disagree'; where one side is a level or "
     "bound rule, which runs no test, the claim as stated is refuted by its opposite part: "
-    "not reproduced, the row saying 'test and level rule disagree' (or 'test and bound "
-    "rule disagree') and which part refutes it; "
+    "not reproduced (refuted as stated), the row saying 'test and level rule disagree' "
+    "(or 'test and bound rule disagree') and which part refutes it.  **Not reproduced "
+    "(refuted as stated)** is no matter of scale: a claim stated for every part, "
+    "comparison or step is refuted by one that is significantly opposite (or by a level "
+    "rule's opposite side), while **not reproduced at this scale** is a claim no clear "
+    "part refutes; "
     "*bound claims* are reproduced when every measured value is within "
     "the bound, opposite (the bound is refuted) when more than half of the runs break it, "
     "otherwise not reproduced; *level claims* (`>= threshold`) need `mean - std "
     ">= threshold` (opposite: `mean + std < threshold`); the row of either states how many "
     "runs are on the wrong side (for a bound: 'k of n runs break the bound').  The mixed, "
-    "every-regime and bound rules in these words, the conjunction reading and the "
-    "per-temperature partition of the bound claims were set after the verdicts they "
+    "every-regime and bound rules in these words, the conjunction reading, the "
+    "per-temperature partition of the bound claims, the words 'refuted as stated' and "
+    "the saturation rule's range-top reading were set after the verdicts they "
     "decide had been read (issue 39); every verdict one of them moved says so in its row: "
     "'rule set after this verdict was read; earlier: <the verdict it read>'.  A verdict "
     "needs the full budget "
@@ -604,7 +625,7 @@ def best_of(
     row = _clear_comparisons({f"vs {k}": v for k, v in parts.items()}, "comparisons")
     leans = _leanings(parts.values())
     return _ruled(
-        NOT_AT_SCALE,
+        _split_outcome(parts.values()),
         f"{row}; {rule}" if row else rule,
         by="best_of",
         row=row,
@@ -666,6 +687,15 @@ def _clear_comparisons(parts: Mapping[str, Verdict], what: str) -> str:
     if len(set(clear.values())) > 1:
         return f"{what} disagree: {named}"
     return f"{what} differ: {named}; {len(parts) - len(clear)} other(s) {NOT_AT_SCALE}"
+
+
+def _split_outcome(parts: Iterable[Verdict]) -> str:
+    """The verdict of a best-option or step-trend claim that is neither reproduced nor
+    opposite: :data:`REFUTED` where one of its comparisons (``parts``) is opposite (the
+    claimed option is beaten, or a step of the sweep goes the other way, significantly:
+    the claim, stated for every comparison, is refuted as stated), else
+    :data:`NOT_AT_SCALE` (no clear comparison against it)."""
+    return REFUTED if any(p.verdict == OPPOSITE for p in parts) else NOT_AT_SCALE
 
 
 def _spearman_trend(
@@ -732,7 +762,7 @@ def trend(
     row = _clear_comparisons(named, "steps")
     leans = _leanings(steps)
     return _ruled(
-        NOT_AT_SCALE,
+        _split_outcome(steps),
         f"{row}; {rule}" if row else rule,
         by="trend",
         row=row,
@@ -773,12 +803,14 @@ def _refuted(parts: Mapping[str, Verdict], what: str, every: bool) -> str:
     ``every=True`` (a claim for every one of ``parts``): ``"the claim as stated, in every
     one of the regimes, is refuted in d = 64 (opposite, test, Holm p = 0.00032)"``; else
     (every part must hold): ``"the claim as stated is refuted by CKA high (opposite, level
-    rule: 5 of 5 runs fall below the threshold)"``; ``""`` where no part is opposite."""
+    rule: 5 of 5 runs fall below the threshold)"``; a part itself refuted as stated
+    (:data:`REFUTED`, a trend or best option below) is named ``"<part> (refuted as
+    stated)"``; ``""`` where no part is opposite or refuted."""
     refuted = [
         f"{k} (opposite, {_evidence(v)})" if _kind(v) == "test" or v.by in _NO_TEST else k
         for k, v in parts.items()
         if v.verdict == OPPOSITE
-    ]
+    ] + [f"{k} (refuted as stated)" for k, v in parts.items() if v.verdict == REFUTED]
     if not refuted:
         return ""
     where = f", in every one of the {what}, is refuted in" if every else " is refuted by"
@@ -849,8 +881,9 @@ def _disagreeing(
     if _bound_in_every(parts, every):
         return _ruled(OPPOSITE, f"{row}; {rule}", by="combine", row=row, clear=clear, notes=row)
     leans = _leanings(parts.values())
+    outcome = REFUTED if refuted else NOT_AT_SCALE
     return _ruled(
-        NOT_AT_SCALE, f"{row}; {rule}", by="combine", row=row, leans=leans, clear=clear, notes=row
+        outcome, f"{row}; {rule}", by="combine", row=row, leans=leans, clear=clear, notes=row
     )
 
 
@@ -882,7 +915,7 @@ def _differing(
     if _bound_in_every(parts, every):
         return _ruled(OPPOSITE, said, by="combine", row=row, clear=clear, notes=notes)
     return _ruled(
-        NOT_AT_SCALE,
+        REFUTED if refuted else NOT_AT_SCALE,
         said,
         by="combine",
         row=row,
@@ -982,7 +1015,7 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
     missing = [k for k in parts if k not in ran]
     rule = "; ".join(f"[{k}] {v.verdict}: {v.rule}" for k, v in parts.items())
     outcomes = {v.verdict for v in ran.values()}
-    clear = {k: v for k, v in ran.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED)}
+    clear = {k: v for k, v in ran.items() if v.verdict in (REPRODUCED, OPPOSITE, MIXED, REFUTED)}
     below = _clear_below(ran)
     if (REPRODUCED in outcomes and OPPOSITE in outcomes) or MIXED in outcomes:
         split = ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
@@ -1004,7 +1037,7 @@ def per_setting(parts: Mapping[str, Verdict]) -> Verdict:
         differ = "settings differ: " + ", ".join(f"{k} {v.verdict}" for k, v in clear.items())
         differ += f"; {others} other(s) {NOT_AT_SCALE}"
     outcome = outcomes.pop() if len(outcomes) == 1 else NOT_AT_SCALE
-    if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE):
+    if outcome not in (REPRODUCED, OPPOSITE, NOT_AT_SCALE, REFUTED):
         outcome = NOT_AT_SCALE
     if outcome != NOT_AT_SCALE:
         return _ruled(outcome, rule, by="per_setting", clear=below)
@@ -1112,12 +1145,18 @@ def saturates(
     verdict = REPRODUCED if m + s < tolerance else OPPOSITE if m - s > tolerance else NOT_AT_SCALE
     row = counted
     if critical == n[-1]:  # the curve still rises at the top of the range: flagged
-        word = "not reproduced" if verdict == NOT_AT_SCALE else verdict
+        # "beyond a critical size" is not seen where that size is the range's top: an
+        # opposite gain over the last step says nothing of the sizes past it (issue 39)
+        read = f"; the gain over the last step alone reads {verdict}" if verdict == OPPOSITE else ""
+        verdict = NOT_AT_SCALE if verdict == OPPOSITE else verdict
         row = (
-            f"{counted}; critical size {critical}: {word} on n <= {n[-1]}, the edge of the "
-            "range tested"
+            f"{counted}; critical size at the range's top (n = {critical}): no direction "
+            f"is seen past it{read}"
         )
-        rule = f"{rule} (the edge of the range: the verdict holds on n <= {n[-1]} only)"
+        rule = (
+            f"{rule} (critical size at the range's top, the sizes past n = {n[-1]} not "
+            f"tested: {verdict})"
+        )
     return _ruled(verdict, rule, by="saturates", row=row, notes=row)
 
 

@@ -21,7 +21,7 @@ from spacl.studies.alignment_study.report import (
     max_drift,
     sandwich_runs,
 )
-from spacl.studies.claim_table import ClaimSpec
+from spacl.studies.claim_table import ClaimSpec, refuted_earlier
 from spacl.studies.stats import fmt
 from spacl.studies.study import values as v
 from spacl.studies.verdicts import (
@@ -189,7 +189,9 @@ def _main_claims(cfg: AlignmentConfig) -> list[ClaimSpec]:
                 },
                 every=True,  # "A while B": a conjunction holds in every part
             ),
-            earlier="mixed (at 18aadd9, before the level-rule side refuted it as stated)",
+            earlier=refuted_earlier(
+                "mixed (at 18aadd9, before the level-rule side refuted it as stated)"
+            ),
         ),
     ]
 
@@ -214,6 +216,7 @@ def _sweep_claims() -> list[ClaimSpec]:
                 min_gap=0.01,
                 labels=[f"C'={c}" for c in m["classes"]],
             ),
+            earlier=refuted_earlier(),
         ),
         ClaimSpec(
             "alignment_best_at_tau_1",
@@ -267,6 +270,7 @@ def _batch_claims() -> list[ClaimSpec]:
             lambda m: _batch_trend(m, "B", False),
             BATCH_FAMILY,
             BATCH_FAMILY_NOTE,
+            earlier=refuted_earlier(),
         ),
         ClaimSpec(
             "lr_sublinear_alignment_rises",
@@ -283,6 +287,7 @@ def _batch_claims() -> list[ClaimSpec]:
             ),
             BATCH_FAMILY,
             BATCH_FAMILY_NOTE,
+            earlier=refuted_earlier(),
         ),
     ]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spacl.studies.claim_table import ClaimSpec
+from spacl.studies.claim_table import ClaimSpec, refuted_earlier
 from spacl.studies.hard_negatives.config import PAPER_NCC_CIFAR100, HardNegativesConfig
 from spacl.studies.stats import fmt
 from spacl.studies.study import values as v
@@ -82,6 +82,7 @@ def _accuracy_claims(cfg: HardNegativesConfig, where: str) -> list[ClaimSpec]:
             "authors' code",
             lambda m: " / ".join(fmt(ncc(m, b), digits=1) for b in hard),
             lambda m: best_of({b: ncc(m, b) for b in hard}, 5.0, min_gap=0.5),
+            earlier=refuted_earlier(),
         ),
     ]
 
@@ -195,6 +196,7 @@ def _unsupervised_claims(cfg: HardNegativesConfig) -> list[ClaimSpec]:
                 min_gap=0.01,
                 lowest=True,
             ),
+            earlier=refuted_earlier(),
         ),
         ClaimSpec(
             "hucl_large_beta_drifts",
@@ -210,8 +212,10 @@ def _unsupervised_claims(cfg: HardNegativesConfig) -> list[ClaimSpec]:
                 f"{fmt(v(m['unsupervised']['beta=30'], 'etf_deviation'), digits=3)}"
             ),
             lambda m: _nc_better(m, "unsupervised", "beta=5", "beta=30"),
-            earlier="mixed (at ef2c178, its parts not yet read as a conjunction; not "
-            "reproduced at this scale before the mixed rule of 7a71355)",
+            earlier=refuted_earlier(
+                "mixed (at ef2c178, its parts not yet read as a conjunction; not "
+                "reproduced at this scale before the mixed rule of 7a71355)"
+            ),
         ),
     ]
 
@@ -255,7 +259,7 @@ def _batch_claim(cfg: HardNegativesConfig) -> ClaimSpec:
             what="regimes",
             every=True,  # "both at equal epochs and at equal optimiser steps"
         ),
-        earlier="mixed (at 18aadd9, before the every-regime rule)",
+        earlier=refuted_earlier("mixed (at 18aadd9, before the every-regime rule)"),
     )
 
 

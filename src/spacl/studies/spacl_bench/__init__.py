@@ -304,10 +304,19 @@ def _status_stamp(study: StudyRun, metrics: dict[str, Any]) -> None:
     study.report.stamps[:] = stamps
 
 
+#: the open-intent benchmark's pre-registered detector (docs/results/open_intent/
+#: PREREGISTRATION.md: DA-ADB on MiniLM, its boundary rule): method and rule in its store
+OPEN_INTENT_PREREGISTERED = ("da_adb", "boundary")
+
+
 def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
     """SPACL's StackOverflow F1-open per known ratio, from the open-intent benchmark's run
     store beside this study's results (``results_dir/../open_intent/runs.jsonl``, its
-    pre-registered table runs, the boundary rule); ``{}`` when that store is absent."""
+    pre-registered table runs, the boundary rule); ``{}`` when that store is absent.
+
+    Beside it, from the same store and ratio: the reject-all F1-open of SPACL's seeds (every
+    test input called open; :func:`_reject_all`) and the pre-registered detector's
+    F1-open over its seeds (:data:`OPEN_INTENT_PREREGISTERED`)."""
     store = Path(results_dir).parent / "open_intent" / "runs.jsonl"
     if not store.is_file():
         return {}
@@ -337,12 +346,56 @@ def open_intent_metrics(results_dir: str | Path) -> dict[str, Any]:
         )
         out["f1_open"][str(ratio)] = [float(r["test"]["boundary"]["f1_ood"]) for r in runs]
         out["seeds"][str(ratio)] = [int(r["seed"]) for r in runs]
+        out.setdefault("reject_all", {})[str(ratio)] = _reject_all(rows, ratio, runs)
+        out.setdefault("preregistered", {})[str(ratio)] = _preregistered(rows, ratio)
         out["commits"][str(ratio)] = [_open_intent_commit(r) for r in runs]
         out["epochs"][str(ratio)] = [_open_intent_epochs(r) for r in runs]
         for key in ("temperature", "lr"):
             seen = {float(r["schedule"][key]) for r in runs if key in r.get("schedule", {})}
             out["schedule"].setdefault(key, {})[str(ratio)] = sorted(seen)
     return out
+
+
+def _so_table(rows: Sequence[Mapping[str, Any]], ratio: float) -> list[Mapping[str, Any]]:
+    """The store's StackOverflow table runs at known ``ratio``."""
+    return [
+        r
+        for r in rows
+        if r.get("phase") == "table"
+        and r.get("dataset") == "stackoverflow"
+        and float(r["ratio"]) == ratio
+    ]
+
+
+def _reject_all(
+    rows: Sequence[Mapping[str, Any]], ratio: float, runs: Sequence[Mapping[str, Any]]
+) -> list[float | None]:
+    """Per SPACL run (``runs``), the F1-open of calling every test input open on that
+    seed's test set: the ``reject_all`` score a table run of the same seed and ratio
+    stores (the test set and its known classes are the seed's, whatever the method);
+    ``None`` where no run of that seed stores it."""
+    by_seed = {
+        int(r["seed"]): float(r["reject_all"]["f1_ood"])
+        for r in _so_table(rows, ratio)
+        if "reject_all" in r
+    }
+    return [by_seed.get(int(r["seed"])) for r in runs]
+
+
+def _preregistered(rows: Sequence[Mapping[str, Any]], ratio: float) -> dict[str, Any]:
+    """The pre-registered detector's test F1-open (:data:`OPEN_INTENT_PREREGISTERED`) at
+    ``ratio``, per seed in seed order: ``{"method", "rule", "seeds", "f1_open"}``."""
+    method, rule = OPEN_INTENT_PREREGISTERED
+    runs = sorted(
+        (r for r in _so_table(rows, ratio) if r["method"] == method and rule in r["test"]),
+        key=lambda r: int(r["seed"]),
+    )
+    return {
+        "method": method,
+        "rule": rule,
+        "seeds": [int(r["seed"]) for r in runs],
+        "f1_open": [float(r["test"][rule]["f1_ood"]) for r in runs],
+    }
 
 
 def _open_intent_epochs(row: Mapping[str, Any]) -> dict[str, Any]:
