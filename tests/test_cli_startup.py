@@ -223,3 +223,53 @@ def test_the_engine_package_loads_its_names_on_first_use() -> None:
     for name, home in homes.items():
         assert getattr(engine, name) is getattr(importlib.import_module(home), name), name
     assert set(engine.__all__) <= set(dir(engine))
+
+
+def test_a_config_error_exits_2_before_torch_loads(tmp_path: Path) -> None:
+    """Issue 38: a recipe key the schema rejects (unknown, misspelt, of the wrong type) is
+    one line and exit 2 without importing torch: the image schema is torch-free and the
+    task registry imports the KG and text schemas (torch) only on their lookup."""
+    argvs = [
+        ["train", "digits/supcon", "foo=1"],
+        ["train", "digits/supcon", "trian.epochs=3"],
+        ["train", "digits/supcon", "train.epochs=abc"],
+    ]
+    code = (
+        "import sys\n"
+        "from spacl.cli import main\n"
+        f"for argv in {argvs!r}:\n"
+        "    try:\n"
+        "        code = main(argv)\n"
+        "    except SystemExit as stop:\n"
+        "        code = stop.code\n"
+        "    assert code == 2, (argv, code)\n"
+        "    assert 'torch' not in sys.modules, ('torch was imported by', argv)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == len(argvs), errors  # one line each, no traceback
+    assert "unknown config key 'foo'" in errors[0] and "did you mean 'train'" in errors[1]
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_the_task_registry_imports_a_torch_schema_only_on_its_lookup() -> None:
+    """The KG and text schemas (torch) are registered on first lookup; the task list and
+    an unknown task's error still name every built-in task."""
+    code = (
+        "import sys\n"
+        "from spacl.tasks import registry\n"
+        "assert 'spacl.tasks.kg.config' not in sys.modules\n"
+        "assert 'spacl.tasks.text.config' not in sys.modules\n"
+        "assert 'torch' not in sys.modules\n"
+        "assert registry.task_entry('kg').runner == 'spacl.tasks.kg:train_kg'\n"
+        "assert 'spacl.tasks.text.config' not in sys.modules\n"
+        "try:\n"
+        "    registry.recipe_task({'task': 'audio'})\n"
+        "except ValueError as err:\n"
+        "    assert \"['image', 'kg', 'text']\" in str(err), err\n"
+        "assert registry.task_names() == ['image', 'kg', 'text']\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

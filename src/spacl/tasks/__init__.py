@@ -17,10 +17,11 @@ that task's schema (image: :mod:`spacl.tasks.image.config`; ``kg``: :mod:`.kg.co
 imported when a run starts: the image task's :func:`spacl.tasks.image.train`,
 :func:`spacl.tasks.kg.train_kg` or :func:`spacl.tasks.text.train_ood`.
 
-Importing this package registers every built-in task (:mod:`spacl.tasks.registry`
-imports the schema modules above), so :func:`load_recipe`, :func:`recipe_task`,
-:func:`task_names`, :func:`task_entry` and :func:`task_loader` see them all; the
-training modules are imported on use.
+:func:`load_recipe`, :func:`recipe_task`, :func:`task_names`, :func:`task_entry` and
+:func:`task_loader` see every built-in task: :mod:`spacl.tasks.registry` imports the
+image schema at its top and the KG and text ones (which import torch) on their first
+lookup, so an image recipe's config error loads no torch; the training modules are
+imported on use.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 from spacl.engine.rundir import require_checkpoint
 from spacl.tasks import registry
 
-# importing the registry registers the built-in tasks (their schema modules)
+# the registry registers the built-in tasks (their schema modules; KG and text on use)
 from spacl.tasks.registry import (
     LoadedRecipe,
     load_recipe,

@@ -1,12 +1,15 @@
 """Reading any recipe, with every built-in task registered: the one way in.
 
 The task registry lives in :mod:`spacl.schema` (:func:`~spacl.schema.register_task`),
-below the tasks, and each task's schema module fills it.  This module imports those three
-(:mod:`spacl.tasks.image.config` for ``image``, :mod:`spacl.tasks.kg.config`,
-:mod:`spacl.tasks.text.config`) at its top, so every function here sees the built-in
-tasks; the schema imports none.  :mod:`spacl.tasks` re-exports every name
-(``spacl.tasks.load_recipe``), and ``spacl.load_recipe``, ``spacl train`` /
-``spacl eval`` and ``spacl.load`` call :func:`load_recipe`.  The KG and text run readers
+below the tasks, and each task's schema module fills it.  This module imports those three,
+so every function here sees the built-in tasks; the schema imports none.  The image one
+(:mod:`spacl.tasks.image.config`) is imported at its top; :mod:`spacl.tasks.kg.config`
+and :mod:`spacl.tasks.text.config` import torch (their objective lists and loss checks),
+so they are imported where first needed (:func:`_register_builtin`): an image recipe's
+config error is reported without loading torch (issue 38: CLI start-up).
+:mod:`spacl.tasks` re-exports every name (``spacl.tasks.load_recipe``), and
+``spacl.load_recipe``, ``spacl train`` / ``spacl eval`` and ``spacl.load`` call
+:func:`load_recipe`.  The KG and text run readers
 (``tasks/kg/run.py``, ``tasks/text/run.py``) know their task: they call its loader
 (:func:`~spacl.tasks.kg.config.kg_config`, :func:`~spacl.tasks.text.config.ood_config`),
 the one :func:`load_recipe` dispatches to, so no task imports this module back.
@@ -14,6 +17,7 @@ the one :func:`load_recipe` dispatches to, so no task imports this module back.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +34,8 @@ from spacl.schema import (
     registered_tasks,
 )
 
-# the built-in tasks' schemas register themselves (spacl.schema.register_task)
-from spacl.tasks.image import config as _image_schema
-from spacl.tasks.kg import config as _kg_schema
-from spacl.tasks.text import config as _text_schema
+# the image task's schema registers itself (spacl.schema.register_task); no torch
+from spacl.tasks.image import config as _image_schema  # noqa: F401
 
 __all__ = [
     "LoadedRecipe",
@@ -44,17 +46,36 @@ __all__ = [
     "task_names",
 ]
 
-#: the modules whose import registered the built-in tasks (image, kg, text)
-BUILTIN_SCHEMAS = (_image_schema, _kg_schema, _text_schema)
+#: the built-in tasks, each registered by its schema module (:func:`_register_builtin`)
+BUILTIN_TASKS = ("image", "kg", "text")
+
+
+def _register_builtin(task: str) -> None:
+    """Import the schema module of built-in ``task`` (it registers itself with
+    :func:`spacl.schema.register_task`; a no-op once imported; ``image`` is imported at
+    this module's top); any other name imports every built-in one, so a lookup's error
+    names them all."""
+    if task == "image":
+        return
+    if task == "kg":
+        importlib.import_module("spacl.tasks.kg.config")
+    elif task == "text":
+        importlib.import_module("spacl.tasks.text.config")
+    else:
+        for builtin in BUILTIN_TASKS:
+            _register_builtin(builtin)
 
 
 def task_names() -> list[str]:
     """Every registered task, sorted (the built-in ones included)."""
+    _register_builtin("")  # every built-in one
     return registered_tasks()
 
 
 def task_entry(name: str) -> TaskEntry:
-    """The registry entry of ``task: name`` (``ValueError`` naming the registered tasks)."""
+    """The registry entry of ``task: name`` (``ValueError`` naming the registered tasks);
+    a built-in task's schema is imported here, on its first lookup."""
+    _register_builtin(name)
     return registered_task(name)
 
 
