@@ -106,9 +106,12 @@ def moved_data_root(overrides: list[str], command: str) -> str | None:
 
 def moved_data_error(err: FileNotFoundError, command: str, run_dir: object) -> FileNotFoundError:
     """``err`` (a run's dataset not found where the run read it) with the way out: the
-    ``data.root=DIR`` that :func:`moved_data_root` reads."""
+    ``data.root=DIR`` that :func:`moved_data_root` reads: a new sentence after a message
+    ending in a full stop, else after ``; ``."""
+    text = str(err).rstrip()
+    join = " If" if text.endswith(".") else "; if"
     return FileNotFoundError(
-        f"{err}; if it moved since training: spacl {command} {shlex.quote(str(run_dir))} "
+        f"{text}{join} it moved since training: spacl {command} {shlex.quote(str(run_dir))} "
         "data.root=DIR"
     )
 
