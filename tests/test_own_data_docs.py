@@ -22,7 +22,7 @@ from spacl.cli import main
 from spacl.models.text import minilm_available
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "using.md"
-INTENTS = "Your own intents (one TSV per split)"
+INTENTS = "Your own intents (one TSV of text and intent)"
 GRAPH = "Your own knowledge graph (three triple files)"
 
 
@@ -103,10 +103,13 @@ def test_own_intents_section_runs(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     (train, predict), printed = run_block(INTENTS, tmp_path)
-    assert sorted(p.name for p in (tmp_path / "intents").iterdir()) == [
-        "dev.tsv", "test.tsv", "train.tsv",
-    ]  # fmt: skip
+    assert [p.name for p in (tmp_path / "intents").iterdir()] == ["train.tsv"]  # one file
     assert main([*train, "--quiet"]) == 0
+    # dev and test carved from it, as the doc says, and recorded for eval and embed
+    record = json.loads((tmp_path / "runs/intents/split.json").read_text())
+    assert record["carved"] == ["dev", "test"]
+    assert [record[s]["count"] for s in ("train", "dev", "test")] == [168, 24, 48]
+    assert "168 train, 24 dev and 48 test examples" in " ".join(DOC.read_text().split())
     summary = json.loads((tmp_path / "runs/intents/summary.json").read_text())
     known = summary["known_classes"]
     assert sorted(known) == ["login", "returns", "shipping"]  # as the doc says: billing open

@@ -30,7 +30,7 @@ from spacl.cli import main
 from spacl.data.text import load_intent_dataset
 from spacl.models.text import minilm_available
 from test_ood import FakeEncoder, write_topic_dataset
-from test_own_data_docs import commands, write_intents
+from test_own_data_docs import INTENTS, commands, write_intents
 
 TEXTS = ["w0_1 w0_2 w0_3 w0_4", "w5_0 w5_1 w5_2 w5_3", "nothing like the training words"]
 
@@ -123,7 +123,7 @@ def test_own_intents_moved_are_named_as_the_users_folder_not_the_public_dataset(
     _fake_encoder(monkeypatch)
     monkeypatch.chdir(tmp_path)
     write_intents(tmp_path / "intents")
-    train = commands("Your own intents (one TSV per split)")[0]
+    train = commands(INTENTS)[0]
     assert train[:2] == ["train", "text/stackoverflow"] and "data.root=intents" in train
     fast = ["detector.trainable_layers=0", "detector.max_epochs=2", "encoder.cache_dir=emb"]
     assert main([*train, *fast, "--quiet"]) == 0  # the frozen (fake) encoder: seconds

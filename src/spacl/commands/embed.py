@@ -231,7 +231,7 @@ def _task_batches(
     if root is not None:
         det.config.data.root = root
     try:
-        parts = split_of(det.config)  # the run's own known classes (data.protocol)
+        parts = split_of(det.config, run_dir)  # the run's own classes and carved splits
     except FileNotFoundError as err:
         if root is not None:
             raise

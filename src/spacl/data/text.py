@@ -22,6 +22,14 @@ only.  Its test examples are out-of-domain whatever ``known_ratio`` is, so
 classes with no known-class split.  It must occur in neither train nor dev: the
 classifier and its thresholds are then fitted without any OOD example.
 
+**One file.**  A folder of the user's own intents may hold ``train.tsv`` alone (or
+with ``test.tsv``, or with ``dev.tsv``): each missing split is carved from train,
+stratified, by :func:`carve_intent_splits` (``dev_fraction`` / ``test_fraction`` of each
+intent, a permutation seeded by ``seed``), the same split each time it is read.  A run
+records what it carved (:func:`write_intent_split_record`, its ``split.json``) and holds
+a later reading to it (:func:`check_intent_split_record`), as an image run does its
+folder's split.
+
 **Decisions**: a dev or test label that never occurs in train (other than the declared
 open label) is an error (naming
 the file and line: it cannot be a known class and is almost always a typo); so is a
@@ -32,11 +40,14 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
+import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,27 +55,39 @@ from torch import Tensor
 
 from spacl._validation import check_choice
 from spacl.data._files import find_dataset_dir, split_file
+from spacl.data.seeding import derive_seed
 from spacl.data.textoir import textoir_known_classes
 
 SPLIT_SUFFIXES = (".tsv", ".tsv.gz")
 
 __all__ = [
+    "CARVE_FRACTIONS",
     "DEFAULT_OPEN_LABEL",
     "INTENT_SPLITS",
+    "INTENT_SPLIT_RECORD",
     "PROTOCOLS",
     "IntentExamples",
     "OpenIntentSplit",
+    "carve_intent_splits",
+    "check_intent_split_record",
     "intent_dataset_name",
     "intent_path",
     "load_intent_dataset",
     "open_intent_split",
     "protocol_split",
     "read_intent_tsv",
+    "recorded_carve",
+    "write_intent_split_record",
 ]
 
 INTENT_SPLITS = ("train", "dev", "test")
 #: the declared open (out-of-scope) label of CLINC150's ``oos`` files
 DEFAULT_OPEN_LABEL = "oos"
+#: the default share of each intent of train carved out for a split without its own file
+#: (the text task's ``data.dev_fraction`` / ``data.test_fraction``)
+CARVE_FRACTIONS = {"dev": 0.1, "test": 0.2}
+#: the file of a run directory that records the splits carved from train (a run's own)
+INTENT_SPLIT_RECORD = "split.json"
 
 
 @dataclass(frozen=True)
@@ -75,9 +98,21 @@ class IntentExamples:
     labels: list[str]
     path: Path
     lines: list[int]  # 1-based file line of each example
+    #: a share of ``path``'s examples (:func:`carve_intent_splits`), not the whole file
+    carved: bool = False
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def subset(self, indices: Sequence[int]) -> IntentExamples:
+        """The examples at ``indices`` (in that order), marked carved from ``path``."""
+        return IntentExamples(
+            [self.texts[i] for i in indices],
+            [self.labels[i] for i in indices],
+            self.path,
+            [self.lines[i] for i in indices],
+            carved=True,
+        )
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -203,9 +238,10 @@ def _no_intents_at(root: Path, name: str) -> str:
     state = "does not exist" if not root.exists() else "holds no train.tsv (or .tsv.gz)"
     return (
         f"intent data not found at {root}: it {state}. Your own intents' folder holds "
-        "train.tsv, dev.tsv and test.tsv (or .tsv.gz; a 'text<TAB>label' header, one "
-        f"example a line); a data root holds text/{name}/ (`spacl data` lists the public "
-        "datasets' sources)"
+        "train.tsv, dev.tsv and test.tsv, or train.tsv alone (dev and test then carved "
+        "from it by data.dev_fraction and data.test_fraction) (or .tsv.gz; a "
+        "'text<TAB>label' header, one example a line); a data root holds "
+        f"text/{name}/ (`spacl data` lists the public datasets' sources)"
     )
 
 
@@ -230,20 +266,227 @@ def _split_file(directory: Path, split: str) -> Path | None:
 
 
 def load_intent_dataset(
-    name: str = "stackoverflow", root: str | Path | None = None
+    name: str = "stackoverflow",
+    root: str | Path | None = None,
+    *,
+    dev_fraction: float = CARVE_FRACTIONS["dev"],
+    test_fraction: float = CARVE_FRACTIONS["test"],
+    seed: int = 0,
+    carve: Sequence[str] = (),
+    key_prefix: str = "",
 ) -> dict[str, IntentExamples]:
-    """``{"train", "dev", "test"}`` examples of an intent dataset (see :func:`intent_path`)."""
+    """``{"train", "dev", "test"}`` examples of an intent dataset (see :func:`intent_path`).
+
+    A folder without ``dev.tsv`` / ``test.tsv`` has that split carved from ``train.tsv``
+    (:func:`carve_intent_splits`: ``dev_fraction`` / ``test_fraction`` of each intent,
+    seeded by ``seed``; each carved split is marked ``carved``, and so is train then).
+    ``carve``: splits carved even where their file exists now (a run's recorded split,
+    :func:`recorded_carve`).  ``key_prefix``: the config section the fractions are keys of
+    (``"data."``), named by the errors.
+    """
     directory = intent_path(name, root)
     out: dict[str, IntentExamples] = {}
+    fractions = {"dev": dev_fraction, "test": test_fraction}
+    missing: dict[str, float] = {}
     for split in INTENT_SPLITS:
         path = _split_file(directory, split)
-        if path is None:
+        if split != "train" and (path is None or split in carve):
+            missing[split] = fractions[split]
+        elif path is None:
             raise FileNotFoundError(
                 f"{directory}: no {split}.tsv intent file "
                 "(`spacl data` lists each dataset's expected layout)"
             )
-        out[split] = read_intent_tsv(path)
-    return out
+        else:
+            out[split] = read_intent_tsv(path)
+    if missing:
+        out.update(carve_intent_splits(out["train"], missing, seed, key_prefix=key_prefix))
+    return {split: out[split] for split in INTENT_SPLITS}
+
+
+def _share(fraction: float, n: int) -> int:
+    """``round(fraction * n)``, halves up (as the known-class draw rounds)."""
+    return math.floor(fraction * n + 0.5)
+
+
+def _fewest(fraction: float) -> int:
+    """The fewest examples of an intent of which ``fraction`` carves one."""
+    n = 1
+    while _share(fraction, n) < 1:
+        n += 1
+    return n
+
+
+def _fraction_key(split: str, key_prefix: str) -> str:
+    return f"{key_prefix}{split}_fraction"
+
+
+def _check_fractions(fractions: Mapping[str, float], key_prefix: str) -> None:
+    """Each carved split is ``dev`` or ``test`` with a fraction in (0, 1), their sum < 1:
+    one-line ``ValueError`` naming the key and value."""
+    for split, fraction in fractions.items():
+        if split not in ("dev", "test"):
+            raise ValueError(f"only dev and test are carved from train, got {split!r}")
+        ok = isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+        if not ok or not 0.0 < fraction < 1.0:
+            key = _fraction_key(split, key_prefix)
+            raise ValueError(f"{_named(key, key_prefix)} must be in (0, 1), got {fraction!r}")
+    if sum(fractions.values()) >= 1.0:
+        keys = " + ".join(_fraction_key(s, key_prefix) for s in fractions)
+        raise ValueError(
+            f"{keys} must be < 1 (train keeps the rest), got {sum(fractions.values())!r}"
+        )
+
+
+def _named(key: str, key_prefix: str) -> str:
+    return f"config key {key!r}" if key_prefix else key
+
+
+def carve_intent_splits(
+    train: IntentExamples,
+    fractions: Mapping[str, float],
+    seed: int = 0,
+    *,
+    key_prefix: str = "",
+) -> dict[str, IntentExamples]:
+    """``train`` cut into itself and the splits of ``fractions`` (``{"dev": 0.1}``,
+    ``{"dev": 0.1, "test": 0.2}``), stratified: of each intent's ``n`` examples,
+    ``round(fraction * n)`` go to each split (test first, then dev) by a permutation of a
+    generator seeded from ``seed`` (:func:`spacl.data.seeding.derive_seed`), the rest stay
+    in train; each part keeps the file's order and lines, and is marked ``carved``.
+
+    An intent too small to give every carved split one example and keep one to train on
+    is a one-line ``ValueError`` naming the fraction's key (``key_prefix`` + ``dev_fraction``
+    / ``test_fraction``), its value, the intent and the fewest examples that suffice.
+    """
+    _check_fractions(fractions, key_prefix)
+    order = [s for s in ("test", "dev") if s in fractions]
+    rng = np.random.default_rng(derive_seed(int(seed), "intent-carve"))
+    by_class: dict[str, list[int]] = {}
+    for i, label in enumerate(train.labels):
+        by_class.setdefault(label, []).append(i)
+    parts: dict[str, list[int]] = {s: [] for s in ("train", *order)}
+    for label in sorted(by_class):
+        members = by_class[label]
+        shuffled = [members[int(j)] for j in rng.permutation(len(members))]
+        start = 0
+        for split in order:
+            take = _share(fractions[split], len(members))
+            if take < 1:
+                raise _too_few(train, label, len(members), fractions, split, key_prefix)
+            parts[split].extend(shuffled[start : start + take])
+            start += take
+        if start >= len(members):
+            raise _too_few(train, label, len(members), fractions, None, key_prefix)
+        parts["train"].extend(shuffled[start:])
+    return {split: train.subset(sorted(idx)) for split, idx in parts.items()}
+
+
+def _too_few(
+    train: IntentExamples,
+    label: str,
+    n: int,
+    fractions: Mapping[str, float],
+    split: str | None,
+    key_prefix: str,
+) -> ValueError:
+    """The one line of an intent too small to carve: ``split`` gets no example, or
+    (``None``) train keeps none."""
+    where = f"intent {label!r} has {n} example(s) in {train.path}"
+    if split is not None:
+        key = _fraction_key(split, key_prefix)
+        value = fractions[split]
+        return ValueError(
+            f"{_named(key, key_prefix)} is {value}: {where}, too few to carve a {split} "
+            f"example from (round({value} x {n}) = 0; at {key}={value} an intent needs "
+            f"{_fewest(value)} or more): add examples, raise {key}, or add your own "
+            f"{split}.tsv"
+        )
+    keys = " and ".join(f"{_fraction_key(s, key_prefix)}={f}" for s, f in fractions.items())
+    return ValueError(
+        f"{keys} leave no training example: {where}; add examples or lower the fractions"
+    )
+
+
+def _split_fingerprint(examples: IntentExamples) -> str:
+    rows = (f"{line}\t{label}\t{text}\n" for text, label, line in _rows(examples))
+    return hashlib.sha256("".join(rows).encode()).hexdigest()
+
+
+def _rows(examples: IntentExamples) -> Iterator[tuple[str, str, int]]:
+    return zip(examples.texts, examples.labels, examples.lines, strict=True)
+
+
+def _record_of(data: Mapping[str, IntentExamples]) -> dict[str, Any]:
+    """The record of a split: the splits carved, and each split's count and fingerprint."""
+    carved = [s for s in INTENT_SPLITS if s != "train" and data[s].carved]
+    record: dict[str, Any] = {"version": 1, "carved": carved, "from": data["train"].path.name}
+    for split in INTENT_SPLITS:
+        record[split] = {"count": len(data[split]), "sha256": _split_fingerprint(data[split])}
+    return record
+
+
+def write_intent_split_record(path: str | Path, data: Mapping[str, IntentExamples]) -> Path | None:
+    """Write ``path`` (a run's ``split.json``) when ``data`` carved a split from train: the
+    splits carved and each split's count and sha256 fingerprint (line, label, text of every
+    example); ``None`` (nothing written) when every split is its own file."""
+    if not any(data[s].carved for s in INTENT_SPLITS):
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(_record_of(data), sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    """The record at ``path`` (``None``: no file); a damaged one is a one-line error."""
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        record = None
+    ok = isinstance(record, dict) and isinstance(record.get("carved"), list)
+    ok = ok and all(isinstance(record.get(s), dict) for s in INTENT_SPLITS)
+    if not ok:
+        raise ValueError(
+            f"the split record {path} is damaged: it holds how the run {path.parent} carved "
+            "its intents; restore it from a copy of the run, or delete it to skip this check"
+        )
+    return dict(record)
+
+
+def recorded_carve(path: str | Path) -> tuple[str, ...]:
+    """The splits a run's record at ``path`` says were carved from train (``()`` without
+    a record): read again, they are carved again, whatever files the folder holds now."""
+    record = _read_record(Path(path))
+    return tuple(str(s) for s in record["carved"]) if record is not None else ()
+
+
+def check_intent_split_record(path: str | Path, data: Mapping[str, IntentExamples]) -> None:
+    """Hold ``data`` (read again: eval, embed, resume) to the record at ``path``.
+
+    No record (every split its own file, or a run from before records) passes.  A split
+    whose examples differ is a one-line ``ValueError`` naming the file, the counts and the
+    way on."""
+    path = Path(path)
+    record = _read_record(path)
+    if record is None:
+        return
+    now = _record_of(data)
+    changed = [s for s in INTENT_SPLITS if record[s].get("sha256") != now[s]["sha256"]]
+    if not changed:
+        return
+    counts = "; ".join(
+        f"{s}: {record[s].get('count')} example(s) recorded, {now[s]['count']} now" for s in changed
+    )
+    raise ValueError(
+        f"the intents of {data['train'].path} are not the ones run {path.parent} carved its "
+        f"splits from ({path.name}): {counts}; train a new run on the file as it is now, "
+        "or restore the file the run was trained on"
+    )
 
 
 @dataclass(frozen=True)

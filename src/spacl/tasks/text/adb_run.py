@@ -178,7 +178,8 @@ def train_adb_run(
     if stored is not None:
         return stored
     start = time.perf_counter()
-    split = split if split is not None else split_of(cfg)
+    if split is None:  # a fresh run records what it carved, a resumed one is held to it
+        split = split_of(cfg, run.path if run else None, record=saved is None, say=say)
     schedule = schedule_of(cfg)
     note = few_steps_note(len(split.train_texts), schedule.batch_size)
     if note:

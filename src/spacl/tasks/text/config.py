@@ -28,7 +28,7 @@ from spacl.schema import (
     register_task,
     validate_shared,
 )
-from spacl.schema_checks import check_device, choice, in_range, int_at_least, positive
+from spacl.schema_checks import check_device, choice, fail, in_range, int_at_least, positive
 from spacl.tasks.text.adb import ADB_METHODS
 from spacl.tasks.text.finetune import FINETUNE_OBJECTIVES, TEXT_OPTIMIZERS
 from spacl.tasks.text.loss import text_loss
@@ -51,6 +51,10 @@ class OODDataConfig(DataSection):
     # spacl: known classes by numpy's default_rng(split_seed) over the sorted names;
     # textoir: TEXTOIR's draw (spacl.data.textoir), for stackoverflow / banking / oos
     protocol: str = "spacl"
+    # a folder without dev.tsv / test.tsv: the share of each intent of train.tsv carved out
+    # as that split (stratified, seeded by split_seed; spacl.data.text.carve_intent_splits)
+    dev_fraction: float = 0.1
+    test_fraction: float = 0.2
 
 
 @dataclass
@@ -210,6 +214,16 @@ def _validate(cfg: DictConfig) -> None:
 def _validate_detector(cfg: DictConfig) -> None:
     """``data.protocol`` and ``detector.*`` (an ADB-style detector trains no encoder layer)."""
     choice("data.protocol", cfg.data.protocol, PROTOCOLS)
+    for key in ("data.dev_fraction", "data.test_fraction"):
+        value = OmegaConf.select(cfg, key)
+        in_range(key, value, 0.0, 1.0, high_open=True)
+        if value == 0:
+            raise fail(key, value, "must be > 0")
+    if cfg.data.dev_fraction + cfg.data.test_fraction >= 1:
+        raise ValueError(
+            "config keys 'data.dev_fraction' + 'data.test_fraction' must be < 1 (train keeps "
+            f"the rest), got {cfg.data.dev_fraction} + {cfg.data.test_fraction}"
+        )
     if cfg.data.protocol == "textoir":
         choice("data.name", cfg.data.name, TEXTOIR_DATASETS, where="with data.protocol=textoir")
     det = cfg.detector

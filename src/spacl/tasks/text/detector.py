@@ -28,10 +28,16 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from spacl.data.text import (
+    INTENT_SPLIT_RECORD,
+    INTENT_SPLITS,
+    IntentExamples,
     OpenIntentSplit,
+    check_intent_split_record,
     intent_dataset_name,
     load_intent_dataset,
     protocol_split,
+    recorded_carve,
+    write_intent_split_record,
 )
 from spacl.engine.device import prepare_run, resolve_device
 from spacl.engine.rundir import RunDirectory
@@ -40,6 +46,7 @@ from spacl.evaluate.ood import OpenClassifier, class_centres, fit_open_classifie
 from spacl.tasks.text.decision import held_out_threshold, rules_on_test, select_rule
 
 __all__ = [
+    "carved_note",
     "checkpointed_stages",
     "decide",
     "ood_summary",
@@ -51,16 +58,63 @@ __all__ = [
 ]
 
 
-def split_of(cfg: DictConfig) -> OpenIntentSplit:
+def split_of(
+    cfg: DictConfig,
+    run_dir: str | Path | None = None,
+    *,
+    record: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> OpenIntentSplit:
     """A text run's split: ``data.name`` at ``data.known_ratio``, its known classes drawn
-    by ``data.protocol`` with ``data.split_seed`` (:func:`spacl.data.text.protocol_split`)."""
-    data = load_intent_dataset(str(cfg.data.name), cfg.data.root)
+    by ``data.protocol`` with ``data.split_seed`` (:func:`spacl.data.text.protocol_split`).
+
+    A folder without ``dev.tsv`` / ``test.tsv`` has them carved from ``train.tsv`` by
+    ``data.dev_fraction`` / ``data.test_fraction`` (seeded by ``data.split_seed``).  With
+    ``run_dir``: ``record`` writes what was carved to the run's ``split.json`` (a fresh
+    run); otherwise (resume, eval, embed) the recorded splits are carved again and the
+    data is held to the record, so a changed file is one line, never another split.
+    ``say`` (a fresh run, or no ``run_dir``) gets one line on what was carved.
+    """
+    d = cfg.data
+    record_path = Path(run_dir) / INTENT_SPLIT_RECORD if run_dir is not None else None
+    data = load_intent_dataset(
+        str(d.name),
+        d.root,
+        dev_fraction=float(d.dev_fraction),
+        test_fraction=float(d.test_fraction),
+        seed=int(d.split_seed),
+        carve=recorded_carve(record_path) if record_path is not None and not record else (),
+        key_prefix="data.",
+    )
+    if record_path is not None and record:
+        write_intent_split_record(record_path, data)
+    elif record_path is not None:
+        check_intent_split_record(record_path, data)
+    if say is not None and (record or record_path is None):
+        note = carved_note(cfg, data)
+        if note:
+            say(note)
     return protocol_split(
         data,
         str(cfg.data.name),
         str(cfg.data.protocol),
         float(cfg.data.known_ratio),
         int(cfg.data.split_seed),
+    )
+
+
+def carved_note(cfg: DictConfig, data: Mapping[str, IntentExamples]) -> str | None:
+    """The one line saying which splits were carved from train, and how (``None``: each
+    split is its own file)."""
+    carved = [s for s in INTENT_SPLITS if s != "train" and data[s].carved]
+    if not carved:
+        return None
+    keys = ", ".join(f"data.{s}_fraction={cfg.data[f'{s}_fraction']}" for s in carved)
+    counts = ", ".join(f"{len(data[s])} {s}" for s in INTENT_SPLITS)
+    files = " and ".join(f"{s}.tsv" for s in carved)
+    return (
+        f"{data['train'].path.parent} has no {files}: carved from {data['train'].path.name}, "
+        f"stratified ({keys}, data.split_seed={cfg.data.split_seed}): {counts} examples"
     )
 
 

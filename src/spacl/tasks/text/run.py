@@ -189,7 +189,7 @@ def evaluate_text_run(
     if split is None:
         from spacl.tasks.text.detector import split_of
 
-        split = split_of(cfg)
+        split = split_of(cfg, run_dir)  # held to the run's record of what it carved
     if list(split.known_classes) != det.class_names:
         raise ValueError(f"{run_dir}: the data's known classes differ from the run's")
     tuned = int(cfg.finetune.trainable_layers) + int(cfg.detector.trainable_layers)

@@ -183,8 +183,8 @@ def train_ood(
     if stored is not None:
         return stored
     start = time.perf_counter()
-    if split is None:
-        split = split_of(cfg)
+    if split is None:  # a fresh run records what it carved, a resumed one is held to it
+        split = split_of(cfg, run.path if run else None, record=saved is None, say=say)
     if encoder is None:
         encoder = MiniLMEncoder(device=str(cfg.encoder.device), progress=cfg.train.progress)
     cache = EmbeddingCache(cfg.encoder.cache_dir)
@@ -225,7 +225,7 @@ def train_finetuned(
     if stored is not None:
         return stored
     start = time.perf_counter()
-    split = split or split_of(cfg)
+    split = split or split_of(cfg, run.path if run else None, record=saved is None, say=say)
     backbone = backbone or load_backbone(str(resolve_device(str(cfg.train.device))))
     layers = int(cfg.finetune.trainable_layers)
     initial = backbone.top(layers)
