@@ -105,7 +105,7 @@ def resolve_run(
             f"{run_dir} already holds a run with a checkpoint; pass --resume to continue it, "
             "or choose another --out"
         )
-    from spacl.tasks import registry  # every task's schema (torch): the recipe's own checks
+    from spacl.tasks import registry  # the recipe's task schema (KG and text load torch)
 
     return registry.load_recipe(recipe, overrides), run_dir
 
