@@ -156,6 +156,30 @@ def test_the_startup_results_file_holds_every_command_under_the_bound() -> None:
     assert all(float(v) < bench.LIMIT_S for v in rows.values()), rows  # type: ignore[attr-defined]
 
 
+def _exit_2_without_torch(argvs: list[list[str]], cwd: Path) -> list[str]:
+    """Run every ``spacl`` argv through ``main`` in one fresh interpreter (in ``cwd``),
+    assert each exits 2 with torch never imported and prints one line, no traceback;
+    the printed lines."""
+    code = (
+        "import sys\n"
+        "from spacl.cli import main\n"
+        f"for argv in {argvs!r}:\n"
+        "    try:\n"
+        "        code = main(argv)\n"
+        "    except SystemExit as stop:\n"
+        "        code = stop.code\n"
+        "    assert code == 2, (argv, code)\n"
+        "    assert 'torch' not in sys.modules, ('torch was imported by', argv)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=cwd
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == len(argvs), errors  # one line each, no traceback
+    return errors
+
+
 def test_a_wrong_argument_is_answered_before_torch_loads(tmp_path: Path) -> None:
     """Issue 38: an error a command can see without a model (a missing recipe, run or
     checkpoint, an ``--out`` of the wrong kind) is printed before torch is imported, so
@@ -175,23 +199,7 @@ def test_a_wrong_argument_is_answered_before_torch_loads(tmp_path: Path) -> None
         ["export", str(image_run), "--out", "x.onnx"],
         ["geometry", str(tmp_path / "none.npy")],
     ]
-    code = (
-        "import sys\n"
-        "from spacl.cli import main\n"
-        f"for argv in {argvs!r}:\n"
-        "    try:\n"
-        "        code = main(argv)\n"
-        "    except SystemExit as stop:\n"
-        "        code = stop.code\n"
-        "    assert code == 2, (argv, code)\n"
-        "    assert 'torch' not in sys.modules, ('torch was imported by', argv)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    errors = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(errors) == len(argvs), errors  # one line each, no traceback
+    _exit_2_without_torch(argvs, tmp_path)
 
 
 def test_the_engine_package_loads_its_names_on_first_use() -> None:
@@ -234,23 +242,7 @@ def test_a_config_error_exits_2_before_torch_loads(tmp_path: Path) -> None:
         ["train", "digits/supcon", "trian.epochs=3"],
         ["train", "digits/supcon", "train.epochs=abc"],
     ]
-    code = (
-        "import sys\n"
-        "from spacl.cli import main\n"
-        f"for argv in {argvs!r}:\n"
-        "    try:\n"
-        "        code = main(argv)\n"
-        "    except SystemExit as stop:\n"
-        "        code = stop.code\n"
-        "    assert code == 2, (argv, code)\n"
-        "    assert 'torch' not in sys.modules, ('torch was imported by', argv)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    errors = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(errors) == len(argvs), errors  # one line each, no traceback
+    errors = _exit_2_without_torch(argvs, tmp_path)
     assert "unknown config key 'foo'" in errors[0] and "did you mean 'train'" in errors[1]
     assert not list(tmp_path.iterdir())  # nothing written
 

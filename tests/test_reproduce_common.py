@@ -19,6 +19,7 @@ from spacl.studies.verdicts import (
     MIXED,
     NOT_AT_SCALE,
     OPPOSITE,
+    REFUTED,
     REPRODUCED,
     SMOKE,
     VERDICTS,
@@ -149,7 +150,8 @@ def test_best_of() -> None:
     s = {0: [1.0, 1.1, 1.05], 5: [3.0, 3.1, 3.05], 30: [2.0, 2.1, 2.05]}
     assert best_of(s, 5).verdict == REPRODUCED
     assert best_of(s, 0).verdict == OPPOSITE  # every other option beats it
-    assert best_of(s, 30).verdict == NOT_AT_SCALE  # beats one, loses to one
+    # beats one, loses to one: a claim of the best option is refuted as stated
+    assert best_of(s, 30).verdict == REFUTED
     # counter-example: the claimed best is ahead of the others by less than the noise
     tie = {"a": [1.0, 2.0, 3.0], "b": [1.1, 2.1, 2.9]}
     assert best_of(tie, "a").verdict == NOT_AT_SCALE
@@ -163,10 +165,11 @@ def test_trend_needs_every_step() -> None:
     assert trend(rising).verdict == REPRODUCED
     assert trend(rising, increasing=False).verdict == OPPOSITE
     # counter-example from the issue: 0.740 -> 0.683 -> 0.786 rises end to end but is not
-    # monotone: not reproduced (the endpoint rule used to say "reproduced")
+    # monotone, a step clearly the other way: refuted as stated (the endpoint rule used to
+    # say "reproduced")
     dip = [[0.740 + e for e in noise], [0.683 + e for e in noise], [0.786 + e for e in noise]]
     v = trend(dip, labels=["C'=2", "C'=5", "C'=10"])
-    assert v.verdict == NOT_AT_SCALE
+    assert v.verdict == REFUTED
     assert "[C'=2 -> C'=5] opposite" in v.rule and "[C'=5 -> C'=10] reproduced" in v.rule
     # counter-example: a monotone mean whose steps are inside the noise
     flat = [[0.70, 0.75, 0.80], [0.71, 0.76, 0.81], [0.72, 0.77, 0.82]]
