@@ -46,29 +46,30 @@ __all__ = [
     "task_names",
 ]
 
-#: the built-in tasks, each registered by its schema module (:func:`_register_builtin`)
-BUILTIN_TASKS = ("image", "kg", "text")
+#: each built-in task's schema module, which registers the task when imported
+#: (image's is imported at this module's top; KG's and text's import torch: on first lookup)
+BUILTIN_SCHEMAS = {
+    "image": "spacl.tasks.image.config",
+    "kg": "spacl.tasks.kg.config",
+    "text": "spacl.tasks.text.config",
+}
 
 
 def _register_builtin(task: str) -> None:
     """Import the schema module of built-in ``task`` (it registers itself with
-    :func:`spacl.schema.register_task`; a no-op once imported; ``image`` is imported at
-    this module's top); any other name imports every built-in one, so a lookup's error
-    names them all."""
-    if task == "image":
-        return
-    if task == "kg":
-        importlib.import_module("spacl.tasks.kg.config")
-    elif task == "text":
-        importlib.import_module("spacl.tasks.text.config")
+    :func:`spacl.schema.register_task`; a no-op once imported); a name that is no
+    built-in task imports them all, so a lookup's error names every one."""
+    if task in BUILTIN_SCHEMAS:
+        importlib.import_module(BUILTIN_SCHEMAS[task])
     else:
-        for builtin in BUILTIN_TASKS:
-            _register_builtin(builtin)
+        for module in BUILTIN_SCHEMAS.values():
+            importlib.import_module(module)
 
 
 def task_names() -> list[str]:
     """Every registered task, sorted (the built-in ones included)."""
-    _register_builtin("")  # every built-in one
+    for task in BUILTIN_SCHEMAS:
+        _register_builtin(task)
     return registered_tasks()
 
 
