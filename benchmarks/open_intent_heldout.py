@@ -543,10 +543,31 @@ def summary_text(rows: list[dict], variant: Variant = HEAD) -> str:
             f"Store: `{variant.store.name}`.  Mean over the draws of the pseudo-open dev "
             f"scores (percent) of {about}  No test text is loaded or scored.",
             "",
+            *(run_order_lines(rows) if variant.layers else []),
             summary(rows, variant),
             "",
         ]
     )
+
+
+def run_order_lines(rows: list[dict]) -> list[str]:
+    """HELDOUT_TOP_PLAN.md's deviation from its run order ("one process at low priority,
+    draw 1000 of every setting first"), read from the store: the order the draws were
+    stored in (their ``finished`` time)."""
+    if not rows:
+        return []
+    stored = sorted(rows, key=lambda r: r["finished"])
+    order = ", ".join(
+        f"{LABELS[r['dataset']]} {int(100 * float(r['ratio']))}% {r['seed']}" for r in stored
+    )
+    return [
+        "**Deviation from the plan's run order.**  The plan says one process at low priority, "
+        "draw 1000 of every setting first.  What ran: each draw its own process in a clean "
+        "clone, up to three side by side, setting after setting; stored in this order: "
+        f"{order}.  Each draw's numbers were read when it was stored; the decision rule was "
+        "fixed in the plan, and no decision is read before all the plan's draws are in.",
+        "",
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,3 +48,13 @@ def test_a_trial_still_running_lists_what_it_lacks_and_how_to_add_it(heldout: An
         "CLINC150-oos 50% draws 1000, 1001, 1002; each added by "
         "`python benchmarks/open_intent_heldout.py --top-layer --seeds DRAW`"
     ) in line
+
+
+def test_the_top_trials_run_order_is_read_from_the_store(heldout: Any) -> None:
+    def row(ratio: float, seed: int, finished: str) -> dict[str, Any]:
+        return {"dataset": "stackoverflow", "ratio": ratio, "seed": seed, "finished": finished}
+
+    rows = [row(0.75, 1001, "2026-12-06T19:10:10Z"), row(0.5, 1000, "2026-12-06T18:00:00Z")]
+    text = " ".join(heldout.run_order_lines(rows))
+    assert "stored in this order: StackOverflow 50% 1000, StackOverflow 75% 1001." in text
+    assert heldout.run_order_lines([]) == []
