@@ -1403,7 +1403,9 @@ def _shortfall(rows: list[dict], selection: list[dict]) -> list[str]:
         "",
         "The pre-registered detector's test scores with the stored per-example distances: "
         "`best scale` scales every radius by the one factor in 0.5-2.0 (step 0.025) that "
-        "maximises the seed's test macro-F1 (mean over seeds of the values there).  **A "
+        "maximises the seed's test macro-F1 (mean over seeds of the values there; "
+        "PREREGISTRATION.md's 'best common scale of the radii', one factor for every radius "
+        "of a run, chosen per seed).  **A "
         "diagnostic that reads test labels, not a rule and not a selection**: it tells how "
         "much a better operating point of the same representation could give; AUROC and "
         "F1-known bound the representation (TEXTOIR publishes no AUROC).  `reading`, on "
