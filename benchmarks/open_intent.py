@@ -1841,7 +1841,33 @@ def top_layer_trial(setting: str, rows: list[dict]) -> str:
         f"{scale:.3f}, {'wider' if scale > 1 else 'narrower'} than the learned radii; "
         f"pseudo-open dev macro-F1 {cells['macro_f1']}, F1-open {cells['f1_ood']} (boundary / "
         "held-out rule / dev-best scale, the last a diagnostic that reads the pseudo-open "
-        "labels).  No test text was scored with it."
+        "labels).  No test text was scored with it." + top_layer_decision(rows)
+    )
+
+
+def top_layer_decision(rows: list[dict]) -> str:
+    """HELDOUT_TOP_PLAN.md's decision once its 9 draws are stored (``rows``:
+    heldout_top_runs.jsonl's), else ``""``: the held-out rule is better on dev iff its mean
+    pseudo-open dev macro-F1 over the 9 draws exceeds the boundary rule's (heldout_top.md
+    renders the same decision)."""
+    planned = [
+        r
+        for r in rows
+        if f"{r['dataset']}:{float(r['ratio']):g}" in HELDOUT_TOP_SETTINGS
+        and 1000 <= int(r["seed"]) < 1000 + HELDOUT_TOP_DRAWS
+    ]
+    count = len(HELDOUT_TOP_SETTINGS) * HELDOUT_TOP_DRAWS
+    if len(planned) != count:
+        return ""
+    held, base = (
+        _mean([r["pseudo_open"][rule]["macro_f1"] for r in planned])
+        for rule in ("heldout", "boundary")
+    )
+    verdict = "better" if held > base else "not better"
+    return (
+        f"  The plan's decision, over its {count} draws in the three short settings: the "
+        f"held-out rule is **{verdict} on dev** (mean pseudo-open dev macro-F1 {held:.2f} vs "
+        f"the boundary rule's {base:.2f})."
     )
 
 

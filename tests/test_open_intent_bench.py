@@ -391,3 +391,29 @@ def test_a_short_setting_reports_the_top_layer_trial_as_its_draws_come_in(bench:
     assert "none of its 3 draws" in bench.top_layer_trial("stackoverflow:0.75", rows)
     line = bench.confirm_dev_line("stackoverflow:0.5", [], [], None, rows)
     assert line.startswith("**Tried on dev for this row:** nothing beyond the") and text in line
+
+
+def test_the_top_layer_trials_decision_waits_for_all_nine_draws(bench: Any) -> None:
+    def row(setting: str, seed: int, held: float, base: float) -> dict[str, Any]:
+        name, ratio = setting.split(":")
+        return {
+            "dataset": name,
+            "ratio": float(ratio),
+            "seed": seed,
+            "pseudo_open": {"heldout": {"macro_f1": held}, "boundary": {"macro_f1": base}},
+        }
+
+    settings = ("stackoverflow:0.75", "stackoverflow:0.5", "oos:0.5")
+    rows = [row(s, 1000 + d, 80.0, 81.0) for s in settings for d in range(3)]
+    assert bench.top_layer_decision(rows[:-1]) == ""
+    # a draw outside the plan (another setting, a table seed) does not count
+    assert bench.top_layer_decision([*rows[:-1], row("banking:0.5", 1000, 99.0, 1.0)]) == ""
+    assert bench.top_layer_decision([*rows[:-1], row("oos:0.5", 10, 99.0, 1.0)]) == ""
+    lower = bench.top_layer_decision(rows)
+    assert "**not better on dev** (mean pseudo-open dev macro-F1 80.00 vs" in lower
+    assert "boundary rule's 81.00" in lower
+    # the counter-example: the mean over the 9 draws above the boundary's
+    higher = [*rows[:-1], row("oos:0.5", 1002, 90.0, 81.0)]
+    assert "**better on dev** (mean pseudo-open dev macro-F1 81.11 vs" in (
+        bench.top_layer_decision(higher)
+    )
