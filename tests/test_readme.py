@@ -68,6 +68,11 @@ def test_readmes_detector_time_and_answers_are_the_measured_ones() -> None:
     for answer in answers:
         label, score, text = answer
         assert f"{label}\t{score}\t{text}" in measured, answer
+    # the tags README says the shipped detector knows are the measured run's known classes
+    listed = re.search(r"\(known: ([\w -]+)\)", readme)
+    known = re.search(r"Known classes \(.*?\): (.+)\.", measured)
+    assert listed is not None and known is not None
+    assert set(listed.group(1).split()) == set(known.group(1).split(", "))
 
 
 def test_every_stated_demo_time_is_the_measured_one() -> None:
