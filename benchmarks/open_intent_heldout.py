@@ -523,7 +523,8 @@ def summary_text(rows: list[dict], variant: Variant = HEAD) -> str:
             "the pre-registered detector (DA-ADB, lr 1e-4, frozen MiniLM) at three scales of "
             "its radii; the dev-best scale reads the pseudo-open labels, a diagnostic, never a "
             "rule.  `reproduces selection`: draws whose scale-1 metrics match the stored "
-            "selection row within 1e-3."
+            "selection row within 1e-3.  The plan's `_f1s` is `per_class_f1` (renamed by "
+            "commit 39965ed, the same function)."
         )
     else:
         title = "the held-out threshold for the top-layer detector (dev only)"
