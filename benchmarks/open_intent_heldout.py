@@ -495,7 +495,8 @@ def decision(rows: list[dict], variant: Variant = HEAD) -> str:
             for setting in variant.settings
         ]
         listed = "; ".join(
-            f"{LABELS[_setting(s)[0]]} {int(100 * _setting(s)[1])}% draws "
+            f"{LABELS[_setting(s)[0]]} {int(100 * _setting(s)[1])}% "
+            + ("draws " if len(seeds) > 1 else "draw ")
             + ", ".join(map(str, seeds))
             for s, seeds in missing
             if seeds
