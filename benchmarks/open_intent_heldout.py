@@ -562,10 +562,12 @@ def run_order_lines(rows: list[dict]) -> list[str]:
     order = ", ".join(
         f"{LABELS[r['dataset']]} {int(100 * float(r['ratio']))}% {r['seed']}" for r in stored
     )
+    dirty = sum(1 for r in rows if r.get("dirty"))
     return [
         "**Deviation from the plan's run order.**  The plan says one process at low priority, "
-        "draw 1000 of every setting first.  What ran: each draw its own process in a clean "
-        "clone, up to three side by side, setting after setting; stored in this order: "
+        "draw 1000 of every setting first.  What ran: each draw its own process at the "
+        f"commit its row records ({dirty} of {len(rows)} rows on a modified tree), up to "
+        "three side by side, setting after setting; stored in this order: "
         f"{order}.  Each draw's numbers were read when it was stored; the decision rule was "
         "fixed in the plan, and no decision is read before all the plan's draws are in.",
         "",
