@@ -1286,13 +1286,11 @@ ADB_TOP_PREREGISTERED = ("stackoverflow:0.25", "banking:0.25", "oos:0.25", "stac
 def beyond_settings_lines(adb_top: list[dict]) -> list[str]:
     """Addendum 3's second deviation, read from the runs: the settings ``adb_top1`` ran in
     that its pre-registration does not name (:data:`ADB_TOP_PREREGISTERED`)."""
-    ran = {f"{r['dataset']}:{float(r['ratio']):g}" for r in adb_top}
+    ran = {_setting_of(r) for r in adb_top}
     beyond = [s for s in SETTINGS if s in ran and s not in ADB_TOP_PREREGISTERED]
     if not beyond:
         return []
-    commits = sorted(
-        {r["commit"][:7] for r in adb_top if f"{r['dataset']}:{float(r['ratio']):g}" in beyond}
-    )
+    commits = sorted({r["commit"][:7] for r in adb_top if _setting_of(r) in beyond})
     return [
         "**Deviation from the pre-registration: settings it does not name.**  "
         "[PREREGISTRATION_adb_top_layer.md](PREREGISTRATION_adb_top_layer.md) names four "
@@ -1739,6 +1737,11 @@ def common_scale_line(
     )
 
 
+def _setting_of(row: dict) -> str:
+    """A run row's setting as :data:`SETTINGS` names it (``stackoverflow:0.25``)."""
+    return f"{row['dataset']}:{float(row['ratio']):g}"
+
+
 def _setting_label(setting: str) -> str:
     """``StackOverflow 25%`` for ``stackoverflow:0.25``."""
     name, ratio = setting.split(":")
@@ -1853,7 +1856,7 @@ def top_layer_decision(rows: list[dict]) -> str:
     planned = [
         r
         for r in rows
-        if f"{r['dataset']}:{float(r['ratio']):g}" in HELDOUT_TOP_SETTINGS
+        if _setting_of(r) in HELDOUT_TOP_SETTINGS
         and 1000 <= int(r["seed"]) < 1000 + HELDOUT_TOP_DRAWS
     ]
     count = len(HELDOUT_TOP_SETTINGS) * HELDOUT_TOP_DRAWS
